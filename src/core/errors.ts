@@ -1,0 +1,115 @@
+/**
+ * Every error tasklease throws on purpose. Each has a stable `code` that
+ * callers, logs and HTTP answers can rely on; `cause` is chained.
+ */
+export const ErrorCode = {
+  VALIDATION: 'VALIDATION',
+  UNKNOWN_TASK_TYPE: 'UNKNOWN_TASK_TYPE',
+  PAYLOAD_INVALID: 'PAYLOAD_INVALID',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  INVALID_OPTIONS: 'INVALID_OPTIONS',
+  NOT_FOUND: 'NOT_FOUND',
+  INVALID_TRANSITION: 'INVALID_TRANSITION',
+  CANCELLED: 'CANCELLED',
+  TIMEOUT: 'TIMEOUT',
+  DEADLINE_EXCEEDED: 'DEADLINE_EXCEEDED',
+  LEASE_LOST: 'LEASE_LOST',
+  LEASE_EXPIRED: 'LEASE_EXPIRED',
+  SHUTDOWN: 'SHUTDOWN',
+  HANDLER_ERROR: 'HANDLER_ERROR',
+  STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
+  SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class TaskLeaseError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Bad input at an API edge: nothing was written. `field` names the culprit. */
+export class ValidationError extends TaskLeaseError {
+  readonly field: string | undefined;
+  constructor(message: string, field?: string, code: string = ErrorCode.VALIDATION, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.field = field;
+  }
+}
+
+export class UnknownTaskTypeError extends ValidationError {
+  readonly taskType: string;
+  constructor(taskType: string) {
+    super(`unknown task type ${JSON.stringify(truncate(taskType, 80))}: no task definition is registered for it`, 'type', ErrorCode.UNKNOWN_TASK_TYPE);
+    this.taskType = taskType;
+  }
+}
+
+export class PayloadInvalidError extends ValidationError {
+  readonly issues: readonly { message: string; path?: string }[];
+  constructor(taskType: string, issues: readonly { message: string; path?: string }[]) {
+    const first = issues.slice(0, 3).map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ');
+    super(`payload for task type ${JSON.stringify(truncate(taskType, 80))} fails its schema: ${first}`, 'payload', ErrorCode.PAYLOAD_INVALID);
+    this.issues = issues;
+  }
+}
+
+export class PayloadTooLargeError extends ValidationError {
+  constructor(bytes: number, limit: number) {
+    super(`payload is ${bytes} bytes as JSON, over the limit of ${limit} bytes (option maxPayloadBytes)`, 'payload', ErrorCode.PAYLOAD_TOO_LARGE);
+  }
+}
+
+/** Options of a component that cannot work; thrown at construction. */
+export class InvalidOptionsError extends ValidationError {
+  constructor(component: string, field: string, problem: string) {
+    super(`${component} option "${field}" ${problem}`, field, ErrorCode.INVALID_OPTIONS);
+  }
+}
+
+export class NotFoundError extends TaskLeaseError {
+  constructor(what: string, id: string) {
+    super(ErrorCode.NOT_FOUND, `${what} ${JSON.stringify(truncate(id, 80))} not found`);
+  }
+}
+
+export class InvalidTransitionError extends TaskLeaseError {
+  constructor(taskId: string, from: string, action: string) {
+    super(ErrorCode.INVALID_TRANSITION, `cannot ${action} task ${taskId}: it is ${from}`);
+  }
+}
+
+/** Thrown inside a handler by `ctx.checkCancellation()`, and the abort reason of its signal. */
+export class TaskAbortedError extends TaskLeaseError {
+  constructor(code: 'CANCELLED' | 'TIMEOUT' | 'DEADLINE_EXCEEDED' | 'LEASE_LOST' | 'SHUTDOWN', message: string) {
+    super(code, message);
+  }
+}
+
+export class StoreError extends TaskLeaseError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(ErrorCode.STORE_UNAVAILABLE, message, options);
+  }
+}
+
+/**
+ * Throw from a handler to control retrying: `retryable: false` fails the task
+ * at once. The message is stored sanitized; `code` becomes the error code.
+ */
+export class TaskFailure extends Error {
+  readonly code: string;
+  readonly retryable: boolean;
+  constructor(message: string, options: { code?: string; retryable?: boolean; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'TaskFailure';
+    this.code = options.code ?? ErrorCode.HANDLER_ERROR;
+    this.retryable = options.retryable ?? true;
+  }
+}
+
+export function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}

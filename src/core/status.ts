@@ -1,0 +1,65 @@
+/**
+ * Task statuses (the seed's names) and the one transition table that every
+ * store, the worker and the control plane obey.
+ */
+export const TaskStatus = {
+  QUEUED: 'QUEUED',
+  RUNNING: 'RUNNING',
+  RETRY_WAIT: 'RETRY_WAIT',
+  PAUSED: 'PAUSED',
+  CANCEL_REQUESTED: 'CANCEL_REQUESTED',
+  CANCELLED: 'CANCELLED',
+  SUCCESS: 'SUCCESS',
+  PARTIAL_SUCCESS: 'PARTIAL_SUCCESS',
+  FAILED: 'FAILED',
+} as const;
+export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
+
+export const ALL_STATUSES: readonly TaskStatus[] = Object.values(TaskStatus);
+
+/** Statuses in which a worker holds a lease: every fenced write requires one of these. */
+export const LEASED_STATUSES: readonly TaskStatus[] = ['RUNNING', 'CANCEL_REQUESTED'];
+
+/** Statuses that never change again on their own (FAILED may be retried by an operator). */
+export const TERMINAL_STATUSES: readonly TaskStatus[] = ['SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED'];
+
+/** Statuses a task can be cancelled from at once, because no worker is running it. */
+export const IDLE_STATUSES: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT', 'PAUSED'];
+
+/**
+ * from → allowed targets. A transition not listed here is a bug or a race that
+ * the fenced SQL must have refused; `assertTransition` makes it loud in code.
+ */
+export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
+  // claim; pause; cancel; deadline passed while waiting
+  QUEUED: ['RUNNING', 'PAUSED', 'CANCELLED', 'FAILED'],
+  // outcomes; cancel request; lease expiry or hand-back requeues
+  RUNNING: ['SUCCESS', 'PARTIAL_SUCCESS', 'RETRY_WAIT', 'FAILED', 'CANCEL_REQUESTED', 'CANCELLED', 'QUEUED'],
+  // backoff over; pause; cancel; deadline passed while waiting
+  RETRY_WAIT: ['QUEUED', 'PAUSED', 'CANCELLED', 'FAILED'],
+  PAUSED: ['QUEUED', 'CANCELLED'],
+  // the handler may still finish its work before it sees the request
+  CANCEL_REQUESTED: ['CANCELLED', 'SUCCESS', 'PARTIAL_SUCCESS'],
+  CANCELLED: [],
+  SUCCESS: [],
+  PARTIAL_SUCCESS: [],
+  // an operator's retry starts a fresh attempt cycle
+  FAILED: ['QUEUED'],
+};
+
+export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
+  return TRANSITIONS[from].includes(to);
+}
+
+export function isTerminal(status: TaskStatus): boolean {
+  return TERMINAL_STATUSES.includes(status);
+}
+
+export function isTaskStatus(value: unknown): value is TaskStatus {
+  return typeof value === 'string' && (ALL_STATUSES as readonly string[]).includes(value);
+}
+
+/** Every status from which `to` can be reached. */
+export function sourcesOf(to: TaskStatus): TaskStatus[] {
+  return ALL_STATUSES.filter((from) => canTransition(from, to));
+}

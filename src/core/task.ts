@@ -1,0 +1,87 @@
+import type { TaskStatus } from './status.js';
+
+/** Progress a handler reports; stored in the task row (progress_* columns). */
+export interface TaskProgress {
+  total: number;
+  processed: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  message: string | null;
+}
+
+/** One task row, as every store returns it (never a driver's row). */
+export interface Task<Payload = unknown> {
+  id: string;
+  taskType: string;
+  status: TaskStatus;
+  /** Higher runs first. */
+  priority: number;
+  payload: Payload;
+  /** Not claimed before this time (delayed start, retry backoff). */
+  availableAt: Date;
+  /** Never claimed after, and aborted as TIMEOUT when still running at, this time. */
+  deadlineAt: Date | null;
+  leaseOwner: string | null;
+  leaseUntil: Date | null;
+  /** Attempts started in the task's whole life; also the lease's fencing token. */
+  attemptCount: number;
+  /** Attempts that belong to earlier cycles (an operator's retry starts a new one). */
+  attemptBase: number;
+  maxAttempts: number;
+  artifactId: string | null;
+  owner: string | null;
+  idempotencyKey: string | null;
+  progress: TaskProgress | null;
+  result: unknown;
+  lastErrorCode: string | null;
+  traceId: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** What a producer asks for; the client fills in defaults before the store sees it. */
+export interface NewTask {
+  id: string;
+  taskType: string;
+  /** The payload, already serialized (the client measures its size). */
+  payloadJson: string;
+  priority: number;
+  /** Start after this many milliseconds of the database clock (0 = now). */
+  delayMs: number;
+  /** Or at this absolute time; wins over delayMs when set. */
+  availableAt: Date | null;
+  deadlineAt: Date | null;
+  maxAttempts: number;
+  owner: string | null;
+  idempotencyKey: string | null;
+  traceId: string | null;
+}
+
+/** The fencing token of one execution: every write a worker makes carries it. */
+export interface Lease {
+  taskId: string;
+  workerId: string;
+  attempt: number;
+}
+
+/** What the failure classifier makes of an error: safe to store and log. */
+export interface FailureRecord {
+  errorCode: string;
+  /** Sanitized: no raw exception text unless the operator opted in. */
+  message: string;
+  traceId: string | null;
+  retryable: boolean;
+}
+
+/** Attempts still allowed in the task's current cycle. */
+export function attemptsLeft(task: Pick<Task, 'attemptCount' | 'attemptBase' | 'maxAttempts'>): number {
+  return task.maxAttempts - (task.attemptCount - task.attemptBase);
+}
+
+export function leaseOf(task: Task): Lease {
+  if (task.leaseOwner === null) throw new Error(`task ${task.id} has no lease`);
+  return { taskId: task.id, workerId: task.leaseOwner, attempt: task.attemptCount };
+}

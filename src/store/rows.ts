@@ -1,0 +1,144 @@
+/**
+ * Row ↔ model mapping shared by every dialect. Column names are the seed's
+ * (DESIGN.md §2) and identical across dialects; only how a dialect encodes
+ * times, booleans and JSON differs, and that is passed in as `decode`.
+ */
+import { isTaskStatus, type TaskStatus } from '../core/status.js';
+import type { Task, TaskProgress } from '../core/task.js';
+import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow } from './types.js';
+
+export interface Decode {
+  /** A time column (never null here) to a Date. */
+  time(value: unknown): Date;
+  /** A JSON column: text on SQLite and MySQL, already parsed on PostgreSQL jsonb. */
+  json(value: unknown): unknown;
+}
+
+export type Row = Record<string, unknown>;
+
+export const TASK_TABLE = 'system_async_task';
+export const ATTEMPT_TABLE = 'system_async_task_attempt';
+export const FAILURE_TABLE = 'system_async_task_failure';
+export const DEAD_LETTER_TABLE = 'system_async_task_dead_letter';
+export const POLICY_TABLE = 'system_async_task_policy';
+
+export function taskFromRow(row: Row, decode: Decode): Task {
+  const status = String(row.status);
+  if (!isTaskStatus(status)) throw new Error(`unknown status ${status} in ${TASK_TABLE} row ${String(row.id)}`);
+  return {
+    id: String(row.id),
+    taskType: String(row.task_type),
+    status: status as TaskStatus,
+    priority: Number(row.priority),
+    payload: decode.json(row.payload_json),
+    availableAt: decode.time(row.available_at),
+    deadlineAt: optionalTime(row.deadline_at, decode),
+    leaseOwner: optionalString(row.lease_owner),
+    leaseUntil: optionalTime(row.lease_until, decode),
+    attemptCount: Number(row.attempt_count),
+    attemptBase: Number(row.attempt_base),
+    maxAttempts: Number(row.max_attempts),
+    artifactId: optionalString(row.artifact_id),
+    owner: optionalString(row.owner),
+    idempotencyKey: optionalString(row.idempotency_key),
+    progress: progressFromRow(row),
+    result: row.result_json === null || row.result_json === undefined ? null : decode.json(row.result_json),
+    lastErrorCode: optionalString(row.last_error_code),
+    traceId: optionalString(row.trace_id),
+    createdAt: decode.time(row.create_time),
+    updatedAt: decode.time(row.update_time),
+    startedAt: optionalTime(row.started_at, decode),
+    finishedAt: optionalTime(row.finished_at, decode),
+  };
+}
+
+function progressFromRow(row: Row): TaskProgress | null {
+  if (row.progress_total === null || row.progress_total === undefined) return null;
+  return {
+    total: Number(row.progress_total),
+    processed: Number(row.progress_processed),
+    succeeded: Number(row.progress_succeeded),
+    failed: Number(row.progress_failed),
+    skipped: Number(row.progress_skipped),
+    message: optionalString(row.progress_message),
+  };
+}
+
+export function attemptFromRow(row: Row, decode: Decode): AttemptRecord {
+  return {
+    taskId: String(row.task_id),
+    attempt: Number(row.attempt),
+    workerId: String(row.worker_id),
+    startedAt: decode.time(row.started_at),
+    finishedAt: optionalTime(row.finished_at, decode),
+    outcome: optionalString(row.outcome) as AttemptOutcomeName | null,
+    errorCode: optionalString(row.error_code),
+  };
+}
+
+export function failureFromRow(row: Row, decode: Decode): FailureRow {
+  return {
+    id: String(row.id),
+    taskId: String(row.task_id),
+    attempt: Number(row.attempt),
+    errorCode: String(row.error_code),
+    message: String(row.error_message ?? ''),
+    traceId: optionalString(row.trace_id),
+    retryable: row.retryable === true || Number(row.retryable) === 1,
+    failedAt: decode.time(row.failed_at),
+  };
+}
+
+export function deadLetterFromRow(row: Row, decode: Decode): DeadLetter {
+  return {
+    id: String(row.id),
+    originalTaskId: String(row.original_task_id),
+    taskType: String(row.task_type),
+    owner: optionalString(row.owner),
+    payload: decode.json(row.payload_json),
+    errorCode: String(row.error_code),
+    errorMessage: String(row.error_message ?? ''),
+    traceId: optionalString(row.trace_id),
+    attemptCount: Number(row.attempt_count),
+    movedAt: decode.time(row.moved_at),
+    replayedAt: optionalTime(row.replayed_at, decode),
+    replayTaskId: optionalString(row.replay_task_id),
+    archivedAt: optionalTime(row.archived_at, decode),
+  };
+}
+
+/** Progress as column values, in the order of PROGRESS_COLUMNS. */
+export const PROGRESS_COLUMNS = [
+  'progress_total',
+  'progress_processed',
+  'progress_succeeded',
+  'progress_failed',
+  'progress_skipped',
+  'progress_message',
+] as const;
+
+export function progressValues(progress: TaskProgress): [number, number, number, number, number, string | null] {
+  return [progress.total, progress.processed, progress.succeeded, progress.failed, progress.skipped, progress.message];
+}
+
+export function emptyStatusCounts(): Record<TaskStatus, number> {
+  return {
+    QUEUED: 0,
+    RUNNING: 0,
+    RETRY_WAIT: 0,
+    PAUSED: 0,
+    CANCEL_REQUESTED: 0,
+    CANCELLED: 0,
+    SUCCESS: 0,
+    PARTIAL_SUCCESS: 0,
+    FAILED: 0,
+  };
+}
+
+function optionalString(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+function optionalTime(value: unknown, decode: Decode): Date | null {
+  return value === null || value === undefined ? null : decode.time(value);
+}

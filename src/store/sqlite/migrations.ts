@@ -1,0 +1,116 @@
+/**
+ * SQLite schema, versioned. Times are UTC text 'YYYY-MM-DD HH:MM:SS.SSS' —
+ * SQLite's own strftime('%Y-%m-%d %H:%M:%f') format — so they sort as text,
+ * read well in the sqlite3 shell and compare with SQLite's date functions.
+ * Table and column names are the seed's (DESIGN.md §2); the PostgreSQL and
+ * MySQL schemas mirror them column for column.
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const SQLITE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: `
+CREATE TABLE system_async_task (
+  id TEXT PRIMARY KEY,
+  task_type TEXT NOT NULL,
+  status TEXT NOT NULL,
+  priority INTEGER NOT NULL DEFAULT 0,
+  payload_json TEXT NOT NULL,
+  available_at TEXT NOT NULL,
+  deadline_at TEXT,
+  lease_owner TEXT,
+  lease_until TEXT,
+  attempt_count INTEGER NOT NULL DEFAULT 0,
+  attempt_base INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL,
+  artifact_id TEXT,
+  owner TEXT,
+  idempotency_key TEXT,
+  progress_total INTEGER,
+  progress_processed INTEGER,
+  progress_succeeded INTEGER,
+  progress_failed INTEGER,
+  progress_skipped INTEGER,
+  progress_message TEXT,
+  result_json TEXT,
+  last_error_code TEXT,
+  trace_id TEXT,
+  create_time TEXT NOT NULL,
+  update_time TEXT NOT NULL,
+  started_at TEXT,
+  finished_at TEXT
+);
+-- Only claimable rows, in claim order: finished rows stay in the table for the
+-- seed's queries but cost the claim nothing.
+CREATE INDEX ix_system_async_task_claim ON system_async_task (priority DESC, available_at, create_time)
+  WHERE status IN ('QUEUED', 'RETRY_WAIT');
+-- Leased rows: limit counting per type and the expired-lease sweep.
+CREATE INDEX ix_system_async_task_leased ON system_async_task (task_type, lease_until)
+  WHERE status IN ('RUNNING', 'CANCEL_REQUESTED');
+CREATE UNIQUE INDEX ux_system_async_task_idempotency ON system_async_task (task_type, COALESCE(owner, ''), idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+CREATE INDEX ix_system_async_task_owner ON system_async_task (owner, id);
+CREATE INDEX ix_system_async_task_type_status ON system_async_task (task_type, status);
+CREATE INDEX ix_system_async_task_finished ON system_async_task (finished_at) WHERE finished_at IS NOT NULL;
+
+CREATE TABLE system_async_task_attempt (
+  task_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  worker_id TEXT NOT NULL,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  outcome TEXT,
+  error_code TEXT,
+  PRIMARY KEY (task_id, attempt)
+);
+CREATE INDEX ix_system_async_task_attempt_started ON system_async_task_attempt (started_at);
+
+CREATE TABLE system_async_task_failure (
+  id TEXT PRIMARY KEY,
+  task_id TEXT NOT NULL,
+  attempt INTEGER NOT NULL,
+  error_code TEXT NOT NULL,
+  error_message TEXT NOT NULL,
+  trace_id TEXT,
+  retryable INTEGER NOT NULL,
+  failed_at TEXT NOT NULL
+);
+CREATE INDEX ix_system_async_task_failure_task ON system_async_task_failure (task_id, failed_at);
+CREATE INDEX ix_system_async_task_failure_failed ON system_async_task_failure (failed_at);
+
+CREATE TABLE system_async_task_dead_letter (
+  id TEXT PRIMARY KEY,
+  original_task_id TEXT NOT NULL,
+  task_type TEXT NOT NULL,
+  owner TEXT,
+  payload_json TEXT NOT NULL,
+  error_code TEXT NOT NULL,
+  error_message TEXT NOT NULL,
+  trace_id TEXT,
+  attempt_count INTEGER NOT NULL,
+  moved_at TEXT NOT NULL,
+  replayed_at TEXT,
+  replay_task_id TEXT,
+  archived_at TEXT
+);
+CREATE INDEX ix_system_async_task_dead_letter_moved ON system_async_task_dead_letter (task_type, moved_at);
+CREATE INDEX ix_system_async_task_dead_letter_task ON system_async_task_dead_letter (original_task_id);
+
+CREATE TABLE system_async_task_policy (
+  policy_key TEXT PRIMARY KEY,
+  task_type TEXT,
+  max_concurrency INTEGER,
+  max_attempts INTEGER,
+  retry_base_delay_ms INTEGER,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  update_time TEXT NOT NULL
+);
+`,
+  },
+];

@@ -1,0 +1,220 @@
+/**
+ * The Store: the only door to the database. Every dialect (SQLite, PostgreSQL,
+ * MySQL/MariaDB) implements this contract and runs one conformance suite
+ * (test/store/conformance.ts). A method takes one params object and returns
+ * the project's own types, never a driver's rows.
+ *
+ * Rules every implementation keeps (DESIGN.md §3):
+ * - time is the database clock (`now()`), never a worker's;
+ * - every write about a leased task is fenced: `lease_owner = workerId AND
+ *   attempt_count = attempt AND status IN ('RUNNING','CANCEL_REQUESTED')`,
+ *   and the affected-row count decides the answer;
+ * - concurrency limits are invariants: counting RUNNING rows and claiming are
+ *   serialized so that no number of concurrent claimers can exceed them.
+ */
+import type { Scope } from '../core/scope.js';
+import type { TaskStatus } from '../core/status.js';
+import type { FailureRecord, Lease, NewTask, Task, TaskProgress } from '../core/task.js';
+
+export type Dialect = 'sqlite' | 'postgres' | 'mysql';
+
+export interface Store {
+  readonly dialect: Dialect;
+  /** Creates or upgrades the schema; safe when several processes start at once. */
+  migrate(): Promise<void>;
+  /** Releases connections and listeners. Idempotent. */
+  close(): Promise<void>;
+  /** The database clock. */
+  now(): Promise<Date>;
+  /** Wake-ups for workers: submits (by type) and cancellation requests. Returns unsubscribe. */
+  subscribe(listener: StoreListener): () => void;
+
+  // ---- producers ---------------------------------------------------------
+  /**
+   * Inserts tasks in one statement where the dialect allows. A task whose
+   * (taskType, owner, idempotencyKey) exists already is not inserted: its
+   * existing row comes back with `created: false`. Results keep input order.
+   * With `transaction` (PostgreSQL: a pg client inside BEGIN; MySQL: a
+   * mysql2 connection inside a transaction) the insert joins the caller's
+   * transaction and is invisible to workers until it commits.
+   */
+  insertTasks(params: { tasks: readonly NewTask[]; transaction?: unknown }): Promise<InsertTaskResult[]>;
+  getTask(params: { id: string; scope: Scope }): Promise<Task | null>;
+  /** Newest first (id descending); `cursor` is the last id of the previous page. */
+  listTasks(params: ListTasksParams): Promise<TaskPage>;
+  countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>>;
+  /**
+   * Moves every task in `ids` that is in scope and in one of `from` to `to`,
+   * atomically per task. Column rules by target: QUEUED clears the lease and
+   * finished_at (and with `newCycle` sets attempt_base = attempt_count);
+   * CANCELLED sets finished_at and clears the lease; PAUSED and
+   * CANCEL_REQUESTED change only the status. `availableAt` reschedules.
+   * Answers for every id: whether this call changed it, and its status now
+   * (null when it does not exist in scope).
+   */
+  changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]>;
+
+  // ---- workers -----------------------------------------------------------
+  /**
+   * Leases up to `limit` claimable tasks of `taskTypes` for `workerId`:
+   * status QUEUED or RETRY_WAIT, available_at ≤ now, deadline null or > now,
+   * type not disabled by policy; order priority desc, available_at, create
+   * time. Never more than the global and per-type limits allow (policy table
+   * rows `GLOBAL` / `TYPE:<type>` override the defaults given here), counting
+   * RUNNING and CANCEL_REQUESTED rows. Each claimed task: status RUNNING,
+   * attempt_count + 1, lease_until = now + leaseMs, started_at set once, one
+   * new attempt row.
+   */
+  claimTasks(params: ClaimParams): Promise<Task[]>;
+  /** Renews every lease still held, in one statement; also reports cancel requests. */
+  renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult>;
+  /** Fenced progress write; false when the lease is lost. */
+  saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean>;
+  /** Writes the outcome of many attempts in as few statements as the dialect allows; fenced; one boolean per outcome. */
+  finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]>;
+  /**
+   * Hands back tasks that were leased but never started (a prefetch buffer
+   * when its worker stops): QUEUED again, attempt_count − 1, their attempt
+   * row removed, as if never claimed. Fenced; returns how many.
+   */
+  releaseTasks(params: { leases: readonly Lease[] }): Promise<number>;
+  /**
+   * The sweep: expired RUNNING leases → QUEUED (attempts left; failure row
+   * LEASE_EXPIRED) or FAILED + dead letter (spent); expired CANCEL_REQUESTED
+   * → CANCELLED; due RETRY_WAIT → QUEUED; QUEUED / RETRY_WAIT past their
+   * deadline → FAILED (DEADLINE_EXCEEDED) + dead letter. At most `batchSize`
+   * rows of each kind; never touches a live lease.
+   */
+  recover(params: { batchSize: number }): Promise<RecoveryResult>;
+
+  // ---- history -----------------------------------------------------------
+  listAttempts(params: { taskId: string }): Promise<AttemptRecord[]>;
+  /** Newest first. */
+  listFailures(params: { taskId: string; limit?: number }): Promise<FailureRow[]>;
+  /** Newest first. */
+  listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]>;
+}
+
+export type StoreEvent =
+  | { kind: 'submitted'; taskTypes: readonly string[] }
+  | { kind: 'cancelRequested'; taskIds: readonly string[] };
+export type StoreListener = (event: StoreEvent) => void;
+
+export interface InsertTaskResult {
+  task: Task;
+  /** false: an existing task with the same idempotency key was returned. */
+  created: boolean;
+}
+
+export interface ListTasksParams {
+  scope: Scope;
+  taskType?: string | null;
+  status?: readonly TaskStatus[] | null;
+  owner?: string | null;
+  limit: number;
+  cursor?: string | null;
+}
+
+export interface TaskPage {
+  tasks: Task[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+export interface ChangeStatusParams {
+  ids: readonly string[];
+  scope: Scope;
+  from: readonly TaskStatus[];
+  to: TaskStatus;
+  availableAt?: Date | null;
+  newCycle?: boolean;
+}
+
+export interface ChangeStatusResult {
+  id: string;
+  applied: boolean;
+  status: TaskStatus | null;
+}
+
+export interface ClaimParams {
+  workerId: string;
+  taskTypes: readonly string[];
+  limit: number;
+  leaseMs: number;
+  /** Cluster-wide cap on leased tasks unless a GLOBAL policy row says otherwise. */
+  globalConcurrency: number;
+  /** Per-type cap unless a TYPE:<type> policy row says otherwise. */
+  typeConcurrency: number;
+}
+
+export interface RenewResult {
+  /** Leases renewed (status RUNNING). */
+  renewed: string[];
+  /** Leases renewed whose task has a cancellation request. */
+  cancelRequested: string[];
+  /** Every other lease asked about: it is gone (expired and reclaimed, finished, …). */
+  lost: string[];
+}
+
+export type AttemptOutcome =
+  | { kind: 'SUCCESS' | 'PARTIAL_SUCCESS'; lease: Lease; artifactId: string | null; result: unknown; progress: TaskProgress | null }
+  /** Failed, will run again after `retryDelayMs` of the database clock. */
+  | { kind: 'RETRY'; lease: Lease; failure: FailureRecord; retryDelayMs: number; progress: TaskProgress | null }
+  /** Failed for good: FAILED, plus a dead letter holding the payload. */
+  | { kind: 'FAILED'; lease: Lease; failure: FailureRecord; progress: TaskProgress | null }
+  | { kind: 'CANCELLED'; lease: Lease; progress: TaskProgress | null }
+  /** Started but given up by a stopping worker: QUEUED again, the attempt counted. */
+  | { kind: 'ABANDONED'; lease: Lease; progress: TaskProgress | null };
+
+export interface RecoveryResult {
+  requeued: number;
+  failed: number;
+  cancelled: number;
+  retriesDue: number;
+  deadlineExpired: number;
+}
+
+export type AttemptOutcomeName = 'SUCCESS' | 'PARTIAL_SUCCESS' | 'FAILED' | 'CANCELLED' | 'ABANDONED' | 'LEASE_EXPIRED';
+
+export interface AttemptRecord {
+  taskId: string;
+  attempt: number;
+  workerId: string;
+  startedAt: Date;
+  finishedAt: Date | null;
+  /** null while running. */
+  outcome: AttemptOutcomeName | null;
+  errorCode: string | null;
+}
+
+export interface FailureRow extends FailureRecord {
+  id: string;
+  taskId: string;
+  attempt: number;
+  failedAt: Date;
+}
+
+export interface ListDeadLettersParams {
+  scope: Scope;
+  taskType?: string | null;
+  movedAfter?: Date | null;
+  movedBefore?: Date | null;
+  limit: number;
+  cursor?: string | null;
+}
+
+export interface DeadLetter {
+  id: string;
+  originalTaskId: string;
+  taskType: string;
+  owner: string | null;
+  payload: unknown;
+  errorCode: string;
+  errorMessage: string;
+  traceId: string | null;
+  attemptCount: number;
+  movedAt: Date;
+  replayedAt: Date | null;
+  replayTaskId: string | null;
+  archivedAt: Date | null;
+}
