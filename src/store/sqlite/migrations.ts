@@ -46,9 +46,10 @@ CREATE TABLE system_async_task (
   started_at TEXT,
   finished_at TEXT
 );
--- Only claimable rows, in claim order: finished rows stay in the table for the
--- seed's queries but cost the claim nothing.
-CREATE INDEX ix_system_async_task_claim ON system_async_task (priority DESC, available_at, create_time)
+-- Only claimable rows, per type in claim order: finished rows stay in the table
+-- for the seed's queries but cost the claim nothing. Per type, because the
+-- claim asks each type for at most its free limit.
+CREATE INDEX ix_system_async_task_claim ON system_async_task (task_type, priority DESC, available_at, create_time)
   WHERE status IN ('QUEUED', 'RETRY_WAIT');
 -- Leased rows: limit counting per type and the expired-lease sweep.
 CREATE INDEX ix_system_async_task_leased ON system_async_task (task_type, lease_until)

@@ -1,0 +1,117 @@
+/**
+ * Turning a producer's request into a NewTask: every check happens here,
+ * before anything is written, so a rejected batch writes nothing.
+ */
+import { PayloadInvalidError, PayloadTooLargeError, UnknownTaskTypeError, ValidationError } from '../core/errors.js';
+import { uuidv7 } from '../core/ids.js';
+import { runSchema } from '../core/standard-schema.js';
+import type { NewTask } from '../core/task.js';
+import type { AnyTaskDefinition } from '../worker/definition.js';
+
+export interface SubmitOptions {
+  /** Higher runs first; an integer from -1000 to 1000. Default: the definition's, else 0. */
+  priority?: number;
+  /** Start no earlier than this many milliseconds from now (database clock). */
+  delayMs?: number;
+  /** Start no earlier than this time. Exclusive with delayMs. */
+  availableAt?: Date;
+  /** Never start after, and abort as TIMEOUT when still running at, this time. */
+  deadlineAt?: Date;
+  /** Attempts before the task fails for good, 1–100. Default: the definition's, else the client's (3). */
+  maxAttempts?: number;
+  /** Who the task belongs to: drives query scope. */
+  owner?: string;
+  /** The same type + owner + key returns the existing task instead of a second one. */
+  idempotencyKey?: string;
+  /** Correlates logs and failures with the caller's request. */
+  traceId?: string;
+}
+
+export interface SubmitRequest extends SubmitOptions {
+  type: string;
+  payload: unknown;
+}
+
+export interface SubmitLimits {
+  maxPayloadBytes: number;
+  defaultMaxAttempts: number;
+}
+
+const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
+const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128 } as const;
+
+export async function prepareTask(
+  request: SubmitRequest,
+  registry: ReadonlyMap<string, AnyTaskDefinition>,
+  limits: SubmitLimits,
+  label = 'task',
+): Promise<NewTask> {
+  const definition = typeof request?.type === 'string' ? registry.get(request.type) : undefined;
+  if (!definition) throw new UnknownTaskTypeError(String(request?.type));
+  if (definition.schema) {
+    const checked = await runSchema(definition.schema, request.payload);
+    if (!checked.ok) throw new PayloadInvalidError(definition.type, checked.issues);
+  }
+  const payloadJson = serializePayload(request.payload, label);
+  const bytes = Buffer.byteLength(payloadJson, 'utf8');
+  if (bytes > limits.maxPayloadBytes) throw new PayloadTooLargeError(bytes, limits.maxPayloadBytes);
+
+  const priority = request.priority ?? definition.priority ?? 0;
+  checkIntegerField(label, 'priority', priority, -1000, 1000);
+  const maxAttempts = request.maxAttempts ?? definition.maxAttempts ?? limits.defaultMaxAttempts;
+  checkIntegerField(label, 'maxAttempts', maxAttempts, 1, 100);
+  if (request.delayMs !== undefined && request.availableAt !== undefined) {
+    throw new ValidationError(`${label}: give delayMs or availableAt, not both`, 'delayMs');
+  }
+  const delayMs = request.delayMs ?? 0;
+  checkIntegerField(label, 'delayMs', delayMs, 0, MAX_DELAY_MS);
+  checkDate(label, 'availableAt', request.availableAt);
+  checkDate(label, 'deadlineAt', request.deadlineAt);
+  if (request.deadlineAt && request.deadlineAt.getTime() <= Date.now()) {
+    throw new ValidationError(`${label}: deadlineAt ${request.deadlineAt.toISOString()} is already past`, 'deadlineAt');
+  }
+  for (const field of ['owner', 'idempotencyKey', 'traceId'] as const) checkOptionalString(label, field, request[field], STRING_LIMITS[field]);
+
+  return {
+    id: uuidv7(),
+    taskType: definition.type,
+    payloadJson,
+    priority,
+    delayMs,
+    availableAt: request.availableAt ?? null,
+    deadlineAt: request.deadlineAt ?? null,
+    maxAttempts,
+    owner: request.owner ?? null,
+    idempotencyKey: request.idempotencyKey ?? null,
+    traceId: request.traceId ?? null,
+  };
+}
+
+function serializePayload(payload: unknown, label: string): string {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(payload === undefined ? null : payload);
+  } catch (error) {
+    throw new ValidationError(`${label}: payload cannot be serialized as JSON (${(error as Error).name})`, 'payload', 'PAYLOAD_INVALID', { cause: error });
+  }
+  if (json === undefined) throw new ValidationError(`${label}: payload is not a JSON value`, 'payload', 'PAYLOAD_INVALID');
+  return json;
+}
+
+function checkIntegerField(label: string, field: string, value: unknown, min: number, max: number): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new ValidationError(`${label}: ${field} must be an integer from ${min} to ${max}, got ${String(value)}`, field);
+  }
+}
+
+function checkDate(label: string, field: string, value: unknown): void {
+  if (value === undefined) return;
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new ValidationError(`${label}: ${field} must be a valid Date`, field);
+}
+
+function checkOptionalString(label: string, field: string, value: unknown, max: number): void {
+  if (value === undefined) return;
+  if (typeof value !== 'string' || value.length === 0 || value.length > max) {
+    throw new ValidationError(`${label}: ${field} must be a string of 1 to ${max} characters`, field);
+  }
+}

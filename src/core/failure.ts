@@ -1,0 +1,47 @@
+/**
+ * Failure classification: what an error thrown by a handler becomes in the
+ * database and the logs — a bounded error code, retryable or not, a trace id,
+ * and a message that never carries raw exception text unless the operator
+ * opted in (exception messages often hold payload data: names, ids, SQL).
+ */
+import { randomBytes } from 'node:crypto';
+import { ErrorCode, PayloadInvalidError, TaskAbortedError, TaskFailure, truncate } from './errors.js';
+import type { FailureRecord } from './task.js';
+
+export interface ClassifyOptions {
+  /** Store the raw message of unexpected errors (truncated). Default false. */
+  exposeErrorMessages: boolean;
+  /** The task's own trace id, if the producer gave one. */
+  traceId: string | null;
+}
+
+const MAX_MESSAGE = 1000;
+const NON_RETRYABLE_ABORTS = new Set<string>([ErrorCode.TIMEOUT, ErrorCode.DEADLINE_EXCEEDED, ErrorCode.CANCELLED]);
+
+export function classifyFailure(error: unknown, options: ClassifyOptions): FailureRecord {
+  const traceId = options.traceId ?? newTraceId();
+  if (error instanceof TaskFailure) {
+    return { errorCode: boundedCode(error.code), message: truncate(error.message, MAX_MESSAGE), traceId, retryable: error.retryable };
+  }
+  if (error instanceof TaskAbortedError) {
+    return { errorCode: error.code, message: error.message, traceId, retryable: !NON_RETRYABLE_ABORTS.has(error.code) };
+  }
+  if (error instanceof PayloadInvalidError) {
+    return { errorCode: ErrorCode.PAYLOAD_INVALID, message: truncate(error.message, MAX_MESSAGE), traceId, retryable: false };
+  }
+  const name = error instanceof Error ? error.name : typeof error;
+  const retryable = !(typeof error === 'object' && error !== null && (error as { retryable?: unknown }).retryable === false);
+  const raw = error instanceof Error ? error.message : String(error);
+  const message = options.exposeErrorMessages ? truncate(`${name}: ${raw}`, MAX_MESSAGE) : `${name} (message withheld; traceId ${traceId})`;
+  return { errorCode: ErrorCode.HANDLER_ERROR, message, traceId, retryable };
+}
+
+/** Error codes become metric labels: keep them short identifiers. */
+function boundedCode(code: string): string {
+  const clean = code.toUpperCase().replace(/[^A-Z0-9_.-]/g, '_').slice(0, 64);
+  return clean.length > 0 ? clean : ErrorCode.HANDLER_ERROR;
+}
+
+export function newTraceId(): string {
+  return randomBytes(8).toString('hex');
+}

@@ -1,0 +1,16 @@
+export * from './core/errors.js';
+export { TaskStatus, TRANSITIONS, canTransition, isTerminal, ALL_STATUSES, TERMINAL_STATUSES } from './core/status.js';
+export { Scope } from './core/scope.js';
+export type { Task, TaskProgress, NewTask, Lease, FailureRecord } from './core/task.js';
+export { retryDelayMs, DEFAULT_RETRY, type RetryOptions } from './core/retry.js';
+export type { StandardSchemaV1 } from './core/standard-schema.js';
+export { uuidv7 } from './core/ids.js';
+export type * from './store/types.js';
+export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/store.js';
+export { defineTask, TaskResult, type TaskDefinition } from './worker/definition.js';
+export type { TaskContext } from './worker/context.js';
+export type { WorkerEvents } from './worker/events.js';
+export { Worker, createWorker, type WorkerStats, type WorkerState } from './worker/worker.js';
+export type { WorkerOptions } from './worker/options.js';
+export { TaskLeaseClient, createClient, type ClientOptions, type ListOptions, type CancelOutcome } from './client/client.js';
+export type { SubmitOptions, SubmitRequest } from './client/submit.js';

@@ -1,0 +1,85 @@
+/**
+ * The SQLite claim. Runs inside BEGIN IMMEDIATE (the caller's), so the counts
+ * below cannot change before the claimed rows are written: the global and
+ * per-type limits hold however many processes claim at once.
+ */
+import type Database from 'better-sqlite3';
+import type { Task } from '../../core/task.js';
+import { taskFromRow, type Row } from '../rows.js';
+import type { ClaimParams } from '../types.js';
+import { decodeSqlite, toSqliteTime } from './time.js';
+
+interface PolicyRow {
+  policy_key: string;
+  task_type: string | null;
+  max_concurrency: number | null;
+  enabled: number;
+}
+
+export function claim(db: Database.Database, params: ClaimParams, nowMs: number): Task[] {
+  const now = toSqliteTime(nowMs);
+  const policies = readPolicies(db, params.taskTypes);
+  const global = policies.get('GLOBAL');
+  if (global && global.enabled === 0) return [];
+  const globalCap = global?.max_concurrency ?? params.globalConcurrency;
+  const leased = db
+    .prepare(`SELECT task_type, COUNT(*) AS n FROM system_async_task WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`)
+    .all() as { task_type: string; n: number }[];
+  const leasedByType = new Map(leased.map((row) => [row.task_type, row.n]));
+  let room = Math.min(params.limit, globalCap - leased.reduce((sum, row) => sum + row.n, 0));
+  if (room <= 0) return [];
+
+  const candidatesOf = db.prepare(
+    `SELECT id, task_type, priority, available_at, create_time FROM system_async_task
+     WHERE task_type = ? AND status IN ('QUEUED','RETRY_WAIT') AND available_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)
+     ORDER BY priority DESC, available_at, create_time LIMIT ?`,
+  );
+  const candidates: Row[] = [];
+  for (const taskType of new Set(params.taskTypes)) {
+    const policy = policies.get(`TYPE:${taskType}`);
+    if (policy && policy.enabled === 0) continue;
+    const typeRoom = (policy?.max_concurrency ?? params.typeConcurrency) - (leasedByType.get(taskType) ?? 0);
+    if (typeRoom <= 0) continue;
+    candidates.push(...(candidatesOf.all(taskType, now, now, Math.min(typeRoom, room)) as Row[]));
+  }
+  candidates.sort(claimOrder);
+  const chosen = candidates.slice(0, room);
+  room -= chosen.length;
+
+  const leaseUntil = toSqliteTime(nowMs + params.leaseMs);
+  const update = db.prepare(
+    `UPDATE system_async_task SET status = 'RUNNING', lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
+       started_at = COALESCE(started_at, ?), update_time = ?
+     WHERE id = ? RETURNING *`,
+  );
+  const attempt = db.prepare('INSERT INTO system_async_task_attempt (task_id, attempt, worker_id, started_at) VALUES (?, ?, ?, ?)');
+  return chosen.map((candidate) => {
+    const row = update.get(params.workerId, leaseUntil, now, now, candidate.id) as Row;
+    attempt.run(row.id, row.attempt_count, params.workerId, now);
+    return taskFromRow(row, decodeSqlite);
+  });
+}
+
+function readPolicies(db: Database.Database, taskTypes: readonly string[]): Map<string, PolicyRow> {
+  const keys = ['GLOBAL', ...taskTypes.map((type) => `TYPE:${type}`)];
+  const rows = db
+    .prepare(`SELECT policy_key, task_type, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (${keys.map(() => '?').join(',')})`)
+    .all(...keys) as PolicyRow[];
+  return new Map(rows.map((row) => [row.policy_key, row]));
+}
+
+/** priority desc, available_at, create_time, then id (UUIDv7: creation order) for a total order. */
+function claimOrder(a: Row, b: Row): number {
+  return (
+    Number(b.priority) - Number(a.priority) ||
+    compareText(a.available_at, b.available_at) ||
+    compareText(a.create_time, b.create_time) ||
+    compareText(a.id, b.id)
+  );
+}
+
+function compareText(a: unknown, b: unknown): number {
+  const left = String(a);
+  const right = String(b);
+  return left < right ? -1 : left > right ? 1 : 0;
+}

@@ -1,0 +1,15 @@
+import type { Decode } from '../rows.js';
+
+/** SQLite keeps UTC times as 'YYYY-MM-DD HH:MM:SS.SSS' text (see migrations.ts). */
+export function toSqliteTime(ms: number): string {
+  return new Date(ms).toISOString().replace('T', ' ').slice(0, 23);
+}
+
+export function fromSqliteTime(value: unknown): Date {
+  return new Date(`${String(value).replace(' ', 'T')}Z`);
+}
+
+export const decodeSqlite: Decode = {
+  time: fromSqliteTime,
+  json: (value) => (typeof value === 'string' ? JSON.parse(value) : value),
+};

@@ -1,0 +1,85 @@
+/**
+ * A task definition: its type, payload schema, run-time preconditions and
+ * handler. Producers need only `type` and `schema`; workers need `execute`.
+ */
+import { ValidationError } from '../core/errors.js';
+import type { RetryOptions } from '../core/retry.js';
+import { isStandardSchema, type StandardSchemaV1 } from '../core/standard-schema.js';
+import type { TaskContext } from './context.js';
+
+export type TaskResultStatus = 'SUCCESS' | 'PARTIAL_SUCCESS';
+
+export interface TaskResult {
+  status: TaskResultStatus;
+  /** An id of what the task produced (a file, a report), stored in artifact_id. */
+  artifactId?: string | null;
+  /** Any JSON value, stored in result_json. */
+  result?: unknown;
+}
+
+export const TaskResult = {
+  success(options: { artifactId?: string | null; result?: unknown } = {}): TaskResult {
+    return { status: 'SUCCESS', ...options };
+  },
+  partial(options: { artifactId?: string | null; result?: unknown } = {}): TaskResult {
+    return { status: 'PARTIAL_SUCCESS', ...options };
+  },
+};
+
+export interface TaskDefinition<Payload = unknown> {
+  /** 1–200 characters, no control characters. */
+  readonly type: string;
+  /** Any Standard Schema validator (zod, valibot, arktype…): checked at submit and again before execute. */
+  readonly schema?: StandardSchemaV1<unknown, Payload>;
+  /** Run-time preconditions, checked just before execute (permissions, business state). Throw to fail. */
+  readonly validate?: (payload: Payload, ctx: TaskContext) => void | Promise<void>;
+  /** The work. Return nothing for SUCCESS, or a TaskResult. Honour ctx.signal. */
+  readonly execute?: (ctx: TaskContext, payload: Payload) => Promise<TaskResult | void> | TaskResult | void;
+  /** Attempts per cycle for tasks submitted without maxAttempts. */
+  readonly maxAttempts?: number;
+  /** Abort an attempt after this long (TIMEOUT, not retried). Overrides the worker's maxExecutionMs. */
+  readonly timeoutMs?: number;
+  /** Backoff for this type; merged over the worker's. */
+  readonly retry?: Partial<RetryOptions>;
+  /** Priority for tasks submitted without one. */
+  readonly priority?: number;
+}
+
+export type AnyTaskDefinition = TaskDefinition<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** Declares a task; checks the definition's shape at once. */
+export function defineTask<Payload>(definition: TaskDefinition<Payload>): TaskDefinition<Payload> {
+  checkTaskType(definition?.type);
+  if (definition.schema !== undefined && !isStandardSchema(definition.schema)) {
+    throw new ValidationError(`task ${definition.type}: schema must implement Standard Schema v1 (zod, valibot, arktype…)`, 'schema');
+  }
+  for (const key of ['validate', 'execute'] as const) {
+    if (definition[key] !== undefined && typeof definition[key] !== 'function') {
+      throw new ValidationError(`task ${definition.type}: ${key} must be a function`, key);
+    }
+  }
+  return Object.freeze({ ...definition });
+}
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Task types are identifiers in logs, metric labels and SQL: keep them printable and bounded. */
+export function checkTaskType(type: unknown): asserts type is string {
+  if (typeof type !== 'string' || type.length === 0) throw new ValidationError('task type must be a non-empty string', 'type');
+  if (type.length > 200) throw new ValidationError(`task type is ${type.length} characters; the limit is 200`, 'type');
+  if (CONTROL.test(type) || LONE_SURROGATE.test(type)) {
+    throw new ValidationError('task type must not contain control characters or lone surrogates', 'type');
+  }
+}
+
+/** Type → definition, rejecting duplicates. */
+export function registryOf(tasks: readonly AnyTaskDefinition[]): Map<string, AnyTaskDefinition> {
+  const registry = new Map<string, AnyTaskDefinition>();
+  for (const task of tasks) {
+    checkTaskType(task?.type);
+    if (registry.has(task.type)) throw new ValidationError(`task type ${task.type} is defined twice`, 'tasks');
+    registry.set(task.type, task);
+  }
+  return registry;
+}

@@ -1,0 +1,125 @@
+/**
+ * Worker options, every one documented where it is declared, with defaults
+ * from the seed where it names one. Validated at construction: a bad value
+ * fails at start with a message naming the field.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { InvalidOptionsError } from '../core/errors.js';
+import { resolveRetryOptions, type RetryOptions } from '../core/retry.js';
+import { checkInteger, checkKnownKeys, checkString } from '../core/validate.js';
+import type { Store } from '../store/types.js';
+import type { AnyTaskDefinition } from './definition.js';
+
+export interface WorkerOptions {
+  store: Store;
+  /** The task definitions this worker runs; it claims only these types. */
+  tasks: readonly AnyTaskDefinition[];
+  /** Unique per process; also the lease owner. Default host-pid-random. */
+  workerId?: string;
+  /** Handlers running at once in this process (the seed's localMaxConcurrency). Default 4. */
+  concurrency?: number;
+  /** Extra tasks leased ahead of free slots so the next starts without a round trip. They count toward every limit and are heartbeated; a stopping worker hands them back at once. Default 0. */
+  prefetch?: number;
+  /** Most tasks one claim statement takes. Default 500. */
+  claimBatchSize?: number;
+  /** Fallback poll when no wake-up arrives (seed: 1 s). Default 1000. */
+  pollIntervalMs?: number;
+  /** How long a lease lasts without renewal. Default 60000. */
+  leaseMs?: number;
+  /** Renewal period; must be well under leaseMs (seed: 10 s). Default 10000. */
+  heartbeatIntervalMs?: number;
+  /** Period of the expired-lease and retry sweep (seed: 60 s); 0 disables it in this worker. Default 60000. */
+  recoveryIntervalMs?: number;
+  /** Rows of each kind one sweep handles. Default 100. */
+  recoveryBatchSize?: number;
+  /** Abort an attempt after this long (TIMEOUT); 0 = no limit. A definition's timeoutMs wins. Default 0. */
+  maxExecutionMs?: number;
+  /** Emit `slow` for attempts longer than this; 0 = off. Default 0. */
+  slowTaskThresholdMs?: number;
+  /** How long stop() waits for running handlers before aborting them. Default 30000. */
+  shutdownGraceMs?: number;
+  /** After aborting, how long stop() waits for handlers to settle before leaving them to lease expiry. Default 5000. */
+  shutdownAbortWaitMs?: number;
+  /** Cluster-wide cap on running tasks unless a GLOBAL policy says otherwise (seed: 20). */
+  globalConcurrency?: number;
+  /** Per-type cap unless a TYPE:<type> policy says otherwise (seed: 5). */
+  typeConcurrency?: number;
+  /** Backoff (seed: base 30 s, ×2, ±20 %). */
+  retry?: Partial<RetryOptions>;
+  /** Progress is written at most this often (seed: 1 s). */
+  progressFlushIntervalMs?: number;
+  /** …or when processed advanced this much (seed: 500). */
+  progressFlushThreshold?: number;
+  /** ctx.checkCancellation() asks the store at most this often. Default 1000. */
+  cancelCheckIntervalMs?: number;
+  /** Store raw exception messages of unexpected errors (they may hold payload data). Default false. */
+  exposeErrorMessages?: boolean;
+}
+
+export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry'>> & { retry: RetryOptions };
+
+const KNOWN = [
+  'store', 'tasks', 'workerId', 'concurrency', 'prefetch', 'claimBatchSize', 'pollIntervalMs', 'leaseMs', 'heartbeatIntervalMs',
+  'recoveryIntervalMs', 'recoveryBatchSize', 'maxExecutionMs', 'slowTaskThresholdMs', 'shutdownGraceMs', 'shutdownAbortWaitMs',
+  'globalConcurrency', 'typeConcurrency', 'retry', 'progressFlushIntervalMs', 'progressFlushThreshold', 'cancelCheckIntervalMs',
+  'exposeErrorMessages',
+] as const;
+
+export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOptions {
+  const c = 'Worker';
+  if (typeof input !== 'object' || input === null) throw new InvalidOptionsError(c, 'options', 'must be an object');
+  checkKnownKeys(c, input, KNOWN);
+  if (!input.store || typeof input.store.claimTasks !== 'function') throw new InvalidOptionsError(c, 'store', 'must be a Store');
+  if (!Array.isArray(input.tasks) || input.tasks.length === 0) throw new InvalidOptionsError(c, 'tasks', 'must list at least one task definition');
+  const o: ResolvedWorkerOptions = {
+    store: input.store,
+    tasks: input.tasks,
+    workerId: input.workerId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    concurrency: input.concurrency ?? 4,
+    prefetch: input.prefetch ?? 0,
+    claimBatchSize: input.claimBatchSize ?? 500,
+    pollIntervalMs: input.pollIntervalMs ?? 1000,
+    leaseMs: input.leaseMs ?? 60_000,
+    heartbeatIntervalMs: input.heartbeatIntervalMs ?? 10_000,
+    recoveryIntervalMs: input.recoveryIntervalMs ?? 60_000,
+    recoveryBatchSize: input.recoveryBatchSize ?? 100,
+    maxExecutionMs: input.maxExecutionMs ?? 0,
+    slowTaskThresholdMs: input.slowTaskThresholdMs ?? 0,
+    shutdownGraceMs: input.shutdownGraceMs ?? 30_000,
+    shutdownAbortWaitMs: input.shutdownAbortWaitMs ?? 5000,
+    globalConcurrency: input.globalConcurrency ?? 20,
+    typeConcurrency: input.typeConcurrency ?? 5,
+    retry: resolveRetryOptions(c, input.retry),
+    progressFlushIntervalMs: input.progressFlushIntervalMs ?? 1000,
+    progressFlushThreshold: input.progressFlushThreshold ?? 500,
+    cancelCheckIntervalMs: input.cancelCheckIntervalMs ?? 1000,
+    exposeErrorMessages: input.exposeErrorMessages ?? false,
+  };
+  checkString(c, 'workerId', o.workerId, { minLength: 1, maxLength: 200 });
+  checkInteger(c, 'concurrency', o.concurrency, { min: 1, max: 10_000 });
+  checkInteger(c, 'prefetch', o.prefetch, { min: 0, max: 10_000 });
+  checkInteger(c, 'claimBatchSize', o.claimBatchSize, { min: 1, max: 10_000 });
+  checkInteger(c, 'pollIntervalMs', o.pollIntervalMs, { min: 1 });
+  checkInteger(c, 'leaseMs', o.leaseMs, { min: 100 });
+  checkInteger(c, 'heartbeatIntervalMs', o.heartbeatIntervalMs, { min: 10 });
+  if (o.heartbeatIntervalMs * 2 > o.leaseMs) {
+    throw new InvalidOptionsError(c, 'heartbeatIntervalMs', `must be at most half of leaseMs (${o.leaseMs}) so that one missed renewal does not lose the lease`);
+  }
+  checkInteger(c, 'recoveryIntervalMs', o.recoveryIntervalMs, { min: 0 });
+  checkInteger(c, 'recoveryBatchSize', o.recoveryBatchSize, { min: 1, max: 100_000 });
+  for (const field of ['maxExecutionMs', 'slowTaskThresholdMs', 'shutdownGraceMs', 'shutdownAbortWaitMs'] as const) {
+    checkInteger(c, field, o[field], { min: 0 });
+  }
+  checkInteger(c, 'globalConcurrency', o.globalConcurrency, { min: 1 });
+  checkInteger(c, 'typeConcurrency', o.typeConcurrency, { min: 1 });
+  checkInteger(c, 'progressFlushIntervalMs', o.progressFlushIntervalMs, { min: 0 });
+  checkInteger(c, 'progressFlushThreshold', o.progressFlushThreshold, { min: 1 });
+  checkInteger(c, 'cancelCheckIntervalMs', o.cancelCheckIntervalMs, { min: 0 });
+  for (const task of o.tasks) {
+    if (typeof task?.execute !== 'function') throw new InvalidOptionsError(c, 'tasks', `task ${String(task?.type)} has no execute function`);
+    if (task.retry) resolveRetryOptions(`task ${task.type}`, { ...o.retry, ...task.retry });
+    if (task.timeoutMs !== undefined) checkInteger(`task ${task.type}`, 'timeoutMs', task.timeoutMs, { min: 1 });
+  }
+  return o;
+}

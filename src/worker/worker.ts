@@ -1,0 +1,415 @@
+/**
+ * The worker (seed article 1, AsyncTaskWorker): claims tasks in batches up to
+ * its free slots (plus a prefetch buffer), runs their handlers, renews all its
+ * leases in one statement per heartbeat, sweeps expired leases, and stops
+ * gracefully. Every write about a task is fenced by its lease in the store.
+ */
+import { TaskAbortedError } from '../core/errors.js';
+import type { Task } from '../core/task.js';
+import { Emitter } from '../observe/emitter.js';
+import type { AttemptOutcome, Store, StoreEvent } from '../store/types.js';
+import { ExecutionContext } from './context.js';
+import { registryOf, type AnyTaskDefinition } from './definition.js';
+import type { WorkerEvents } from './events.js';
+import { Execution, failureOutcome, runHandler, successOutcome } from './execution.js';
+import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } from './options.js';
+import { OutcomeWriter, type PendingOutcome } from './outcome-writer.js';
+
+export type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
+
+export interface WorkerStats {
+  workerId: string;
+  state: WorkerState;
+  /** Handlers running now. */
+  active: number;
+  /** Leased tasks waiting for a slot. */
+  buffered: number;
+  concurrency: number;
+  taskTypes: string[];
+}
+
+export class Worker extends Emitter<WorkerEvents> {
+  readonly options: ResolvedWorkerOptions;
+  readonly workerId: string;
+  private readonly store: Store;
+  private readonly registry: Map<string, AnyTaskDefinition>;
+  private readonly held = new Map<string, Execution>();
+  private readonly buffer: Execution[] = [];
+  private readonly writer: OutcomeWriter<Execution>;
+  private state: WorkerState = 'idle';
+  private active = 0;
+  private claiming: Promise<void> | null = null;
+  private claimAgain = false;
+  private timers: NodeJS.Timeout[] = [];
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+  private unsubscribe: (() => void) | null = null;
+  private stopping: Promise<void> | null = null;
+
+  constructor(options: WorkerOptions) {
+    super();
+    this.options = resolveWorkerOptions(options);
+    this.workerId = this.options.workerId;
+    this.store = this.options.store;
+    this.registry = registryOf(this.options.tasks);
+    this.writer = new OutcomeWriter(this.store, (item, applied) => this.written(item, applied),
+      (error) => this.emit('error', { operation: 'finishAttempts', error }), this.options.pollIntervalMs);
+  }
+
+  get taskTypes(): string[] {
+    return [...this.registry.keys()];
+  }
+
+  stats(): WorkerStats {
+    return { workerId: this.workerId, state: this.state, active: this.active, buffered: this.buffer.length,
+      concurrency: this.options.concurrency, taskTypes: this.taskTypes };
+  }
+
+  get isRunning(): boolean {
+    return this.state === 'running';
+  }
+
+  start(): this {
+    if (this.state !== 'idle') throw new Error(`worker ${this.workerId} cannot start: it is ${this.state}`);
+    this.state = 'running';
+    const o = this.options;
+    this.unsubscribe = this.store.subscribe((event) => this.onStoreEvent(event));
+    this.timers.push(setInterval(() => this.requestClaim(), o.pollIntervalMs));
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), o.heartbeatIntervalMs);
+    if (o.recoveryIntervalMs > 0) {
+      this.timers.push(setInterval(() => void this.recover(), o.recoveryIntervalMs));
+      void this.recover();
+    }
+    this.requestClaim();
+    return this;
+  }
+
+  /** Stop claiming, hand back the prefetch buffer, wait for handlers up to the grace period, then abort them. */
+  stop(): Promise<void> {
+    if (this.state === 'idle') this.state = 'stopped';
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  // ---- claiming -------------------------------------------------------------
+
+  private requestClaim(): void {
+    if (this.state !== 'running') return;
+    if (this.claiming) {
+      this.claimAgain = true;
+      return;
+    }
+    this.claiming = this.claimLoop().finally(() => {
+      this.claiming = null;
+      if (this.claimAgain) {
+        this.claimAgain = false;
+        this.requestClaim();
+      }
+    });
+  }
+
+  private async claimLoop(): Promise<void> {
+    const o = this.options;
+    try {
+      while (this.state === 'running') {
+        const room = o.concurrency + o.prefetch - this.held.size;
+        if (room <= 0) return;
+        const limit = Math.min(room, o.claimBatchSize);
+        const tasks = await this.store.claimTasks({
+          workerId: this.workerId, taskTypes: this.taskTypes, limit, leaseMs: o.leaseMs,
+          globalConcurrency: o.globalConcurrency, typeConcurrency: o.typeConcurrency,
+        });
+        this.adopt(tasks);
+        if (tasks.length < limit) return;
+      }
+    } catch (error) {
+      this.emit('error', { operation: 'claimTasks', error });
+    }
+  }
+
+  private adopt(tasks: Task[]): void {
+    if (tasks.length === 0) return;
+    const now = Date.now();
+    for (const task of tasks) {
+      const execution = new Execution(task, this.registry.get(task.taskType)!, now);
+      this.held.set(task.id, execution);
+      this.buffer.push(execution);
+    }
+    this.emit('claimed', { workerId: this.workerId, count: tasks.length });
+    if (this.state !== 'running') void this.releaseBuffered();
+    else this.startBuffered();
+  }
+
+  private startBuffered(): void {
+    while (this.state === 'running' && this.active < this.options.concurrency && this.buffer.length > 0) {
+      void this.run(this.buffer.shift()!);
+    }
+  }
+
+  // ---- execution ------------------------------------------------------------
+
+  private async run(execution: Execution): Promise<void> {
+    const o = this.options;
+    const { task } = execution;
+    execution.phase = 'running';
+    execution.startedAt = Date.now();
+    this.active += 1;
+    const context = new ExecutionContext(task, execution.controller, {
+      save: (progress) => this.saveProgress(execution, progress),
+      pollCancellation: () => this.checkLease(execution),
+    }, { flushIntervalMs: o.progressFlushIntervalMs, flushThreshold: o.progressFlushThreshold,
+      cancelCheckIntervalMs: o.cancelCheckIntervalMs, now: Date.now });
+    execution.context = context;
+    this.armTimeout(execution);
+    this.emit('started', { task, queueWaitMs: Math.max(0, execution.startedAt - task.createdAt.getTime()) });
+    let outcome: AttemptOutcome | null;
+    try {
+      const result = await runHandler(execution, context);
+      await context.settle();
+      outcome = successOutcome(execution, result);
+    } catch (error) {
+      await context.settle();
+      outcome = await failureOutcome(execution, error, {
+        retry: o.retry, exposeErrorMessages: o.exposeErrorMessages,
+        checkLease: (lease) => this.store.renewLeases({ leases: [lease], leaseMs: o.leaseMs }),
+      }).catch((checkError: unknown) => {
+        this.emit('error', { operation: 'renewLeases', error: checkError });
+        return null; // cannot confirm the lease: leave the task to lease expiry
+      });
+    }
+    if (execution.timer) clearTimeout(execution.timer);
+    const durationMs = Date.now() - execution.startedAt;
+    if (o.slowTaskThresholdMs > 0 && durationMs > o.slowTaskThresholdMs) {
+      this.emit('slow', { task, durationMs, thresholdMs: o.slowTaskThresholdMs });
+    }
+    // The slot stays taken until the handler really stops, even after a cancel or timeout raced it.
+    void execution.handlerSettled.then(() => {
+      this.active -= 1;
+      this.settleIfDone(execution);
+      this.startBuffered();
+    });
+    if (outcome) {
+      execution.phase = 'finishing';
+      this.writer.enqueue(outcome, execution);
+    } else {
+      execution.phase = 'done';
+      this.settleIfDone(execution);
+    }
+  }
+
+  private armTimeout(execution: Execution): void {
+    const limit = execution.definition.timeoutMs ?? this.options.maxExecutionMs;
+    const deadlines = [
+      execution.task.deadlineAt?.getTime() ?? Infinity,
+      limit > 0 ? execution.startedAt + limit : Infinity,
+    ];
+    const at = Math.min(...deadlines);
+    if (at === Infinity) return;
+    const message = at === deadlines[0] ? 'task passed its deadline' : `attempt exceeded its maximum execution time of ${limit} ms`;
+    execution.timer = setTimeout(() => execution.abort('TIMEOUT', message), Math.max(0, at - Date.now()));
+  }
+
+  private written(item: PendingOutcome<Execution>, applied: boolean): void {
+    const execution = item.token;
+    const { outcome } = item;
+    execution.phase = 'done';
+    const durationMs = Date.now() - execution.startedAt;
+    if (!applied) {
+      this.markLeaseLost(execution, 'write');
+    } else {
+      this.announce(execution.task, outcome, durationMs);
+    }
+    this.settleIfDone(execution);
+    this.requestClaim();
+  }
+
+  private announce(task: Task, outcome: AttemptOutcome, durationMs: number): void {
+    switch (outcome.kind) {
+      case 'SUCCESS':
+      case 'PARTIAL_SUCCESS':
+        this.emit('completed', { task: { ...task, status: outcome.kind }, status: outcome.kind, durationMs });
+        return;
+      case 'RETRY':
+        this.emit('failed', { task: { ...task, status: 'RETRY_WAIT' }, failure: outcome.failure, durationMs, willRetry: true });
+        this.emit('retryScheduled', { task: { ...task, status: 'RETRY_WAIT' }, failure: outcome.failure, retryDelayMs: outcome.retryDelayMs });
+        return;
+      case 'FAILED': {
+        const failedTask: Task = { ...task, status: 'FAILED', lastErrorCode: outcome.failure.errorCode };
+        if (outcome.failure.errorCode === 'TIMEOUT') this.emit('timedOut', { task: failedTask, durationMs });
+        this.emit('failed', { task: failedTask, failure: outcome.failure, durationMs, willRetry: false });
+        this.emit('deadLettered', { task: failedTask, failure: outcome.failure });
+        return;
+      }
+      case 'CANCELLED':
+        this.emit('cancelled', { task: { ...task, status: 'CANCELLED' }, durationMs });
+        return;
+      case 'ABANDONED':
+        this.emit('released', { task: { ...task, status: 'QUEUED' }, started: true });
+    }
+  }
+
+  /** Forgets an execution once its handler has stopped and nothing more will be written. */
+  private settleIfDone(execution: Execution): void {
+    if (execution.phase !== 'done') return;
+    void execution.handlerSettled.then(() => {
+      if (this.held.get(execution.task.id) === execution) this.held.delete(execution.task.id);
+      this.requestClaim();
+      this.notifyIdle();
+    });
+  }
+
+  // ---- leases ---------------------------------------------------------------
+
+  private async saveProgress(execution: Execution, progress: NonNullable<Task['progress']>): Promise<boolean> {
+    const ok = await this.store.saveProgress({ lease: execution.lease, progress });
+    if (ok) this.emit('progress', { task: execution.task, progress });
+    else this.markLeaseLost(execution, 'write');
+    return ok;
+  }
+
+  private async checkLease(execution: Execution): Promise<void> {
+    const result = await this.store.renewLeases({ leases: [execution.lease], leaseMs: this.options.leaseMs });
+    this.applyRenewal(result, Date.now());
+  }
+
+  private async heartbeat(): Promise<void> {
+    const live = [...this.held.values()].filter((e) => (e.phase === 'buffered' || e.phase === 'running') && !e.leaseLost);
+    if (live.length === 0) return;
+    try {
+      const result = await this.store.renewLeases({ leases: live.map((e) => e.lease), leaseMs: this.options.leaseMs });
+      this.applyRenewal(result, Date.now());
+      this.emit('heartbeat', { renewed: result.renewed.length, cancelRequested: result.cancelRequested.length, lost: result.lost.length });
+    } catch (error) {
+      this.emit('error', { operation: 'renewLeases', error });
+      // Unreachable for longer than a lease: the lease is surely gone, so stop the work.
+      const now = Date.now();
+      for (const execution of live) {
+        if (now - execution.lastRenewedAt > this.options.leaseMs) this.markLeaseLost(execution, 'unreachable');
+      }
+    }
+  }
+
+  private applyRenewal(result: { renewed: string[]; cancelRequested: string[]; lost: string[] }, now: number): void {
+    for (const id of [...result.renewed, ...result.cancelRequested]) {
+      const execution = this.held.get(id);
+      if (execution) execution.lastRenewedAt = now;
+    }
+    for (const id of result.cancelRequested) this.cancelLocally(id);
+    for (const id of result.lost) {
+      const execution = this.held.get(id);
+      // An outcome written meanwhile also ends the lease: that is not a loss.
+      if (execution && (execution.phase === 'buffered' || execution.phase === 'running')) this.markLeaseLost(execution, 'renewal');
+    }
+  }
+
+  private markLeaseLost(execution: Execution, reason: 'renewal' | 'write' | 'unreachable'): void {
+    if (execution.leaseLost) return;
+    execution.leaseLost = true;
+    this.emit('leaseLost', { task: execution.task, reason });
+    if (execution.phase === 'buffered') {
+      this.dropBuffered(execution);
+      return;
+    }
+    execution.abort('LEASE_LOST', 'lease lost: another worker may own this task now');
+  }
+
+  private cancelLocally(taskId: string): void {
+    const execution = this.held.get(taskId);
+    if (!execution || execution.leaseLost) return;
+    if (execution.phase === 'buffered') {
+      // Never started: releasing a CANCEL_REQUESTED task ends it CANCELLED.
+      this.dropBuffered(execution);
+      void this.store.releaseTasks({ leases: [execution.lease] }).then((released) => {
+        if (released === 1) this.emit('cancelled', { task: { ...execution.task, status: 'CANCELLED' }, durationMs: 0 });
+      }, (error: unknown) => this.emit('error', { operation: 'releaseTasks', error }));
+      return;
+    }
+    execution.abort('CANCELLED', 'cancellation requested');
+  }
+
+  private dropBuffered(execution: Execution): void {
+    const index = this.buffer.indexOf(execution);
+    if (index >= 0) this.buffer.splice(index, 1);
+    execution.phase = 'done';
+    this.held.delete(execution.task.id);
+  }
+
+  private onStoreEvent(event: StoreEvent): void {
+    if (event.kind === 'submitted') {
+      if (event.taskTypes.length === 0 || event.taskTypes.some((type) => this.registry.has(type))) this.requestClaim();
+      return;
+    }
+    for (const id of event.taskIds) this.cancelLocally(id);
+  }
+
+  private async recover(): Promise<void> {
+    if (this.state !== 'running') return;
+    try {
+      const result = await this.store.recover({ batchSize: this.options.recoveryBatchSize });
+      this.emit('recoveryBatch', { result });
+    } catch (error) {
+      this.emit('error', { operation: 'recover', error });
+    }
+  }
+
+  // ---- shutdown ---------------------------------------------------------------
+
+  private idleWaiters: (() => void)[] = [];
+
+  private notifyIdle(): void {
+    if (this.active > 0) return;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  private waitForHandlers(timeoutMs: number): Promise<boolean> {
+    if (this.active === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      this.idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  private async releaseBuffered(): Promise<void> {
+    const buffered = this.buffer.splice(0);
+    if (buffered.length === 0) return;
+    for (const execution of buffered) {
+      execution.phase = 'done';
+      this.held.delete(execution.task.id);
+    }
+    try {
+      await this.store.releaseTasks({ leases: buffered.map((e) => e.lease) });
+      for (const execution of buffered) this.emit('released', { task: { ...execution.task, status: 'QUEUED' }, started: false });
+    } catch (error) {
+      this.emit('error', { operation: 'releaseTasks', error }); // their leases expire and recovery requeues them
+    }
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.state === 'running') this.state = 'stopping';
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+    this.unsubscribe?.();
+    await this.claiming;
+    await this.releaseBuffered();
+    const o = this.options;
+    if (!(await this.waitForHandlers(o.shutdownGraceMs))) {
+      for (const execution of this.held.values()) {
+        if (execution.phase === 'running') execution.abort('SHUTDOWN', 'worker is shutting down');
+      }
+      await this.waitForHandlers(o.shutdownAbortWaitMs);
+    }
+    await Promise.race([this.writer.drain(), new Promise((resolve) => setTimeout(resolve, o.shutdownAbortWaitMs).unref())]);
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+    this.state = 'stopped';
+    this.emit('stopped', { workerId: this.workerId });
+  }
+}
+
+export function createWorker(options: WorkerOptions): Worker {
+  return new Worker(options);
+}
+
+export { TaskAbortedError };
