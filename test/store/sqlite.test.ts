@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runStoreConformance } from './conformance.js';
+
+runStoreConformance(sqliteFactory);

@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runWorkerSuite } from './suite.js';
+
+runWorkerSuite(sqliteFactory);

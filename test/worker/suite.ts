@@ -1,0 +1,394 @@
+/**
+ * The worker suite: the engine end to end (client → store → worker) on any
+ * store. Each dialect runs it from test/worker/<dialect>.test.ts. Tests wait
+ * on worker events or store conditions, never on fixed sleeps.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
+import { TaskFailure } from '../../src/core/errors.js';
+import { Scope } from '../../src/core/scope.js';
+import type { Task } from '../../src/core/task.js';
+import type { Store } from '../../src/store/types.js';
+import { defineTask, type AnyTaskDefinition } from '../../src/worker/definition.js';
+import type { WorkerOptions } from '../../src/worker/options.js';
+import { createWorker, type Worker } from '../../src/worker/worker.js';
+import type { StoreFactory } from '../helpers/factory.js';
+import { waitFor } from '../helpers/wait.js';
+
+const FAST: Partial<WorkerOptions> = {
+  pollIntervalMs: 20, heartbeatIntervalMs: 100, leaseMs: 2000, recoveryIntervalMs: 100, cancelCheckIntervalMs: 0,
+  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
+  globalConcurrency: 1000, typeConcurrency: 1000,
+};
+
+/** A gate a handler waits on until the test opens it. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
+export function runWorkerSuite(factory: StoreFactory): void {
+  describe(`worker on ${factory.dialect}`, () => {
+    let store: Store;
+    const workers: Worker[] = [];
+    beforeEach(async () => {
+      store = await factory.create();
+    });
+    afterEach(async () => {
+      await Promise.all(workers.splice(0).map((w) => w.stop()));
+      await factory.destroy(store);
+    });
+
+    const setup = (tasks: AnyTaskDefinition[], options: Partial<WorkerOptions> = {}): { client: TaskLeaseClient; worker: Worker } => {
+      const client = createClient({ store, tasks });
+      const worker = createWorker({ store, tasks, ...FAST, ...options });
+      workers.push(worker);
+      return { client, worker };
+    };
+    const statusOf = async (id: string): Promise<Task> => (await store.getTask({ id, scope: Scope.global() }))!;
+    const until = (id: string, status: Task['status']) => waitFor(async () => (await statusOf(id)).status === status, `task ${id} to be ${status}`);
+
+    it('runs a task through its lifecycle with its validated payload', async () => {
+      const seen: unknown[] = [];
+      const echo = defineTask({
+        type: 'echo', schema: z.object({ n: z.number() }),
+        execute: (ctx, payload) => { seen.push(payload); return { status: 'SUCCESS', artifactId: `a-${payload.n}`, result: { doubled: payload.n * 2 } }; },
+      });
+      const { client, worker } = setup([echo]);
+      const { task } = await client.submit(echo, { n: 21 });
+      const done = worker.waitFor('completed', (e) => e.task.id === task.id);
+      worker.start();
+      await done;
+      expect(seen).toEqual([{ n: 21 }]);
+      expect(await statusOf(task.id)).toMatchObject({ status: 'SUCCESS', artifactId: 'a-21', result: { doubled: 42 }, attemptCount: 1 });
+    });
+
+    it('does not start a delayed task early', async () => {
+      const started: number[] = [];
+      const t = defineTask({ type: 'delayed', execute: () => { started.push(Date.now()); } });
+      const { client, worker } = setup([t]);
+      worker.start();
+      const submittedAt = Date.now();
+      const { task } = await client.submit(t, {}, { delayMs: 400 });
+      await until(task.id, 'SUCCESS');
+      expect(started[0]! - submittedAt).toBeGreaterThanOrEqual(390);
+    });
+
+    it('aborts a running task at its deadline as TIMEOUT, without retry', async () => {
+      let aborted: unknown = null;
+      const t = defineTask({ type: 'slow', execute: (ctx) => untilAborted(ctx.signal).catch((reason) => { aborted = reason; throw reason; }) });
+      const { client, worker } = setup([t]);
+      const timedOut = worker.waitFor('timedOut');
+      worker.start();
+      const { task } = await client.submit(t, {}, { deadlineAt: new Date(Date.now() + 300), maxAttempts: 3 });
+      await timedOut;
+      await until(task.id, 'FAILED');
+      expect(await statusOf(task.id)).toMatchObject({ lastErrorCode: 'TIMEOUT', attemptCount: 1 });
+      expect((aborted as { code?: string }).code).toBe('TIMEOUT');
+      expect((await store.listDeadLetters({ scope: Scope.global(), limit: 5 }))[0]!.errorCode).toBe('TIMEOUT');
+    });
+
+    it('aborts an attempt over maxExecutionMs', async () => {
+      const t = defineTask({ type: 'overrun', execute: (ctx) => untilAborted(ctx.signal) });
+      const { client, worker } = setup([t], { maxExecutionMs: 200 });
+      worker.start();
+      const { task } = await client.submit(t, {});
+      await until(task.id, 'FAILED');
+      expect((await statusOf(task.id)).lastErrorCode).toBe('TIMEOUT');
+    });
+
+    it('cancels a queued task before it ever runs', async () => {
+      let ran = false;
+      const t = defineTask({ type: 'never', execute: () => { ran = true; } });
+      const { client, worker } = setup([t]);
+      const { task } = await client.submit(t, {});
+      expect(await client.requestCancellation(task.id)).toBe('CANCELLED');
+      worker.start();
+      const { task: marker } = await client.submit(t, {});
+      await until(marker.id, 'SUCCESS');
+      expect(await statusOf(task.id)).toMatchObject({ status: 'CANCELLED', attemptCount: 0 });
+      expect(ran).toBe(true); // the marker ran; the cancelled one did not (attemptCount 0)
+    });
+
+    it('cancels a running task: its signal fires and it ends CANCELLED', async () => {
+      const started = gate();
+      let reason: unknown = null;
+      const t = defineTask({
+        type: 'cancellable',
+        execute: async (ctx) => {
+          started.open();
+          await untilAborted(ctx.signal).catch((r) => { reason = r; throw r; });
+        },
+      });
+      const { client, worker } = setup([t]);
+      worker.start();
+      const { task } = await client.submit(t, {});
+      await started.promise;
+      expect(await client.requestCancellation(task.id)).toBe('CANCEL_REQUESTED');
+      await until(task.id, 'CANCELLED');
+      expect((reason as { code?: string }).code).toBe('CANCELLED');
+      const attempts = await store.listAttempts({ taskId: task.id });
+      expect(attempts.map((a) => a.outcome)).toEqual(['CANCELLED']);
+    });
+
+    it('ctx.checkCancellation throws once a cancellation is requested', async () => {
+      const started = gate();
+      const t = defineTask({
+        type: 'polling',
+        execute: async (ctx) => {
+          started.open();
+          for (;;) {
+            await ctx.checkCancellation();
+            await new Promise((resolve) => setTimeout(resolve, 5));
+          }
+        },
+      });
+      const { client, worker } = setup([t], { heartbeatIntervalMs: 1000 });
+      worker.start();
+      const { task } = await client.submit(t, {});
+      await started.promise;
+      await client.requestCancellation(task.id);
+      await until(task.id, 'CANCELLED');
+    });
+
+    it('pauses and resumes a waiting task', async () => {
+      const t = defineTask({ type: 'pausable', execute: () => undefined });
+      const { client, worker } = setup([t]);
+      const { task } = await client.submit(t, {});
+      await client.pause(task.id);
+      worker.start();
+      const { task: marker } = await client.submit(t, {});
+      await until(marker.id, 'SUCCESS');
+      expect((await statusOf(task.id)).status).toBe('PAUSED');
+      await client.resume(task.id);
+      await until(task.id, 'SUCCESS');
+    });
+
+    it('submits idempotently: the same type, owner and key give the same task', async () => {
+      const t = defineTask({ type: 'once', execute: () => undefined });
+      const { client } = setup([t]);
+      const a = await client.submit(t, { v: 1 }, { owner: 'alice', idempotencyKey: 'order-1' });
+      const b = await client.submit(t, { v: 2 }, { owner: 'alice', idempotencyKey: 'order-1' });
+      expect(b.created).toBe(false);
+      expect(b.task.id).toBe(a.task.id);
+      expect((await client.list()).tasks).toHaveLength(1);
+    });
+
+    it('throttles progress writes by count and flushes the final progress', async () => {
+      const t = defineTask({
+        type: 'progressive',
+        execute: (ctx) => {
+          for (let i = 1; i <= 2000; i++) ctx.reportProgress({ total: 2000, processed: i, succeeded: i });
+        },
+      });
+      const { client, worker } = setup([t], { progressFlushIntervalMs: 60_000, progressFlushThreshold: 500 });
+      let writes = 0;
+      worker.on('progress', () => (writes += 1));
+      worker.start();
+      const { task } = await client.submit(t, {});
+      await until(task.id, 'SUCCESS');
+      // 2000 reports, threshold 500: one write at 500 (later thresholds coalesce while it is in flight) — far fewer than 2000.
+      expect(writes).toBeGreaterThanOrEqual(1);
+      expect(writes).toBeLessThanOrEqual(4);
+      expect((await statusOf(task.id)).progress).toMatchObject({ total: 2000, processed: 2000, succeeded: 2000 });
+    });
+
+    it('throttles progress writes by time', async () => {
+      const t = defineTask({
+        type: 'timed-progress',
+        execute: async (ctx) => {
+          const until = Date.now() + 350;
+          let i = 0;
+          while (Date.now() < until) {
+            ctx.reportProgress({ total: 0, processed: ++i });
+            await new Promise((resolve) => setTimeout(resolve, 2));
+          }
+        },
+      });
+      const { client, worker } = setup([t], { progressFlushIntervalMs: 100, progressFlushThreshold: 1_000_000 });
+      let writes = 0;
+      worker.on('progress', () => (writes += 1));
+      worker.start();
+      const { task } = await client.submit(t, {});
+      await until(task.id, 'SUCCESS');
+      expect(writes).toBeGreaterThanOrEqual(2);
+      expect(writes).toBeLessThanOrEqual(5);
+    });
+
+    it('retries a failing task up to maxAttempts, then FAILED plus a dead letter', async () => {
+      let calls = 0;
+      const t = defineTask({ type: 'flaky-forever', execute: () => { calls += 1; throw new Error('secret customer data'); } });
+      const { client, worker } = setup([t]);
+      const retries: number[] = [];
+      worker.on('retryScheduled', (e) => retries.push(e.retryDelayMs));
+      worker.start();
+      const { task } = await client.submit(t, {}, { maxAttempts: 3 });
+      await until(task.id, 'FAILED');
+      expect(calls).toBe(3);
+      expect(retries).toEqual([10, 20]);
+      const failures = await store.listFailures({ taskId: task.id });
+      expect(failures.map((f) => [f.attempt, f.errorCode, f.retryable])).toEqual([[3, 'HANDLER_ERROR', true], [2, 'HANDLER_ERROR', true], [1, 'HANDLER_ERROR', true]]);
+      for (const f of failures) expect(f.message).not.toContain('secret');
+      const letters = await store.listDeadLetters({ scope: Scope.global(), limit: 5 });
+      expect(letters.map((l) => l.originalTaskId)).toEqual([task.id]);
+      expect((await store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['FAILED', 'FAILED', 'FAILED']);
+    });
+
+    it('succeeds on a retry', async () => {
+      let calls = 0;
+      const t = defineTask({ type: 'flaky', execute: () => { if (++calls < 2) throw new Error('transient'); } });
+      const { client, worker } = setup([t]);
+      worker.start();
+      const { task } = await client.submit(t, {});
+      await until(task.id, 'SUCCESS');
+      expect((await statusOf(task.id)).attemptCount).toBe(2);
+    });
+
+    it('fails a non-retryable error at once', async () => {
+      let calls = 0;
+      const t = defineTask({ type: 'fatal', execute: () => { calls += 1; throw new TaskFailure('bad input file', { code: 'BAD_FILE', retryable: false }); } });
+      const { client, worker } = setup([t]);
+      worker.start();
+      const { task } = await client.submit(t, {}, { maxAttempts: 5 });
+      await until(task.id, 'FAILED');
+      expect(calls).toBe(1);
+      expect((await statusOf(task.id)).lastErrorCode).toBe('BAD_FILE');
+    });
+
+    it('fails a payload that fails its schema at run time without retry', async () => {
+      const loose = defineTask({ type: 'schema-drift', execute: () => undefined });
+      const strict = defineTask({ type: 'schema-drift', schema: z.object({ id: z.string() }), execute: () => undefined });
+      const client = createClient({ store, tasks: [loose] });
+      const worker = createWorker({ store, tasks: [strict], ...FAST });
+      workers.push(worker);
+      const { task } = await client.submit(loose, { id: 42 }, { maxAttempts: 5 });
+      worker.start();
+      await until(task.id, 'FAILED');
+      expect(await statusOf(task.id)).toMatchObject({ lastErrorCode: 'PAYLOAD_INVALID', attemptCount: 1 });
+    });
+
+    it('a worker that lost its lease writes nothing and its signal fires', async () => {
+      const started = gate();
+      let aborted: unknown = null;
+      const finish = gate();
+      const t = defineTask({
+        type: 'stolen',
+        execute: async (ctx) => {
+          started.open();
+          ctx.signal.addEventListener('abort', () => { aborted = ctx.signal.reason; finish.open(); });
+          await finish.promise;
+          ctx.reportProgress({ total: 1, processed: 1 });
+          return { status: 'SUCCESS', artifactId: 'zombie-artifact' };
+        },
+      });
+      // After its first claim the zombie's renewals and claims never reach the database
+      // (a partition), so its lease runs out; its other writes still would.
+      let claims = 0;
+      const partitioned: Store = Object.create(store, {
+        renewLeases: { value: () => Promise.reject(new Error('network partition')) },
+        claimTasks: { value: (p: Parameters<Store['claimTasks']>[0]) => (claims++ === 0 ? store.claimTasks(p) : Promise.reject(new Error('network partition'))) },
+      });
+      const zombie = createWorker({ store: partitioned, tasks: [t], ...FAST, leaseMs: 300, heartbeatIntervalMs: 100, recoveryIntervalMs: 0 });
+      workers.push(zombie);
+      const client = createClient({ store, tasks: [t] });
+      const { task } = await client.submit(t, {});
+      zombie.start();
+      await started.promise;
+      // Another process reclaims the task once the lease has expired.
+      await waitFor(async () => (await store.recover({ batchSize: 10 })).requeued === 1, 'lease to expire');
+      const [reclaimed] = await store.claimTasks({ workerId: 'rescuer', taskTypes: ['stolen'], limit: 1, leaseMs: 60_000, globalConcurrency: 10, typeConcurrency: 10 });
+      expect(reclaimed!.attemptCount).toBe(2);
+      await waitFor(() => aborted, 'the zombie handler to be aborted');
+      expect((aborted as { code?: string }).code).toBe('LEASE_LOST');
+      await zombie.stop();
+      expect(await statusOf(task.id)).toMatchObject({ status: 'RUNNING', leaseOwner: 'rescuer', attemptCount: 2, artifactId: null, progress: null });
+    });
+
+    it('stops gracefully: waits for running handlers', async () => {
+      const started = gate();
+      const release = gate();
+      const t = defineTask({ type: 'graceful', execute: async () => { started.open(); await release.promise; } });
+      const { client, worker } = setup([t], { shutdownGraceMs: 10_000 });
+      worker.start();
+      const { task } = await client.submit(t, {});
+      await started.promise;
+      let stopped = false;
+      const stopping = worker.stop().then(() => (stopped = true));
+      await waitFor(() => !worker.isRunning, 'worker to stop claiming');
+      expect(stopped).toBe(false);
+      release.open();
+      await stopping;
+      expect((await statusOf(task.id)).status).toBe('SUCCESS');
+    });
+
+    it('stops gracefully: aborts handlers after the grace period and hands their tasks back', async () => {
+      const started = gate();
+      let reason: unknown = null;
+      const t = defineTask({ type: 'stubborn', execute: async (ctx) => { started.open(); await untilAborted(ctx.signal).catch((r) => { reason = r; throw r; }); } });
+      const { client, worker } = setup([t], { shutdownGraceMs: 200 });
+      worker.start();
+      const { task } = await client.submit(t, {});
+      await started.promise;
+      await worker.stop();
+      expect((reason as { code?: string }).code).toBe('SHUTDOWN');
+      expect(await statusOf(task.id)).toMatchObject({ status: 'QUEUED', leaseOwner: null, attemptCount: 1 });
+    });
+
+    it('hands back prefetched tasks at once when it stops', async () => {
+      const started = gate();
+      const release = gate();
+      const t = defineTask({ type: 'prefetched', execute: async () => { started.open(); await release.promise; } });
+      const { client, worker } = setup([t], { concurrency: 1, prefetch: 3 });
+      await client.submitMany(Array.from({ length: 4 }, () => ({ type: 'prefetched', payload: {} })));
+      const claimed = worker.waitFor('claimed');
+      worker.start();
+      await claimed;
+      await started.promise;
+      expect((await store.countByStatus({ scope: Scope.global() })).RUNNING).toBe(4);
+      const stopping = worker.stop();
+      await waitFor(async () => (await store.countByStatus({ scope: Scope.global() })).QUEUED === 3, 'prefetched tasks back in the queue');
+      release.open();
+      await stopping;
+      const counts = await store.countByStatus({ scope: Scope.global() });
+      expect(counts).toMatchObject({ SUCCESS: 1, QUEUED: 3, RUNNING: 0 });
+    });
+
+    it('emits slow for attempts over the threshold', async () => {
+      const t = defineTask({ type: 'sluggish', execute: () => new Promise((resolve) => setTimeout(resolve, 120)) });
+      const { client, worker } = setup([t], { slowTaskThresholdMs: 50 });
+      const slow = worker.waitFor('slow');
+      worker.start();
+      await client.submit(t, {});
+      const event = await slow;
+      expect(event.durationMs).toBeGreaterThan(50);
+    });
+
+    it('runs no more handlers at once than its concurrency', async () => {
+      let running = 0;
+      let peak = 0;
+      const t = defineTask({
+        type: 'bounded',
+        execute: async () => {
+          running += 1;
+          peak = Math.max(peak, running);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+          running -= 1;
+        },
+      });
+      const { client, worker } = setup([t], { concurrency: 3, prefetch: 2 });
+      await client.submitMany(Array.from({ length: 30 }, () => ({ type: 'bounded', payload: {} })));
+      worker.start();
+      await waitFor(async () => (await store.countByStatus({ scope: Scope.global() })).SUCCESS === 30, 'all 30 done');
+      expect(peak).toBe(3);
+    });
+  });
+}
