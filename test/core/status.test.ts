@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { ALL_STATUSES, canTransition, isTerminal, sourcesOf, TERMINAL_STATUSES, TRANSITIONS, type TaskStatus } from '../../src/core/status.js';
+
+describe('the transition table', () => {
+  it('lists every status, and only known statuses as targets', () => {
+    expect(Object.keys(TRANSITIONS).sort()).toEqual([...ALL_STATUSES].sort());
+    for (const targets of Object.values(TRANSITIONS)) for (const to of targets) expect(ALL_STATUSES).toContain(to);
+  });
+
+  it('allows exactly the lifecycle edges', () => {
+    const edges = Object.entries(TRANSITIONS).flatMap(([from, targets]) => targets.map((to) => `${from}->${to}`)).sort();
+    expect(edges).toEqual([
+      'CANCEL_REQUESTED->CANCELLED', 'CANCEL_REQUESTED->PARTIAL_SUCCESS', 'CANCEL_REQUESTED->SUCCESS',
+      'FAILED->QUEUED',
+      'PAUSED->CANCELLED', 'PAUSED->QUEUED',
+      'QUEUED->CANCELLED', 'QUEUED->FAILED', 'QUEUED->PAUSED', 'QUEUED->RUNNING',
+      'RETRY_WAIT->CANCELLED', 'RETRY_WAIT->FAILED', 'RETRY_WAIT->PAUSED', 'RETRY_WAIT->QUEUED',
+      'RUNNING->CANCELLED', 'RUNNING->CANCEL_REQUESTED', 'RUNNING->FAILED', 'RUNNING->PARTIAL_SUCCESS',
+      'RUNNING->QUEUED', 'RUNNING->RETRY_WAIT', 'RUNNING->SUCCESS',
+    ].sort());
+  });
+
+  it('never leaves SUCCESS, PARTIAL_SUCCESS or CANCELLED; FAILED only by an operator retry', () => {
+    for (const status of ['SUCCESS', 'PARTIAL_SUCCESS', 'CANCELLED'] as TaskStatus[]) {
+      for (const to of ALL_STATUSES) expect(canTransition(status, to)).toBe(false);
+    }
+    expect(TRANSITIONS.FAILED).toEqual(['QUEUED']);
+    expect(TERMINAL_STATUSES.every(isTerminal)).toBe(true);
+    expect(isTerminal('RUNNING')).toBe(false);
+  });
+
+  it('reaches RUNNING only by a claim from QUEUED', () => {
+    expect(sourcesOf('RUNNING')).toEqual(['QUEUED']);
+    expect(canTransition('RETRY_WAIT', 'RUNNING')).toBe(false);
+  });
+});

@@ -1,0 +1,49 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/client/client.js';
+import { Scope } from '../../src/core/scope.js';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { defineTask } from '../../src/worker/definition.js';
+import { waitFor } from '../helpers/wait.js';
+
+function startWorker(path: string): { child: ChildProcess; output: Promise<string>; ready: Promise<void> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'worker-child.ts'), path], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let text = '';
+  child.stdout!.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  const output = new Promise<string>((resolve) => child.on('exit', () => resolve(text)));
+  const ready = waitFor(() => text.includes('ready'), 'worker process to start', 30_000).then(() => undefined);
+  return { child, output, ready };
+}
+
+describe('two worker processes on one SQLite file', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tasklease-mp-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('complete 2,000 tasks, each exactly once', async () => {
+    const path = join(dir, 'shared.db');
+    const store = new SqliteStore({ path });
+    await store.migrate();
+    const client = createClient({ store, tasks: [defineTask({ type: 'count' })] });
+    const workers = [startWorker(path), startWorker(path)];
+    await Promise.all(workers.map((w) => w.ready));
+    await client.submitMany(Array.from({ length: 2000 }, (_, i) => ({ type: 'count', payload: { i } })));
+    await waitFor(async () => (await store.countByStatus({ scope: Scope.global() })).SUCCESS === 2000, '2,000 successes', 60_000, 100);
+    for (const { child } of workers) child.kill('SIGTERM');
+    const reports = (await Promise.all(workers.map((w) => w.output))).map((text) => JSON.parse(text.trim().split('\n').pop()!) as { executed: string[] });
+    const all = reports.flatMap((r) => r.executed);
+    expect(all).toHaveLength(2000);
+    expect(new Set(all).size).toBe(2000);
+    // both processes took part
+    for (const report of reports) expect(report.executed.length).toBeGreaterThan(0);
+    // one attempt row per task, each a success
+    const sample = (await store.listTasks({ scope: Scope.global(), limit: 1000 })).tasks;
+    for (const task of sample.slice(0, 200)) {
+      expect((await store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['SUCCESS']);
+    }
+    expect(sample.every((t) => t.attemptCount === 1)).toBe(true);
+    await store.close();
+  });
+});

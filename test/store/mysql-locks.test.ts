@@ -1,0 +1,91 @@
+/**
+ * Deadlocks (1213) and lock-wait timeouts (1205) are retried inside the MySQL
+ * store and never reach the caller. Real conflicts, made with a second
+ * connection that holds row locks; the store's sessions get a 1 s lock-wait
+ * timeout through a pool we own.
+ */
+import mysql from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Scope } from '../../src/core/scope.js';
+import { MysqlStore } from '../../src/store/mysql/store.js';
+import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
+import { waitFor } from '../helpers/wait.js';
+import { claimParams, newTask } from './conformance.js';
+
+const available = await mysqlAvailable('test/store/mysql-locks.test.ts');
+const G = Scope.global();
+
+describe.skipIf(!available)('MySQL store: lock conflicts are retried inside the store', () => {
+  let database: TestDatabase;
+  let pool: mysql.Pool;
+  let store: MysqlStore;
+  let locker: mysql.Connection;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    pool = mysql.createPool({ uri: database.uri, connectionLimit: 4 });
+    // Runs before the store's own session set-up on every new connection.
+    pool.on('connection', (conn) => void conn.query('SET SESSION innodb_lock_wait_timeout = 1'));
+    store = new MysqlStore({ pool });
+    await store.migrate();
+    locker = await mysql.createConnection({ uri: database.uri });
+  });
+  afterAll(async () => {
+    await locker?.end();
+    await store?.close();
+    await pool?.end();
+    await database?.drop();
+  });
+
+  /** Waits until some transaction is blocked on a row lock (the store's). */
+  const someoneWaits = () =>
+    waitFor(async () => {
+      const rows = await database.query("SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'");
+      return Number(rows[0]!.n) > 0;
+    }, 'a transaction to wait on a row lock');
+
+  it('retries a lock-wait timeout until the blocker commits', async () => {
+    const [{ task }] = await store.insertTasks({ tasks: [newTask()] }) as [{ task: { id: string } }];
+    await locker.query('START TRANSACTION');
+    await locker.query('SELECT id FROM system_async_task WHERE id = ? FOR UPDATE', [task.id]);
+    const before = store.db.retries.lockWaitTimeouts;
+    const change = store.changeStatus({ ids: [task.id], scope: G, from: ['QUEUED'], to: 'PAUSED' });
+    await waitFor(() => store.db.retries.lockWaitTimeouts > before, 'the store to time out once and retry', 15_000);
+    await locker.query('COMMIT');
+    expect(await change).toEqual([{ id: task.id, applied: true, status: 'PAUSED' }]);
+  });
+
+  it('retries as the victim of a real deadlock', async () => {
+    const inserted = await store.insertTasks({ tasks: Array.from({ length: 40 }, () => newTask()) });
+    const ids = inserted.map((r) => r.task.id).sort();
+    const [first, second] = [ids[0]!, ids[1]!];
+    // The blocker holds `second` and many other rows: InnoDB rolls back the lighter transaction, the store's.
+    await locker.query('START TRANSACTION');
+    await locker.query('UPDATE system_async_task SET priority = priority + 1 WHERE id IN (?) AND id <> ?', [ids.slice(1), first]);
+    const before = store.db.retries.deadlocks;
+    // The store locks in id order: `first`, then waits for `second`.
+    const change = store.changeStatus({ ids: [first, second], scope: G, from: ['QUEUED'], to: 'PAUSED' });
+    await someoneWaits();
+    // Closing the cycle: the blocker now wants `first`, which the store holds.
+    await locker.query('SELECT id FROM system_async_task WHERE id = ? FOR UPDATE', [first]);
+    expect(store.db.retries.deadlocks).toBe(before + 1);
+    await locker.query('COMMIT');
+    const result = await change;
+    expect(result.map((r) => r.applied)).toEqual([true, true]);
+    expect((await store.getTask({ id: first, scope: G }))!.status).toBe('PAUSED');
+  });
+
+  it('a claim waits for the claim lock instead of failing, and a sweep skips rows others lock', async () => {
+    await database.clean();
+    await store.insertTasks({ tasks: [newTask(), newTask()] });
+    const held = await store.claimTasks(claimParams({ limit: 1, leaseMs: 1 }));
+    expect(held).toHaveLength(1);
+    await waitFor(async () => (await store.now()).getTime() > held[0]!.leaseUntil!.getTime(), 'the lease to expire');
+    // Someone holds the expired row: the sweep must skip it (SKIP LOCKED), not wait or fail.
+    await locker.query('START TRANSACTION');
+    await locker.query('SELECT id FROM system_async_task WHERE id = ? FOR UPDATE', [held[0]!.id]);
+    expect((await store.recover({ batchSize: 10 })).requeued).toBe(0);
+    await locker.query('COMMIT');
+    expect((await store.recover({ batchSize: 10 })).requeued).toBe(1);
+  });
+});
