@@ -17,6 +17,7 @@ import {
   type Row,
 } from '../rows.js';
 import { LocalBus } from '../local-bus.js';
+import { Where } from '../where.js';
 import type {
   AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow,
   InsertTaskResult, ListDeadLettersParams, ListTasksParams, RecoveryResult, RenewResult, Store, StoreListener, TaskPage,
@@ -142,32 +143,24 @@ export class SqliteStore implements Store {
   }
 
   async listTasks(params: ListTasksParams): Promise<TaskPage> {
-    const where: string[] = [];
-    const values: unknown[] = [];
-    const scoped = scopeOwner(params.scope);
-    if (scoped !== null) (where.push('owner = ?'), values.push(scoped));
-    if (params.owner != null) (where.push('owner = ?'), values.push(params.owner));
-    if (params.taskType != null) (where.push('task_type = ?'), values.push(params.taskType));
-    if (params.status && params.status.length > 0) {
-      where.push(`status IN (${params.status.map(() => '?').join(',')})`);
-      values.push(...params.status);
-    }
-    if (params.cursor != null) (where.push('id < ?'), values.push(params.cursor));
-    const sql = `SELECT * FROM system_async_task ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`;
-    const rows = this.db.prepare(sql).all(...values, params.limit + 1) as Row[];
+    const where = new Where()
+      .optional('owner = ?', scopeOwner(params.scope))
+      .optional('owner = ?', params.owner)
+      .optional('task_type = ?', params.taskType)
+      .optional('id < ?', params.cursor);
+    if (params.status && params.status.length > 0) where.in('status', params.status);
+    const rows = this.db
+      .prepare(`SELECT * FROM system_async_task ${where} ORDER BY id DESC LIMIT ?`)
+      .all(...where.values, params.limit + 1) as Row[];
     const tasks = rows.slice(0, params.limit).map((row) => taskFromRow(row, decodeSqlite));
     return { tasks, nextCursor: rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
   }
 
   async countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>> {
-    const where: string[] = [];
-    const values: unknown[] = [];
-    const owner = scopeOwner(params.scope);
-    if (owner !== null) (where.push('owner = ?'), values.push(owner));
-    if (params.taskType != null) (where.push('task_type = ?'), values.push(params.taskType));
+    const where = new Where().optional('owner = ?', scopeOwner(params.scope)).optional('task_type = ?', params.taskType);
     const rows = this.db
-      .prepare(`SELECT status, COUNT(*) AS n FROM system_async_task ${where.length ? `WHERE ${where.join(' AND ')}` : ''} GROUP BY status`)
-      .all(...values) as { status: TaskStatus; n: number }[];
+      .prepare(`SELECT status, COUNT(*) AS n FROM system_async_task ${where} GROUP BY status`)
+      .all(...where.values) as { status: TaskStatus; n: number }[];
     const counts = emptyStatusCounts();
     for (const row of rows) counts[row.status] = row.n;
     return counts;
@@ -284,17 +277,15 @@ export class SqliteStore implements Store {
   }
 
   async listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]> {
-    const where: string[] = [];
-    const values: unknown[] = [];
-    const owner = scopeOwner(params.scope);
-    if (owner !== null) (where.push('owner = ?'), values.push(owner));
-    if (params.taskType != null) (where.push('task_type = ?'), values.push(params.taskType));
-    if (params.movedAfter != null) (where.push('moved_at >= ?'), values.push(toSqliteTime(params.movedAfter.getTime())));
-    if (params.movedBefore != null) (where.push('moved_at < ?'), values.push(toSqliteTime(params.movedBefore.getTime())));
-    if (params.cursor != null) (where.push('id < ?'), values.push(params.cursor));
+    const where = new Where()
+      .optional('owner = ?', scopeOwner(params.scope))
+      .optional('task_type = ?', params.taskType)
+      .optional('moved_at >= ?', params.movedAfter ? toSqliteTime(params.movedAfter.getTime()) : null)
+      .optional('moved_at < ?', params.movedBefore ? toSqliteTime(params.movedBefore.getTime()) : null)
+      .optional('id < ?', params.cursor);
     const rows = this.db
-      .prepare(`SELECT * FROM system_async_task_dead_letter ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ?`)
-      .all(...values, params.limit) as Row[];
+      .prepare(`SELECT * FROM system_async_task_dead_letter ${where} ORDER BY id DESC LIMIT ?`)
+      .all(...where.values, params.limit) as Row[];
     return rows.map((row) => deadLetterFromRow(row, decodeSqlite));
   }
 }

@@ -1,0 +1,103 @@
+/**
+ * PostgreSQL test plumbing. TASKLEASE_PG_URL (default
+ * postgres://postgres@127.0.0.1:5432/test) names the server; each test file
+ * creates its own schema `tl_test_<random>` and drops it afterwards.
+ * No server: on CI (CI=true) the file fails; elsewhere it is skipped with one
+ * console line saying how to start PostgreSQL.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { PostgresStore } from '../../src/store/postgres/store.js';
+import type { Store } from '../../src/store/types.js';
+import type { StoreFactory } from './factory.js';
+
+export const PG_URL = process.env.TASKLEASE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const START_HINT = 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start';
+const TABLES = [
+  'system_async_task',
+  'system_async_task_attempt',
+  'system_async_task_failure',
+  'system_async_task_dead_letter',
+  'system_async_task_policy',
+];
+
+/** True when the server answers. Throws on CI when it does not; elsewhere prints the one skip line. */
+export async function postgresAvailable(file: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch (error) {
+    const reason = (error as { code?: string }).code ?? String(error);
+    if (process.env.CI === 'true') throw new Error(`PostgreSQL at ${redacted()} is unreachable (${reason}); on CI the PostgreSQL tests must run`);
+    console.log(`[${file}] skipped: no PostgreSQL at ${redacted()} (${reason}); start it with: ${START_HINT}`);
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export interface TestSchema {
+  name: string;
+  /** Empties every tasklease table (keeps the schema and its version). */
+  clean(): Promise<void>;
+  /** Runs raw SQL as the test (seed diagnostics, samplers, pg_terminate_backend). */
+  query<R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, values?: unknown[]): Promise<R[]>;
+  /** Drops the schema and closes the admin pool. */
+  drop(): Promise<void>;
+}
+
+export function uniqueSchemaName(): string {
+  return `tl_test_${randomBytes(6).toString('hex')}`;
+}
+
+/** A schema name for this file; migrate() creates it, drop() removes it. */
+export async function createTestSchema(name = uniqueSchemaName()): Promise<TestSchema> {
+  const admin = new pg.Pool({ connectionString: PG_URL, max: 2 });
+  admin.on('error', () => undefined);
+  return {
+    name,
+    async clean() {
+      const present = await admin.query<{ table_name: string }>(
+        'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
+        [name],
+      );
+      const tables = present.rows.map((row) => row.table_name).filter((table) => TABLES.includes(table));
+      if (tables.length > 0) await admin.query(`TRUNCATE ${tables.map((table) => `"${name}".${table}`).join(', ')}`);
+    },
+    async query<R extends pg.QueryResultRow>(sql: string, values: unknown[] = []) {
+      return (await admin.query<R>(sql, values)).rows;
+    },
+    async drop() {
+      try {
+        await admin.query(`DROP SCHEMA IF EXISTS "${name}" CASCADE`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
+}
+
+/** A factory for the shared suites: every create() is a migrated, emptied schema of this file. */
+export function postgresStoreFactory(schema: () => TestSchema, poolSize = 4): StoreFactory {
+  return {
+    dialect: 'postgres',
+    async create(): Promise<Store> {
+      const store = new PostgresStore({ connectionString: PG_URL, schema: schema().name, poolSize });
+      await store.migrate();
+      await schema().clean();
+      return store;
+    },
+    async destroy(store: Store): Promise<void> {
+      await store.close();
+    },
+  };
+}
+
+function redacted(): string {
+  const url = new URL(PG_URL);
+  url.password = url.password ? '***' : '';
+  return url.toString();
+}
