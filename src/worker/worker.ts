@@ -111,8 +111,10 @@ export class Worker extends Emitter<WorkerEvents> {
     const o = this.options;
     try {
       while (this.state === 'running') {
-        const room = o.concurrency + o.prefetch - this.held.size;
-        if (room <= 0) return;
+        const capacity = o.concurrency + o.prefetch;
+        const room = capacity - this.held.size;
+        // While work is buffered, wait until half the capacity is free: fewer, larger claims.
+        if (room <= 0 || (this.buffer.length > 0 && room * 2 < capacity)) return;
         const limit = Math.min(room, o.claimBatchSize);
         const tasks = await this.store.claimTasks({
           workerId: this.workerId, taskTypes: this.taskTypes, limit, leaseMs: o.leaseMs,

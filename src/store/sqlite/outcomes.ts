@@ -8,6 +8,7 @@ import { uuidv7 } from '../../core/ids.js';
 import type { FailureRecord, TaskProgress } from '../../core/task.js';
 import { progressValues, type Row } from '../rows.js';
 import type { AttemptOutcome, AttemptOutcomeName, RecoveryResult } from '../types.js';
+import { statement } from './statements.js';
 import { toSqliteTime } from './time.js';
 
 const FENCE = `id = @id AND lease_owner = @worker AND attempt_count = @attempt AND status IN ('RUNNING','CANCEL_REQUESTED')`;
@@ -35,24 +36,24 @@ export function finishOutcome(db: Database.Database, outcome: AttemptOutcome, no
   switch (outcome.kind) {
     case 'SUCCESS':
     case 'PARTIAL_SUCCESS':
-      changes = db.prepare(STATEMENTS.SUCCESS).run({
+      changes = statement(db, STATEMENTS.SUCCESS).run({
         ...base, status: outcome.kind, artifact: outcome.artifactId,
         result: outcome.result === undefined || outcome.result === null ? null : JSON.stringify(outcome.result),
       }).changes;
       break;
     case 'RETRY':
-      changes = db.prepare(STATEMENTS.RETRY).run({
+      changes = statement(db, STATEMENTS.RETRY).run({
         ...base, code: outcome.failure.errorCode, availableAt: toSqliteTime(nowMs + outcome.retryDelayMs),
       }).changes;
       break;
     case 'FAILED':
-      changes = db.prepare(STATEMENTS.FAILED).run({ ...base, code: outcome.failure.errorCode }).changes;
+      changes = statement(db, STATEMENTS.FAILED).run({ ...base, code: outcome.failure.errorCode }).changes;
       break;
     case 'CANCELLED':
-      changes = db.prepare(STATEMENTS.CANCELLED).run(base).changes;
+      changes = statement(db, STATEMENTS.CANCELLED).run(base).changes;
       break;
     case 'ABANDONED':
-      changes = db.prepare(STATEMENTS.ABANDONED).run(base).changes;
+      changes = statement(db, STATEMENTS.ABANDONED).run(base).changes;
       break;
   }
   if (changes !== 1) return false;
@@ -73,12 +74,12 @@ function progressParams(progress: TaskProgress | null): Record<string, unknown> 
 }
 
 function closeAttempt(db: Database.Database, taskId: string, attempt: number, outcome: AttemptOutcomeName, errorCode: string | null, now: string): void {
-  db.prepare('UPDATE system_async_task_attempt SET finished_at = ?, outcome = ?, error_code = ? WHERE task_id = ? AND attempt = ?')
+  statement(db, 'UPDATE system_async_task_attempt SET finished_at = ?, outcome = ?, error_code = ? WHERE task_id = ? AND attempt = ?')
     .run(now, outcome, errorCode, taskId, attempt);
 }
 
 function insertFailure(db: Database.Database, taskId: string, attempt: number, failure: FailureRecord, now: string): void {
-  db.prepare(
+  statement(db, 
     `INSERT INTO system_async_task_failure (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(uuidv7(), taskId, attempt, failure.errorCode, failure.message, failure.traceId, failure.retryable ? 1 : 0, now);
@@ -86,7 +87,7 @@ function insertFailure(db: Database.Database, taskId: string, attempt: number, f
 
 /** Copies a FAILED task's payload and last failure into the dead-letter table. */
 function insertDeadLetter(db: Database.Database, taskId: string, failure: FailureRecord, now: string): void {
-  db.prepare(
+  statement(db, 
     `INSERT INTO system_async_task_dead_letter (id, original_task_id, task_type, owner, payload_json, error_code, error_message,
        trace_id, attempt_count, moved_at)
      SELECT ?, id, task_type, owner, payload_json, ?, ?, COALESCE(?, trace_id), attempt_count, ? FROM system_async_task WHERE id = ?`,
@@ -96,8 +97,7 @@ function insertDeadLetter(db: Database.Database, taskId: string, failure: Failur
 export function recoverExpired(db: Database.Database, batchSize: number, nowMs: number): RecoveryResult {
   const now = toSqliteTime(nowMs);
   const result: RecoveryResult = { requeued: 0, failed: 0, cancelled: 0, retriesDue: 0, deadlineExpired: 0 };
-  const expired = db
-    .prepare(
+  const expired = statement(db, 
       `SELECT id, status, attempt_count, attempt_base, max_attempts FROM system_async_task
        WHERE status IN ('RUNNING','CANCEL_REQUESTED') AND lease_until < ? ORDER BY lease_until LIMIT ?`,
     )
@@ -106,7 +106,7 @@ export function recoverExpired(db: Database.Database, batchSize: number, nowMs: 
     const id = String(task.id);
     const attempt = Number(task.attempt_count);
     if (task.status === 'CANCEL_REQUESTED') {
-      db.prepare(`UPDATE system_async_task SET status = 'CANCELLED', finished_at = ?, lease_owner = NULL, lease_until = NULL, update_time = ? WHERE id = ?`)
+      statement(db, `UPDATE system_async_task SET status = 'CANCELLED', finished_at = ?, lease_owner = NULL, lease_until = NULL, update_time = ? WHERE id = ?`)
         .run(now, now, id);
       closeAttempt(db, id, attempt, 'CANCELLED', null, now);
       result.cancelled += 1;
@@ -117,7 +117,7 @@ export function recoverExpired(db: Database.Database, batchSize: number, nowMs: 
       errorCode: 'LEASE_EXPIRED', message: 'lease expired: the worker stopped renewing it (crashed, stalled or partitioned)',
       traceId: null, retryable: !spent,
     };
-    db.prepare(
+    statement(db, 
       `UPDATE system_async_task SET status = ?, last_error_code = 'LEASE_EXPIRED', lease_owner = NULL, lease_until = NULL,
          finished_at = ?, update_time = ? WHERE id = ?`,
     ).run(spent ? 'FAILED' : 'QUEUED', spent ? now : null, now, id);
@@ -130,8 +130,7 @@ export function recoverExpired(db: Database.Database, batchSize: number, nowMs: 
       result.requeued += 1;
     }
   }
-  const overdue = db
-    .prepare(
+  const overdue = statement(db, 
       `SELECT id, attempt_count FROM system_async_task WHERE status IN ('QUEUED','RETRY_WAIT') AND deadline_at IS NOT NULL AND deadline_at <= ?
        ORDER BY deadline_at LIMIT ?`,
     )
@@ -139,14 +138,13 @@ export function recoverExpired(db: Database.Database, batchSize: number, nowMs: 
   for (const task of overdue) {
     const id = String(task.id);
     const failure: FailureRecord = { errorCode: 'DEADLINE_EXCEEDED', message: 'deadline passed before the task could run', traceId: null, retryable: false };
-    db.prepare(`UPDATE system_async_task SET status = 'FAILED', last_error_code = ?, finished_at = ?, update_time = ? WHERE id = ?`)
+    statement(db, `UPDATE system_async_task SET status = 'FAILED', last_error_code = ?, finished_at = ?, update_time = ? WHERE id = ?`)
       .run(failure.errorCode, now, now, id);
     insertFailure(db, id, Number(task.attempt_count), failure, now);
     insertDeadLetter(db, id, failure, now);
     result.deadlineExpired += 1;
   }
-  result.retriesDue = db
-    .prepare(
+  result.retriesDue = statement(db, 
       `UPDATE system_async_task SET status = 'QUEUED', update_time = ?
        WHERE id IN (SELECT id FROM system_async_task WHERE status = 'RETRY_WAIT' AND available_at <= ? LIMIT ?)`,
     )

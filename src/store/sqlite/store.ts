@@ -23,6 +23,7 @@ import type {
   InsertTaskResult, ListDeadLettersParams, ListTasksParams, RecoveryResult, RenewResult, Store, StoreListener, TaskPage,
 } from '../types.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
+import { statement } from './statements.js';
 import { decodeSqlite, toSqliteTime } from './time.js';
 import { claim } from './claim.js';
 import { finishOutcome, recoverExpired } from './outcomes.js';
@@ -72,18 +73,18 @@ export class SqliteStore implements Store {
     this.db.exec('CREATE TABLE IF NOT EXISTS tasklease_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
     // IMMEDIATE: a second process starting at the same moment waits here, then sees the versions applied.
     this.db.transaction(() => {
-      const row = this.db.prepare('SELECT MAX(version) AS v FROM tasklease_migrations').get() as { v: number | null };
+      const row = statement(this.db, 'SELECT MAX(version) AS v FROM tasklease_migrations').get() as { v: number | null };
       const current = row.v ?? 0;
       for (const migration of SQLITE_MIGRATIONS) {
         if (migration.version <= current) continue;
         this.db.exec(migration.sql);
-        this.db.prepare('INSERT INTO tasklease_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(migration.version, migration.name, this.nowText());
+        statement(this.db, 'INSERT INTO tasklease_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(migration.version, migration.name, this.nowText());
       }
     }).immediate();
   }
 
   async schemaVersion(): Promise<number> {
-    const row = this.db.prepare('SELECT MAX(version) AS v FROM tasklease_migrations').get() as { v: number | null };
+    const row = statement(this.db, 'SELECT MAX(version) AS v FROM tasklease_migrations').get() as { v: number | null };
     return row.v ?? 0;
   }
 
@@ -106,10 +107,10 @@ export class SqliteStore implements Store {
   async insertTasks(params: { tasks: readonly NewTask[]; transaction?: unknown }): Promise<InsertTaskResult[]> {
     if (params.transaction !== undefined) throw new InvalidOptionsError('SqliteStore.insertTasks', 'transaction', 'is not supported on SQLite');
     const now = this.nowText();
-    const findExisting = this.db.prepare(
+    const findExisting = statement(this.db, 
       `SELECT * FROM system_async_task WHERE task_type = ? AND COALESCE(owner, '') = COALESCE(?, '') AND idempotency_key = ?`,
     );
-    const insert = this.db.prepare(
+    const insert = statement(this.db, 
       `INSERT INTO system_async_task (id, task_type, status, priority, payload_json, available_at, deadline_at,
          attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, create_time, update_time)
        VALUES (?, ?, 'QUEUED', ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?) RETURNING *`,
@@ -136,8 +137,7 @@ export class SqliteStore implements Store {
 
   async getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
     const owner = scopeOwner(params.scope);
-    const row = this.db
-      .prepare(`SELECT * FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`)
+    const row = statement(this.db, `SELECT * FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`)
       .get(...(owner === null ? [params.id] : [params.id, owner])) as Row | undefined;
     return row ? taskFromRow(row, decodeSqlite) : null;
   }
@@ -149,8 +149,7 @@ export class SqliteStore implements Store {
       .optional('task_type = ?', params.taskType)
       .optional('id < ?', params.cursor);
     if (params.status && params.status.length > 0) where.in('status', params.status);
-    const rows = this.db
-      .prepare(`SELECT * FROM system_async_task ${where} ORDER BY id DESC LIMIT ?`)
+    const rows = statement(this.db, `SELECT * FROM system_async_task ${where} ORDER BY id DESC LIMIT ?`)
       .all(...where.values, params.limit + 1) as Row[];
     const tasks = rows.slice(0, params.limit).map((row) => taskFromRow(row, decodeSqlite));
     return { tasks, nextCursor: rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
@@ -158,8 +157,7 @@ export class SqliteStore implements Store {
 
   async countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>> {
     const where = new Where().optional('owner = ?', scopeOwner(params.scope)).optional('task_type = ?', params.taskType);
-    const rows = this.db
-      .prepare(`SELECT status, COUNT(*) AS n FROM system_async_task ${where} GROUP BY status`)
+    const rows = statement(this.db, `SELECT status, COUNT(*) AS n FROM system_async_task ${where} GROUP BY status`)
       .all(...where.values) as { status: TaskStatus; n: number }[];
     const counts = emptyStatusCounts();
     for (const row of rows) counts[row.status] = row.n;
@@ -169,8 +167,8 @@ export class SqliteStore implements Store {
   async changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
     const owner = scopeOwner(params.scope);
     const now = this.nowText();
-    const select = this.db.prepare(`SELECT status FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`);
-    const update = this.db.prepare(changeStatusSql(params));
+    const select = statement(this.db, `SELECT status FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`);
+    const update = statement(this.db, changeStatusSql(params));
     const results = this.db.transaction(() =>
       params.ids.map((id): ChangeStatusResult => {
         const row = select.get(...(owner === null ? [id] : [id, owner])) as { status: TaskStatus } | undefined;
@@ -199,7 +197,7 @@ export class SqliteStore implements Store {
     if (params.leases.length === 0) return result;
     const until = toSqliteTime(this.clock() + params.leaseMs);
     const now = this.nowText();
-    const renew = this.db.prepare(
+    const renew = statement(this.db, 
       `UPDATE system_async_task SET lease_until = ?, update_time = ?
        WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED} RETURNING status`,
     );
@@ -216,8 +214,7 @@ export class SqliteStore implements Store {
 
   async saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean> {
     const { lease, progress } = params;
-    const info = this.db
-      .prepare(
+    const info = statement(this.db, 
         `UPDATE system_async_task SET progress_total = ?, progress_processed = ?, progress_succeeded = ?, progress_failed = ?,
            progress_skipped = ?, progress_message = ?, update_time = ?
          WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED}`,
@@ -234,7 +231,7 @@ export class SqliteStore implements Store {
 
   async releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {
     const now = this.nowText();
-    const release = this.db.prepare(
+    const release = statement(this.db, 
       `UPDATE system_async_task SET
          status = CASE status WHEN 'CANCEL_REQUESTED' THEN 'CANCELLED' ELSE 'QUEUED' END,
          finished_at = CASE status WHEN 'CANCEL_REQUESTED' THEN @now ELSE NULL END,
@@ -242,7 +239,7 @@ export class SqliteStore implements Store {
          started_at = CASE WHEN attempt_count - 1 = attempt_base THEN NULL ELSE started_at END, update_time = @now
        WHERE id = @id AND lease_owner = @worker AND attempt_count = @attempt AND status IN ${LEASED}`,
     );
-    const dropAttempt = this.db.prepare('DELETE FROM system_async_task_attempt WHERE task_id = ? AND attempt = ?');
+    const dropAttempt = statement(this.db, 'DELETE FROM system_async_task_attempt WHERE task_id = ? AND attempt = ?');
     return this.db.transaction(() => {
       let released = 0;
       for (const lease of params.leases) {
@@ -265,13 +262,12 @@ export class SqliteStore implements Store {
   // ---- history -------------------------------------------------------------
 
   async listAttempts(params: { taskId: string }): Promise<AttemptRecord[]> {
-    const rows = this.db.prepare('SELECT * FROM system_async_task_attempt WHERE task_id = ? ORDER BY attempt').all(params.taskId) as Row[];
+    const rows = statement(this.db, 'SELECT * FROM system_async_task_attempt WHERE task_id = ? ORDER BY attempt').all(params.taskId) as Row[];
     return rows.map((row) => attemptFromRow(row, decodeSqlite));
   }
 
   async listFailures(params: { taskId: string; limit?: number }): Promise<FailureRow[]> {
-    const rows = this.db
-      .prepare('SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC LIMIT ?')
+    const rows = statement(this.db, 'SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC LIMIT ?')
       .all(params.taskId, params.limit ?? 100) as Row[];
     return rows.map((row) => failureFromRow(row, decodeSqlite));
   }
@@ -283,8 +279,7 @@ export class SqliteStore implements Store {
       .optional('moved_at >= ?', params.movedAfter ? toSqliteTime(params.movedAfter.getTime()) : null)
       .optional('moved_at < ?', params.movedBefore ? toSqliteTime(params.movedBefore.getTime()) : null)
       .optional('id < ?', params.cursor);
-    const rows = this.db
-      .prepare(`SELECT * FROM system_async_task_dead_letter ${where} ORDER BY id DESC LIMIT ?`)
+    const rows = statement(this.db, `SELECT * FROM system_async_task_dead_letter ${where} ORDER BY id DESC LIMIT ?`)
       .all(...where.values, params.limit) as Row[];
     return rows.map((row) => deadLetterFromRow(row, decodeSqlite));
   }
