@@ -12,5 +12,5 @@ export type { TaskContext } from './worker/context.js';
 export type { WorkerEvents } from './worker/events.js';
 export { Worker, createWorker, type WorkerStats, type WorkerState } from './worker/worker.js';
 export type { WorkerOptions } from './worker/options.js';
-export { TaskLeaseClient, createClient, type ClientOptions, type ListOptions, type CancelOutcome } from './client/client.js';
+export { TaskLeaseClient, createClient, type ClientEvents, type ClientOptions, type ListOptions, type CancelOutcome } from './client/client.js';
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';

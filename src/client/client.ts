@@ -10,6 +10,7 @@ import { IDLE_STATUSES, isTaskStatus, type TaskStatus } from '../core/status.js'
 import type { Task } from '../core/task.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import { InvalidOptionsError } from '../core/errors.js';
+import { Emitter } from '../observe/emitter.js';
 import type { AttemptRecord, DeadLetter, FailureRow, InsertTaskResult, Store, TaskPage } from '../store/types.js';
 import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../worker/definition.js';
 import { prepareTask, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
@@ -45,12 +46,19 @@ export interface SubmitManyOptions {
 
 const MAX_BATCH = 50_000;
 
-export class TaskLeaseClient {
+/** What a client tells its observers (metrics, logs). */
+export interface ClientEvents {
+  /** Tasks newly created by a submit (idempotent repeats are not included). */
+  submitted: { tasks: Task[] };
+}
+
+export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly store: Store;
   private readonly registry: Map<string, AnyTaskDefinition>;
   private readonly limits: SubmitLimits;
 
   constructor(options: ClientOptions) {
+    super();
     checkKnownKeys('Client', options, ['store', 'tasks', 'maxPayloadBytes', 'defaultMaxAttempts']);
     if (!options.store || typeof options.store.insertTasks !== 'function') throw new InvalidOptionsError('Client', 'store', 'must be a Store');
     this.store = options.store;
@@ -79,7 +87,10 @@ export class TaskLeaseClient {
     const tasks = await Promise.all(
       requests.map((request, index) => prepareTask(request, this.registry, this.limits, requests.length > 1 ? `task #${index}` : 'task')),
     );
-    return this.store.insertTasks({ tasks, ...(options.transaction === undefined ? {} : { transaction: options.transaction }) });
+    const results = await this.store.insertTasks({ tasks, ...(options.transaction === undefined ? {} : { transaction: options.transaction }) });
+    const created = results.filter((r) => r.created).map((r) => r.task);
+    if (created.length > 0) this.emit('submitted', { tasks: created });
+    return results;
   }
 
   async get(id: string, options: ScopeOption = {}): Promise<Task | null> {

@@ -26,6 +26,10 @@ export interface Store {
   close(): Promise<void>;
   /** The database clock. */
   now(): Promise<Date>;
+  /** The highest migration applied (0: none). Health compares it with `expectedSchemaVersion`. */
+  schemaVersion(): Promise<number>;
+  /** The migration this code expects. */
+  readonly expectedSchemaVersion: number;
   /** Wake-ups for workers: submits (by type) and cancellation requests. Returns unsubscribe. */
   subscribe(listener: StoreListener): () => void;
 
@@ -93,6 +97,10 @@ export interface Store {
   listFailures(params: { taskId: string; limit?: number }): Promise<FailureRow[]>;
   /** Newest first. */
   listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]>;
+
+  // ---- control plane -----------------------------------------------------
+  /** Dead letters neither replayed nor archived (the queue an operator must look at). */
+  countDeadLetters(params: { scope: Scope; taskType?: string | null }): Promise<number>;
 }
 
 export type StoreEvent =

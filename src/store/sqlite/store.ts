@@ -83,6 +83,8 @@ export class SqliteStore implements Store {
     }).immediate();
   }
 
+  readonly expectedSchemaVersion = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1]!.version;
+
   async schemaVersion(): Promise<number> {
     const row = statement(this.db, 'SELECT MAX(version) AS v FROM tasklease_migrations').get() as { v: number | null };
     return row.v ?? 0;
@@ -270,6 +272,15 @@ export class SqliteStore implements Store {
     const rows = statement(this.db, 'SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC LIMIT ?')
       .all(params.taskId, params.limit ?? 100) as Row[];
     return rows.map((row) => failureFromRow(row, decodeSqlite));
+  }
+
+  async countDeadLetters(params: { scope: Scope; taskType?: string | null }): Promise<number> {
+    const where = new Where()
+      .add('replayed_at IS NULL AND archived_at IS NULL')
+      .optional('owner = ?', scopeOwner(params.scope))
+      .optional('task_type = ?', params.taskType);
+    const row = statement(this.db, `SELECT COUNT(*) AS n FROM system_async_task_dead_letter ${where}`).get(...where.values) as { n: number };
+    return row.n;
   }
 
   async listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]> {
