@@ -113,7 +113,7 @@ async function finish(code: number): Promise<void> {
     const progress = task.progress ? `${task.progress.processed}/${task.progress.total}` : '';
     console.log(`${task.taskType.padEnd(20)}${task.status.padEnd(17)}${String(task.attemptCount).padEnd(10)}${progress.padEnd(14)}${task.lastErrorCode ?? ''}`);
   }
-  const letters = await client.deadLetters();
+  const letters = await client.deadLetters.list();
   console.log(`\ndead letters: ${letters.length} (${letters.map((l) => `${l.taskType}: ${l.errorCode}`).join(', ')})`);
   console.log(`imported rows: ${ledger.rows.length}; database: ${join(dir, 'demo.db')}`);
   await store.close();

@@ -11,7 +11,12 @@ import type { Task } from '../core/task.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import { InvalidOptionsError } from '../core/errors.js';
 import { Emitter } from '../observe/emitter.js';
-import type { AttemptRecord, DeadLetter, FailureRow, InsertTaskResult, Store, TaskPage } from '../store/types.js';
+import type { AttemptRecord, FailureRow, InsertTaskResult, PurgeResult, Store, TaskPage } from '../store/types.js';
+import { analyze, type Analysis } from './analyze.js';
+import { cleanup, type CleanupOptions } from './cleanup.js';
+import { checkIds, DeadLetterApi } from './dead-letters.js';
+import { diagnose, type Diagnosis } from './diagnose.js';
+import { GLOBAL_POLICY_KEY, PolicyApi, typePolicyKey } from './policies.js';
 import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../worker/definition.js';
 import { prepareTask, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
@@ -21,8 +26,11 @@ export interface ClientOptions {
   tasks: readonly AnyTaskDefinition[];
   /** Largest payload, as UTF-8 JSON. Default 1 MiB. */
   maxPayloadBytes?: number;
-  /** maxAttempts for tasks whose definition and submit give none (seed: 3). */
+  /** maxAttempts for tasks whose definition, policy and submit give none (seed: 3). */
   defaultMaxAttempts?: number;
+  /** The workers' default limits, for diagnose() (policy rows override them). Default 20 / 5, as the worker's. */
+  globalConcurrency?: number;
+  typeConcurrency?: number;
 }
 
 export interface ScopeOption {
@@ -40,6 +48,15 @@ export interface ListOptions extends ScopeOption {
 
 export type CancelOutcome = 'CANCELLED' | 'CANCEL_REQUESTED';
 
+export interface CancelManyResult {
+  /** Ended at once (they were not running). */
+  cancelled: number;
+  /** Running: their workers were asked to stop. */
+  cancelRequested: number;
+  /** The rest, with their status (or NOT_FOUND). */
+  notCancelled: { id: string; reason: string }[];
+}
+
 export interface SubmitManyOptions {
   transaction?: unknown;
 }
@@ -56,16 +73,26 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly store: Store;
   private readonly registry: Map<string, AnyTaskDefinition>;
   private readonly limits: SubmitLimits;
+  private readonly defaultLimits: { globalConcurrency: number; typeConcurrency: number };
+  /** Runtime policies: limits, attempts, backoff, enabled — per type or global. */
+  readonly policies: PolicyApi;
+  /** The dead-letter queue: list, size, replay, archive. */
+  readonly deadLetters: DeadLetterApi;
 
   constructor(options: ClientOptions) {
     super();
-    checkKnownKeys('Client', options, ['store', 'tasks', 'maxPayloadBytes', 'defaultMaxAttempts']);
+    checkKnownKeys('Client', options, ['store', 'tasks', 'maxPayloadBytes', 'defaultMaxAttempts', 'globalConcurrency', 'typeConcurrency']);
     if (!options.store || typeof options.store.insertTasks !== 'function') throw new InvalidOptionsError('Client', 'store', 'must be a Store');
     this.store = options.store;
     this.registry = registryOf(options.tasks ?? []);
     this.limits = { maxPayloadBytes: options.maxPayloadBytes ?? 1024 * 1024, defaultMaxAttempts: options.defaultMaxAttempts ?? 3 };
     checkInteger('Client', 'maxPayloadBytes', this.limits.maxPayloadBytes, { min: 2, max: 64 * 1024 * 1024 });
     checkInteger('Client', 'defaultMaxAttempts', this.limits.defaultMaxAttempts, { min: 1, max: 100 });
+    this.defaultLimits = { globalConcurrency: options.globalConcurrency ?? 20, typeConcurrency: options.typeConcurrency ?? 5 };
+    checkInteger('Client', 'globalConcurrency', this.defaultLimits.globalConcurrency, { min: 1 });
+    checkInteger('Client', 'typeConcurrency', this.defaultLimits.typeConcurrency, { min: 1 });
+    this.policies = new PolicyApi(this.store);
+    this.deadLetters = new DeadLetterApi(this.store);
   }
 
   /** Submits one task. Resolves once it has committed (or, with `transaction`, once it is in the caller's transaction). */
@@ -84,8 +111,10 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     if (!Array.isArray(requests)) throw new ValidationError('submitMany takes an array of requests', 'requests');
     if (requests.length > MAX_BATCH) throw new ValidationError(`a batch holds at most ${MAX_BATCH} tasks, got ${requests.length}`, 'requests');
     if (requests.length === 0) return [];
+    const policies = requests.some((r) => r?.maxAttempts === undefined) ? await this.policyMaxAttempts() : undefined;
+    const limits = { ...this.limits, ...(policies ? { policyMaxAttempts: policies } : {}) };
     const tasks = await Promise.all(
-      requests.map((request, index) => prepareTask(request, this.registry, this.limits, requests.length > 1 ? `task #${index}` : 'task')),
+      requests.map((request, index) => prepareTask(request, this.registry, limits, requests.length > 1 ? `task #${index}` : 'task')),
     );
     const results = await this.store.insertTasks({ tasks, ...(options.transaction === undefined ? {} : { transaction: options.transaction }) });
     const created = results.filter((r) => r.created).map((r) => r.task);
@@ -144,10 +173,63 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     return this.store.listFailures({ taskId: id, limit: options.limit ?? 20 });
   }
 
-  async deadLetters(options: ScopeOption & { taskType?: string; limit?: number; cursor?: string } = {}): Promise<DeadLetter[]> {
-    return this.store.listDeadLetters({
-      scope: options.scope ?? Scope.global(), taskType: options.taskType ?? null, limit: options.limit ?? 50, cursor: options.cursor ?? null,
+  /** Cancels many tasks (at most 1000); says how many ended at once, how many were asked to stop, and why the rest were not. */
+  async cancelMany(ids: readonly string[], options: ScopeOption = {}): Promise<CancelManyResult> {
+    checkIds(ids);
+    const scope = options.scope ?? Scope.global();
+    const idle = await this.store.changeStatus({ ids, scope, from: IDLE_STATUSES, to: 'CANCELLED' });
+    const rest = idle.filter((r) => !r.applied).map((r) => r.id);
+    const running = rest.length > 0 ? await this.store.changeStatus({ ids: rest, scope, from: ['RUNNING'], to: 'CANCEL_REQUESTED' }) : [];
+    const result: CancelManyResult = { cancelled: idle.filter((r) => r.applied).length, cancelRequested: 0, notCancelled: [] };
+    for (const r of running) {
+      if (r.applied || r.status === 'CANCEL_REQUESTED') result.cancelRequested += 1;
+      else result.notCancelled.push({ id: r.id, reason: r.status === null ? 'NOT_FOUND' : r.status });
+    }
+    return result;
+  }
+
+  /** Runs a FAILED task again now, with a fresh attempt cycle. */
+  async retry(id: string, options: ScopeOption = {}): Promise<void> {
+    await this.transition(id, options, ['FAILED'], 'QUEUED', 'retry', { newCycle: true, availableAt: await this.store.now() });
+  }
+
+  /** Moves a waiting task's start time (QUEUED, RETRY_WAIT or PAUSED; a paused one stays paused). */
+  async reschedule(id: string, when: { delayMs: number } | { availableAt: Date }, options: ScopeOption = {}): Promise<void> {
+    const availableAt = 'availableAt' in when ? when.availableAt : new Date((await this.store.now()).getTime() + when.delayMs);
+    if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime())) throw new ValidationError('reschedule needs a valid availableAt or delayMs', 'availableAt');
+    const scope = options.scope ?? Scope.global();
+    const [paused] = await this.store.changeStatus({ ids: [id], scope, from: ['PAUSED'], to: 'PAUSED', availableAt });
+    if (paused?.applied) return;
+    await this.transition(id, options, ['QUEUED', 'RETRY_WAIT'], 'QUEUED', 'reschedule', { availableAt });
+  }
+
+  /** Deletes terminal tasks finished before the cut-off (with attempts and failures; dead letters archived), in batches. */
+  cleanup(options: CleanupOptions): Promise<PurgeResult> {
+    return cleanup(this.store, options);
+  }
+
+  /** Why is this task where it is? (seed article 2, diagnose-task.sh) */
+  diagnose(id: string, options: ScopeOption & { workerSeenWithinMs?: number } = {}): Promise<Diagnosis> {
+    return diagnose(this.store, id, {
+      scope: options.scope ?? Scope.global(), ...this.defaultLimits, workerSeenWithinMs: options.workerSeenWithinMs ?? 60_000,
     });
+  }
+
+  /** Counts, durations, queue waits and failure codes of a type over the last hours (seed article 2, analyze-performance.sh). */
+  analyze(taskType: string, hours = 24): Promise<Analysis> {
+    return analyze(this.store, taskType, hours);
+  }
+
+  private policyCache: { at: number; lookup: (taskType: string) => number | null } | null = null;
+
+  /** Policy maxAttempts by type, read at most once a second: an operator's change applies to the next submits. */
+  private async policyMaxAttempts(): Promise<(taskType: string) => number | null> {
+    if (this.policyCache && Date.now() - this.policyCache.at < 1000) return this.policyCache.lookup;
+    const policies = await this.store.listPolicies();
+    const byKey = new Map(policies.map((p) => [p.policyKey, p.maxAttempts]));
+    const lookup = (taskType: string): number | null => byKey.get(typePolicyKey(taskType)) ?? byKey.get(GLOBAL_POLICY_KEY) ?? null;
+    this.policyCache = { at: Date.now(), lookup };
+    return lookup;
   }
 
   private async require(id: string, options: ScopeOption): Promise<Task> {
@@ -156,8 +238,11 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     return task;
   }
 
-  private async transition(id: string, options: ScopeOption, from: readonly TaskStatus[], to: TaskStatus, action: string): Promise<void> {
-    const [result] = await this.store.changeStatus({ ids: [id], scope: options.scope ?? Scope.global(), from, to });
+  private async transition(
+    id: string, options: ScopeOption, from: readonly TaskStatus[], to: TaskStatus, action: string,
+    extra: { newCycle?: boolean; availableAt?: Date } = {},
+  ): Promise<void> {
+    const [result] = await this.store.changeStatus({ ids: [id], scope: options.scope ?? Scope.global(), from, to, ...extra });
     if (result?.applied) return;
     if (!result || result.status === null) throw new NotFoundError('task', id);
     throw new InvalidTransitionError(id, result.status, action);

@@ -35,6 +35,8 @@ export interface SubmitRequest extends SubmitOptions {
 export interface SubmitLimits {
   maxPayloadBytes: number;
   defaultMaxAttempts: number;
+  /** maxAttempts from the type's (or the global) policy row, if an operator set one. */
+  policyMaxAttempts?: (taskType: string) => number | null;
 }
 
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
@@ -58,7 +60,7 @@ export async function prepareTask(
 
   const priority = request.priority ?? definition.priority ?? 0;
   checkIntegerField(label, 'priority', priority, -1000, 1000);
-  const maxAttempts = request.maxAttempts ?? definition.maxAttempts ?? limits.defaultMaxAttempts;
+  const maxAttempts = request.maxAttempts ?? limits.policyMaxAttempts?.(definition.type) ?? definition.maxAttempts ?? limits.defaultMaxAttempts;
   checkIntegerField(label, 'maxAttempts', maxAttempts, 1, 100);
   if (request.delayMs !== undefined && request.availableAt !== undefined) {
     throw new ValidationError(`${label}: give delayMs or availableAt, not both`, 'delayMs');

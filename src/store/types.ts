@@ -101,6 +101,35 @@ export interface Store {
   // ---- control plane -----------------------------------------------------
   /** Dead letters neither replayed nor archived (the queue an operator must look at). */
   countDeadLetters(params: { scope: Scope; taskType?: string | null }): Promise<number>;
+  /**
+   * Replays dead letters: the original task, if it is still FAILED, goes back
+   * to QUEUED with a fresh attempt cycle (attempt_base = attempt_count,
+   * available now, lease and finished_at cleared), and the dead letter is
+   * marked replayed_at / replay_task_id. One answer per id, in input order.
+   */
+  replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]>;
+  /** Marks dead letters archived (out of the queue, kept for the record); returns how many changed. */
+  archiveDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<number>;
+  /** Upserts a policy row (`GLOBAL` or `TYPE:<type>`); read by every claim. */
+  savePolicy(params: { policy: PolicyInput }): Promise<Policy>;
+  listPolicies(): Promise<Policy[]>;
+  deletePolicy(params: { policyKey: string }): Promise<boolean>;
+  /**
+   * One batch of cleanup: up to `batchSize` terminal tasks finished before
+   * `finishedBefore` are deleted with their attempts and failures; their
+   * dead letters are archived (kept) first. Safe while workers run: the
+   * delete re-checks status and finished_at.
+   */
+  purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult>;
+  /** Upserts this worker's row (last_seen_at = now): diagnostics tell which types have live workers. */
+  registerWorker(params: { worker: WorkerRegistration }): Promise<void>;
+  unregisterWorker(params: { workerId: string }): Promise<void>;
+  /** Workers seen within `seenWithinMs` of the database clock. */
+  listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]>;
+  /** RUNNING + CANCEL_REQUESTED rows per type (what the limits count). */
+  leasedCounts(): Promise<Record<string, number>>;
+  /** Raw material for analyze(): the client computes averages and percentiles. */
+  analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData>;
 }
 
 export type StoreEvent =
@@ -225,4 +254,58 @@ export interface DeadLetter {
   replayedAt: Date | null;
   replayTaskId: string | null;
   archivedAt: Date | null;
+}
+
+export interface ReplayResult {
+  id: string;
+  /** REPLAYED, or why not: NOT_FOUND (in scope), ALREADY_REPLAYED, ARCHIVED, TASK_NOT_FAILED, TASK_MISSING. */
+  outcome: 'REPLAYED' | 'NOT_FOUND' | 'ALREADY_REPLAYED' | 'ARCHIVED' | 'TASK_NOT_FAILED' | 'TASK_MISSING';
+  taskId: string | null;
+}
+
+export interface PolicyInput {
+  /** `GLOBAL` or `TYPE:<task_type>`. */
+  policyKey: string;
+  taskType: string | null;
+  /** null: the worker's default. */
+  maxConcurrency: number | null;
+  /** null: the submit's or definition's. Applies to tasks submitted after the change. */
+  maxAttempts: number | null;
+  /** null: the worker's retry.baseDelayMs. Applies to the next retry decision. */
+  retryBaseDelayMs: number | null;
+  /** false: tasks of the type (or all, for GLOBAL) are not claimed; they wait. */
+  enabled: boolean;
+}
+
+export interface Policy extends PolicyInput {
+  updatedAt: Date;
+}
+
+export interface PurgeResult {
+  tasks: number;
+  attempts: number;
+  failures: number;
+  deadLettersArchived: number;
+}
+
+export interface WorkerRegistration {
+  workerId: string;
+  host: string;
+  pid: number;
+  taskTypes: readonly string[];
+  concurrency: number;
+}
+
+export interface WorkerRecord extends WorkerRegistration {
+  startedAt: Date;
+  lastSeenAt: Date;
+}
+
+export interface AnalysisData {
+  /** Tasks of the type created since. */
+  statusCounts: Record<TaskStatus, number>;
+  /** Finished attempts started since (newest first, at most sampleLimit). */
+  attempts: { startedAt: Date; finishedAt: Date; taskCreatedAt: Date; attempt: number }[];
+  /** Failures since, every code, most frequent first. */
+  failureCounts: { errorCode: string; count: number }[];
 }

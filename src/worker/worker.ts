@@ -4,7 +4,10 @@
  * leases in one statement per heartbeat, sweeps expired leases, and stops
  * gracefully. Every write about a task is fenced by its lease in the store.
  */
+import { hostname } from 'node:os';
+import { GLOBAL_POLICY_KEY } from '../core/policy-keys.js';
 import { TaskAbortedError } from '../core/errors.js';
+import type { RetryOptions } from '../core/retry.js';
 import type { Task } from '../core/task.js';
 import { Emitter } from '../observe/emitter.js';
 import type { AttemptOutcome, Store, StoreEvent } from '../store/types.js';
@@ -44,6 +47,7 @@ export class Worker extends Emitter<WorkerEvents> {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
+  private policyBaseDelay = new Map<string, number>();
 
   constructor(options: WorkerOptions) {
     super();
@@ -74,7 +78,11 @@ export class Worker extends Emitter<WorkerEvents> {
     const o = this.options;
     this.unsubscribe = this.store.subscribe((event) => this.onStoreEvent(event));
     this.timers.push(setInterval(() => this.requestClaim(), o.pollIntervalMs));
-    this.heartbeatTimer = setInterval(() => void this.heartbeat(), o.heartbeatIntervalMs);
+    this.heartbeatTimer = setInterval(() => {
+      void this.heartbeat();
+      void this.refreshRegistration();
+    }, o.heartbeatIntervalMs);
+    void this.refreshRegistration();
     if (o.recoveryIntervalMs > 0) {
       this.timers.push(setInterval(() => void this.recover(), o.recoveryIntervalMs));
       void this.recover();
@@ -171,7 +179,7 @@ export class Worker extends Emitter<WorkerEvents> {
     } catch (error) {
       await context.settle();
       outcome = await failureOutcome(execution, error, {
-        retry: o.retry, exposeErrorMessages: o.exposeErrorMessages,
+        retry: this.retryFor(task.taskType), exposeErrorMessages: o.exposeErrorMessages,
         checkLease: (lease) => this.store.renewLeases({ leases: [lease], leaseMs: o.leaseMs }),
       }).catch((checkError: unknown) => {
         this.emit('error', { operation: 'renewLeases', error: checkError });
@@ -195,6 +203,27 @@ export class Worker extends Emitter<WorkerEvents> {
     } else {
       execution.phase = 'done';
       this.settleIfDone(execution);
+    }
+  }
+
+  /** The worker's backoff; a definition's retry merged over it; an operator's policy base delay over both. */
+  private retryFor(taskType: string): RetryOptions {
+    const definition = this.registry.get(taskType)?.retry ?? {};
+    const base = this.policyBaseDelay.get(taskType) ?? this.policyBaseDelay.get(GLOBAL_POLICY_KEY);
+    const retry = { ...this.options.retry, ...definition, ...(base === undefined ? {} : { baseDelayMs: base }) };
+    return { ...retry, maxDelayMs: Math.max(retry.maxDelayMs, retry.baseDelayMs) };
+  }
+
+  /** Keeps this worker's row in the registry fresh and re-reads the policies (for retry delays). */
+  private async refreshRegistration(): Promise<void> {
+    if (this.state !== 'running' && this.state !== 'stopping') return;
+    try {
+      await this.store.registerWorker({ worker: { workerId: this.workerId, host: hostname(), pid: process.pid, taskTypes: this.taskTypes, concurrency: this.options.concurrency } });
+      const policies = await this.store.listPolicies();
+      this.policyBaseDelay = new Map(policies.filter((p) => p.retryBaseDelayMs !== null)
+        .map((p) => [p.policyKey === GLOBAL_POLICY_KEY ? GLOBAL_POLICY_KEY : p.taskType ?? p.policyKey, p.retryBaseDelayMs!]));
+    } catch (error) {
+      this.emit('error', { operation: 'registerWorker', error });
     }
   }
 
@@ -405,6 +434,7 @@ export class Worker extends Emitter<WorkerEvents> {
     await Promise.race([this.writer.drain(), new Promise((resolve) => setTimeout(resolve, o.shutdownAbortWaitMs).unref())]);
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
+    await this.store.unregisterWorker({ workerId: this.workerId }).catch((error: unknown) => this.emit('error', { operation: 'unregisterWorker', error }));
     this.state = 'stopped';
     this.emit('stopped', { workerId: this.workerId });
   }

@@ -4,6 +4,7 @@
  * per-type limits hold however many processes claim at once.
  */
 import type Database from 'better-sqlite3';
+import { GLOBAL_POLICY_KEY, typePolicyKey } from '../../core/policy-keys.js';
 import type { Task } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { ClaimParams } from '../types.js';
@@ -20,14 +21,11 @@ interface PolicyRow {
 export function claim(db: Database.Database, params: ClaimParams, nowMs: number): Task[] {
   const now = toSqliteTime(nowMs);
   const policies = readPolicies(db, params.taskTypes);
-  const global = policies.get('GLOBAL');
+  const global = policies.get(GLOBAL_POLICY_KEY);
   if (global && global.enabled === 0) return [];
   const globalCap = global?.max_concurrency ?? params.globalConcurrency;
-  // INDEXED BY: left alone, the planner scans the covering (task_type, status) index — every finished row, on every claim.
-  const leased = statement(db, `SELECT task_type, COUNT(*) AS n FROM system_async_task INDEXED BY ix_system_async_task_leased
-    WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`).all() as { task_type: string; n: number }[];
-  const leasedByType = new Map(leased.map((row) => [row.task_type, row.n]));
-  let room = Math.min(params.limit, globalCap - leased.reduce((sum, row) => sum + row.n, 0));
+  const leased = leasedByType(db);
+  let room = Math.min(params.limit, globalCap - [...leased.values()].reduce((sum, n) => sum + n, 0));
   if (room <= 0) return [];
 
   const candidatesOf = statement(
@@ -38,9 +36,9 @@ export function claim(db: Database.Database, params: ClaimParams, nowMs: number)
   );
   const candidates: Row[] = [];
   for (const taskType of new Set(params.taskTypes)) {
-    const policy = policies.get(`TYPE:${taskType}`);
+    const policy = policies.get(typePolicyKey(taskType));
     if (policy && policy.enabled === 0) continue;
-    const typeRoom = (policy?.max_concurrency ?? params.typeConcurrency) - (leasedByType.get(taskType) ?? 0);
+    const typeRoom = (policy?.max_concurrency ?? params.typeConcurrency) - (leased.get(taskType) ?? 0);
     if (typeRoom <= 0) continue;
     candidates.push(...(candidatesOf.all(taskType, now, now, Math.min(typeRoom, room)) as Row[]));
   }
@@ -64,7 +62,7 @@ export function claim(db: Database.Database, params: ClaimParams, nowMs: number)
 }
 
 function readPolicies(db: Database.Database, taskTypes: readonly string[]): Map<string, PolicyRow> {
-  const keys = ['GLOBAL', ...taskTypes.map((type) => `TYPE:${type}`)];
+  const keys = [GLOBAL_POLICY_KEY, ...taskTypes.map(typePolicyKey)];
   const rows = statement(db, `SELECT policy_key, task_type, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (${keys.map(() => '?').join(',')})`)
     .all(...keys) as PolicyRow[];
   return new Map(rows.map((row) => [row.policy_key, row]));
@@ -84,4 +82,12 @@ function compareText(a: unknown, b: unknown): number {
   const left = String(a);
   const right = String(b);
   return left < right ? -1 : left > right ? 1 : 0;
+}
+
+/** RUNNING + CANCEL_REQUESTED rows per type: what the limits count. */
+export function leasedByType(db: Database.Database): Map<string, number> {
+  // INDEXED BY: left alone, the planner scans the covering (task_type, status) index — every finished row, on every claim.
+  const rows = statement(db, `SELECT task_type, COUNT(*) AS n FROM system_async_task INDEXED BY ix_system_async_task_leased
+    WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`).all() as { task_type: string; n: number }[];
+  return new Map(rows.map((row) => [row.task_type, row.n]));
 }

@@ -114,4 +114,19 @@ CREATE TABLE system_async_task_policy (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'worker registry',
+    sql: `
+CREATE TABLE system_async_task_worker (
+  worker_id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  pid INTEGER NOT NULL,
+  task_types TEXT NOT NULL,
+  concurrency INTEGER NOT NULL,
+  started_at TEXT NOT NULL,
+  last_seen_at TEXT NOT NULL
+);
+`,
+  },
 ];

@@ -21,11 +21,13 @@ import { Where } from '../where.js';
 import type {
   AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow,
   InsertTaskResult, ListDeadLettersParams, ListTasksParams, RecoveryResult, RenewResult, Store, StoreListener, TaskPage,
+  AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration,
 } from '../types.js';
 import { SQLITE_MIGRATIONS } from './migrations.js';
 import { statement } from './statements.js';
 import { decodeSqlite, toSqliteTime } from './time.js';
-import { claim } from './claim.js';
+import { claim, leasedByType } from './claim.js';
+import * as control from './control.js';
 import { finishOutcome, recoverExpired } from './outcomes.js';
 
 export interface SqliteStoreOptions {
@@ -281,6 +283,52 @@ export class SqliteStore implements Store {
       .optional('task_type = ?', params.taskType);
     const row = statement(this.db, `SELECT COUNT(*) AS n FROM system_async_task_dead_letter ${where}`).get(...where.values) as { n: number };
     return row.n;
+  }
+
+  async replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]> {
+    const results = this.db.transaction(() => control.replayDeadLetters(this.db, params.ids, params.scope, this.nowText())).immediate();
+    if (results.some((r) => r.outcome === 'REPLAYED')) this.bus.publish({ kind: 'submitted', taskTypes: [] });
+    return results;
+  }
+
+  async archiveDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<number> {
+    return this.db.transaction(() => control.archiveDeadLetters(this.db, params.ids, params.scope, this.nowText())).immediate();
+  }
+
+  async savePolicy(params: { policy: PolicyInput }): Promise<Policy> {
+    return control.savePolicy(this.db, params.policy, this.nowText());
+  }
+
+  async listPolicies(): Promise<Policy[]> {
+    return control.listPolicies(this.db);
+  }
+
+  async deletePolicy(params: { policyKey: string }): Promise<boolean> {
+    return statement(this.db, 'DELETE FROM system_async_task_policy WHERE policy_key = ?').run(params.policyKey).changes === 1;
+  }
+
+  async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
+    return this.db.transaction(() => control.purgeTerminalTasks(this.db, params.finishedBefore, params.batchSize, this.nowText())).immediate();
+  }
+
+  async registerWorker(params: { worker: WorkerRegistration }): Promise<void> {
+    control.registerWorker(this.db, params.worker, this.nowText());
+  }
+
+  async unregisterWorker(params: { workerId: string }): Promise<void> {
+    statement(this.db, 'DELETE FROM system_async_task_worker WHERE worker_id = ?').run(params.workerId);
+  }
+
+  async listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]> {
+    return control.listWorkers(this.db, toSqliteTime(this.clock() - params.seenWithinMs));
+  }
+
+  async leasedCounts(): Promise<Record<string, number>> {
+    return Object.fromEntries(leasedByType(this.db));
+  }
+
+  async analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData> {
+    return control.analysisData(this.db, params.taskType, params.since, params.sampleLimit);
   }
 
   async listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]> {

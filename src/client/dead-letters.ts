@@ -1,0 +1,65 @@
+/**
+ * The dead-letter queue: list, size, replay (one or a batch) and
+ * archive-and-clean. A replay requeues the original task with a fresh attempt
+ * cycle and keeps the link (replay_task_id, replayed_at) on the dead letter.
+ */
+import { ValidationError } from '../core/errors.js';
+import { Scope } from '../core/scope.js';
+import type { DeadLetter, ReplayResult, Store } from '../store/types.js';
+
+export const MAX_IDS_PER_CALL = 1000;
+
+export interface DeadLetterListOptions {
+  scope?: Scope;
+  taskType?: string;
+  /** moved_at ≥ from */
+  from?: Date;
+  /** moved_at < to */
+  to?: Date;
+  /** 1–1000, default 50. */
+  limit?: number;
+  cursor?: string;
+}
+
+export class DeadLetterApi {
+  constructor(private readonly store: Store) {}
+
+  list(options: DeadLetterListOptions = {}): Promise<DeadLetter[]> {
+    const limit = options.limit ?? 50;
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit must be an integer from 1 to 1000', 'limit');
+    return this.store.listDeadLetters({
+      scope: options.scope ?? Scope.global(), taskType: options.taskType ?? null, movedAfter: options.from ?? null,
+      movedBefore: options.to ?? null, limit, cursor: options.cursor ?? null,
+    });
+  }
+
+  /** Dead letters neither replayed nor archived. */
+  size(options: { scope?: Scope; taskType?: string } = {}): Promise<number> {
+    return this.store.countDeadLetters({ scope: options.scope ?? Scope.global(), taskType: options.taskType ?? null });
+  }
+
+  async replay(id: string, options: { scope?: Scope } = {}): Promise<ReplayResult> {
+    return (await this.replayBatch([id], options)).results[0]!;
+  }
+
+  /** Replays up to 1000 dead letters in one transaction; says for each why it was not replayed. */
+  async replayBatch(ids: readonly string[], options: { scope?: Scope } = {}): Promise<{ replayed: number; results: ReplayResult[] }> {
+    checkIds(ids);
+    const results = await this.store.replayDeadLetters({ ids, scope: options.scope ?? Scope.global() });
+    return { replayed: results.filter((r) => r.outcome === 'REPLAYED').length, results };
+  }
+
+  /** Takes dead letters that cannot be fixed out of the queue; they stay on record (archived_at). */
+  async archive(ids: readonly string[], options: { scope?: Scope } = {}): Promise<number> {
+    checkIds(ids);
+    return this.store.archiveDeadLetters({ ids, scope: options.scope ?? Scope.global() });
+  }
+}
+
+export function checkIds(ids: readonly string[]): void {
+  if (!Array.isArray(ids)) throw new ValidationError('ids must be an array', 'ids');
+  if (ids.length > MAX_IDS_PER_CALL) {
+    throw new ValidationError(`at most ${MAX_IDS_PER_CALL} ids per call, got ${ids.length}: split the batch`, 'ids');
+  }
+  for (const id of ids) if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw new ValidationError('every id must be a non-empty string', 'ids');
+}

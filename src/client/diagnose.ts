@@ -1,0 +1,129 @@
+/**
+ * diagnose(taskId): seed article 2's diagnose-task.sh as an API — the task,
+ * its attempts, its last failures, its lease status, and a plain-language
+ * verdict for the causes in the seed's troubleshooting guide.
+ */
+import { NotFoundError } from '../core/errors.js';
+import type { Scope } from '../core/scope.js';
+import type { Task } from '../core/task.js';
+import type { AttemptRecord, FailureRow, Store } from '../store/types.js';
+import { GLOBAL_POLICY_KEY, typePolicyKey } from './policies.js';
+
+export type LeaseStatus = 'NO_LEASE' | 'EXPIRED' | 'ACTIVE';
+
+export type CauseCode =
+  | 'NO_WORKER' | 'GLOBAL_LIMIT_FULL' | 'TYPE_LIMIT_FULL' | 'NOT_YET_AVAILABLE' | 'PAST_DEADLINE' | 'PAUSED'
+  | 'POLICY_DISABLED' | 'LEASE_EXPIRING_REPEATEDLY' | 'LEASE_EXPIRED' | 'WAITING_FOR_RETRY' | 'CANCEL_REQUESTED'
+  | 'RUNNING' | 'READY' | 'FINISHED' | 'DEAD_LETTERED';
+
+export interface Cause {
+  code: CauseCode;
+  message: string;
+}
+
+export interface Diagnosis {
+  task: Task;
+  attempts: AttemptRecord[];
+  failures: FailureRow[];
+  lease: { status: LeaseStatus; remainingSeconds: number | null };
+  /** Most important first; `verdict` is the first one's message. */
+  causes: Cause[];
+  verdict: string;
+}
+
+export interface DiagnoseOptions {
+  scope: Scope;
+  /** The workers' default limits (policy rows override them). */
+  globalConcurrency: number;
+  typeConcurrency: number;
+  /** A worker counts as alive if seen this recently. */
+  workerSeenWithinMs: number;
+}
+
+export async function diagnose(store: Store, id: string, options: DiagnoseOptions): Promise<Diagnosis> {
+  const task = await store.getTask({ id, scope: options.scope });
+  if (!task) throw new NotFoundError('task', id);
+  const [attempts, failures, now, policies, leased, workers] = await Promise.all([
+    store.listAttempts({ taskId: id }), store.listFailures({ taskId: id, limit: 5 }), store.now(), store.listPolicies(),
+    store.leasedCounts(), store.listWorkers({ seenWithinMs: options.workerSeenWithinMs }),
+  ]);
+  const lease = leaseStatus(task, now);
+  const causes: Cause[] = [];
+  const add = (code: CauseCode, message: string): void => void causes.push({ code, message });
+  const expiredAttempts = attempts.filter((a) => a.outcome === 'LEASE_EXPIRED').length;
+  if (expiredAttempts >= 2) {
+    add('LEASE_EXPIRING_REPEATEDLY', `${expiredAttempts} attempts lost their lease: the lease is too short for the work, heartbeats are too rare, the database connection is unstable, or the worker is overloaded or being restarted`);
+  }
+  switch (task.status) {
+    case 'SUCCESS':
+    case 'PARTIAL_SUCCESS':
+    case 'CANCELLED':
+      add('FINISHED', `the task finished ${task.status}`);
+      break;
+    case 'FAILED':
+      add('DEAD_LETTERED', `the task failed for good (${task.lastErrorCode ?? 'unknown error'}) and is in the dead-letter queue; fix the cause, then replay it`);
+      break;
+    case 'PAUSED':
+      add('PAUSED', 'the task is paused: resume it to run it');
+      break;
+    case 'CANCEL_REQUESTED':
+      add('CANCEL_REQUESTED', 'cancellation was requested; the worker stops the handler at its next check, or recovery ends it after the lease');
+      break;
+    case 'RUNNING':
+      if (lease.status === 'EXPIRED') add('LEASE_EXPIRED', `the lease of ${task.leaseOwner} expired: the worker died or stalled; the recovery sweep will requeue the task`);
+      else add('RUNNING', `running on ${task.leaseOwner}, lease ${lease.remainingSeconds} s left`);
+      break;
+    case 'QUEUED':
+    case 'RETRY_WAIT':
+      waitingCauses(task, now, { policies, leased, workers, options }, add);
+  }
+  return { task, attempts, failures, lease, causes, verdict: causes[0]!.message };
+}
+
+function waitingCauses(
+  task: Task,
+  now: Date,
+  context: { policies: Awaited<ReturnType<Store['listPolicies']>>; leased: Record<string, number>; workers: Awaited<ReturnType<Store['listWorkers']>>; options: DiagnoseOptions },
+  add: (code: CauseCode, message: string) => void,
+): void {
+  const { policies, leased, workers, options } = context;
+  const global = policies.find((p) => p.policyKey === GLOBAL_POLICY_KEY);
+  const typePolicy = policies.find((p) => p.policyKey === typePolicyKey(task.taskType));
+  let blocked = false;
+  if (task.deadlineAt && task.deadlineAt.getTime() <= now.getTime()) {
+    add('PAST_DEADLINE', `its deadline ${task.deadlineAt.toISOString()} has passed: it will never be claimed, and the sweep fails it (DEADLINE_EXCEEDED)`);
+    blocked = true;
+  }
+  if (!workers.some((w) => w.taskTypes.includes(task.taskType))) {
+    add('NO_WORKER', `no live worker has a handler for type ${task.taskType}: start a worker that registers it`);
+    blocked = true;
+  }
+  if (global?.enabled === false || typePolicy?.enabled === false) {
+    add('POLICY_DISABLED', `claiming is disabled by the ${global?.enabled === false ? 'GLOBAL' : typePolicyKey(task.taskType)} policy`);
+    blocked = true;
+  }
+  if (task.availableAt.getTime() > now.getTime()) {
+    const seconds = Math.ceil((task.availableAt.getTime() - now.getTime()) / 1000);
+    add(task.status === 'RETRY_WAIT' ? 'WAITING_FOR_RETRY' : 'NOT_YET_AVAILABLE',
+      `${task.status === 'RETRY_WAIT' ? 'waiting out its retry backoff' : 'not available yet'}: it becomes claimable at ${task.availableAt.toISOString()} (in ${seconds} s)`);
+    blocked = true;
+  }
+  const total = Object.values(leased).reduce((sum, n) => sum + n, 0);
+  const globalCap = global?.maxConcurrency ?? options.globalConcurrency;
+  const typeCap = typePolicy?.maxConcurrency ?? options.typeConcurrency;
+  if (total >= globalCap) {
+    add('GLOBAL_LIMIT_FULL', `the global limit is full: ${total} of ${globalCap} tasks running`);
+    blocked = true;
+  }
+  if ((leased[task.taskType] ?? 0) >= typeCap) {
+    add('TYPE_LIMIT_FULL', `the limit of type ${task.taskType} is full: ${leased[task.taskType]} of ${typeCap} running`);
+    blocked = true;
+  }
+  if (!blocked) add('READY', 'claimable now: a worker should pick it up at its next poll');
+}
+
+function leaseStatus(task: Task, now: Date): Diagnosis['lease'] {
+  if (task.leaseUntil === null) return { status: 'NO_LEASE', remainingSeconds: null };
+  const remaining = Math.floor((task.leaseUntil.getTime() - now.getTime()) / 1000);
+  return { status: remaining < 0 ? 'EXPIRED' : 'ACTIVE', remainingSeconds: remaining };
+}

@@ -1,0 +1,82 @@
+/**
+ * Runtime policies (seed article 1, "动态调整并发"): global and per-type max
+ * concurrency, max attempts, retry base delay and an enabled flag, stored in
+ * the database and read by every claim — a change applies on every worker in
+ * the cluster at its next claim, without a restart.
+ */
+import { ValidationError } from '../core/errors.js';
+import { GLOBAL_POLICY_KEY, typePolicyKey } from '../core/policy-keys.js';
+import { checkKnownKeys } from '../core/validate.js';
+import type { Policy, PolicyInput, Store } from '../store/types.js';
+import { checkTaskType } from '../worker/definition.js';
+
+export { GLOBAL_POLICY_KEY, typePolicyKey };
+
+/** What an operator may change; omitted fields keep their stored value (or the default). */
+export interface PolicyChange {
+  maxConcurrency?: number | null;
+  maxAttempts?: number | null;
+  retryBaseDelayMs?: number | null;
+  enabled?: boolean;
+}
+
+const CHANGE_KEYS = ['maxConcurrency', 'maxAttempts', 'retryBaseDelayMs', 'enabled'] as const;
+
+export class PolicyApi {
+  constructor(private readonly store: Store) {}
+
+  /** Changes the GLOBAL policy (taskType null) or a type's, merging with what is stored. */
+  async update(taskType: string | null, change: PolicyChange): Promise<Policy> {
+    const input = validateChange(change);
+    if (taskType !== null) checkTaskType(taskType);
+    const policyKey = taskType === null ? GLOBAL_POLICY_KEY : typePolicyKey(taskType);
+    const current = (await this.store.listPolicies()).find((p) => p.policyKey === policyKey);
+    const policy: PolicyInput = {
+      policyKey,
+      taskType,
+      maxConcurrency: input.maxConcurrency !== undefined ? input.maxConcurrency : current?.maxConcurrency ?? null,
+      maxAttempts: input.maxAttempts !== undefined ? input.maxAttempts : current?.maxAttempts ?? null,
+      retryBaseDelayMs: input.retryBaseDelayMs !== undefined ? input.retryBaseDelayMs : current?.retryBaseDelayMs ?? null,
+      enabled: input.enabled ?? current?.enabled ?? true,
+    };
+    return this.store.savePolicy({ policy });
+  }
+
+  async get(taskType: string | null): Promise<Policy | null> {
+    const key = taskType === null ? GLOBAL_POLICY_KEY : typePolicyKey(taskType);
+    return (await this.store.listPolicies()).find((p) => p.policyKey === key) ?? null;
+  }
+
+  list(): Promise<Policy[]> {
+    return this.store.listPolicies();
+  }
+
+  /** Back to the workers' defaults. */
+  async reset(taskType: string | null): Promise<boolean> {
+    return this.store.deletePolicy({ policyKey: taskType === null ? GLOBAL_POLICY_KEY : typePolicyKey(taskType) });
+  }
+}
+
+function validateChange(change: PolicyChange): PolicyChange {
+  if (typeof change !== 'object' || change === null) throw new ValidationError('a policy change must be an object', 'change');
+  try {
+    checkKnownKeys('policy', change, CHANGE_KEYS);
+  } catch (error) {
+    throw new ValidationError((error as Error).message, (error as ValidationError).field);
+  }
+  positiveOrNull(change.maxConcurrency, 'maxConcurrency', 100_000);
+  positiveOrNull(change.maxAttempts, 'maxAttempts', 100);
+  if (change.retryBaseDelayMs !== undefined && change.retryBaseDelayMs !== null) {
+    const v = change.retryBaseDelayMs;
+    if (!Number.isInteger(v) || v < 0 || v > 7 * 24 * 3600 * 1000) throw new ValidationError(`retryBaseDelayMs must be an integer from 0 to 7 days in ms, got ${String(v)}`, 'retryBaseDelayMs');
+  }
+  if (change.enabled !== undefined && typeof change.enabled !== 'boolean') throw new ValidationError('enabled must be true or false', 'enabled');
+  return change;
+}
+
+function positiveOrNull(value: unknown, field: string, max: number): void {
+  if (value === undefined || value === null) return;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > max) {
+    throw new ValidationError(`${field} must be an integer from 1 to ${max} (or null for the default), got ${String(value)}`, field);
+  }
+}
