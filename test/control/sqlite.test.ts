@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runControlSuite } from './suite.js';
+
+runControlSuite(sqliteFactory);
