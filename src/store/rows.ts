@@ -47,8 +47,10 @@ export function taskFromRow(row: Row, decode: Decode): Task {
     traceId: optionalString(row.trace_id),
     createdAt: decode.time(row.create_time),
     updatedAt: decode.time(row.update_time),
-    startedAt: optionalTime(row.started_at, decode),
-    finishedAt: optionalTime(row.finished_at, decode),
+    // start_time / finish_time, not started_at / finished_at: the seed's analyze-performance.sh joins this
+    // table with the attempt table and names those two unqualified, which must stay unambiguous.
+    startedAt: optionalTime(row.start_time, decode),
+    finishedAt: optionalTime(row.finish_time, decode),
   };
 }
 

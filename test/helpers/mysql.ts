@@ -19,6 +19,7 @@ const TABLES = [
   'system_async_task_failure',
   'system_async_task_dead_letter',
   'system_async_task_policy',
+  'system_async_task_worker',
 ];
 
 /** True when the server answers. Throws on CI when it does not; elsewhere prints the one skip line. */
@@ -43,6 +44,8 @@ export interface TestDatabase {
   clean(): Promise<void>;
   /** Runs raw SQL as the test (the seed's diagnostic queries). */
   query(sql: string, values?: unknown[]): Promise<Record<string, unknown>[]>;
+  /** The column names a query returns. */
+  fields(sql: string): Promise<string[]>;
   drop(): Promise<void>;
 }
 
@@ -65,6 +68,10 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     async query(sql, values = []) {
       const [rows] = await admin.query(sql, values);
       return rows as Record<string, unknown>[];
+    },
+    async fields(sql) {
+      const [, fields] = await admin.query(sql);
+      return (fields ?? []).map((field) => field.name);
     },
     async drop() {
       try {

@@ -5,7 +5,7 @@
  * timeout through a pool we own.
  */
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Scope } from '../../src/core/scope.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
@@ -29,6 +29,11 @@ describe.skipIf(!available)('MySQL store: lock conflicts are retried inside the 
     store = new MysqlStore({ pool });
     await store.migrate();
     locker = await mysql.createConnection({ uri: database.uri });
+    // READ COMMITTED: the blocker locks exactly the rows it names, not every row its scan passes.
+    await locker.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
+  });
+  afterEach(async () => {
+    await locker.query('ROLLBACK');
   });
   afterAll(async () => {
     await locker?.end();
@@ -37,15 +42,17 @@ describe.skipIf(!available)('MySQL store: lock conflicts are retried inside the 
     await database?.drop();
   });
 
-  /** Waits until some transaction is blocked on a row lock (the store's). */
-  const someoneWaits = () =>
+  /** Waits until the store's locking read is running (blocked: the blocker holds a row it wants). */
+  const storeIsBlocked = () =>
     waitFor(async () => {
-      const rows = await database.query("SELECT COUNT(*) AS n FROM information_schema.INNODB_TRX WHERE trx_state = 'LOCK WAIT'");
+      const rows = await database.query(
+        "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE command = 'Query' AND info LIKE 'SELECT id, status FROM system_async_task%FOR UPDATE'",
+      );
       return Number(rows[0]!.n) > 0;
-    }, 'a transaction to wait on a row lock');
+    }, 'the store to block on a row lock');
 
   it('retries a lock-wait timeout until the blocker commits', async () => {
-    const [{ task }] = await store.insertTasks({ tasks: [newTask()] }) as [{ task: { id: string } }];
+    const { task } = (await store.insertTasks({ tasks: [newTask()] }))[0]!;
     await locker.query('START TRANSACTION');
     await locker.query('SELECT id FROM system_async_task WHERE id = ? FOR UPDATE', [task.id]);
     const before = store.db.retries.lockWaitTimeouts;
@@ -65,17 +72,17 @@ describe.skipIf(!available)('MySQL store: lock conflicts are retried inside the 
     const before = store.db.retries.deadlocks;
     // The store locks in id order: `first`, then waits for `second`.
     const change = store.changeStatus({ ids: [first, second], scope: G, from: ['QUEUED'], to: 'PAUSED' });
-    await someoneWaits();
+    await storeIsBlocked();
     // Closing the cycle: the blocker now wants `first`, which the store holds.
     await locker.query('SELECT id FROM system_async_task WHERE id = ? FOR UPDATE', [first]);
-    expect(store.db.retries.deadlocks).toBe(before + 1);
+    await waitFor(() => store.db.retries.deadlocks === before + 1, 'the store to be the deadlock victim and retry');
     await locker.query('COMMIT');
     const result = await change;
     expect(result.map((r) => r.applied)).toEqual([true, true]);
     expect((await store.getTask({ id: first, scope: G }))!.status).toBe('PAUSED');
   });
 
-  it('a claim waits for the claim lock instead of failing, and a sweep skips rows others lock', async () => {
+  it('the sweep skips rows others lock instead of waiting for them', async () => {
     await database.clean();
     await store.insertTasks({ tasks: [newTask(), newTask()] });
     const held = await store.claimTasks(claimParams({ limit: 1, leaseMs: 1 }));

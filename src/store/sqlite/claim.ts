@@ -50,7 +50,7 @@ export function claim(db: Database.Database, params: ClaimParams, nowMs: number)
   const update = statement(
     db,
     `UPDATE system_async_task SET status = 'RUNNING', lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
-       started_at = COALESCE(started_at, ?), update_time = ?
+       start_time = COALESCE(start_time, ?), update_time = ?
      WHERE id = ? RETURNING *`,
   );
   const attempt = statement(db, 'INSERT INTO system_async_task_attempt (task_id, attempt, worker_id, started_at) VALUES (?, ?, ?, ?)');

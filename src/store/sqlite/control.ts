@@ -18,7 +18,7 @@ export function replayDeadLetters(db: Database.Database, ids: readonly string[],
   const owner = scopeOwner(scope);
   const find = statement(db, `SELECT * FROM system_async_task_dead_letter WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`);
   const requeue = statement(db,
-    `UPDATE system_async_task SET status = 'QUEUED', attempt_base = attempt_count, available_at = ?, finished_at = NULL,
+    `UPDATE system_async_task SET status = 'QUEUED', attempt_base = attempt_count, available_at = ?, finish_time = NULL,
        lease_owner = NULL, lease_until = NULL, update_time = ? WHERE id = ? AND status = 'FAILED'`);
   const exists = statement(db, 'SELECT status FROM system_async_task WHERE id = ?');
   const mark = statement(db, 'UPDATE system_async_task_dead_letter SET replayed_at = ?, replay_task_id = ? WHERE id = ?');
@@ -70,14 +70,14 @@ export function listPolicies(db: Database.Database): Policy[] {
 export function purgeTerminalTasks(db: Database.Database, finishedBefore: Date, batchSize: number, now: string): PurgeResult {
   const cutoff = toSqliteTime(finishedBefore.getTime());
   const ids = (statement(db,
-    `SELECT id FROM system_async_task WHERE finished_at IS NOT NULL AND finished_at < ? AND status IN ${TERMINAL} ORDER BY finished_at LIMIT ?`,
+    `SELECT id FROM system_async_task WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL} ORDER BY finish_time LIMIT ?`,
   ).all(cutoff, batchSize) as { id: string }[]).map((row) => row.id);
   const result: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
   const archive = statement(db, 'UPDATE system_async_task_dead_letter SET archived_at = ? WHERE original_task_id = ? AND archived_at IS NULL');
   const attempts = statement(db, 'DELETE FROM system_async_task_attempt WHERE task_id = ?');
   const failures = statement(db, 'DELETE FROM system_async_task_failure WHERE task_id = ?');
   // Re-checked: an operator may have retried the task since it was selected.
-  const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finished_at < ? AND status IN ${TERMINAL}`);
+  const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finish_time < ? AND status IN ${TERMINAL}`);
   for (const id of ids) {
     if (task.run(id, cutoff).changes === 0) continue;
     result.tasks += 1;

@@ -43,8 +43,8 @@ CREATE TABLE system_async_task (
   trace_id TEXT,
   create_time TEXT NOT NULL,
   update_time TEXT NOT NULL,
-  started_at TEXT,
-  finished_at TEXT
+  start_time TEXT,
+  finish_time TEXT
 );
 -- Only claimable rows, per type in claim order: finished rows stay in the table
 -- for the seed's queries but cost the claim nothing. Per type, because the
@@ -58,7 +58,7 @@ CREATE UNIQUE INDEX ux_system_async_task_idempotency ON system_async_task (task_
   WHERE idempotency_key IS NOT NULL;
 CREATE INDEX ix_system_async_task_owner ON system_async_task (owner, id);
 CREATE INDEX ix_system_async_task_type_status ON system_async_task (task_type, status);
-CREATE INDEX ix_system_async_task_finished ON system_async_task (finished_at) WHERE finished_at IS NOT NULL;
+CREATE INDEX ix_system_async_task_finished ON system_async_task (finish_time) WHERE finish_time IS NOT NULL;
 
 CREATE TABLE system_async_task_attempt (
   task_id TEXT NOT NULL,

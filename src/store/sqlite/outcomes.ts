@@ -17,13 +17,13 @@ const PROGRESS_SET = `progress_total = COALESCE(@p0, progress_total), progress_p
   progress_skipped = COALESCE(@p4, progress_skipped), progress_message = CASE WHEN @p0 IS NULL THEN progress_message ELSE @p5 END`;
 
 const STATEMENTS = {
-  SUCCESS: `UPDATE system_async_task SET status = @status, artifact_id = @artifact, result_json = @result, finished_at = @now,
+  SUCCESS: `UPDATE system_async_task SET status = @status, artifact_id = @artifact, result_json = @result, finish_time = @now,
     lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE}`,
   RETRY: `UPDATE system_async_task SET status = 'RETRY_WAIT', available_at = @availableAt, last_error_code = @code,
     lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE}`,
-  FAILED: `UPDATE system_async_task SET status = 'FAILED', last_error_code = @code, finished_at = @now,
+  FAILED: `UPDATE system_async_task SET status = 'FAILED', last_error_code = @code, finish_time = @now,
     lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE}`,
-  CANCELLED: `UPDATE system_async_task SET status = 'CANCELLED', finished_at = @now,
+  CANCELLED: `UPDATE system_async_task SET status = 'CANCELLED', finish_time = @now,
     lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE}`,
   ABANDONED: `UPDATE system_async_task SET status = 'QUEUED', lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET}
     WHERE ${FENCE}`,
@@ -106,7 +106,7 @@ export function recoverExpired(db: Database.Database, batchSize: number, nowMs: 
     const id = String(task.id);
     const attempt = Number(task.attempt_count);
     if (task.status === 'CANCEL_REQUESTED') {
-      statement(db, `UPDATE system_async_task SET status = 'CANCELLED', finished_at = ?, lease_owner = NULL, lease_until = NULL, update_time = ? WHERE id = ?`)
+      statement(db, `UPDATE system_async_task SET status = 'CANCELLED', finish_time = ?, lease_owner = NULL, lease_until = NULL, update_time = ? WHERE id = ?`)
         .run(now, now, id);
       closeAttempt(db, id, attempt, 'CANCELLED', null, now);
       result.cancelled += 1;
@@ -119,7 +119,7 @@ export function recoverExpired(db: Database.Database, batchSize: number, nowMs: 
     };
     statement(db, 
       `UPDATE system_async_task SET status = ?, last_error_code = 'LEASE_EXPIRED', lease_owner = NULL, lease_until = NULL,
-         finished_at = ?, update_time = ? WHERE id = ?`,
+         finish_time = ?, update_time = ? WHERE id = ?`,
     ).run(spent ? 'FAILED' : 'QUEUED', spent ? now : null, now, id);
     closeAttempt(db, id, attempt, 'LEASE_EXPIRED', 'LEASE_EXPIRED', now);
     insertFailure(db, id, attempt, failure, now);
@@ -138,7 +138,7 @@ export function recoverExpired(db: Database.Database, batchSize: number, nowMs: 
   for (const task of overdue) {
     const id = String(task.id);
     const failure: FailureRecord = { errorCode: 'DEADLINE_EXCEEDED', message: 'deadline passed before the task could run', traceId: null, retryable: false };
-    statement(db, `UPDATE system_async_task SET status = 'FAILED', last_error_code = ?, finished_at = ?, update_time = ? WHERE id = ?`)
+    statement(db, `UPDATE system_async_task SET status = 'FAILED', last_error_code = ?, finish_time = ?, update_time = ? WHERE id = ?`)
       .run(failure.errorCode, now, now, id);
     insertFailure(db, id, Number(task.attempt_count), failure, now);
     insertDeadLetter(db, id, failure, now);

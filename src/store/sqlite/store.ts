@@ -238,9 +238,9 @@ export class SqliteStore implements Store {
     const release = statement(this.db, 
       `UPDATE system_async_task SET
          status = CASE status WHEN 'CANCEL_REQUESTED' THEN 'CANCELLED' ELSE 'QUEUED' END,
-         finished_at = CASE status WHEN 'CANCEL_REQUESTED' THEN @now ELSE NULL END,
+         finish_time = CASE status WHEN 'CANCEL_REQUESTED' THEN @now ELSE NULL END,
          lease_owner = NULL, lease_until = NULL, attempt_count = attempt_count - 1,
-         started_at = CASE WHEN attempt_count - 1 = attempt_base THEN NULL ELSE started_at END, update_time = @now
+         start_time = CASE WHEN attempt_count - 1 = attempt_base THEN NULL ELSE start_time END, update_time = @now
        WHERE id = @id AND lease_owner = @worker AND attempt_count = @attempt AND status IN ${LEASED}`,
     );
     const dropAttempt = statement(this.db, 'DELETE FROM system_async_task_attempt WHERE task_id = ? AND attempt = ?');
@@ -349,8 +349,8 @@ function changeStatusSql(params: ChangeStatusParams): string {
   if (!isTaskStatus(params.to)) throw new InvalidOptionsError('changeStatus', 'to', `is not a status: ${String(params.to)}`);
   const sets = [`status = '${params.to}'`, 'update_time = @now'];
   if (params.to === 'QUEUED' || params.to === 'CANCELLED') sets.push('lease_owner = NULL', 'lease_until = NULL');
-  if (params.to === 'QUEUED') sets.push('finished_at = NULL');
-  if (params.to === 'CANCELLED') sets.push('finished_at = @now');
+  if (params.to === 'QUEUED') sets.push('finish_time = NULL');
+  if (params.to === 'CANCELLED') sets.push('finish_time = @now');
   if (params.newCycle) sets.push('attempt_base = attempt_count');
   if (params.availableAt) sets.push('available_at = @availableAt');
   return `UPDATE system_async_task SET ${sets.join(', ')} WHERE id = @id`;

@@ -1,0 +1,258 @@
+/**
+ * The MySQL/MariaDB connection layer: session set-up, transactions, bounded
+ * retries of deadlocks and lock-wait timeouts, and driver errors turned into
+ * the project's own. Every statement goes through `query`, which lets mysql2
+ * escape the values client-side (no server-side prepared statements: their
+ * count is capped server-wide and IN lists of every length would each make one).
+ */
+import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
+import { StoreError, TaskLeaseError } from '../../core/errors.js';
+import type { Decode, Row } from '../rows.js';
+
+/** A connection of the promise API: ours from the pool, or a caller's inside its own transaction. */
+export type Conn = Pick<PoolConnection, 'query'> & { connection?: unknown };
+
+/** The session every statement assumes: UTC times, client-side escaping intact, no gap locks. */
+const SESSION_SQL = [
+  "SET time_zone = '+00:00'",
+  // Pinned so that a server default of NO_BACKSLASH_ESCAPES or ANSI_QUOTES cannot change what escaping means.
+  "SET SESSION sql_mode = 'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'",
+  // READ COMMITTED: SKIP LOCKED scans release rows they did not match, and inserts never wait on gap locks.
+  'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED',
+];
+
+const DEADLOCK = 1213;
+const LOCK_WAIT_TIMEOUT = 1205;
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT']);
+
+/** Raised inside the store when a named lock (GET_LOCK) could not be had in time: retried like a lock-wait timeout. */
+export class NamedLockTimeout extends Error {}
+
+export interface RunOptions {
+  /** GET_LOCK name held around the transaction (released after COMMIT). */
+  lockName?: string;
+  lockTimeoutSeconds?: number;
+}
+
+export const decode: Decode = {
+  time(value: unknown): Date {
+    if (value instanceof Date) return value;
+    // dateStrings: 'YYYY-MM-DD HH:MM:SS.fff', UTC because of the session time_zone.
+    return new Date(`${String(value).replace(' ', 'T')}Z`);
+  },
+  json(value: unknown): unknown {
+    if (value === null || value === undefined) return null;
+    return JSON.parse(Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
+  },
+};
+
+/** A Date as a DATETIME(3) literal in UTC. */
+export function sqlTime(date: Date): string {
+  return date.toISOString().slice(0, 23).replace('T', ' ');
+}
+
+export function addMs(dbNow: string, ms: number): string {
+  return sqlTime(new Date(decode.time(dbNow).getTime() + Math.round(ms)));
+}
+
+/** Retries taken inside the store, for tests and metrics. */
+export interface RetryStats {
+  deadlocks: number;
+  lockWaitTimeouts: number;
+  namedLockTimeouts: number;
+  lostConnections: number;
+}
+
+export class MysqlDatabase {
+  readonly retries: RetryStats = { deadlocks: 0, lockWaitTimeouts: 0, namedLockTimeouts: 0, lostConnections: 0 };
+  private readonly prepared = new WeakSet<object>();
+  private collation: string | null = null;
+  private closed = false;
+
+  constructor(
+    readonly pool: Pool,
+    private readonly ownsPool: boolean,
+    private readonly database: string | null,
+    private readonly maxRetries = 6,
+  ) {}
+
+  async query<T = Row[]>(conn: Conn, sql: string, values: unknown[] = []): Promise<T> {
+    const [result] = await conn.query({ sql, values, dateStrings: true, supportBigNumbers: true } as never);
+    return result as T;
+  }
+
+  async rows(conn: Conn, sql: string, values: unknown[] = []): Promise<Row[]> {
+    return this.query<Row[]>(conn, sql, values);
+  }
+
+  async exec(conn: Conn, sql: string, values: unknown[] = []): Promise<ResultSetHeader> {
+    return this.query<ResultSetHeader>(conn, sql, values);
+  }
+
+  /** Runs `work` on one pooled connection outside a transaction, retried on lock conflicts. */
+  run<T>(work: (conn: Conn) => Promise<T>): Promise<T> {
+    return this.withRetries(() => this.withConnection(work));
+  }
+
+  /** Runs `work` in one READ COMMITTED transaction, retried as a whole on deadlocks and lock-wait timeouts. */
+  transaction<T>(work: (conn: Conn) => Promise<T>, options: RunOptions = {}): Promise<T> {
+    return this.withRetries(() =>
+      this.withConnection(async (conn) => {
+        if (options.lockName) await this.getLock(conn, options.lockName, options.lockTimeoutSeconds ?? 5);
+        try {
+          await conn.query('START TRANSACTION');
+          try {
+            const result = await work(conn);
+            await conn.query('COMMIT');
+            return result;
+          } catch (error) {
+            await conn.query('ROLLBACK').catch(() => undefined);
+            throw error;
+          }
+        } finally {
+          // A lock that cannot be released must not go back to the pool with its connection.
+          if (options.lockName) await this.query(conn, 'DO RELEASE_LOCK(?)', [options.lockName]);
+        }
+      }),
+    );
+  }
+
+  /** Runs `work` on a caller's connection (their transaction): no BEGIN/COMMIT, no retries. */
+  async onCallerConnection<T>(conn: Conn, work: (conn: Conn) => Promise<T>): Promise<T> {
+    try {
+      await this.prepare(conn);
+      return await work(conn);
+    } catch (error) {
+      throw this.wrap(error);
+    }
+  }
+
+  /** Session-wide named lock; the caller releases it. */
+  async getLock(conn: Conn, name: string, timeoutSeconds: number): Promise<void> {
+    const rows = await this.rows(conn, 'SELECT GET_LOCK(?, ?) AS got', [name, timeoutSeconds]);
+    if (Number(rows[0]?.got) !== 1) throw new NamedLockTimeout(`could not take lock ${name} within ${timeoutSeconds}s`);
+  }
+
+  /** The collation for identifiers: binary and NO PAD, so 'a' ≠ 'A' ≠ 'a '. */
+  async identifierCollation(conn: Conn): Promise<string> {
+    if (this.collation) return this.collation;
+    const rows = await this.rows(
+      conn,
+      "SELECT COLLATION_NAME AS name FROM information_schema.COLLATIONS WHERE COLLATION_NAME IN ('utf8mb4_0900_bin', 'utf8mb4_nopad_bin')",
+    );
+    const names = rows.map((row) => String(row.name));
+    const found = names.includes('utf8mb4_0900_bin') ? 'utf8mb4_0900_bin' : names.includes('utf8mb4_nopad_bin') ? 'utf8mb4_nopad_bin' : null;
+    if (!found) throw new StoreError('the server has neither utf8mb4_0900_bin (MySQL 8) nor utf8mb4_nopad_bin (MariaDB 10.2+)');
+    this.collation = found;
+    return found;
+  }
+
+  async databaseName(): Promise<string> {
+    if (this.database) return this.database;
+    return this.run(async (conn) => {
+      const rows = await this.rows(conn, 'SELECT DATABASE() AS name');
+      const name = rows[0]?.name;
+      if (typeof name !== 'string' || name === '') throw new StoreError('no database selected: give one in the uri or the "database" option');
+      return name;
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.ownsPool) await this.pool.end();
+  }
+
+  private async withConnection<T>(work: (conn: Conn) => Promise<T>): Promise<T> {
+    if (this.closed) throw new StoreError('the MySQL store is closed');
+    let conn: PoolConnection;
+    try {
+      conn = await this.pool.getConnection();
+    } catch (error) {
+      throw this.wrap(error);
+    }
+    let broken = false;
+    try {
+      await this.prepare(conn);
+      return await work(conn);
+    } catch (error) {
+      broken = isConnectionError(error) || !(error instanceof TaskLeaseError || error instanceof NamedLockTimeout || isSqlError(error));
+      throw error instanceof NamedLockTimeout || isRetryable(error) ? error : this.wrap(error);
+    } finally {
+      if (broken) conn.destroy();
+      else conn.release();
+    }
+  }
+
+  private async prepare(conn: Conn): Promise<void> {
+    const key = (conn.connection ?? conn) as object;
+    if (this.prepared.has(key)) return;
+    for (const sql of SESSION_SQL) await conn.query(sql);
+    const collation = await this.identifierCollation(conn);
+    // Literals in the connection collation then compare with identifier columns without a collation mix.
+    await conn.query(`SET NAMES utf8mb4 COLLATE ${collation}`);
+    if (this.database) await conn.query('USE ??', [this.database] as never);
+    this.prepared.add(key);
+  }
+
+  private async withRetries<T>(attempt: () => Promise<T>): Promise<T> {
+    let connectionFailures = 0;
+    for (let tries = 1; ; tries += 1) {
+      try {
+        return await attempt();
+      } catch (error) {
+        const lockConflict = error instanceof NamedLockTimeout || isRetryable(error);
+        const lostConnection = !lockConflict && isConnectionError(causeOf(error)) && !isRefused(causeOf(error));
+        if (lostConnection) connectionFailures += 1;
+        const again = (lockConflict && tries < this.maxRetries) || (lostConnection && connectionFailures < 3);
+        if (!again) throw this.wrap(error);
+        this.count(error, lostConnection);
+        // Full jitter: colliding claimers spread out instead of meeting again.
+        await sleep(Math.random() * Math.min(200, 5 * 2 ** tries));
+      }
+    }
+  }
+
+  private count(error: unknown, lostConnection: boolean): void {
+    const errno = (error as { errno?: number } | null)?.errno;
+    if (lostConnection) this.retries.lostConnections += 1;
+    else if (error instanceof NamedLockTimeout) this.retries.namedLockTimeouts += 1;
+    else if (errno === DEADLOCK) this.retries.deadlocks += 1;
+    else this.retries.lockWaitTimeouts += 1;
+  }
+
+  private wrap(error: unknown): Error {
+    if (error instanceof TaskLeaseError) return error;
+    if (error instanceof NamedLockTimeout) return new StoreError(`MySQL store: ${error.message}`, { cause: error });
+    const driver = error as { code?: string; errno?: number; message?: string };
+    const detail = driver.code ? `${driver.code}${driver.errno ? ` (${driver.errno})` : ''}` : 'error';
+    return new StoreError(`MySQL store: ${detail}: ${driver.message ?? String(error)}`, { cause: error });
+  }
+}
+
+function causeOf(error: unknown): unknown {
+  return error instanceof StoreError ? error.cause : error;
+}
+
+function isRetryable(error: unknown): boolean {
+  const errno = (error as { errno?: number } | null)?.errno;
+  return errno === DEADLOCK || errno === LOCK_WAIT_TIMEOUT;
+}
+
+function isSqlError(error: unknown): boolean {
+  return typeof (error as { sqlState?: unknown } | null)?.sqlState === 'string' && !(error as { fatal?: boolean }).fatal;
+}
+
+export function isConnectionError(error: unknown): boolean {
+  const e = error as { code?: string; fatal?: boolean } | null;
+  return Boolean(e && (e.fatal === true || (e.code !== undefined && CONNECTION_CODES.has(e.code))));
+}
+
+function isRefused(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === 'ECONNREFUSED' || code === 'ENOTFOUND';
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,166 @@
+/**
+ * Control-plane operations on MySQL/MariaDB: dead-letter replay and archive,
+ * policies, cleanup, the worker registry and analysis data. The writes run
+ * inside a transaction the store opens; rows are locked in id order.
+ */
+import { scopeOwner, type Scope } from '../../core/scope.js';
+import type { TaskStatus } from '../../core/status.js';
+import { emptyStatusCounts } from '../rows.js';
+import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
+import { decode, sqlTime, type Conn, type MysqlDatabase } from './connection.js';
+import { checkText } from './insert.js';
+import { sortedIds } from './sql.js';
+
+const TERMINAL = `('SUCCESS','PARTIAL_SUCCESS','FAILED','CANCELLED')`;
+
+export async function replayDeadLetters(db: MysqlDatabase, conn: Conn, ids: readonly string[], scope: Scope): Promise<ReplayResult[]> {
+  const owner = scopeOwner(scope);
+  const letters = await db.rows(
+    conn,
+    `SELECT * FROM system_async_task_dead_letter WHERE id IN (?) ${owner === null ? '' : 'AND owner = ?'} ORDER BY id FOR UPDATE`,
+    owner === null ? [sortedIds(ids)] : [sortedIds(ids), owner],
+  );
+  const byId = new Map(letters.map((row) => [String(row.id), row]));
+  const results: ReplayResult[] = [];
+  for (const id of ids) {
+    const letter = byId.get(id);
+    if (!letter) results.push({ id, outcome: 'NOT_FOUND', taskId: null });
+    else if (letter.replayed_at !== null) results.push({ id, outcome: 'ALREADY_REPLAYED', taskId: String(letter.replay_task_id) });
+    else if (letter.archived_at !== null) results.push({ id, outcome: 'ARCHIVED', taskId: null });
+    else {
+      const taskId = String(letter.original_task_id);
+      const requeued = await db.exec(
+        conn,
+        `UPDATE system_async_task SET status = 'QUEUED', attempt_base = attempt_count, available_at = NOW(3), finish_time = NULL,
+           lease_owner = NULL, lease_until = NULL, update_time = NOW(3) WHERE id = ? AND status = 'FAILED'`,
+        [taskId],
+      );
+      if (requeued.affectedRows === 1) {
+        await db.exec(conn, 'UPDATE system_async_task_dead_letter SET replayed_at = NOW(3), replay_task_id = ? WHERE id = ?', [taskId, id]);
+        letter.replayed_at = 'now';
+        letter.replay_task_id = taskId;
+        results.push({ id, outcome: 'REPLAYED', taskId });
+      } else {
+        const exists = await db.rows(conn, 'SELECT 1 FROM system_async_task WHERE id = ?', [taskId]);
+        results.push({ id, outcome: exists.length > 0 ? 'TASK_NOT_FAILED' : 'TASK_MISSING', taskId });
+      }
+    }
+  }
+  return results;
+}
+
+export async function archiveDeadLetters(db: MysqlDatabase, conn: Conn, ids: readonly string[], scope: Scope): Promise<number> {
+  if (ids.length === 0) return 0;
+  const owner = scopeOwner(scope);
+  const result = await db.exec(
+    conn,
+    `UPDATE system_async_task_dead_letter SET archived_at = NOW(3) WHERE id IN (?) AND archived_at IS NULL ${owner === null ? '' : 'AND owner = ?'}`,
+    owner === null ? [sortedIds(ids)] : [sortedIds(ids), owner],
+  );
+  return result.affectedRows;
+}
+
+export async function savePolicy(db: MysqlDatabase, conn: Conn, policy: PolicyInput): Promise<Policy> {
+  checkText(policy.policyKey, 'policy.policyKey', 300, false);
+  checkText(policy.taskType, 'policy.taskType', 255, true);
+  await db.exec(
+    conn,
+    `INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time)
+     VALUES (?, ?, ?, ?, ?, ?, NOW(3))
+     ON DUPLICATE KEY UPDATE task_type = VALUES(task_type), max_concurrency = VALUES(max_concurrency), max_attempts = VALUES(max_attempts),
+       retry_base_delay_ms = VALUES(retry_base_delay_ms), enabled = VALUES(enabled), update_time = VALUES(update_time)`,
+    [policy.policyKey, policy.taskType, policy.maxConcurrency, policy.maxAttempts, policy.retryBaseDelayMs, policy.enabled ? 1 : 0],
+  );
+  const rows = await db.rows(conn, 'SELECT update_time FROM system_async_task_policy WHERE policy_key = ?', [policy.policyKey]);
+  return { ...policy, updatedAt: decode.time(rows[0]!.update_time) };
+}
+
+export async function listPolicies(db: MysqlDatabase, conn: Conn): Promise<Policy[]> {
+  const rows = await db.rows(conn, 'SELECT * FROM system_async_task_policy ORDER BY policy_key');
+  return rows.map((row) => ({
+    policyKey: String(row.policy_key),
+    taskType: row.task_type === null ? null : String(row.task_type),
+    maxConcurrency: row.max_concurrency === null ? null : Number(row.max_concurrency),
+    maxAttempts: row.max_attempts === null ? null : Number(row.max_attempts),
+    retryBaseDelayMs: row.retry_base_delay_ms === null ? null : Number(row.retry_base_delay_ms),
+    enabled: Number(row.enabled) === 1,
+    updatedAt: decode.time(row.update_time),
+  }));
+}
+
+export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {
+  const cutoff = sqlTime(finishedBefore);
+  const result: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
+  // Locked and re-checked in one step: an operator's retry of a selected task waits, then finds it gone or kept.
+  const rows = await db.rows(
+    conn,
+    `SELECT id FROM system_async_task FORCE INDEX (ix_system_async_task_finished)
+     WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL} ORDER BY finish_time LIMIT ? FOR UPDATE SKIP LOCKED`,
+    [cutoff, batchSize],
+  );
+  const ids = rows.map((row) => String(row.id));
+  if (ids.length === 0) return result;
+  result.deadLettersArchived = (await db.exec(conn,
+    'UPDATE system_async_task_dead_letter SET archived_at = NOW(3) WHERE original_task_id IN (?) AND archived_at IS NULL', [ids])).affectedRows;
+  result.attempts = (await db.exec(conn, 'DELETE FROM system_async_task_attempt WHERE task_id IN (?)', [ids])).affectedRows;
+  result.failures = (await db.exec(conn, 'DELETE FROM system_async_task_failure WHERE task_id IN (?)', [ids])).affectedRows;
+  result.tasks = (await db.exec(conn, 'DELETE FROM system_async_task WHERE id IN (?)', [ids])).affectedRows;
+  return result;
+}
+
+export async function registerWorker(db: MysqlDatabase, conn: Conn, worker: WorkerRegistration): Promise<void> {
+  await db.exec(
+    conn,
+    `INSERT INTO system_async_task_worker (worker_id, host, pid, task_types, concurrency, started_at, last_seen_at)
+     VALUES (?, ?, ?, ?, ?, NOW(3), NOW(3))
+     ON DUPLICATE KEY UPDATE task_types = VALUES(task_types), concurrency = VALUES(concurrency), last_seen_at = VALUES(last_seen_at)`,
+    [worker.workerId, worker.host, worker.pid, JSON.stringify(worker.taskTypes), worker.concurrency],
+  );
+}
+
+export async function listWorkers(db: MysqlDatabase, conn: Conn, seenWithinMs: number): Promise<WorkerRecord[]> {
+  const rows = await db.rows(
+    conn,
+    'SELECT * FROM system_async_task_worker WHERE last_seen_at >= NOW(3) - INTERVAL ? MICROSECOND ORDER BY worker_id',
+    [Math.max(0, Math.round(seenWithinMs)) * 1000],
+  );
+  return rows.map((row) => ({
+    workerId: String(row.worker_id),
+    host: String(row.host),
+    pid: Number(row.pid),
+    taskTypes: JSON.parse(String(row.task_types)) as string[],
+    concurrency: Number(row.concurrency),
+    startedAt: decode.time(row.started_at),
+    lastSeenAt: decode.time(row.last_seen_at),
+  }));
+}
+
+export async function leasedCounts(db: MysqlDatabase, conn: Conn): Promise<Record<string, number>> {
+  const rows = await db.rows(conn, `SELECT task_type, COUNT(*) AS n FROM system_async_task WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`);
+  return Object.fromEntries(rows.map((row) => [String(row.task_type), Number(row.n)]));
+}
+
+export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: string, since: Date, sampleLimit: number): Promise<AnalysisData> {
+  const from = sqlTime(since);
+  const statusCounts = emptyStatusCounts();
+  const counts = await db.rows(conn, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status', [taskType, from]);
+  for (const row of counts) statusCounts[String(row.status) as TaskStatus] = Number(row.n);
+  const attemptRows = await db.rows(
+    conn,
+    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM system_async_task_attempt a
+     JOIN system_async_task t ON a.task_id = t.id
+     WHERE t.task_type = ? AND a.started_at > ? AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT ?`,
+    [taskType, from, Math.max(0, Math.floor(sampleLimit))],
+  );
+  const attempts = attemptRows.map((row) => ({
+    startedAt: decode.time(row.started_at), finishedAt: decode.time(row.finished_at),
+    taskCreatedAt: decode.time(row.create_time), attempt: Number(row.attempt),
+  }));
+  const failureRows = await db.rows(
+    conn,
+    `SELECT f.error_code, COUNT(*) AS n FROM system_async_task_failure f JOIN system_async_task t ON f.task_id = t.id
+     WHERE t.task_type = ? AND f.failed_at > ? GROUP BY f.error_code ORDER BY n DESC, f.error_code LIMIT 10`,
+    [taskType, from],
+  );
+  return { statusCounts, attempts, failureCounts: failureRows.map((row) => ({ errorCode: String(row.error_code), count: Number(row.n) })) };
+}

@@ -1,0 +1,132 @@
+/**
+ * Bulk submit: multi-row INSERTs in one transaction (all or nothing), then
+ * one read back. A duplicate idempotency key makes the row a no-op
+ * (ON DUPLICATE KEY UPDATE id = id — not INSERT IGNORE, which would also
+ * swallow truncation and other errors) and the existing row comes back.
+ */
+import { ValidationError } from '../../core/errors.js';
+import type { NewTask, Task } from '../../core/task.js';
+import { taskFromRow, type Row } from '../rows.js';
+import type { InsertTaskResult } from '../types.js';
+import { decode, sqlTime, type Conn, type MysqlDatabase } from './connection.js';
+
+/** Bytes of payload per INSERT statement: well under the 16 MiB max_allowed_packet MariaDB ships with. */
+const MAX_STATEMENT_BYTES = 4 * 1024 * 1024;
+const MAX_STATEMENT_ROWS = 1000;
+const INT_MAX = 2_147_483_647;
+
+const COLUMNS = `id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
+  max_attempts, owner, idempotency_key, trace_id, create_time, update_time`;
+
+export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {
+  if (tasks.length === 0) return [];
+  tasks.forEach(validateNewTask);
+  const [nowRow] = await db.rows(conn, 'SELECT NOW(3) AS now');
+  const now = String(nowRow!.now);
+  for (const chunk of chunks(tasks)) {
+    const rows = chunk.map((task) => [
+      task.id, task.taskType, 'QUEUED', task.priority, task.payloadJson,
+      task.availableAt ? sqlTime(task.availableAt) : sqlTime(new Date(decode.time(now).getTime() + Math.max(0, Math.round(task.delayMs)))),
+      task.deadlineAt ? sqlTime(task.deadlineAt) : null, 0, 0, task.maxAttempts, task.owner, task.idempotencyKey, task.traceId, now, now,
+    ]);
+    await db.exec(conn, `INSERT INTO system_async_task (${COLUMNS}) VALUES ? ON DUPLICATE KEY UPDATE id = id`, [rows]);
+  }
+  return readBack(db, conn, tasks);
+}
+
+async function readBack(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {
+  const byId = new Map<string, Task>();
+  for (let start = 0; start < tasks.length; start += MAX_STATEMENT_ROWS) {
+    const ids = tasks.slice(start, start + MAX_STATEMENT_ROWS).map((task) => task.id);
+    for (const row of await db.rows(conn, 'SELECT * FROM system_async_task WHERE id IN (?)', [ids])) {
+      const task = taskFromRow(row, decode);
+      byId.set(task.id, task);
+    }
+  }
+  // A row is ours when its id is ours and it carries our key (an id seen before would carry another task's data).
+  const isOurs = (task: NewTask, row: Task | undefined): row is Task =>
+    row !== undefined && row.taskType === task.taskType && row.owner === task.owner && row.idempotencyKey === task.idempotencyKey;
+  const missing = tasks.filter((task) => !isOurs(task, byId.get(task.id)) && task.idempotencyKey !== null);
+  const byKey = new Map<string, Task>();
+  for (let start = 0; start < missing.length; start += MAX_STATEMENT_ROWS) {
+    const keys = missing.slice(start, start + MAX_STATEMENT_ROWS).map((task) => [task.taskType, task.owner ?? '', task.idempotencyKey]);
+    const rows: Row[] = await db.rows(conn, 'SELECT * FROM system_async_task WHERE (task_type, owner_key, idempotency_key) IN (?)', [keys]);
+    for (const row of rows) {
+      const task = taskFromRow(row, decode);
+      byKey.set(keyOf(task.taskType, task.owner, task.idempotencyKey), task);
+    }
+  }
+  const seen = new Set<string>();
+  return tasks.map((task) => {
+    const own = byId.get(task.id);
+    // The first of several same-key tasks in one batch is created; the others get its row.
+    if (isOurs(task, own) && !seen.has(task.id)) {
+      seen.add(task.id);
+      return { task: own, created: true };
+    }
+    const existing = task.idempotencyKey === null ? undefined : byKey.get(keyOf(task.taskType, task.owner, task.idempotencyKey));
+    if (existing) return { task: existing, created: false };
+    if (own) return { task: own, created: false };
+    throw new ValidationError(`task ${task.id} was not inserted: its id is taken by another task`, 'id');
+  });
+}
+
+function keyOf(taskType: string, owner: string | null, key: string | null): string {
+  return JSON.stringify([taskType, owner ?? '', key]);
+}
+
+function* chunks(tasks: readonly NewTask[]): Generator<NewTask[]> {
+  let current: NewTask[] = [];
+  let bytes = 0;
+  for (const task of tasks) {
+    const size = task.payloadJson.length * 3 + 512;
+    if (current.length > 0 && (current.length >= MAX_STATEMENT_ROWS || bytes + size > MAX_STATEMENT_BYTES)) {
+      yield current;
+      current = [];
+      bytes = 0;
+    }
+    current.push(task);
+    bytes += size;
+  }
+  if (current.length > 0) yield current;
+}
+
+/** What the columns can hold, checked before anything is written; strings must be valid UTF-16 (a lone surrogate cannot be stored). */
+export function validateNewTask(task: NewTask, index: number): void {
+  const at = (field: string) => `tasks[${index}].${field}`;
+  checkText(task.id, at('id'), 64, false);
+  checkText(task.taskType, at('taskType'), 255, false);
+  if (typeof task.payloadJson !== 'string') throw new ValidationError(`${at('payloadJson')} must be a string`, at('payloadJson'));
+  if (hasLoneSurrogate(task.payloadJson)) throw new ValidationError(`${at('payloadJson')} contains a lone surrogate`, at('payloadJson'));
+  if (!Number.isInteger(task.priority) || Math.abs(task.priority) > INT_MAX) {
+    throw new ValidationError(`${at('priority')} must be an integer within ±${INT_MAX}`, at('priority'));
+  }
+  if (!Number.isFinite(task.delayMs) || task.delayMs < 0) throw new ValidationError(`${at('delayMs')} must be a finite number ≥ 0`, at('delayMs'));
+  checkDate(task.availableAt, at('availableAt'));
+  checkDate(task.deadlineAt, at('deadlineAt'));
+  if (!Number.isInteger(task.maxAttempts) || task.maxAttempts < 1 || task.maxAttempts > INT_MAX) {
+    throw new ValidationError(`${at('maxAttempts')} must be an integer ≥ 1`, at('maxAttempts'));
+  }
+  checkText(task.owner, at('owner'), 255, true);
+  checkText(task.idempotencyKey, at('idempotencyKey'), 255, true);
+  checkText(task.traceId, at('traceId'), 255, true);
+}
+
+export function checkText(value: unknown, field: string, maxLength: number, nullable: boolean): void {
+  if (value === null && nullable) return;
+  if (typeof value !== 'string' || value.length === 0) throw new ValidationError(`${field} must be a non-empty string`, field);
+  if (value.length > maxLength) throw new ValidationError(`${field} is ${value.length} characters, over the MySQL column limit of ${maxLength}`, field);
+  if (hasLoneSurrogate(value)) throw new ValidationError(`${field} contains a lone surrogate (not valid Unicode)`, field);
+}
+
+function checkDate(value: Date | null, field: string): void {
+  if (value === null) return;
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new ValidationError(`${field} must be a valid Date`, field);
+  const year = value.getUTCFullYear();
+  if (year < 1000 || year > 9999) throw new ValidationError(`${field} is outside the DATETIME range (years 1000–9999)`, field);
+}
+
+/** In a `u` regex a surrogate pair is one code point, so only lone halves match. */
+export function hasLoneSurrogate(text: string): boolean {
+  return /\p{Surrogate}/u.test(text);
+}

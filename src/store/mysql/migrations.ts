@@ -1,0 +1,163 @@
+/**
+ * MySQL 8 / MariaDB 10.6+ schema, versioned; mirrors src/store/sqlite/migrations.ts
+ * column for column (DESIGN.md §2), so the seed's diagnostic SQL runs as written.
+ *
+ * What differs, and why:
+ * - Times are DATETIME(3) in UTC (every session sets time_zone '+00:00').
+ * - Identifiers use a binary NO PAD collation ({{ID}}: utf8mb4_0900_bin on
+ *   MySQL 8, utf8mb4_nopad_bin on MariaDB), so 'a', 'A' and 'a ' are three task
+ *   types and three idempotency keys, as on SQLite and PostgreSQL.
+ * - Neither server has partial indexes, and MariaDB has no functional ones. Two
+ *   INVISIBLE stored generated columns stand in (SELECT * does not show them):
+ *   `claimable` (1 for QUEUED/RETRY_WAIT, else NULL) leads the claim index (then
+ *   task_type, as on SQLite: each type is asked for at most its free limit), so
+ *   the claim walks claimable rows in claim order and finished rows cost
+ *   nothing; `owner_key` (COALESCE(owner, '')) makes the idempotency key unique
+ *   for owner-less tasks too (NULLs never collide in a unique index).
+ * - Payload and result are LONGTEXT: plain TEXT stops at 64 KiB.
+ * DDL commits implicitly, so each table carries its indexes inside one
+ * CREATE TABLE IF NOT EXISTS: a migration interrupted half-way re-runs cleanly.
+ */
+export interface MysqlMigration {
+  version: number;
+  name: string;
+  statements: readonly string[];
+}
+
+const TABLE_OPTIONS = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={{ID}}';
+
+export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task (
+  id VARCHAR(64) NOT NULL,
+  task_type VARCHAR(255) NOT NULL,
+  status VARCHAR(32) NOT NULL,
+  priority INT NOT NULL DEFAULT 0,
+  payload_json LONGTEXT NOT NULL,
+  available_at DATETIME(3) NOT NULL,
+  deadline_at DATETIME(3) NULL,
+  lease_owner VARCHAR(255) NULL,
+  lease_until DATETIME(3) NULL,
+  attempt_count INT NOT NULL DEFAULT 0,
+  attempt_base INT NOT NULL DEFAULT 0,
+  max_attempts INT NOT NULL,
+  artifact_id VARCHAR(255) NULL,
+  owner VARCHAR(255) NULL,
+  idempotency_key VARCHAR(255) NULL,
+  progress_total BIGINT NULL,
+  progress_processed BIGINT NULL,
+  progress_succeeded BIGINT NULL,
+  progress_failed BIGINT NULL,
+  progress_skipped BIGINT NULL,
+  progress_message MEDIUMTEXT NULL,
+  result_json LONGTEXT NULL,
+  last_error_code VARCHAR(255) NULL,
+  trace_id VARCHAR(255) NULL,
+  create_time DATETIME(3) NOT NULL,
+  update_time DATETIME(3) NOT NULL,
+  start_time DATETIME(3) NULL,
+  finish_time DATETIME(3) NULL,
+  claimable TINYINT GENERATED ALWAYS AS (CASE WHEN status IN ('QUEUED', 'RETRY_WAIT') THEN 1 ELSE NULL END) STORED INVISIBLE,
+  owner_key VARCHAR(255) GENERATED ALWAYS AS (COALESCE(owner, '')) STORED INVISIBLE,
+  PRIMARY KEY (id),
+  KEY ix_system_async_task_claim (claimable, task_type, priority DESC, available_at, create_time),
+  KEY ix_system_async_task_leased (status, lease_until),
+  KEY ix_system_async_task_deadline (claimable, deadline_at),
+  KEY ix_system_async_task_status_available (status, available_at),
+  UNIQUE KEY ux_system_async_task_idempotency (task_type, owner_key, idempotency_key),
+  KEY ix_system_async_task_owner (owner, id),
+  KEY ix_system_async_task_type_status (task_type, status),
+  KEY ix_system_async_task_finished (finish_time),
+  KEY ix_system_async_task_create_time (create_time)
+) ${TABLE_OPTIONS}`,
+      `CREATE TABLE IF NOT EXISTS system_async_task_attempt (
+  task_id VARCHAR(64) NOT NULL,
+  attempt INT NOT NULL,
+  worker_id VARCHAR(255) NOT NULL,
+  started_at DATETIME(3) NOT NULL,
+  finished_at DATETIME(3) NULL,
+  outcome VARCHAR(32) NULL,
+  error_code VARCHAR(255) NULL,
+  PRIMARY KEY (task_id, attempt),
+  KEY ix_system_async_task_attempt_started (started_at)
+) ${TABLE_OPTIONS}`,
+      `CREATE TABLE IF NOT EXISTS system_async_task_failure (
+  id VARCHAR(64) NOT NULL,
+  task_id VARCHAR(64) NOT NULL,
+  attempt INT NOT NULL,
+  error_code VARCHAR(255) NOT NULL,
+  error_message MEDIUMTEXT NOT NULL,
+  trace_id VARCHAR(255) NULL,
+  retryable TINYINT(1) NOT NULL,
+  failed_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (id),
+  KEY ix_system_async_task_failure_task (task_id, failed_at),
+  KEY ix_system_async_task_failure_failed (failed_at)
+) ${TABLE_OPTIONS}`,
+      `CREATE TABLE IF NOT EXISTS system_async_task_dead_letter (
+  id VARCHAR(64) NOT NULL,
+  original_task_id VARCHAR(64) NOT NULL,
+  task_type VARCHAR(255) NOT NULL,
+  owner VARCHAR(255) NULL,
+  payload_json LONGTEXT NOT NULL,
+  error_code VARCHAR(255) NOT NULL,
+  error_message MEDIUMTEXT NOT NULL,
+  trace_id VARCHAR(255) NULL,
+  attempt_count INT NOT NULL,
+  moved_at DATETIME(3) NOT NULL,
+  replayed_at DATETIME(3) NULL,
+  replay_task_id VARCHAR(64) NULL,
+  archived_at DATETIME(3) NULL,
+  PRIMARY KEY (id),
+  KEY ix_system_async_task_dead_letter_moved (task_type, moved_at),
+  KEY ix_system_async_task_dead_letter_task (original_task_id)
+) ${TABLE_OPTIONS}`,
+      `CREATE TABLE IF NOT EXISTS system_async_task_policy (
+  policy_key VARCHAR(300) NOT NULL,
+  task_type VARCHAR(255) NULL,
+  max_concurrency INT NULL,
+  max_attempts INT NULL,
+  retry_base_delay_ms BIGINT NULL,
+  enabled TINYINT(1) NOT NULL DEFAULT 1,
+  update_time DATETIME(3) NOT NULL,
+  PRIMARY KEY (policy_key)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
+  {
+    version: 2,
+    name: 'worker registry',
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_worker (
+  worker_id VARCHAR(255) NOT NULL,
+  host VARCHAR(255) NOT NULL,
+  pid INT NOT NULL,
+  task_types LONGTEXT NOT NULL,
+  concurrency INT NOT NULL,
+  started_at DATETIME(3) NOT NULL,
+  last_seen_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (worker_id),
+  KEY ix_system_async_task_worker_seen (last_seen_at)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
+];
+
+// Same bookkeeping table as SQLite.
+export const MIGRATION_TABLE = 'tasklease_migrations';
+
+export function migrationTableSql(collation: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${MIGRATION_TABLE} (
+  version INT NOT NULL,
+  name VARCHAR(255) NOT NULL,
+  applied_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (version)
+) ${TABLE_OPTIONS.replace('{{ID}}', collation)}`;
+}
+
+export function renderStatement(statement: string, collation: string): string {
+  return statement.replaceAll('{{ID}}', collation);
+}

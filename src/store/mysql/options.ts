@@ -1,0 +1,98 @@
+/**
+ * MysqlStore options, validated at construction: a bad value fails at once
+ * with a message naming the field.
+ */
+import { createHash } from 'node:crypto';
+import mysql from 'mysql2/promise';
+import type { Pool } from 'mysql2/promise';
+import { InvalidOptionsError } from '../../core/errors.js';
+import { checkInteger, checkKnownKeys, checkString, describe } from '../../core/validate.js';
+
+export interface MysqlStoreOptions {
+  /** mysql://user:password@host:port/database (mariadb:// is accepted too). Either this or `pool`. */
+  uri?: string;
+  /** A mysql2 promise pool you own; the store never ends it. Either this or `uri`. */
+  pool?: Pool;
+  /** The database holding the tables; default: the one named in `uri` (or the pool's). */
+  database?: string;
+  /** Connections in the pool the store creates from `uri`. Default 10. */
+  poolSize?: number;
+}
+
+const COMPONENT = 'MysqlStore';
+const KNOWN = ['uri', 'pool', 'database', 'poolSize'] as const;
+
+export interface ResolvedMysqlOptions {
+  pool: Pool;
+  ownsPool: boolean;
+  database: string | null;
+  /** Identifies the database for in-process wake-ups shared between stores. */
+  identity: string;
+}
+
+export function resolveMysqlOptions(input: MysqlStoreOptions): ResolvedMysqlOptions {
+  if (typeof input !== 'object' || input === null) throw new InvalidOptionsError(COMPONENT, 'options', `must be an object, got ${describe(input)}`);
+  checkKnownKeys(COMPONENT, input, KNOWN);
+  if (input.database !== undefined) {
+    checkString(COMPONENT, 'database', input.database, { minLength: 1, maxLength: 64 });
+    if (input.database.includes('\u0000')) throw new InvalidOptionsError(COMPONENT, 'database', 'must not contain NUL characters');
+  }
+  if (input.uri !== undefined && input.pool !== undefined) throw new InvalidOptionsError(COMPONENT, 'pool', 'cannot be given together with uri');
+  if (input.pool !== undefined) return fromPool(input);
+  if (input.uri === undefined) throw new InvalidOptionsError(COMPONENT, 'uri', 'is required (or pass a mysql2 pool as "pool")');
+  return fromUri(input.uri, input);
+}
+
+function fromPool(input: MysqlStoreOptions): ResolvedMysqlOptions {
+  const pool = input.pool as unknown;
+  if (typeof pool !== 'object' || pool === null || typeof (pool as Pool).getConnection !== 'function') {
+    throw new InvalidOptionsError(COMPONENT, 'pool', 'must be a mysql2/promise Pool (it has no getConnection())');
+  }
+  if (input.poolSize !== undefined) throw new InvalidOptionsError(COMPONENT, 'poolSize', 'only applies to a pool the store creates from uri');
+  const config = (pool as { pool?: { config?: { connectionConfig?: { host?: string; port?: number; database?: string } } } }).pool?.config
+    ?.connectionConfig;
+  const database = input.database ?? config?.database ?? null;
+  return { pool: pool as Pool, ownsPool: false, database, identity: identityOf(config?.host, config?.port, database) };
+}
+
+function fromUri(uri: unknown, input: MysqlStoreOptions): ResolvedMysqlOptions {
+  checkString(COMPONENT, 'uri', uri, { minLength: 1 });
+  let url: URL;
+  try {
+    url = new URL((uri as string).replace(/^mariadb:/, 'mysql:'));
+  } catch {
+    throw new InvalidOptionsError(COMPONENT, 'uri', 'is not a valid URL (expected mysql://user:password@host:port/database)');
+  }
+  if (url.protocol !== 'mysql:') throw new InvalidOptionsError(COMPONENT, 'uri', `must start with mysql:// or mariadb://, got ${url.protocol}//`);
+  const poolSize = input.poolSize ?? 10;
+  checkInteger(COMPONENT, 'poolSize', poolSize, { min: 1, max: 1000 });
+  const fromPath = decodeURIComponent(url.pathname.replace(/^\//, ''));
+  const database = input.database ?? (fromPath === '' ? null : fromPath);
+  const pool = mysql.createPool({
+    host: decodeURIComponent(url.hostname) || '127.0.0.1',
+    port: url.port ? Number(url.port) : 3306,
+    user: decodeURIComponent(url.username) || 'root',
+    password: decodeURIComponent(url.password),
+    ...(database ? { database } : {}),
+    connectionLimit: poolSize,
+    dateStrings: true,
+    timezone: 'Z',
+    supportBigNumbers: true,
+    charset: 'utf8mb4',
+    // Affected rows count matched rows, not changed ones: the fencing checks rely on it.
+    flags: ['FOUND_ROWS'],
+    enableKeepAlive: true,
+  });
+  return { pool, ownsPool: true, database, identity: identityOf(url.hostname, url.port ? Number(url.port) : 3306, database) };
+}
+
+function identityOf(host: string | undefined, port: number | undefined, database: string | null): string {
+  return `${host ?? 'localhost'}:${port ?? 3306}/${database ?? ''}`;
+}
+
+/** A GET_LOCK name (MySQL caps them at 64 characters) unique to the database. */
+export function lockName(purpose: string, database: string): string {
+  const plain = `tasklease.${purpose}.${database}`;
+  if (plain.length <= 64) return plain;
+  return `tasklease.${purpose}.${createHash('sha1').update(database).digest('hex')}`;
+}

@@ -1,0 +1,89 @@
+/**
+ * Read-only queries of the MySQL store: tasks, counts and history. Scope is
+ * always a WHERE term, so a task outside it answers exactly like a missing one.
+ */
+import { scopeOwner, type Scope } from '../../core/scope.js';
+import type { TaskStatus } from '../../core/status.js';
+import type { Task } from '../../core/task.js';
+import { attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow } from '../rows.js';
+import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskPage } from '../types.js';
+import { decode, sqlTime, type Conn, type MysqlDatabase } from './connection.js';
+
+class Where {
+  readonly terms: string[] = [];
+  readonly values: unknown[] = [];
+  add(term: string, ...values: unknown[]): this {
+    this.terms.push(term);
+    this.values.push(...values);
+    return this;
+  }
+  scope(scope: Scope): this {
+    const owner = scopeOwner(scope);
+    return owner === null ? this : this.add('owner = ?', owner);
+  }
+  get sql(): string {
+    return this.terms.length === 0 ? '' : `WHERE ${this.terms.join(' AND ')}`;
+  }
+}
+
+export async function getTask(db: MysqlDatabase, conn: Conn, id: string, scope: Scope): Promise<Task | null> {
+  const where = new Where().add('id = ?', id).scope(scope);
+  const rows = await db.rows(conn, `SELECT * FROM system_async_task ${where.sql}`, where.values);
+  return rows[0] ? taskFromRow(rows[0], decode) : null;
+}
+
+export async function listTasks(db: MysqlDatabase, conn: Conn, params: ListTasksParams): Promise<TaskPage> {
+  const where = new Where().scope(params.scope);
+  if (params.owner != null) where.add('owner = ?', params.owner);
+  if (params.taskType != null) where.add('task_type = ?', params.taskType);
+  if (params.status && params.status.length > 0) where.add('status IN (?)', [...params.status]);
+  if (params.cursor != null) where.add('id < ?', params.cursor);
+  const limit = Math.max(0, Math.floor(params.limit));
+  const rows = await db.rows(conn, `SELECT * FROM system_async_task ${where.sql} ORDER BY id DESC LIMIT ?`, [...where.values, limit + 1]);
+  const tasks = rows.slice(0, limit).map((row) => taskFromRow(row, decode));
+  return { tasks, nextCursor: rows.length > limit && tasks.length > 0 ? tasks[tasks.length - 1]!.id : null };
+}
+
+export async function countByStatus(db: MysqlDatabase, conn: Conn, scope: Scope, taskType: string | null | undefined): Promise<Record<TaskStatus, number>> {
+  const where = new Where().scope(scope);
+  if (taskType != null) where.add('task_type = ?', taskType);
+  const rows = await db.rows(conn, `SELECT status, COUNT(*) AS n FROM system_async_task ${where.sql} GROUP BY status`, where.values);
+  const counts = emptyStatusCounts();
+  for (const row of rows) counts[String(row.status) as TaskStatus] = Number(row.n);
+  return counts;
+}
+
+export async function listAttempts(db: MysqlDatabase, conn: Conn, taskId: string): Promise<AttemptRecord[]> {
+  const rows = await db.rows(conn, 'SELECT * FROM system_async_task_attempt WHERE task_id = ? ORDER BY attempt', [taskId]);
+  return rows.map((row) => attemptFromRow(row, decode));
+}
+
+export async function listFailures(db: MysqlDatabase, conn: Conn, taskId: string, limit: number | undefined): Promise<FailureRow[]> {
+  const rows = await db.rows(
+    conn,
+    'SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC, id DESC LIMIT ?',
+    [taskId, Math.max(0, Math.floor(limit ?? 100))],
+  );
+  return rows.map((row) => failureFromRow(row, decode));
+}
+
+/** Dead letters neither replayed nor archived. */
+export async function countDeadLetters(db: MysqlDatabase, conn: Conn, scope: Scope, taskType: string | null | undefined): Promise<number> {
+  const where = new Where().add('replayed_at IS NULL AND archived_at IS NULL').scope(scope);
+  if (taskType != null) where.add('task_type = ?', taskType);
+  const rows = await db.rows(conn, `SELECT COUNT(*) AS n FROM system_async_task_dead_letter ${where.sql}`, where.values);
+  return Number(rows[0]?.n ?? 0);
+}
+
+export async function listDeadLetters(db: MysqlDatabase, conn: Conn, params: ListDeadLettersParams): Promise<DeadLetter[]> {
+  const where = new Where().scope(params.scope);
+  if (params.taskType != null) where.add('task_type = ?', params.taskType);
+  if (params.movedAfter != null) where.add('moved_at >= ?', sqlTime(params.movedAfter));
+  if (params.movedBefore != null) where.add('moved_at < ?', sqlTime(params.movedBefore));
+  if (params.cursor != null) where.add('id < ?', params.cursor);
+  const rows = await db.rows(conn, `SELECT * FROM system_async_task_dead_letter ${where.sql} ORDER BY id DESC LIMIT ?`, [
+    ...where.values,
+    Math.max(0, Math.floor(params.limit)),
+  ]);
+  return rows.map((row) => deadLetterFromRow(row, decode));
+}
