@@ -4,7 +4,7 @@
  * test/control/<dialect>.test.ts.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
+import { createClient } from '../../src/client/client.js';
 import { stats } from '../../src/client/analyze.js';
 import { NotFoundError, TaskFailure, ValidationError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
