@@ -199,20 +199,25 @@ export class SqliteStore implements Store {
   async renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {
     const result: RenewResult = { renewed: [], cancelRequested: [], lost: [] };
     if (params.leases.length === 0) return result;
-    const until = toSqliteTime(this.clock() + params.leaseMs);
-    const now = this.nowText();
-    const renew = statement(this.db, 
-      `UPDATE system_async_task SET lease_until = ?, update_time = ?
-       WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED} RETURNING status`,
-    );
-    this.db.transaction(() => {
-      for (const lease of params.leases) {
-        const row = renew.get(until, now, lease.taskId, lease.workerId, lease.attempt) as { status: TaskStatus } | undefined;
-        if (!row) result.lost.push(lease.taskId);
-        else if (row.status === 'CANCEL_REQUESTED') result.cancelRequested.push(lease.taskId);
-        else result.renewed.push(lease.taskId);
-      }
-    })();
+    // One statement for every lease: the leases travel as one JSON array.
+    const rows = statement(this.db,
+      `UPDATE system_async_task AS t SET lease_until = ?, update_time = ?
+       FROM (SELECT json_extract(value, '$[0]') AS lease_id, json_extract(value, '$[1]') AS lease_worker,
+               json_extract(value, '$[2]') AS lease_attempt FROM json_each(?)) AS l
+       WHERE t.id = l.lease_id AND t.lease_owner = l.lease_worker AND t.attempt_count = l.lease_attempt AND t.status IN ${LEASED}
+       RETURNING id, lease_owner AS owner, attempt_count AS attempt, status`,
+    ).all(
+      toSqliteTime(this.clock() + params.leaseMs), this.nowText(),
+      JSON.stringify(params.leases.map((lease) => [lease.taskId, lease.workerId, lease.attempt])),
+    ) as { id: string; owner: string; attempt: number; status: TaskStatus }[];
+    const key = (id: string, owner: string, attempt: number): string => JSON.stringify([id, owner, attempt]);
+    const held = new Map(rows.map((row) => [key(row.id, row.owner, row.attempt), row.status]));
+    for (const lease of params.leases) {
+      const status = held.get(key(lease.taskId, lease.workerId, lease.attempt));
+      if (status === undefined) result.lost.push(lease.taskId);
+      else if (status === 'CANCEL_REQUESTED') result.cancelRequested.push(lease.taskId);
+      else result.renewed.push(lease.taskId);
+    }
     return result;
   }
 
