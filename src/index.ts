@@ -14,3 +14,4 @@ export { Worker, createWorker, type WorkerStats, type WorkerState } from './work
 export type { WorkerOptions } from './worker/options.js';
 export { TaskLeaseClient, createClient, type ClientEvents, type ClientOptions, type ListOptions, type CancelOutcome } from './client/client.js';
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';
+export * from './observe/index.js';

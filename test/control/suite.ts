@@ -266,7 +266,7 @@ export function runControlSuite(factory: StoreFactory): void {
       const { task: noWorker } = await client.submit(orphan, {});
       expect(await verdict(noWorker.id)).toContain('NO_WORKER');
 
-      const w = worker([blocker], { typeConcurrency: 1 });
+      const w = worker([blocker], { typeConcurrency: 1, recoveryIntervalMs: 0 }); // this test drives recovery itself
       w.start();
       await waitFor(async () => (await store.listWorkers({ seenWithinMs: 60_000 })).length === 1, 'worker registered');
       const { task: running } = await client.submit(blocker, {});

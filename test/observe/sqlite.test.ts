@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runObserveSuite } from './suite.js';
+
+runObserveSuite(sqliteFactory);

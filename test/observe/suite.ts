@@ -1,0 +1,241 @@
+/**
+ * The observability suite on any store: a scripted run whose every metric is
+ * predicted exactly, the metric set shared by several workers, and the
+ * control-plane health check. Each dialect runs it from test/observe/<dialect>.test.ts.
+ */
+import { Registry } from 'prom-client';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/client/client.js';
+import { TaskFailure } from '../../src/core/errors.js';
+import { Scope } from '../../src/core/scope.js';
+import { isTerminal } from '../../src/core/status.js';
+import { controlPlaneHealth } from '../../src/observe/health.js';
+import { createMetrics } from '../../src/observe/metrics.js';
+import type { Store } from '../../src/store/types.js';
+import { defineTask, TaskResult, type AnyTaskDefinition } from '../../src/worker/definition.js';
+import type { WorkerOptions } from '../../src/worker/options.js';
+import { createWorker, type Worker } from '../../src/worker/worker.js';
+import type { StoreFactory } from '../helpers/factory.js';
+import { waitFor } from '../helpers/wait.js';
+
+export const FAST: Partial<WorkerOptions> = {
+  pollIntervalMs: 20, heartbeatIntervalMs: 50, leaseMs: 2000, recoveryIntervalMs: 100, cancelCheckIntervalMs: 0,
+  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
+  globalConcurrency: 1000, typeConcurrency: 1000,
+};
+
+/** Generous: a loaded CI machine (or the lead's full run on two cores) must not turn slowness into a failure. */
+export const SETTLE_MS = 30_000;
+
+export function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
+type Sample = { value: number; labels: Record<string, string | number>; metricName?: string };
+
+/** The samples of one metric, as a scrape would see them (gauges collected). */
+async function samples(registry: Registry, name: string): Promise<Sample[]> {
+  const metric = (await registry.getMetricsAsJSON()).find((m) => m.name === name);
+  if (!metric) throw new Error(`metric ${name} is not registered`);
+  return metric.values as Sample[];
+}
+
+async function value(registry: Registry, name: string, labels: Record<string, string> = {}, metricName = name): Promise<number> {
+  const match = (await samples(registry, name)).filter((s) => (s.metricName ?? name) === metricName
+    && Object.entries(labels).every(([k, v]) => s.labels[k] === v) && Object.keys(s.labels).filter((k) => k !== 'le').length === Object.keys(labels).length);
+  return match.reduce((sum, s) => sum + s.value, 0);
+}
+
+export function runObserveSuite(factory: StoreFactory): void {
+  describe(`observability on ${factory.dialect}`, () => {
+    let store: Store;
+    const workers: Worker[] = [];
+    beforeEach(async () => {
+      store = await factory.create();
+    });
+    afterEach(async () => {
+      await Promise.all(workers.splice(0).map((w) => w.stop()));
+      await factory.destroy(store);
+    });
+    const newWorker = (tasks: AnyTaskDefinition[], options: Partial<WorkerOptions> = {}): Worker => {
+      const worker = createWorker({ store, tasks, ...FAST, ...options });
+      workers.push(worker);
+      return worker;
+    };
+
+    it('metric values after a scripted run match what happened', async () => {
+      let flakyRuns = 0;
+      const ok = defineTask<{ partial?: boolean }>({ type: 'obs.ok', execute: (_ctx, p) => (p?.partial ? TaskResult.partial() : undefined) });
+      const flaky = defineTask({ type: 'obs.flaky', execute: () => { if (++flakyRuns === 1) throw new Error('first run fails'); } });
+      const doomed = defineTask({ type: 'obs.doomed', maxAttempts: 2, execute: () => { throw new TaskFailure('upstream down', { code: 'UPSTREAM_DOWN' }); } });
+      const sleepy = defineTask({ type: 'obs.sleepy', timeoutMs: 150, execute: (ctx) => untilAborted(ctx.signal) });
+      const held = defineTask({ type: 'obs.held', execute: (ctx) => untilAborted(ctx.signal) });
+      const tasks = [ok, flaky, doomed, sleepy, held];
+
+      const registry = new Registry();
+      const metrics = createMetrics({ registry });
+      expect(createMetrics({ registry })).toBe(metrics);
+      const client = createClient({ store, tasks });
+      metrics.attachClient(client);
+      metrics.attachStore(store);
+
+      // A crashed worker's task: leased by a ghost, its lease expires, recovery requeues it, our worker runs it.
+      const { task: orphan } = await client.submit(ok, {});
+      const ghost = await store.claimTasks({ workerId: 'ghost', taskTypes: [ok.type], limit: 1, leaseMs: 200, globalConcurrency: 100, typeConcurrency: 100 });
+      expect(ghost.map((t) => t.id)).toEqual([orphan.id]);
+
+      const submitted = await client.submitMany([
+        { type: ok.type, payload: {} }, { type: ok.type, payload: {} }, { type: ok.type, payload: {} },
+        { type: ok.type, payload: { partial: true } },
+        { type: flaky.type, payload: {} }, { type: doomed.type, payload: {} }, { type: sleepy.type, payload: {} },
+      ]);
+      const worker = newWorker(tasks, { concurrency: 4 });
+      metrics.attachWorker(worker);
+      metrics.attachWorker(worker); // attaching twice must not count twice
+      const beats = { renewed: 0, cancelRequested: 0, lost: 0 };
+      worker.on('heartbeat', (e) => {
+        beats.renewed += e.renewed;
+        beats.cancelRequested += e.cancelRequested;
+        beats.lost += e.lost;
+      });
+      worker.start();
+      const ids = [orphan.id, ...submitted.map((r) => r.task.id)];
+      await waitFor(async () => {
+        const all = await Promise.all(ids.map((id) => store.getTask({ id, scope: Scope.global() })));
+        return all.every((t) => t !== null && isTerminal(t.status));
+      }, 'every scripted task to finish', SETTLE_MS);
+
+      // One task held running past a heartbeat: the gauges see it, then it is cancelled.
+      const heldStarted = worker.waitFor('started', (e) => e.task.taskType === held.type);
+      const { task: heldTask } = await client.submit(held, {});
+      await heldStarted;
+      await worker.waitFor('heartbeat', (e) => e.renewed + e.cancelRequested >= 1);
+      expect(await value(registry, 'async_task_active_count')).toBe(1);
+      expect(await value(registry, 'async_task_local_max_concurrency')).toBe(4);
+      const cancelled = worker.waitFor('cancelled', (e) => e.task.id === heldTask.id);
+      await client.requestCancellation(heldTask.id);
+      await cancelled;
+      await worker.stop(); // drains the outcome writer: every event has been emitted
+
+      const submittedOf = (type: string) => value(registry, 'async_task_submitted_total', { task_type: type });
+      expect([await submittedOf(ok.type), await submittedOf(flaky.type), await submittedOf(doomed.type),
+        await submittedOf(sleepy.type), await submittedOf(held.type)]).toEqual([5, 1, 1, 1, 1]);
+
+      const completedOf = (status: string) => value(registry, 'async_task_completed_total', { status });
+      expect({
+        SUCCESS: await completedOf('SUCCESS'), PARTIAL_SUCCESS: await completedOf('PARTIAL_SUCCESS'),
+        FAILED: await completedOf('FAILED'), CANCELLED: await completedOf('CANCELLED'),
+      }).toEqual({ SUCCESS: 5, PARTIAL_SUCCESS: 1, FAILED: 2, CANCELLED: 1 });
+
+      const failuresOf = (type: string, code: string) => value(registry, 'async_task_failures_total', { task_type: type, error_code: code });
+      expect(await failuresOf(flaky.type, 'HANDLER_ERROR')).toBe(1);
+      expect(await failuresOf(doomed.type, 'UPSTREAM_DOWN')).toBe(2);
+      expect(await failuresOf(sleepy.type, 'TIMEOUT')).toBe(1);
+      expect((await samples(registry, 'async_task_failures_total')).length).toBe(3);
+
+      expect(await value(registry, 'async_task_retries_total')).toBe(2);
+      expect(await value(registry, 'async_task_timeouts_total')).toBe(1);
+      expect(await value(registry, 'async_task_lease_expired_recovered_total')).toBe(1);
+
+      // One observation per execution: ok ×4 + the orphan's rerun, flaky ×2, doomed ×2, sleepy, held.
+      const executionsOf = (type: string) => value(registry, 'async_task_execution_seconds', { task_type: type }, 'async_task_execution_seconds_count');
+      expect([await executionsOf(ok.type), await executionsOf(flaky.type), await executionsOf(doomed.type),
+        await executionsOf(sleepy.type), await executionsOf(held.type)]).toEqual([5, 2, 2, 1, 1]);
+      expect(await value(registry, 'async_task_execution_seconds', { task_type: sleepy.type }, 'async_task_execution_seconds_sum')).toBeGreaterThanOrEqual(0.14);
+      expect(await value(registry, 'async_task_queue_wait_seconds', {}, 'async_task_queue_wait_seconds_count')).toBe(11);
+
+      expect(await value(registry, 'async_task_dead_letter_queue_size')).toBe(2);
+      const renewals = await value(registry, 'async_task_lease_renewal_total');
+      expect(renewals).toBe(beats.renewed + beats.cancelRequested + beats.lost);
+      expect(renewals).toBeGreaterThanOrEqual(1);
+      expect(await value(registry, 'async_task_lease_renewal_success_total')).toBe(beats.renewed + beats.cancelRequested);
+      expect(await value(registry, 'async_task_lease_renewal_failures_total')).toBe(beats.lost);
+
+      // A stopped worker has detached: no slots, nothing active.
+      expect(await value(registry, 'async_task_active_count')).toBe(0);
+      expect(await value(registry, 'async_task_local_max_concurrency')).toBe(0);
+
+      // Bounded labels: no task id, owner or trace id ever becomes a label value.
+      const text = await registry.metrics();
+      for (const id of [...ids, heldTask.id]) expect(text).not.toContain(id);
+    });
+
+    it('several workers share one registry; the slot gauge follows their lifecycle', async () => {
+      const t = defineTask({ type: 'obs.noop', execute: () => undefined });
+      const registry = new Registry();
+      const a = newWorker([t], { concurrency: 2 });
+      const b = newWorker([t], { concurrency: 3 });
+      createMetrics({ registry }).attachWorker(a);
+      createMetrics({ registry }).attachWorker(b); // the second call returns the same metric set
+      expect(await value(registry, 'async_task_local_max_concurrency')).toBe(0); // not started
+      a.start();
+      b.start();
+      expect(await value(registry, 'async_task_local_max_concurrency')).toBe(5);
+      await a.stop();
+      expect(await value(registry, 'async_task_local_max_concurrency')).toBe(3);
+      expect(() => createMetrics({ registry, prefix: 'x' } as never)).toThrow(/prefix/);
+    });
+
+    it('a heartbeat that cannot reach the database counts each held lease as a failed renewal', async () => {
+      const held = defineTask({ type: 'obs.unreachable', execute: (ctx) => untilAborted(ctx.signal) });
+      const registry = new Registry();
+      const metrics = createMetrics({ registry });
+      const client = createClient({ store, tasks: [held] });
+      const worker = newWorker([held], { concurrency: 2, leaseMs: 1000 });
+      metrics.attachWorker(worker);
+      const started = worker.waitFor('started');
+      worker.start();
+      await client.submitMany([{ type: held.type, payload: {} }, { type: held.type, payload: {} }]);
+      await started;
+      await waitFor(() => worker.stats().active === 2, 'both tasks to run');
+      const failedBeat = worker.waitFor('error', (e) => e.operation === 'renewLeases');
+      // Lost once unreachable for longer than the lease: nothing more is written, so stop() has nothing to flush.
+      const lost: string[] = [];
+      worker.on('leaseLost', (e) => lost.push(e.reason));
+      await store.close();
+      await failedBeat;
+      expect(await value(registry, 'async_task_lease_renewal_failures_total')).toBeGreaterThanOrEqual(2);
+      await waitFor(() => lost.length === 2, 'both leases to be given up', SETTLE_MS);
+      expect(lost).toEqual(['unreachable', 'unreachable']);
+      await waitFor(() => worker.stats().active === 0, 'the aborted handlers to settle');
+      await worker.stop();
+      const renewals = await value(registry, 'async_task_lease_renewal_total');
+      const successes = await value(registry, 'async_task_lease_renewal_success_total');
+      const failures = await value(registry, 'async_task_lease_renewal_failures_total');
+      expect(renewals).toBe(successes + failures);
+      // Each lost execution is still one execution-time observation.
+      expect(await value(registry, 'async_task_execution_seconds', { task_type: held.type }, 'async_task_execution_seconds_count')).toBe(2);
+    });
+
+    it('control-plane health: UP, DEGRADED over the backlog threshold, DOWN on a schema mismatch or a closed store', async () => {
+      const t = defineTask({ type: 'obs.idle', execute: () => undefined });
+      const client = createClient({ store, tasks: [t] });
+      const up = await controlPlaneHealth(store);
+      expect(up).toMatchObject({ status: 'UP', details: { queued: 0, running: 0, schemaVersion: store.expectedSchemaVersion, backlogThreshold: 1000 } });
+      expect(up.error).toBeUndefined();
+
+      await client.submitMany([{ type: t.type, payload: {} }, { type: t.type, payload: {} }, { type: t.type, payload: {} }]);
+      expect(await controlPlaneHealth(store, { backlogThreshold: 3 })).toMatchObject({ status: 'UP', details: { queued: 3, total: 3 } });
+      const degraded = await controlPlaneHealth(store, { backlogThreshold: 2 });
+      expect(degraded).toMatchObject({ status: 'DEGRADED', details: { queued: 3 } });
+      expect(degraded.error).toMatch(/3 tasks queued, above the threshold of 2/);
+
+      // This code expecting a newer schema than the database has: not a mock, the real store answers.
+      const newerCode = Object.create(store, { expectedSchemaVersion: { value: store.expectedSchemaVersion + 1 } }) as Store;
+      const behind = await controlPlaneHealth(newerCode);
+      expect(behind.status).toBe('DOWN');
+      expect(behind.error).toMatch(/schema version \d+ is behind .*run store\.migrate\(\)/);
+      const olderCode = Object.create(store, { expectedSchemaVersion: { value: store.expectedSchemaVersion - 1 } }) as Store;
+      expect((await controlPlaneHealth(olderCode)).error).toMatch(/newer than this code expects/);
+
+      await store.close();
+      const down = await controlPlaneHealth(store);
+      expect(down.status).toBe('DOWN');
+      expect(down.error).toMatch(/^database unreachable: /);
+      await expect(controlPlaneHealth(store, { backlogThreshold: -1 })).rejects.toThrow(/backlogThreshold/);
+    });
+  });
+}
