@@ -307,8 +307,8 @@ export class Worker extends Emitter<WorkerEvents> {
     if (live.length === 0) return;
     try {
       const result = await this.store.renewLeases({ leases: live.map((e) => e.lease), leaseMs: this.options.leaseMs });
-      this.applyRenewal(result, Date.now());
-      this.emit('heartbeat', { renewed: result.renewed.length, cancelRequested: result.cancelRequested.length, lost: result.lost.length });
+      const lost = this.applyRenewal(result, Date.now());
+      this.emit('heartbeat', { renewed: result.renewed.length, cancelRequested: result.cancelRequested.length, lost });
     } catch (error) {
       this.emit('error', { operation: 'renewLeases', error });
       // Unreachable for longer than a lease: the lease is surely gone, so stop the work.
@@ -319,17 +319,23 @@ export class Worker extends Emitter<WorkerEvents> {
     }
   }
 
-  private applyRenewal(result: { renewed: string[]; cancelRequested: string[]; lost: string[] }, now: number): void {
+  /** Applies a renewal's answer; returns how many leases were really lost (not merely finished meanwhile). */
+  private applyRenewal(result: { renewed: string[]; cancelRequested: string[]; lost: string[] }, now: number): number {
     for (const id of [...result.renewed, ...result.cancelRequested]) {
       const execution = this.held.get(id);
       if (execution) execution.lastRenewedAt = now;
     }
     for (const id of result.cancelRequested) this.cancelLocally(id);
+    let lost = 0;
     for (const id of result.lost) {
       const execution = this.held.get(id);
       // An outcome written meanwhile also ends the lease: that is not a loss.
-      if (execution && (execution.phase === 'buffered' || execution.phase === 'running')) this.markLeaseLost(execution, 'renewal');
+      if (execution && (execution.phase === 'buffered' || execution.phase === 'running')) {
+        lost += 1;
+        this.markLeaseLost(execution, 'renewal');
+      }
     }
+    return lost;
   }
 
   private markLeaseLost(execution: Execution, reason: 'renewal' | 'write' | 'unreachable'): void {
