@@ -7,6 +7,8 @@ export type { StandardSchemaV1 } from './core/standard-schema.js';
 export { uuidv7 } from './core/ids.js';
 export type * from './store/types.js';
 export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/store.js';
+export { PostgresStore, type PostgresStoreOptions } from './store/postgres/index.js';
+export { MysqlStore, type MysqlStoreOptions } from './store/mysql/store.js';
 export { defineTask, TaskResult, type TaskDefinition } from './worker/definition.js';
 export type { TaskContext } from './worker/context.js';
 export type { WorkerEvents } from './worker/events.js';

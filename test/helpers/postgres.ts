@@ -6,6 +6,9 @@
  * console line saying how to start PostgreSQL.
  */
 import { randomBytes } from 'node:crypto';
+import { openSync, closeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/types.js';
@@ -32,10 +35,23 @@ export async function postgresAvailable(file: string): Promise<boolean> {
   } catch (error) {
     const reason = (error as { code?: string }).code ?? String(error);
     if (process.env.CI === 'true') throw new Error(`PostgreSQL at ${redacted()} is unreachable (${reason}); on CI the PostgreSQL tests must run`);
-    console.log(`[${file}] skipped: no PostgreSQL at ${redacted()} (${reason}); start it with: ${START_HINT}`);
+    if (firstSkipInThisRun()) console.log(`PostgreSQL tests skipped (${file} and the others): no server at ${redacted()} (${reason}); start it with: ${START_HINT}`);
     return false;
   } finally {
     await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * One skip line per test run, not one per file: test files run in worker
+ * processes of one vitest process (their parent), which names the marker.
+ */
+function firstSkipInThisRun(): boolean {
+  try {
+    closeSync(openSync(join(tmpdir(), `tasklease-pg-skip-${process.ppid}`), 'wx'));
+    return true;
+  } catch {
+    return false;
   }
 }
 

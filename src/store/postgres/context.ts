@@ -1,0 +1,83 @@
+/**
+ * What every PostgreSQL module shares: the pool, the quoted schema and table
+ * names, the NOTIFY channel, and one way to run a statement that maps driver
+ * errors (errors.ts). Statements on the hot path are named, so each pooled
+ * connection parses and plans them once.
+ */
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import { mapPgError } from './errors.js';
+import { quoteIdent } from './options.js';
+
+/** Anything that runs a query: the pool, a pooled client, or a caller's client inside BEGIN. */
+export type Queryable = Pick<pg.ClientBase, 'query'>;
+
+export interface PgContext {
+  readonly pool: pg.Pool;
+  /** The schema name as given (validated). */
+  readonly schemaName: string;
+  /** The schema as a quoted identifier. */
+  readonly schema: string;
+  readonly tables: {
+    task: string;
+    attempt: string;
+    failure: string;
+    deadLetter: string;
+    policy: string;
+    worker: string;
+    migrations: string;
+  };
+  /** One LISTEN/NOTIFY channel per schema; payloads are JSON (see listener.ts). */
+  readonly channel: string;
+  /** Prefix of prepared-statement names: unique per schema, so two stores can share a pool. */
+  readonly statementPrefix: string;
+  /** SQL text built once per store (see sql()). */
+  readonly sqlCache: Map<string, string>;
+}
+
+/** Builds a statement's text once per store: the hot path should not rebuild long strings on every call. */
+export function sql(ctx: PgContext, key: string, build: (ctx: PgContext) => string): string {
+  let text = ctx.sqlCache.get(key);
+  if (text === undefined) {
+    text = build(ctx);
+    ctx.sqlCache.set(key, text);
+  }
+  return text;
+}
+
+export function createContext(pool: pg.Pool, schemaName: string): PgContext {
+  const schema = quoteIdent(schemaName);
+  const digest = createHash('sha256').update(schemaName).digest('hex').slice(0, 12);
+  return {
+    pool,
+    schemaName,
+    schema,
+    tables: {
+      task: `${schema}.system_async_task`,
+      attempt: `${schema}.system_async_task_attempt`,
+      failure: `${schema}.system_async_task_failure`,
+      deadLetter: `${schema}.system_async_task_dead_letter`,
+      policy: `${schema}.system_async_task_policy`,
+      worker: `${schema}.system_async_task_worker`,
+      migrations: `${schema}.tasklease_migrations`,
+    },
+    // Channel names are identifiers (≤ 63 bytes); a digest keeps any schema name short and distinct.
+    channel: `tasklease_${digest}`,
+    statementPrefix: `tasklease_${digest}_`,
+    sqlCache: new Map(),
+  };
+}
+
+export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  on: Queryable,
+  action: string,
+  text: string,
+  values: unknown[] = [],
+  name?: string,
+): Promise<pg.QueryResult<R>> {
+  try {
+    return await on.query<R>(name === undefined ? { text, values } : { name, text, values });
+  } catch (error) {
+    throw mapPgError(error, action);
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * Control-plane operations on PostgreSQL: dead-letter replay and archive,
+ * policies, cleanup, the worker registry and analysis data. Each is one
+ * statement; multi-row changes lock in id order like every other writer.
+ */
+import { ValidationError } from '../../core/errors.js';
+import { scopeOwner, type Scope } from '../../core/scope.js';
+import { isTaskStatus, type TaskStatus } from '../../core/status.js';
+import { emptyStatusCounts, type Row } from '../rows.js';
+import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
+import { run, type PgContext } from './context.js';
+import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES } from './encode.js';
+
+const TERMINAL = `('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED')`;
+
+export async function replayDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope): Promise<ReplayResult[]> {
+  if (ids.length === 0) return [];
+  const { task, deadLetter } = ctx.tables;
+  const owner = scopeOwner(scope);
+  const sql = `
+WITH input AS (SELECT * FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord)),
+letters AS MATERIALIZED (
+  SELECT d.* FROM ${deadLetter} d WHERE d.id = ANY ($1::text[]) AND ($2::text IS NULL OR d.owner = $2)
+  ORDER BY d.id COLLATE "C" FOR UPDATE
+),
+eligible AS (
+  -- one letter per task (the first asked for): a second letter of the same task finds it queued already
+  SELECT DISTINCT ON (l.original_task_id) l.id, l.original_task_id FROM letters l JOIN input i ON i.id = l.id
+  WHERE l.replayed_at IS NULL AND l.archived_at IS NULL ORDER BY l.original_task_id, i.ord
+),
+requeued AS (
+  UPDATE ${task} t SET status = 'QUEUED', attempt_base = t.attempt_count, available_at = now(), finish_time = NULL,
+    lease_owner = NULL, lease_until = NULL, update_time = now()
+  WHERE t.id = ANY (ARRAY(SELECT original_task_id FROM eligible)) AND t.status = 'FAILED'
+  RETURNING t.id
+),
+marked AS (
+  UPDATE ${deadLetter} d SET replayed_at = now(), replay_task_id = d.original_task_id
+  WHERE d.id = ANY (ARRAY(SELECT e.id FROM eligible e JOIN requeued r ON r.id = e.original_task_id))
+  RETURNING d.id
+),
+notified AS (SELECT pg_notify($3, '{"k":"s","t":[]}') FROM marked HAVING count(*) > 0)
+SELECT i.id,
+  CASE WHEN l.id IS NULL THEN 'NOT_FOUND'
+       WHEN l.replayed_at IS NOT NULL THEN 'ALREADY_REPLAYED'
+       WHEN l.archived_at IS NOT NULL THEN 'ARCHIVED'
+       WHEN m.id IS NOT NULL THEN 'REPLAYED'
+       WHEN t.id IS NOT NULL THEN 'TASK_NOT_FAILED'
+       ELSE 'TASK_MISSING' END AS outcome,
+  CASE WHEN l.id IS NULL THEN NULL
+       WHEN l.replayed_at IS NOT NULL THEN l.replay_task_id
+       WHEN l.archived_at IS NOT NULL THEN NULL
+       ELSE l.original_task_id END AS task_id,
+  note.n AS notified
+FROM input i
+LEFT JOIN letters l ON l.id = i.id
+LEFT JOIN marked m ON m.id = i.id
+LEFT JOIN ${task} t ON t.id = l.original_task_id
+CROSS JOIN (SELECT count(*) AS n FROM notified) AS note
+ORDER BY i.ord`;
+  const result = await run<{ id: string; outcome: ReplayResult['outcome']; task_id: string | null }>(
+    ctx.pool, 'replaying dead letters', sql, [[...ids], owner, ctx.channel],
+  );
+  return result.rows.map((row) => ({ id: row.id, outcome: row.outcome, taskId: row.task_id }));
+}
+
+export async function archiveDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope): Promise<number> {
+  if (ids.length === 0) return 0;
+  const result = await run(
+    ctx.pool,
+    'archiving dead letters',
+    `UPDATE ${ctx.tables.deadLetter} SET archived_at = now()
+     WHERE id = ANY ($1::text[]) AND archived_at IS NULL AND ($2::text IS NULL OR owner = $2)`,
+    [[...ids], scopeOwner(scope)],
+  );
+  return result.rowCount ?? 0;
+}
+
+export async function savePolicy(ctx: PgContext, policy: PolicyInput): Promise<Policy> {
+  checkStorableText('policyKey', policy.policyKey, MAX_TASK_TYPE_BYTES + 5);
+  if (policy.taskType !== null) checkStorableText('taskType', policy.taskType, MAX_TASK_TYPE_BYTES);
+  const result = await run<Row>(
+    ctx.pool,
+    'saving a policy',
+    `INSERT INTO ${ctx.tables.policy} (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time)
+     VALUES ($1, $2, $3, $4, $5, $6, now())
+     ON CONFLICT (policy_key) DO UPDATE SET task_type = excluded.task_type, max_concurrency = excluded.max_concurrency,
+       max_attempts = excluded.max_attempts, retry_base_delay_ms = excluded.retry_base_delay_ms, enabled = excluded.enabled,
+       update_time = excluded.update_time
+     RETURNING *`,
+    [policy.policyKey, policy.taskType, policy.maxConcurrency, policy.maxAttempts, policy.retryBaseDelayMs, policy.enabled],
+  );
+  return policyFromRow(result.rows[0]!);
+}
+
+export async function listPolicies(ctx: PgContext): Promise<Policy[]> {
+  const result = await run<Row>(ctx.pool, 'listing policies', `SELECT * FROM ${ctx.tables.policy} ORDER BY policy_key COLLATE "C"`);
+  return result.rows.map(policyFromRow);
+}
+
+export async function deletePolicy(ctx: PgContext, policyKey: string): Promise<boolean> {
+  const result = await run(ctx.pool, 'deleting a policy', `DELETE FROM ${ctx.tables.policy} WHERE policy_key = $1`, [policyKey]);
+  return result.rowCount === 1;
+}
+
+/**
+ * One batch of cleanup. FOR UPDATE SKIP LOCKED re-checks status and
+ * finish_time on the newest row version, so a task an operator retried
+ * since the snapshot is left alone; dead letters are archived, not deleted.
+ */
+export async function purgeTerminalTasks(ctx: PgContext, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {
+  const { task, attempt, failure, deadLetter } = ctx.tables;
+  const sql = `
+WITH doomed AS MATERIALIZED (
+  SELECT id FROM ${task} WHERE finish_time IS NOT NULL AND finish_time < $1 AND status IN ${TERMINAL}
+  ORDER BY finish_time LIMIT $2 FOR UPDATE SKIP LOCKED
+),
+deleted AS (DELETE FROM ${task} t WHERE t.id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING t.id),
+archived AS (
+  UPDATE ${deadLetter} d SET archived_at = now()
+  WHERE d.original_task_id = ANY (ARRAY(SELECT id FROM deleted)) AND d.archived_at IS NULL RETURNING 1
+),
+attempts AS (DELETE FROM ${attempt} a WHERE a.task_id = ANY (ARRAY(SELECT id FROM deleted)) RETURNING 1),
+failures AS (DELETE FROM ${failure} f WHERE f.task_id = ANY (ARRAY(SELECT id FROM deleted)) RETURNING 1)
+SELECT (SELECT count(*) FROM deleted)::integer AS tasks, (SELECT count(*) FROM attempts)::integer AS attempts,
+       (SELECT count(*) FROM failures)::integer AS failures, (SELECT count(*) FROM archived)::integer AS archived`;
+  const result = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(
+    ctx.pool, 'purging finished tasks', sql, [finishedBefore, batchSize],
+  );
+  const row = result.rows[0]!;
+  return { tasks: row.tasks, attempts: row.attempts, failures: row.failures, deadLettersArchived: row.archived };
+}
+
+export async function registerWorker(ctx: PgContext, worker: WorkerRegistration): Promise<void> {
+  checkStorableText('workerId', worker.workerId, 1000);
+  checkStorableText('host', worker.host, 1000);
+  await run(
+    ctx.pool,
+    'registering a worker',
+    `INSERT INTO ${ctx.tables.worker} (worker_id, host, pid, task_types, concurrency, started_at, last_seen_at)
+     VALUES ($1, $2, $3, $4, $5, now(), now())
+     ON CONFLICT (worker_id) DO UPDATE SET task_types = excluded.task_types, concurrency = excluded.concurrency,
+       last_seen_at = excluded.last_seen_at`,
+    [worker.workerId, worker.host, worker.pid, JSON.stringify(worker.taskTypes), worker.concurrency],
+  );
+}
+
+export async function unregisterWorker(ctx: PgContext, workerId: string): Promise<void> {
+  await run(ctx.pool, 'unregistering a worker', `DELETE FROM ${ctx.tables.worker} WHERE worker_id = $1`, [workerId]);
+}
+
+export async function listWorkers(ctx: PgContext, seenWithinMs: number): Promise<WorkerRecord[]> {
+  const result = await run<Row>(
+    ctx.pool,
+    'listing workers',
+    `SELECT * FROM ${ctx.tables.worker} WHERE last_seen_at >= now() - $1 * interval '1 millisecond' ORDER BY worker_id COLLATE "C"`,
+    [seenWithinMs],
+  );
+  return result.rows.map((row) => ({
+    workerId: String(row.worker_id),
+    host: String(row.host),
+    pid: Number(row.pid),
+    taskTypes: JSON.parse(String(row.task_types)) as string[],
+    concurrency: Number(row.concurrency),
+    startedAt: decodePostgres.time(row.started_at),
+    lastSeenAt: decodePostgres.time(row.last_seen_at),
+  }));
+}
+
+export async function leasedCounts(ctx: PgContext): Promise<Record<string, number>> {
+  const result = await run<{ task_type: string; n: number }>(
+    ctx.pool,
+    'counting leases',
+    `SELECT task_type, count(*)::integer AS n FROM ${ctx.tables.task} WHERE status IN ('RUNNING', 'CANCEL_REQUESTED') GROUP BY task_type`,
+  );
+  return Object.fromEntries(result.rows.map((row) => [row.task_type, row.n]));
+}
+
+export async function analysisData(ctx: PgContext, taskType: string, since: Date, sampleLimit: number): Promise<AnalysisData> {
+  const { task, attempt, failure } = ctx.tables;
+  const counts = await run<{ status: TaskStatus; n: number }>(
+    ctx.pool, 'analysing tasks',
+    `SELECT status, count(*)::integer AS n FROM ${task} WHERE task_type = $1 AND create_time > $2 GROUP BY status`, [taskType, since],
+  );
+  const statusCounts = emptyStatusCounts();
+  for (const row of counts.rows) if (isTaskStatus(row.status)) statusCounts[row.status] = row.n;
+  const attempts = await run<Row>(
+    ctx.pool, 'analysing attempts',
+    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM ${attempt} a JOIN ${task} t ON a.task_id = t.id
+     WHERE t.task_type = $1 AND a.started_at > $2 AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT $3`,
+    [taskType, since, sampleLimit],
+  );
+  const failures = await run<{ error_code: string; n: number }>(
+    ctx.pool, 'analysing failures',
+    `SELECT f.error_code, count(*)::integer AS n FROM ${failure} f JOIN ${task} t ON f.task_id = t.id
+     WHERE t.task_type = $1 AND f.failed_at > $2 GROUP BY f.error_code ORDER BY n DESC, f.error_code COLLATE "C" LIMIT 10`,
+    [taskType, since],
+  );
+  return {
+    statusCounts,
+    attempts: attempts.rows.map((row) => ({
+      startedAt: decodePostgres.time(row.started_at),
+      finishedAt: decodePostgres.time(row.finished_at),
+      taskCreatedAt: decodePostgres.time(row.create_time),
+      attempt: Number(row.attempt),
+    })),
+    failureCounts: failures.rows.map((row) => ({ errorCode: row.error_code, count: row.n })),
+  };
+}
+
+function policyFromRow(row: Row): Policy {
+  if (typeof row.policy_key !== 'string') throw new ValidationError('policy row without a key');
+  return {
+    policyKey: row.policy_key,
+    taskType: row.task_type === null ? null : String(row.task_type),
+    maxConcurrency: row.max_concurrency === null ? null : Number(row.max_concurrency),
+    maxAttempts: row.max_attempts === null ? null : Number(row.max_attempts),
+    retryBaseDelayMs: row.retry_base_delay_ms === null ? null : Number(row.retry_base_delay_ms),
+    enabled: row.enabled === true,
+    updatedAt: decodePostgres.time(row.update_time),
+  };
+}

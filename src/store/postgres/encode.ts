@@ -1,0 +1,96 @@
+/**
+ * What PostgreSQL can store, checked before a statement runs, so that bad
+ * input fails with a ValidationError naming the field instead of a driver
+ * error halfway through a batch.
+ *
+ * - text columns cannot hold U+0000, and `pg` encodes a lone UTF-16
+ *   surrogate as U+FFFD (silently changing the value): both are refused in
+ *   identifiers a producer chooses (type, owner, idempotency key, trace id);
+ * - a JSON payload keeps its meaning when a lone surrogate is written as a
+ *   \uXXXX escape, so payloads are repaired rather than refused;
+ * - btree index entries must stay under ~2700 bytes, so the indexed columns
+ *   have byte limits well below that, together.
+ * Messages a worker writes at run time (errors, progress) are made storable
+ * instead: a failing handler must not fail the outcome write.
+ */
+import { ValidationError } from '../../core/errors.js';
+import type { NewTask } from '../../core/task.js';
+import type { Decode } from '../rows.js';
+
+export const MAX_TASK_TYPE_BYTES = 500;
+export const MAX_OWNER_BYTES = 500;
+export const MAX_IDEMPOTENCY_KEY_BYTES = 1000;
+export const MAX_ID_BYTES = 128;
+export const MAX_TRACE_ID_BYTES = 1000;
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const HAS_LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+export const decodePostgres: Decode = {
+  time: (value) => (value instanceof Date ? value : new Date(String(value))),
+  json: (value) => (typeof value === 'string' ? JSON.parse(value) : value),
+};
+
+/** `label` locates the value in messages (tasks[3].owner); `field` is the ValidationError's field (owner). */
+export function checkStorableText(label: string, value: string, maxBytes: number, field: string = label): void {
+  if (typeof value !== 'string') throw new ValidationError(`${label} must be a string`, field);
+  if (value.includes('\u0000')) throw new ValidationError(`${label} contains a NUL character (\\u0000), which PostgreSQL text cannot store`, field);
+  if (HAS_LONE_SURROGATE.test(value)) {
+    throw new ValidationError(`${label} contains a lone UTF-16 surrogate, which has no UTF-8 encoding and cannot be stored verbatim`, field);
+  }
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes > maxBytes) throw new ValidationError(`${label} is ${bytes} bytes as UTF-8, over the limit of ${maxBytes}`, field);
+}
+
+export function checkNewTask(task: NewTask, index: number): void {
+  const at = (field: string): string => `tasks[${index}].${field}`;
+  if (typeof task.id !== 'string' || task.id.length === 0) throw new ValidationError(`${at('id')} must be a non-empty string`, 'id');
+  checkStorableText(at('id'), task.id, MAX_ID_BYTES, 'id');
+  if (typeof task.taskType !== 'string' || task.taskType.length === 0) throw new ValidationError(`${at('taskType')} must be a non-empty string`, 'taskType');
+  checkStorableText(at('taskType'), task.taskType, MAX_TASK_TYPE_BYTES, 'taskType');
+  if (typeof task.payloadJson !== 'string') throw new ValidationError(`${at('payloadJson')} must be a JSON string`, 'payload');
+  if (task.payloadJson.includes('\u0000')) throw new ValidationError(`${at('payloadJson')} is not JSON: it holds a raw NUL character`, 'payload');
+  if (task.owner !== null) checkStorableText(at('owner'), task.owner, MAX_OWNER_BYTES, 'owner');
+  if (task.idempotencyKey !== null) checkStorableText(at('idempotencyKey'), task.idempotencyKey, MAX_IDEMPOTENCY_KEY_BYTES, 'idempotencyKey');
+  if (task.traceId !== null) checkStorableText(at('traceId'), task.traceId, MAX_TRACE_ID_BYTES, 'traceId');
+  checkInt32(at('priority'), task.priority, 'priority');
+  checkInt32(at('maxAttempts'), task.maxAttempts, 'maxAttempts');
+  if (typeof task.delayMs !== 'number' || !Number.isFinite(task.delayMs) || task.delayMs < 0) {
+    throw new ValidationError(`${at('delayMs')} must be a finite number ≥ 0`, 'delayMs');
+  }
+  checkDate(at('availableAt'), task.availableAt, 'availableAt');
+  checkDate(at('deadlineAt'), task.deadlineAt, 'deadlineAt');
+}
+
+/** A lone surrogate inside a JSON string becomes its \uXXXX escape: the same JSON value, now valid UTF-8. */
+export function storableJson(json: string): string {
+  return HAS_LONE_SURROGATE.test(json) ? json.replace(LONE_SURROGATE, (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`) : json;
+}
+
+/** Run-time text (error messages, progress messages): NUL and lone surrogates become U+FFFD. */
+export function storableMessage(text: string | null): string | null {
+  if (text === null) return null;
+  return text.replace(/\u0000/g, '\uFFFD').replace(LONE_SURROGATE, '\uFFFD');
+}
+
+/** A handler's result as JSON text (null when there is none); stringify already escapes lone surrogates. */
+export function resultJson(result: unknown): string | null {
+  if (result === undefined || result === null) return null;
+  try {
+    const text = JSON.stringify(result);
+    return text === undefined ? null : text;
+  } catch (error) {
+    throw new ValidationError(`task result cannot be serialized as JSON: ${(error as Error).message}`, 'result', undefined, { cause: error });
+  }
+}
+
+function checkInt32(label: string, value: unknown, field: string): void {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < -2147483648 || value > 2147483647) {
+    throw new ValidationError(`${label} must be a 32-bit integer, got ${String(value)}`, field);
+  }
+}
+
+function checkDate(label: string, value: Date | null, field: string): void {
+  if (value === null) return;
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new ValidationError(`${label} must be a valid Date`, field);
+}

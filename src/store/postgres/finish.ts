@@ -1,0 +1,127 @@
+/**
+ * Outcomes of many attempts in ONE statement: the outcomes arrive as
+ * parallel arrays (unnest), the task rows are locked in id order under the
+ * fence, updated by kind, and in the same statement their attempt rows are
+ * closed, failure rows written (RETRY, FAILED) and dead letters made (FAILED).
+ * An outcome whose fence no longer holds (the lease was lost) changes
+ * nothing and answers false.
+ *
+ * A task whose cancellation was requested cannot go back to waiting (the
+ * transition table allows CANCEL_REQUESTED → CANCELLED, SUCCESS,
+ * PARTIAL_SUCCESS only), so RETRY, FAILED and ABANDONED outcomes for it end
+ * it as CANCELLED; the failure is still recorded.
+ */
+import type { TaskProgress } from '../../core/task.js';
+import { progressValues } from '../rows.js';
+import type { AttemptOutcome } from '../types.js';
+import { run, sql, type PgContext } from './context.js';
+import { attemptRowsSql, fencedLookup } from './leases.js';
+import { resultJson, storableMessage } from './encode.js';
+
+export function finishSql(ctx: PgContext): string {
+  const { task, attempt, failure, deadLetter } = ctx.tables;
+  const uuid = `${ctx.schema}.tasklease_uuid_v7()`;
+  return `
+WITH input AS MATERIALIZED (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::boolean[],
+    $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[],
+    $14::text[], $15::text[], $16::text[], $17::boolean[], $18::double precision[])
+  WITH ORDINALITY AS u(task_id, worker_id, attempt, kind, artifact_id, result_json, has_progress,
+    p_total, p_processed, p_succeeded, p_failed, p_skipped, p_message,
+    error_code, error_message, trace_id, retryable, delay_ms, ord)
+),
+locked AS MATERIALIZED (
+  SELECT i.*, t.id,
+    CASE WHEN i.kind IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN i.kind
+         WHEN t.status = 'CANCEL_REQUESTED' THEN 'CANCELLED'
+         WHEN i.kind = 'RETRY' THEN 'RETRY_WAIT'
+         WHEN i.kind = 'ABANDONED' THEN 'QUEUED'
+         ELSE i.kind END AS new_status
+  FROM input i CROSS JOIN LATERAL (${fencedLookup(ctx, 'i')}) t
+),
+updated AS (
+  UPDATE ${task} t SET
+    status = l.new_status,
+    lease_owner = NULL,
+    lease_until = NULL,
+    available_at = CASE WHEN l.new_status = 'RETRY_WAIT' THEN now() + l.delay_ms * interval '1 millisecond' ELSE t.available_at END,
+    finish_time = CASE WHEN l.new_status IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED') THEN now() ELSE t.finish_time END,
+    artifact_id = CASE WHEN l.kind IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN l.artifact_id ELSE t.artifact_id END,
+    result_json = CASE WHEN l.kind IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN l.result_json ELSE t.result_json END,
+    last_error_code = CASE WHEN l.kind IN ('RETRY', 'FAILED') THEN l.error_code ELSE t.last_error_code END,
+    progress_total = CASE WHEN l.has_progress THEN l.p_total ELSE t.progress_total END,
+    progress_processed = CASE WHEN l.has_progress THEN l.p_processed ELSE t.progress_processed END,
+    progress_succeeded = CASE WHEN l.has_progress THEN l.p_succeeded ELSE t.progress_succeeded END,
+    progress_failed = CASE WHEN l.has_progress THEN l.p_failed ELSE t.progress_failed END,
+    progress_skipped = CASE WHEN l.has_progress THEN l.p_skipped ELSE t.progress_skipped END,
+    progress_message = CASE WHEN l.has_progress THEN l.p_message ELSE t.progress_message END,
+    update_time = now()
+  -- A plain join on the key: the planner probes the primary key per locked row. (Adding
+  -- "AND t.id = ANY(ARRAY(…))" looks safer but re-sorts the whole array on every probe: quadratic.)
+  FROM locked l WHERE t.id = l.id
+  RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, t.payload_json, t.trace_id AS task_trace_id,
+    l.kind, l.ord, l.error_code, l.error_message, l.trace_id, l.retryable
+),
+attempts AS (
+  UPDATE ${attempt} a SET finished_at = now(),
+    outcome = CASE u.kind WHEN 'RETRY' THEN 'FAILED' ELSE u.kind END,
+    error_code = CASE WHEN u.kind IN ('RETRY', 'FAILED') THEN u.error_code END
+  FROM (${attemptRowsSql(ctx, 'updated', 'attempt_count')}) u WHERE a.ctid = u.attempt_ctid
+),
+failures AS (
+  INSERT INTO ${failure} (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at)
+  SELECT ${uuid}, u.id, u.attempt_count, u.error_code, u.error_message, u.trace_id, u.retryable, now()
+  FROM updated u WHERE u.kind IN ('RETRY', 'FAILED')
+),
+dead AS (
+  INSERT INTO ${deadLetter} (id, original_task_id, task_type, owner, payload_json, error_code, error_message, trace_id, attempt_count, moved_at)
+  SELECT ${uuid}, u.id, u.task_type, u.owner, u.payload_json, u.error_code, u.error_message, COALESCE(u.trace_id, u.task_trace_id),
+    u.attempt_count, now()
+  FROM updated u WHERE u.status = 'FAILED'
+)
+SELECT ord FROM updated`;
+}
+
+export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptOutcome[]): Promise<boolean[]> {
+  if (outcomes.length === 0) return [];
+  // Rows are locked in input order (see leases.ts): sorted by task id, every writer locks in one order.
+  const order = outcomes.map((_, index) => index).sort((a, b) => compareText(outcomes[a]!.lease.taskId, outcomes[b]!.lease.taskId));
+  const columns: unknown[][] = Array.from({ length: 18 }, () => []);
+  for (const index of order) outcomeRow(outcomes[index]!).forEach((value, i) => columns[i]!.push(value));
+  const result = await run<{ ord: string }>(ctx.pool, 'writing outcomes', sql(ctx, 'finish', finishSql), columns, `${ctx.statementPrefix}finish`);
+  const applied = new Set(result.rows.map((row) => order[Number(row.ord) - 1]));
+  return outcomes.map((_, index) => applied.has(index));
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** One outcome as the 18 column values of finishSql's unnest, in order. */
+function outcomeRow(outcome: AttemptOutcome): unknown[] {
+  const { lease } = outcome;
+  const success = outcome.kind === 'SUCCESS' || outcome.kind === 'PARTIAL_SUCCESS';
+  const failure = outcome.kind === 'RETRY' || outcome.kind === 'FAILED' ? outcome.failure : null;
+  return [
+    lease.taskId,
+    lease.workerId,
+    lease.attempt,
+    outcome.kind,
+    success ? storableMessage(outcome.artifactId) : null,
+    success ? resultJson(outcome.result) : null,
+    outcome.progress !== null,
+    ...progressColumns(outcome.progress),
+    failure ? storableMessage(failure.errorCode) : null,
+    failure ? storableMessage(failure.message ?? '') : null,
+    failure ? storableMessage(failure.traceId) : null,
+    failure ? failure.retryable : null,
+    outcome.kind === 'RETRY' ? Math.max(0, outcome.retryDelayMs) : 0,
+  ];
+}
+
+function progressColumns(progress: TaskProgress | null): unknown[] {
+  if (progress === null) return [null, null, null, null, null, null];
+  const values = progressValues(progress);
+  values[5] = storableMessage(values[5]);
+  return values;
+}

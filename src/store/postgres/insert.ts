@@ -1,0 +1,108 @@
+/**
+ * Bulk submit: one INSERT … SELECT FROM unnest(arrays) per batch, with
+ * ON CONFLICT DO NOTHING on the idempotency index and, in the same
+ * statement, one pg_notify naming the created types. NOTIFY is
+ * transactional: inside a caller's transaction it is delivered on commit and
+ * dropped on rollback, exactly like the rows.
+ *
+ * Concurrent identical submits: the second INSERT waits on the first's
+ * uncommitted index entry, then does nothing; the follow-up SELECT is a new
+ * statement with a new snapshot (READ COMMITTED), so it sees the winner's
+ * row. Should the winner roll back instead, the row is missing and we try
+ * the insert again.
+ */
+import { StoreError } from '../../core/errors.js';
+import type { NewTask, Task } from '../../core/task.js';
+import { taskFromRow, type Row } from '../rows.js';
+import type { InsertTaskResult } from '../types.js';
+import { run, sql, type PgContext, type Queryable } from './context.js';
+import { checkNewTask, decodePostgres, storableJson } from './encode.js';
+import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './listener.js';
+
+const MAX_ROUNDS = 3;
+
+export async function insertTasks(ctx: PgContext, tasks: readonly NewTask[], on: Queryable): Promise<InsertTaskResult[]> {
+  tasks.forEach(checkNewTask);
+  const results = new Array<InsertTaskResult | undefined>(tasks.length);
+  let pending = tasks.map((task, index) => ({ task, index }));
+  for (let round = 0; round < MAX_ROUNDS && pending.length > 0; round += 1) {
+    const created = await insertBatch(ctx, on, pending.map((p) => p.task));
+    const missing = pending.filter((p) => {
+      const row = created.get(p.task.id);
+      if (row) results[p.index] = { task: row, created: true };
+      return !row;
+    });
+    if (missing.length === 0) break;
+    const existing = await findByIdempotencyKey(ctx, on, missing.map((p) => p.task));
+    pending = missing.filter((p) => {
+      const row = existing.get(keyOf(p.task));
+      if (row) results[p.index] = { task: row, created: false };
+      return !row;
+    });
+  }
+  if (results.some((r) => r === undefined)) {
+    throw new StoreError('insertTasks: a conflicting idempotent submit kept appearing and disappearing (rolled back); try again');
+  }
+  return results as InsertTaskResult[];
+}
+
+async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTask[]): Promise<Map<string, Task>> {
+  const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], []];
+  for (const t of tasks) {
+    const values = [t.id, t.taskType, storableJson(t.payloadJson), t.priority, t.delayMs, t.availableAt, t.deadlineAt, t.maxAttempts,
+      t.owner, t.idempotencyKey, t.traceId];
+    values.forEach((value, i) => columns[i]!.push(value));
+  }
+  const text = sql(ctx, 'insert', insertSql);
+  const result = await run<Row>(on, 'inserting tasks', text, [...columns, ctx.channel], `${ctx.statementPrefix}insert`);
+  return new Map(result.rows.map((row) => [String(row.id), taskFromRow(row, decodePostgres)]));
+}
+
+function insertSql(ctx: PgContext): string {
+  const { task } = ctx.tables;
+  return `
+WITH input AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::double precision[], $6::timestamptz[],
+                       $7::timestamptz[], $8::integer[], $9::text[], $10::text[], $11::text[])
+    WITH ORDINALITY AS u(id, task_type, payload_json, priority, delay_ms, available_at, deadline_at, max_attempts,
+                         owner, idempotency_key, trace_id, ord)
+),
+inserted AS (
+  INSERT INTO ${task} (id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
+                       max_attempts, owner, idempotency_key, trace_id, create_time, update_time)
+  SELECT id, task_type, 'QUEUED', priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
+         deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, now(), now()
+  FROM input ORDER BY ord
+  ON CONFLICT (task_type, COALESCE(owner, ''), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+  RETURNING *
+),
+notified AS (
+  SELECT pg_notify($12, CASE WHEN octet_length(payload) > ${MAX_NOTIFY_BYTES} THEN '${WAKE_ALL_PAYLOAD}' ELSE payload END)
+  FROM (SELECT json_build_object('k', 's', 't', array_agg(DISTINCT task_type))::text AS payload FROM inserted HAVING count(*) > 0) AS created
+)
+-- Joining the one-row aggregate makes the NOTIFY run whenever a row was inserted.
+SELECT inserted.*, note.n AS notified FROM inserted LEFT JOIN (SELECT count(*) AS n FROM notified) AS note ON true`;
+}
+
+async function findByIdempotencyKey(ctx: PgContext, on: Queryable, tasks: readonly NewTask[]): Promise<Map<string, Task>> {
+  const keyed = tasks.filter((t) => t.idempotencyKey !== null);
+  if (keyed.length === 0) return new Map();
+  const result = await run<Row>(
+    on,
+    'reading existing idempotent tasks',
+    `SELECT t.* FROM unnest($1::text[], $2::text[], $3::text[]) AS u(task_type, owner, idempotency_key)
+     JOIN ${ctx.tables.task} t ON t.task_type = u.task_type AND COALESCE(t.owner, '') = COALESCE(u.owner, '')
+       AND t.idempotency_key = u.idempotency_key`,
+    [keyed.map((t) => t.taskType), keyed.map((t) => t.owner), keyed.map((t) => t.idempotencyKey)],
+  );
+  const found = new Map<string, Task>();
+  for (const row of result.rows) {
+    const existing = taskFromRow(row, decodePostgres);
+    found.set(keyOf(existing), existing);
+  }
+  return found;
+}
+
+function keyOf(task: Pick<NewTask, 'taskType' | 'owner' | 'idempotencyKey'>): string {
+  return JSON.stringify([task.taskType, task.owner ?? '', task.idempotencyKey]);
+}

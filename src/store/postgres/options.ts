@@ -1,0 +1,108 @@
+/**
+ * PostgresStore options, validated at the edge: a bad value fails at
+ * construction with an InvalidOptionsError naming the field.
+ */
+import pg from 'pg';
+import { InvalidOptionsError } from '../../core/errors.js';
+import { checkInteger, checkKnownKeys, checkString } from '../../core/validate.js';
+
+export interface PostgresStoreOptions {
+  /**
+   * `postgres://user:pass@host:port/db`. Give this or `pool`, not both. With
+   * neither, `pg` reads the PG* environment variables (PGHOST, PGDATABASE, …).
+   */
+  connectionString?: string;
+  /**
+   * Your own pool. The store runs only short statements on it and never holds
+   * one of its clients while waiting for another, so a pool of 1 cannot
+   * deadlock the store; give it at least 2 so that a heartbeat never queues
+   * behind a claim waiting for the claim lock, and do not let task handlers
+   * hold its clients for long (use a separate pool for their own work).
+   * The store never ends a pool it did not create.
+   */
+  pool?: pg.Pool;
+  /** Schema holding the tables; created by migrate(). Default 'tasklease'. */
+  schema?: string;
+  /** Size of the pool the store creates (not with `pool`). Minimum 1, default 10. */
+  poolSize?: number;
+  /**
+   * Prefix of the application_name our connections show in pg_stat_activity:
+   * `<prefix>:pool:<schema>` and `<prefix>:listen:<schema>`, so operators can
+   * tell which process holds what. Default 'tasklease'.
+   */
+  applicationName?: string;
+  /** Not supported: PostgreSQL judges every time by the database clock (now()). */
+  clock?: never;
+}
+
+export interface ResolvedPostgresOptions {
+  schema: string;
+  pool: pg.Pool;
+  ownsPool: boolean;
+  /** What the dedicated LISTEN connection connects with. */
+  clientConfig: pg.ClientConfig;
+}
+
+const COMPONENT = 'PostgresStore';
+const KNOWN = ['connectionString', 'pool', 'schema', 'poolSize', 'applicationName', 'clock'] as const;
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/i;
+export const DEFAULT_SCHEMA = 'tasklease';
+export const DEFAULT_POOL_SIZE = 10;
+
+export function resolvePostgresOptions(input: PostgresStoreOptions | undefined): ResolvedPostgresOptions {
+  const options = input ?? {};
+  if (typeof options !== 'object' || options === null) throw new InvalidOptionsError(COMPONENT, 'options', 'must be an object');
+  checkKnownKeys(COMPONENT, options, KNOWN);
+  if (options.clock !== undefined) {
+    throw new InvalidOptionsError(COMPONENT, 'clock', 'is not supported: PostgreSQL judges time by the database clock (now())');
+  }
+  const schema = options.schema ?? DEFAULT_SCHEMA;
+  checkSchemaName(schema);
+  if (options.connectionString !== undefined) checkString(COMPONENT, 'connectionString', options.connectionString, { minLength: 1 });
+  const prefix = options.applicationName ?? 'tasklease';
+  checkString(COMPONENT, 'applicationName', prefix, { minLength: 1, maxLength: 40 });
+  if (!/^[\x20-\x7e]+$/.test(prefix)) throw new InvalidOptionsError(COMPONENT, 'applicationName', 'must be printable ASCII');
+  if (options.pool !== undefined) {
+    if (options.connectionString !== undefined) throw new InvalidOptionsError(COMPONENT, 'pool', 'cannot be given together with connectionString');
+    if (options.poolSize !== undefined) throw new InvalidOptionsError(COMPONENT, 'poolSize', 'applies only to the pool the store creates, not to `pool`');
+    if (typeof options.pool !== 'object' || options.pool === null || typeof options.pool.connect !== 'function') {
+      throw new InvalidOptionsError(COMPONENT, 'pool', 'must be a pg.Pool');
+    }
+    const poolOptions = (options.pool as pg.Pool & { options?: pg.PoolConfig }).options ?? {};
+    return { schema, pool: options.pool, ownsPool: false, clientConfig: listenerConfig(poolOptions, schema, prefix) };
+  }
+  const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
+  checkInteger(COMPONENT, 'poolSize', poolSize, { min: 1, max: 1000 });
+  const base: pg.ClientConfig = options.connectionString !== undefined ? { connectionString: options.connectionString } : {};
+  const pool = new pg.Pool({ ...base, max: poolSize, application_name: applicationName('pool', schema, prefix) });
+  return { schema, pool, ownsPool: true, clientConfig: listenerConfig(base, schema, prefix) };
+}
+
+export function checkSchemaName(schema: unknown): asserts schema is string {
+  if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
+    throw new InvalidOptionsError(COMPONENT, 'schema', `must match ${String(SCHEMA_NAME)} (letters, digits, underscore; at most 63), got ${JSON.stringify(schema)}`);
+  }
+}
+
+/**
+ * A double-quoted identifier. Only names that passed checkSchemaName (or our
+ * own constants) reach SQL text; quoting keeps mixed case and reserved words
+ * (a schema called "user") working.
+ */
+export function quoteIdent(name: string): string {
+  if (name.includes('\u0000')) throw new InvalidOptionsError(COMPONENT, 'schema', 'must not contain NUL');
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+function listenerConfig(base: pg.ClientConfig, schema: string, prefix: string): pg.ClientConfig {
+  // Copy the connection fields only: pool-only options mean nothing to a Client.
+  const { connectionString, host, port, user, password, database, ssl, keepAlive } = base;
+  const config: pg.ClientConfig = { connectionString, host, port, user, password, database, ssl, keepAlive };
+  for (const key of Object.keys(config) as (keyof pg.ClientConfig)[]) if (config[key] === undefined) delete config[key];
+  return { ...config, application_name: applicationName('listen', schema, prefix) };
+}
+
+/** Shows up in pg_stat_activity, so operators (and tests) can tell our connections apart. */
+export function applicationName(role: 'pool' | 'listen', schema: string, prefix = 'tasklease'): string {
+  return `${prefix}:${role}:${schema}`.slice(0, 63);
+}

@@ -1,0 +1,106 @@
+/**
+ * The recovery sweep, three statements, each taking at most `batchSize` rows
+ * with FOR UPDATE SKIP LOCKED so that sweeps in several workers share the
+ * work instead of queueing. Under READ COMMITTED, FOR UPDATE re-checks its
+ * WHERE against the newest row version, so a lease renewed after our
+ * snapshot (lease_until now in the future) is skipped: a live lease is never
+ * touched. Deadlines run before due retries: an overdue RETRY_WAIT task fails
+ * rather than being queued again.
+ */
+import type { RecoveryResult } from '../types.js';
+import { run, sql, type PgContext } from './context.js';
+
+const LEASE_EXPIRED_MESSAGE = 'lease expired: the worker stopped renewing it (crashed, stalled or partitioned)';
+const DEADLINE_MESSAGE = 'deadline passed before the task could run';
+
+export async function recover(ctx: PgContext, batchSize: number): Promise<RecoveryResult> {
+  const expired = await run<{ requeued: number; failed: number; cancelled: number }>(
+    ctx.pool, 'recovering expired leases', sql(ctx, 'recover-expired', expiredLeasesSql), [batchSize, LEASE_EXPIRED_MESSAGE],
+  );
+  const overdue = await run<{ n: number }>(ctx.pool, 'failing overdue tasks', sql(ctx, 'recover-deadline', deadlineSql), [batchSize, DEADLINE_MESSAGE]);
+  const due = await run(
+    ctx.pool,
+    'queueing due retries',
+    `WITH due AS MATERIALIZED (
+       SELECT id FROM ${ctx.tables.task} WHERE status = 'RETRY_WAIT' AND available_at <= now()
+       ORDER BY available_at LIMIT $1 FOR UPDATE SKIP LOCKED
+     )
+     UPDATE ${ctx.tables.task} t SET status = 'QUEUED', update_time = now() WHERE t.id = ANY (ARRAY(SELECT id FROM due))`,
+    [batchSize],
+  );
+  const counts = expired.rows[0];
+  return {
+    requeued: counts?.requeued ?? 0,
+    failed: counts?.failed ?? 0,
+    cancelled: counts?.cancelled ?? 0,
+    retriesDue: due.rowCount ?? 0,
+    deadlineExpired: overdue.rows[0]?.n ?? 0,
+  };
+}
+
+/** Expired RUNNING → QUEUED (attempts left) or FAILED + dead letter; expired CANCEL_REQUESTED → CANCELLED. */
+function expiredLeasesSql(ctx: PgContext): string {
+  const { task, attempt, failure, deadLetter } = ctx.tables;
+  const uuid = `${ctx.schema}.tasklease_uuid_v7()`;
+  return `
+WITH expired AS MATERIALIZED (
+  SELECT id FROM ${task} WHERE status IN ('RUNNING', 'CANCEL_REQUESTED') AND lease_until < now()
+  ORDER BY lease_until LIMIT $1 FOR UPDATE SKIP LOCKED
+),
+changed AS (
+  UPDATE ${task} t SET
+    status = CASE WHEN t.status = 'CANCEL_REQUESTED' THEN 'CANCELLED'
+                  WHEN t.attempt_count - t.attempt_base >= t.max_attempts THEN 'FAILED'
+                  ELSE 'QUEUED' END,
+    last_error_code = CASE WHEN t.status = 'CANCEL_REQUESTED' THEN t.last_error_code ELSE 'LEASE_EXPIRED' END,
+    finish_time = CASE WHEN t.status = 'CANCEL_REQUESTED' OR t.attempt_count - t.attempt_base >= t.max_attempts THEN now() END,
+    lease_owner = NULL, lease_until = NULL, update_time = now()
+  WHERE t.id = ANY (ARRAY(SELECT id FROM expired))
+  RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, t.payload_json, t.trace_id
+),
+attempts AS (
+  UPDATE ${attempt} a SET finished_at = now(),
+    outcome = CASE c.status WHEN 'CANCELLED' THEN 'CANCELLED' ELSE 'LEASE_EXPIRED' END,
+    error_code = CASE c.status WHEN 'CANCELLED' THEN NULL ELSE 'LEASE_EXPIRED' END
+  FROM changed c WHERE a.task_id = c.id AND a.attempt = c.attempt_count AND a.task_id = ANY (ARRAY(SELECT id FROM changed))
+),
+failures AS (
+  INSERT INTO ${failure} (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at)
+  SELECT ${uuid}, c.id, c.attempt_count, 'LEASE_EXPIRED', $2, NULL, c.status = 'QUEUED', now()
+  FROM changed c WHERE c.status <> 'CANCELLED'
+),
+dead AS (
+  INSERT INTO ${deadLetter} (id, original_task_id, task_type, owner, payload_json, error_code, error_message, trace_id, attempt_count, moved_at)
+  SELECT ${uuid}, c.id, c.task_type, c.owner, c.payload_json, 'LEASE_EXPIRED', $2, c.trace_id, c.attempt_count, now()
+  FROM changed c WHERE c.status = 'FAILED'
+)
+SELECT count(*) FILTER (WHERE status = 'QUEUED')::integer AS requeued,
+       count(*) FILTER (WHERE status = 'FAILED')::integer AS failed,
+       count(*) FILTER (WHERE status = 'CANCELLED')::integer AS cancelled
+FROM changed`;
+}
+
+/** QUEUED / RETRY_WAIT past their deadline → FAILED (DEADLINE_EXCEEDED) + dead letter. */
+function deadlineSql(ctx: PgContext): string {
+  const { task, failure, deadLetter } = ctx.tables;
+  const uuid = `${ctx.schema}.tasklease_uuid_v7()`;
+  return `
+WITH overdue AS MATERIALIZED (
+  SELECT id FROM ${task} WHERE status IN ('QUEUED', 'RETRY_WAIT') AND deadline_at IS NOT NULL AND deadline_at <= now()
+  ORDER BY deadline_at LIMIT $1 FOR UPDATE SKIP LOCKED
+),
+changed AS (
+  UPDATE ${task} t SET status = 'FAILED', last_error_code = 'DEADLINE_EXCEEDED', finish_time = now(), update_time = now()
+  WHERE t.id = ANY (ARRAY(SELECT id FROM overdue))
+  RETURNING t.id, t.attempt_count, t.task_type, t.owner, t.payload_json, t.trace_id
+),
+failures AS (
+  INSERT INTO ${failure} (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at)
+  SELECT ${uuid}, c.id, c.attempt_count, 'DEADLINE_EXCEEDED', $2, NULL, false, now() FROM changed c
+),
+dead AS (
+  INSERT INTO ${deadLetter} (id, original_task_id, task_type, owner, payload_json, error_code, error_message, trace_id, attempt_count, moved_at)
+  SELECT ${uuid}, c.id, c.task_type, c.owner, c.payload_json, 'DEADLINE_EXCEEDED', $2, c.trace_id, c.attempt_count, now() FROM changed c
+)
+SELECT count(*)::integer AS n FROM changed`;
+}

@@ -1,0 +1,155 @@
+/**
+ * PostgreSQL schema, versioned. It mirrors the SQLite schema
+ * (../sqlite/migrations.ts) column for column and index for index, with
+ * PostgreSQL types: timestamptz times, boolean flags, text ids (UUIDv7 made
+ * by the client). payload_json and result_json are text, not jsonb, on
+ * purpose: the payload must come back exactly as submitted, and jsonb would
+ * reorder keys, drop duplicates and reject \u0000 escapes; the seed's
+ * diagnostic SQL can still read it as `payload_json::jsonb`.
+ *
+ * Everything lives in one schema (default `tasklease`), passed in as an
+ * already-validated, quoted identifier.
+ */
+export interface PgMigration {
+  version: number;
+  name: string;
+  sql: (schema: string) => string;
+}
+
+/** Advisory lock keys are derived from these plus the schema name, so two schemas never contend. */
+export const CLAIM_LOCK_SCOPE = 'tasklease.claim:';
+export const MIGRATE_LOCK_SCOPE = 'tasklease.migrate:';
+
+export const PG_MIGRATIONS: readonly PgMigration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: (s) => `
+CREATE TABLE ${s}.system_async_task (
+  id text PRIMARY KEY,
+  task_type text NOT NULL,
+  status text NOT NULL,
+  priority integer NOT NULL DEFAULT 0,
+  payload_json text NOT NULL,
+  available_at timestamptz NOT NULL,
+  deadline_at timestamptz,
+  lease_owner text,
+  lease_until timestamptz,
+  attempt_count integer NOT NULL DEFAULT 0,
+  attempt_base integer NOT NULL DEFAULT 0,
+  max_attempts integer NOT NULL,
+  artifact_id text,
+  owner text,
+  idempotency_key text,
+  progress_total bigint,
+  progress_processed bigint,
+  progress_succeeded bigint,
+  progress_failed bigint,
+  progress_skipped bigint,
+  progress_message text,
+  result_json text,
+  last_error_code text,
+  trace_id text,
+  create_time timestamptz NOT NULL,
+  update_time timestamptz NOT NULL,
+  -- start_time / finish_time (not started_at / finished_at, as in the attempt table): the seed's
+  -- analyze-performance.sh joins both tables and names those columns unqualified.
+  start_time timestamptz,
+  finish_time timestamptz
+);
+-- Only claimable rows, per type in claim order (id last: a total order that
+-- matches creation order for a batch sharing one create_time). Finished rows
+-- stay in the table for the seed's queries but cost the claim nothing.
+CREATE INDEX ix_system_async_task_claim ON ${s}.system_async_task (task_type, priority DESC, available_at, create_time, id)
+  WHERE status IN ('QUEUED', 'RETRY_WAIT');
+-- Leased rows: limit counting per type and the expired-lease sweep.
+CREATE INDEX ix_system_async_task_leased ON ${s}.system_async_task (task_type, lease_until)
+  WHERE status IN ('RUNNING', 'CANCEL_REQUESTED');
+CREATE UNIQUE INDEX ux_system_async_task_idempotency ON ${s}.system_async_task (task_type, COALESCE(owner, ''), idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+CREATE INDEX ix_system_async_task_owner ON ${s}.system_async_task (owner, id);
+CREATE INDEX ix_system_async_task_type_status ON ${s}.system_async_task (task_type, status);
+CREATE INDEX ix_system_async_task_finished ON ${s}.system_async_task (finish_time) WHERE finish_time IS NOT NULL;
+-- PostgreSQL only, both tiny: the sweep finds overdue waiting tasks and due
+-- retries without walking the whole claimable set.
+CREATE INDEX ix_system_async_task_deadline ON ${s}.system_async_task (deadline_at)
+  WHERE status IN ('QUEUED', 'RETRY_WAIT') AND deadline_at IS NOT NULL;
+CREATE INDEX ix_system_async_task_retry_due ON ${s}.system_async_task (available_at) WHERE status = 'RETRY_WAIT';
+
+CREATE TABLE ${s}.system_async_task_attempt (
+  task_id text NOT NULL,
+  attempt integer NOT NULL,
+  worker_id text NOT NULL,
+  started_at timestamptz NOT NULL,
+  finished_at timestamptz,
+  outcome text,
+  error_code text,
+  PRIMARY KEY (task_id, attempt)
+);
+CREATE INDEX ix_system_async_task_attempt_started ON ${s}.system_async_task_attempt (started_at);
+
+CREATE TABLE ${s}.system_async_task_failure (
+  id text PRIMARY KEY,
+  task_id text NOT NULL,
+  attempt integer NOT NULL,
+  error_code text NOT NULL,
+  error_message text NOT NULL,
+  trace_id text,
+  retryable boolean NOT NULL,
+  failed_at timestamptz NOT NULL
+);
+CREATE INDEX ix_system_async_task_failure_task ON ${s}.system_async_task_failure (task_id, failed_at);
+CREATE INDEX ix_system_async_task_failure_failed ON ${s}.system_async_task_failure (failed_at);
+
+CREATE TABLE ${s}.system_async_task_dead_letter (
+  id text PRIMARY KEY,
+  original_task_id text NOT NULL,
+  task_type text NOT NULL,
+  owner text,
+  payload_json text NOT NULL,
+  error_code text NOT NULL,
+  error_message text NOT NULL,
+  trace_id text,
+  attempt_count integer NOT NULL,
+  moved_at timestamptz NOT NULL,
+  replayed_at timestamptz,
+  replay_task_id text,
+  archived_at timestamptz
+);
+CREATE INDEX ix_system_async_task_dead_letter_moved ON ${s}.system_async_task_dead_letter (task_type, moved_at);
+CREATE INDEX ix_system_async_task_dead_letter_task ON ${s}.system_async_task_dead_letter (original_task_id);
+
+CREATE TABLE ${s}.system_async_task_policy (
+  policy_key text PRIMARY KEY,
+  task_type text,
+  max_concurrency integer,
+  max_attempts integer,
+  retry_base_delay_ms bigint,
+  enabled boolean NOT NULL DEFAULT true,
+  update_time timestamptz NOT NULL
+);
+
+-- Ids for rows the database writes on its own (failures, dead letters):
+-- UUIDv7 text, like the client's, so they sort by time.
+CREATE FUNCTION ${s}.tasklease_uuid_v7() RETURNS text LANGUAGE sql VOLATILE AS $fn$
+  SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+    PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid::text
+$fn$;
+`,
+  },
+  {
+    version: 2,
+    name: 'worker registry',
+    sql: (s) => `
+CREATE TABLE ${s}.system_async_task_worker (
+  worker_id text PRIMARY KEY,
+  host text NOT NULL,
+  pid integer NOT NULL,
+  task_types text NOT NULL,
+  concurrency integer NOT NULL,
+  started_at timestamptz NOT NULL,
+  last_seen_at timestamptz NOT NULL
+);
+`,
+  },
+];
