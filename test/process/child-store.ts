@@ -22,7 +22,33 @@ export async function openChildStore(config: ChildStoreConfig, label: string): P
     }
     case 'mysql': {
       const { MysqlStore } = await import('../../src/store/mysql/store.js');
-      return new MysqlStore({ uri: config.uri, poolSize: 4 });
+      return new MysqlStore({ uri: await mysqlChildUri(config.uri, label), poolSize: 4 });
     }
   }
+}
+
+/**
+ * MySQL has no application_name: each child connects as its own user, so the
+ * parent can find (and KILL) exactly this process's connections by user.
+ */
+export function mysqlChildUser(uri: string, label: string): string {
+  const database = new URL(uri).pathname.slice(1);
+  return `tlw_${label}_${database.slice(-12)}`;
+}
+
+async function mysqlChildUri(uri: string, label: string): Promise<string> {
+  const { default: mysql } = await import('mysql2/promise');
+  const user = mysqlChildUser(uri, label);
+  const database = new URL(uri).pathname.slice(1);
+  const admin = await mysql.createConnection(uri);
+  try {
+    await admin.query('CREATE USER IF NOT EXISTS ?@?', [user, '%']);
+    await admin.query(`GRANT ALL ON \`${database}\`.* TO ?@?`, [user, '%']);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(uri);
+  url.username = user;
+  url.password = '';
+  return url.toString();
 }
