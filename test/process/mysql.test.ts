@@ -14,7 +14,8 @@ if (available) {
       const store = new MysqlStore({ uri: database.uri, poolSize: 4 });
       await store.migrate();
       const childUsers = async () =>
-        (await database.query("SELECT user FROM mysql.user WHERE user LIKE CONCAT('tlw\\\\_%\\\\_', ?)", [database.name.slice(-12)])).map((r) => String(r.user));
+        // MariaDB names the column User whatever case the query uses: alias it.
+        (await database.query("SELECT user AS name FROM mysql.user WHERE user LIKE CONCAT('tlw\\\\_%', ?)", [database.name.slice(-12)])).map((r) => String(r.name));
       return {
         storeConfig: { dialect: 'mysql', uri: database.uri },
         store,
