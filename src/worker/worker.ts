@@ -48,6 +48,7 @@ export class Worker extends Emitter<WorkerEvents> {
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
   private policyBaseDelay = new Map<string, number>();
+  private ready: Promise<void> = Promise.resolve();
 
   constructor(options: WorkerOptions) {
     super();
@@ -80,9 +81,11 @@ export class Worker extends Emitter<WorkerEvents> {
     this.timers.push(setInterval(() => this.requestClaim(), o.pollIntervalMs));
     this.heartbeatTimer = setInterval(() => {
       void this.heartbeat();
-      void this.refreshRegistration();
+      // Claims wait for the first policy read, so that an operator's retry delay applies from the first failure.
+    this.ready = this.refreshRegistration();
     }, o.heartbeatIntervalMs);
-    void this.refreshRegistration();
+    // Claims wait for the first policy read, so that an operator's retry delay applies from the first failure.
+    this.ready = this.refreshRegistration();
     if (o.recoveryIntervalMs > 0) {
       this.timers.push(setInterval(() => void this.recover(), o.recoveryIntervalMs));
       void this.recover();
@@ -117,6 +120,7 @@ export class Worker extends Emitter<WorkerEvents> {
 
   private async claimLoop(): Promise<void> {
     const o = this.options;
+    await this.ready;
     try {
       while (this.state === 'running') {
         const capacity = o.concurrency + o.prefetch;

@@ -17,7 +17,7 @@ import type { StoreFactory } from '../helpers/factory.js';
 import { waitFor } from '../helpers/wait.js';
 
 const FAST: Partial<WorkerOptions> = {
-  pollIntervalMs: 20, heartbeatIntervalMs: 100, leaseMs: 2000, recoveryIntervalMs: 100, cancelCheckIntervalMs: 0,
+  pollIntervalMs: 20, heartbeatIntervalMs: 100, leaseMs: 5000, recoveryIntervalMs: 100, cancelCheckIntervalMs: 0,
   retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
   globalConcurrency: 1000, typeConcurrency: 1000,
 };

@@ -1,17 +1,27 @@
 /**
- * The MySQL/MariaDB claim: one short transaction under a named lock.
+ * The MySQL/MariaDB claim: one short transaction under a named lock, in two
+ * round trips.
  *
  * Why a lock at all, with SKIP LOCKED? SKIP LOCKED keeps claimers off each
  * other's rows, but the limits are about rows nobody locks: two claimers that
  * both count 4 RUNNING tasks of a type capped at 5 would each take one. So
  * counting and claiming are serialized by GET_LOCK (one per database), held
- * from before the count until after COMMIT; the transaction is a handful of
- * indexed statements, so the lock is held for about a millisecond.
+ * from before the count until after COMMIT.
+ *
+ * Round trip 1: GET_LOCK, BEGIN, the clock into @tasklease_now (one reading
+ * for the whole claim), one read of policies + leased
+ * counts, and the candidates (SKIP LOCKED). The candidates are read before
+ * the counts are known, so each type asks for as many as its cap could allow
+ * (the last policies seen, else the defaults); the fresh counts and policies
+ * then decide, in code, how many are taken. A type whose fresh policy allows
+ * more than was asked for (a cap raised since) is read again at once, so a
+ * policy change still applies on the very next claim. Round trip 2: the
+ * UPDATE, the attempt rows, COMMIT and RELEASE_LOCK.
  */
 import type { Task } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { ClaimParams } from '../types.js';
-import { addMs, decode, type Conn, type MysqlDatabase } from './connection.js';
+import { addMs, decode, type BatchedTransaction, type Statement } from './connection.js';
 import { LEASED } from './sql.js';
 
 interface Policy {
@@ -19,41 +29,55 @@ interface Policy {
   enabled: boolean;
 }
 
-export async function claim(db: MysqlDatabase, conn: Conn, params: ClaimParams): Promise<Task[]> {
+/** Policy caps (policy_key → max_concurrency) seen by the last claim: only how many candidates to ask for. */
+export type CapCache = Map<string, number | null>;
+
+export async function claim(tx: BatchedTransaction, params: ClaimParams, caps: CapCache): Promise<Task[]> {
   const taskTypes = [...new Set(params.taskTypes)];
-  const { now, policies } = await readPolicies(db, conn, taskTypes);
+  const asked = new Map(taskTypes.map((taskType) => [taskType, guessRoom(params, caps, taskType)]));
+  const statements = [{ sql: 'SET @tasklease_now = NOW(3)' }, stateStatement(taskTypes), ...taskTypes.map((t) => candidatesStatement(t, asked.get(t)!))];
+  const [, stateRows, ...candidateSets] = (await tx.step(statements)) as Row[][];
+  const { now, policies, leasedByType, leasedTotal } = readState(stateRows!);
+  rememberCaps(caps, taskTypes, policies);
   const global = policies.get('GLOBAL');
   if (global && !global.enabled) return [];
-  const leased = await db.rows(conn, `SELECT task_type, COUNT(*) AS n FROM system_async_task WHERE status IN ${LEASED} GROUP BY task_type`);
-  const leasedByType = new Map(leased.map((row) => [String(row.task_type), Number(row.n)]));
-  const leasedTotal = leased.reduce((sum, row) => sum + Number(row.n), 0);
   const room = Math.min(params.limit, (global?.maxConcurrency ?? params.globalConcurrency) - leasedTotal);
   if (room <= 0) return [];
 
-  const perType: { taskType: string; limit: number }[] = [];
-  for (const taskType of taskTypes) {
+  const candidates: Row[] = [];
+  const reread: { taskType: string; allowed: number }[] = [];
+  taskTypes.forEach((taskType, index) => {
     const policy = policies.get(`TYPE:${taskType}`);
-    if (policy && !policy.enabled) continue;
-    const typeRoom = (policy?.maxConcurrency ?? params.typeConcurrency) - (leasedByType.get(taskType) ?? 0);
-    if (typeRoom > 0) perType.push({ taskType, limit: Math.min(typeRoom, room) });
+    if (policy && !policy.enabled) return;
+    const allowed = Math.min(room, (policy?.maxConcurrency ?? params.typeConcurrency) - (leasedByType.get(taskType) ?? 0));
+    if (allowed <= 0) return;
+    const found = candidateSets[index]!;
+    // Fewer rows than asked for: that was every claimable row of the type. As many: there may be more.
+    if (allowed > asked.get(taskType)! && found.length === asked.get(taskType)!) reread.push({ taskType, allowed });
+    else candidates.push(...found.slice(0, allowed));
+  });
+  if (reread.length > 0) {
+    // Our own locks are not skipped: the rows read before come back, in the same order, with the ones after them.
+    const sets = (await tx.step(reread.map(({ taskType, allowed }) => candidatesStatement(taskType, allowed)))) as Row[][];
+    sets.forEach((rows) => candidates.push(...rows));
   }
-  if (perType.length === 0) return [];
-  const candidates = await lockCandidates(db, conn, perType, now);
   // Rows locked but not chosen are released at COMMIT, untouched.
   const chosen = candidates.sort(claimOrder).slice(0, room);
   if (chosen.length === 0) return [];
 
   const ids = chosen.map((row) => String(row.id));
   const leaseUntil = addMs(now, params.leaseMs);
-  await db.exec(
-    conn,
-    `UPDATE system_async_task SET status = 'RUNNING', lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
+  await tx.last([
+    {
+      sql: `UPDATE system_async_task SET status = 'RUNNING', lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
        start_time = COALESCE(start_time, ?), update_time = ?
      WHERE id IN (?)`,
-    [params.workerId, leaseUntil, now, now, ids],
-  );
-  await db.exec(conn, 'INSERT INTO system_async_task_attempt (task_id, attempt, worker_id, started_at) VALUES ?', [
-    chosen.map((row) => [row.id, Number(row.attempt_count) + 1, params.workerId, now]),
+      values: [params.workerId, leaseUntil, now, now, ids],
+    },
+    {
+      sql: 'INSERT INTO system_async_task_attempt (task_id, attempt, worker_id, started_at) VALUES ?',
+      values: [chosen.map((row) => [row.id, Number(row.attempt_count) + 1, params.workerId, now])],
+    },
   ]);
   // The rows are locked by us, so what we wrote is exactly the candidate plus these columns: no read-back needed.
   return chosen.map((row) =>
@@ -72,36 +96,61 @@ export async function claim(db: MysqlDatabase, conn: Conn, params: ClaimParams):
   );
 }
 
-async function readPolicies(db: MysqlDatabase, conn: Conn, taskTypes: readonly string[]): Promise<{ now: string; policies: Map<string, Policy> }> {
-  // LEFT JOIN from a one-row table: NOW(3) comes back even when no policy row exists.
-  const rows = await db.rows(
-    conn,
-    `SELECT NOW(3) AS db_now, p.policy_key, p.max_concurrency, p.enabled
-     FROM (SELECT 1 AS one) AS d LEFT JOIN system_async_task_policy p ON p.policy_key IN (?)`,
-    [['GLOBAL', ...taskTypes.map((type) => `TYPE:${type}`)]],
-  );
-  const policies = new Map<string, Policy>();
-  for (const row of rows) {
-    if (row.policy_key === null || row.policy_key === undefined) continue;
-    policies.set(String(row.policy_key), {
-      maxConcurrency: row.max_concurrency === null ? null : Number(row.max_concurrency),
-      enabled: Number(row.enabled) !== 0,
-    });
-  }
-  return { now: String(rows[0]!.db_now), policies };
+/** How many candidates of a type to lock before the counts are known: what its cap (as last seen) could allow. */
+function guessRoom(params: ClaimParams, caps: CapCache, taskType: string): number {
+  const typeCap = caps.has(`TYPE:${taskType}`) ? (caps.get(`TYPE:${taskType}`) ?? params.typeConcurrency) : params.typeConcurrency;
+  const globalCap = caps.has('GLOBAL') ? (caps.get('GLOBAL') ?? params.globalConcurrency) : params.globalConcurrency;
+  return Math.max(0, Math.min(params.limit, typeCap, globalCap));
 }
 
-/** One UNION ALL of per-type SKIP LOCKED selects, each walking the claim index in claim order up to that type's free room. */
-async function lockCandidates(db: MysqlDatabase, conn: Conn, perType: readonly { taskType: string; limit: number }[], now: string): Promise<Row[]> {
-  const parts: string[] = [];
-  const values: unknown[] = [];
-  for (const { taskType, limit } of perType) {
-    parts.push(`(SELECT * FROM system_async_task FORCE INDEX (ix_system_async_task_claim)
-      WHERE claimable = 1 AND task_type = ? AND available_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)
-      ORDER BY priority DESC, available_at, create_time, id LIMIT ? FOR UPDATE SKIP LOCKED)`);
-    values.push(taskType, now, now, limit);
+function rememberCaps(caps: CapCache, taskTypes: readonly string[], policies: Map<string, Policy>): void {
+  for (const key of ['GLOBAL', ...taskTypes.map((taskType) => `TYPE:${taskType}`)]) {
+    const policy = policies.get(key);
+    if (policy) caps.set(key, policy.maxConcurrency);
+    else caps.delete(key);
   }
-  return db.rows(conn, parts.join(' UNION ALL '), values);
+}
+
+/**
+ * The clock, the policies and the leased counts in one read. The counts walk
+ * ix_system_async_task_leased (status first): only RUNNING and
+ * CANCEL_REQUESTED rows, whatever the size of the backlog or the history.
+ */
+function stateStatement(taskTypes: readonly string[]): Statement {
+  return {
+    sql: `SELECT 'now' AS kind, @tasklease_now AS k, NULL AS n, NULL AS enabled
+     UNION ALL SELECT 'policy', policy_key, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (?)
+     UNION ALL SELECT 'leased', task_type, COUNT(*), NULL FROM system_async_task FORCE INDEX (ix_system_async_task_leased)
+       WHERE status IN ${LEASED} GROUP BY task_type`,
+    values: [['GLOBAL', ...taskTypes.map((type) => `TYPE:${type}`)]],
+  };
+}
+
+function readState(rows: readonly Row[]): { now: string; policies: Map<string, Policy>; leasedByType: Map<string, number>; leasedTotal: number } {
+  let now = '';
+  const policies = new Map<string, Policy>();
+  const leasedByType = new Map<string, number>();
+  let leasedTotal = 0;
+  for (const row of rows) {
+    if (row.kind === 'now') now = String(row.k);
+    else if (row.kind === 'policy') {
+      policies.set(String(row.k), { maxConcurrency: row.n === null ? null : Number(row.n), enabled: Number(row.enabled) !== 0 });
+    } else {
+      leasedByType.set(String(row.k), Number(row.n));
+      leasedTotal += Number(row.n);
+    }
+  }
+  return { now, policies, leasedByType, leasedTotal };
+}
+
+/** One type's SKIP LOCKED select, walking the claim index in claim order; due and deadline judged by the claim's one clock reading. */
+function candidatesStatement(taskType: string, limit: number): Statement {
+  return {
+    sql: `SELECT * FROM system_async_task FORCE INDEX (ix_system_async_task_claim)
+      WHERE claimable = 1 AND task_type = ? AND available_at <= @tasklease_now AND (deadline_at IS NULL OR deadline_at > @tasklease_now)
+      ORDER BY priority DESC, available_at, create_time, id LIMIT ? FOR UPDATE SKIP LOCKED`,
+    values: [taskType, limit],
+  };
 }
 
 /** priority desc, available_at, create_time, then id (UUIDv7: creation order) for a total order. */

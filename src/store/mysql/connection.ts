@@ -28,6 +28,12 @@ const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EN
 /** Raised inside the store when a named lock (GET_LOCK) could not be had in time: retried like a lock-wait timeout. */
 export class NamedLockTimeout extends Error {}
 
+/** One statement with its `?` values. */
+export interface Statement {
+  sql: string;
+  values?: unknown[];
+}
+
 export interface RunOptions {
   /** GET_LOCK name held around the transaction (released after COMMIT). */
   lockName?: string;
@@ -87,6 +93,40 @@ export class MysqlDatabase {
 
   async exec(conn: Conn, sql: string, values: unknown[] = []): Promise<ResultSetHeader> {
     return this.query<ResultSetHeader>(conn, sql, values);
+  }
+
+  /** Runs the statements in one round trip where the connection allows it; one result per statement. */
+  async batch(conn: Conn, statements: readonly Statement[]): Promise<unknown[]> {
+    if (statements.length === 0) return [];
+    if (statements.length === 1 || !allowsMultipleStatements(conn)) {
+      const results: unknown[] = [];
+      for (const statement of statements) results.push(await this.query(conn, statement.sql, statement.values ?? []));
+      return results;
+    }
+    const sql = statements.map((statement) => statement.sql).join(';\n');
+    return this.query<unknown[]>(conn, sql, statements.flatMap((statement) => statement.values ?? []));
+  }
+
+  /**
+   * A transaction whose BEGIN (and named lock) travel with its first batch and
+   * whose COMMIT (and lock release) travel with its last: a claim or an
+   * outcome write in two round trips. Rolled back (and the lock released) on
+   * any error; retried as a whole on deadlocks, lock-wait and named-lock timeouts.
+   */
+  batchedTransaction<T>(work: (tx: BatchedTransaction) => Promise<T>, options: RunOptions = {}): Promise<T> {
+    return this.withRetries(() =>
+      this.withConnection(async (conn) => {
+        const tx = new BatchedTransaction(this, conn, options);
+        try {
+          const result = await work(tx);
+          if (!tx.finished) await tx.last([]);
+          return result;
+        } catch (error) {
+          if (!tx.finished) await tx.abort();
+          throw error;
+        }
+      }),
+    );
   }
 
   /** Runs `work` on one pooled connection outside a transaction, retried on lock conflicts. */
@@ -228,6 +268,54 @@ export class MysqlDatabase {
     const detail = driver.code ? `${driver.code}${driver.errno ? ` (${driver.errno})` : ''}` : 'error';
     return new StoreError(`MySQL store: ${detail}: ${driver.message ?? String(error)}`, { cause: error });
   }
+}
+
+/** See MysqlDatabase.batchedTransaction. */
+export class BatchedTransaction {
+  private started = false;
+  finished = false;
+
+  constructor(
+    private readonly db: MysqlDatabase,
+    readonly conn: Conn,
+    private readonly options: RunOptions,
+  ) {}
+
+  /** Sends `statements` (after the lock and BEGIN on the first call); their results, in order. */
+  async step(statements: readonly Statement[]): Promise<unknown[]> {
+    if (this.started) return this.db.batch(this.conn, statements);
+    this.started = true;
+    const lock = this.options.lockName;
+    const opening: Statement[] = lock ? [{ sql: 'SELECT GET_LOCK(?, ?) AS got', values: [lock, this.options.lockTimeoutSeconds ?? 5] }] : [];
+    opening.push({ sql: 'START TRANSACTION' });
+    const results = await this.db.batch(this.conn, [...opening, ...statements]);
+    // Statements batched behind a failed GET_LOCK ran unserialized: the rollback in abort() undoes their locks (they never write).
+    if (lock && Number((results[0] as Row[])[0]?.got) !== 1) {
+      throw new NamedLockTimeout(`could not take lock ${lock} within ${this.options.lockTimeoutSeconds ?? 5}s`);
+    }
+    return results.slice(opening.length);
+  }
+
+  /** Sends `statements`, COMMIT and the lock release in one round trip. */
+  async last(statements: readonly Statement[]): Promise<unknown[]> {
+    const closing: Statement[] = [{ sql: 'COMMIT' }];
+    if (this.options.lockName) closing.push({ sql: 'DO RELEASE_LOCK(?)', values: [this.options.lockName] });
+    const results = await this.step([...statements, ...closing]);
+    this.finished = true;
+    return results.slice(0, statements.length);
+  }
+
+  async abort(): Promise<void> {
+    this.finished = true;
+    await this.conn.query('ROLLBACK').catch(() => undefined);
+    // A lock that cannot be released must not go back to the pool with its connection: this throws, and the connection is destroyed.
+    if (this.options.lockName) await this.db.query(this.conn, 'DO RELEASE_LOCK(?)', [this.options.lockName]);
+  }
+}
+
+function allowsMultipleStatements(conn: Conn): boolean {
+  const core = (conn.connection ?? conn) as { config?: { multipleStatements?: boolean } };
+  return core.config?.multipleStatements === true;
 }
 
 function causeOf(error: unknown): unknown {

@@ -1,32 +1,37 @@
 /**
- * Batched outcome writes: every outcome of a worker tick in one transaction,
- * one UPDATE per kind. MariaDB's UPDATE has no RETURNING, so the fence is
- * checked up front: the tasks are locked with SELECT … FOR UPDATE (in id
- * order, like every writer here), the ones still held by the lease are picked
- * in code, and only those are written — the locks guarantee nothing changes
- * between the check and the write.
+ * Batched outcome writes: every outcome of a worker tick in one transaction of
+ * two round trips. MariaDB's UPDATE has no RETURNING, so the fence is checked
+ * up front: round trip 1 locks the tasks with SELECT … FOR UPDATE (in id
+ * order, like every writer here) and the ones still held by the lease are
+ * picked in code; round trip 2 writes only those — one UPDATE per kind, whose
+ * WHERE repeats the fence and whose affected-row count must match — closes
+ * their attempts, records failures and dead letters, and commits. The locks
+ * guarantee nothing changes between the check and the write.
  */
-import { ValidationError } from '../../core/errors.js';
+import { StoreError, ValidationError } from '../../core/errors.js';
+import type { ResultSetHeader } from 'mysql2/promise';
 import type { AttemptOutcome } from '../types.js';
-import { addMs, type Conn, type MysqlDatabase } from './connection.js';
+import { addMs, type BatchedTransaction, type Statement } from './connection.js';
 import {
-  caseById, closeAttempts, insertDeadLetters, insertFailures, joinAssignments, progressAssignments, sortedIds,
-  type AttemptClose, type FailureInsert, type Fragment,
+  closeAttemptsStatement, insertDeadLettersStatement, insertFailuresStatement, joinAssignments, LEASED, progressAssignments, sortedIds,
+  valueById, type AttemptClose, type FailureInsert, type Fragment,
 } from './sql.js';
+import type { Row } from '../rows.js';
 
 type Kind = AttemptOutcome['kind'];
 
-export async function finishAttempts(db: MysqlDatabase, conn: Conn, outcomes: readonly AttemptOutcome[]): Promise<boolean[]> {
+export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly AttemptOutcome[]): Promise<boolean[]> {
   const results = serializedResults(outcomes);
   const ids = sortedIds(outcomes.map((o) => o.lease.taskId));
-  const rows = await db.rows(
-    conn,
-    `SELECT id, status, lease_owner, attempt_count, NOW(3) AS db_now FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE`,
-    [ids],
-  );
-  if (rows.length === 0) return outcomes.map(() => false);
-  const now = String(rows[0]!.db_now);
-  const current = new Map(rows.map((row) => [String(row.id), row]));
+  const [rows] = (await tx.step([
+    {
+      sql: `SELECT id, status, lease_owner, attempt_count, NOW(3) AS db_now FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE`,
+      values: [ids],
+    },
+  ])) as Row[][];
+  if (rows!.length === 0) return outcomes.map(() => false);
+  const now = String(rows![0]!.db_now);
+  const current = new Map(rows!.map((row) => [String(row.id), row]));
   const applied: boolean[] = [];
   const taken = new Set<string>();
   const byKind = new Map<Kind, AttemptOutcome[]>();
@@ -43,7 +48,7 @@ export async function finishAttempts(db: MysqlDatabase, conn: Conn, outcomes: re
     taken.add(outcome.lease.taskId);
     byKind.set(outcome.kind, [...(byKind.get(outcome.kind) ?? []), outcome]);
   }
-  for (const [kind, group] of byKind) await updateTasks(db, conn, kind, group, now, results);
+  if (taken.size === 0) return applied;
 
   const won = outcomes.filter((_, index) => applied[index]);
   const closes: AttemptClose[] = won.map((o) => ({
@@ -52,42 +57,49 @@ export async function finishAttempts(db: MysqlDatabase, conn: Conn, outcomes: re
     outcome: o.kind === 'RETRY' ? 'FAILED' : o.kind,
     errorCode: o.kind === 'RETRY' || o.kind === 'FAILED' ? o.failure.errorCode : null,
   }));
-  await closeAttempts(db, conn, closes, now);
   const failures: FailureInsert[] = won.flatMap((o) =>
     o.kind === 'RETRY' || o.kind === 'FAILED' ? [{ taskId: o.lease.taskId, attempt: o.lease.attempt, failure: o.failure }] : [],
   );
-  await insertFailures(db, conn, failures, now);
   const failedForGood = new Set(won.filter((o) => o.kind === 'FAILED').map((o) => o.lease.taskId));
-  await insertDeadLetters(db, conn, failures.filter((f) => failedForGood.has(f.taskId)), now);
+  const groups = [...byKind];
+  const statements: Statement[] = groups.map(([kind, group]) => updateTasks(kind, group, now, results));
+  const written = await tx.last([
+    ...statements,
+    ...[closeAttemptsStatement(closes, now), insertFailuresStatement(failures, now),
+      insertDeadLettersStatement(failures.filter((f) => failedForGood.has(f.taskId)), now)].filter((s): s is Statement => s !== null),
+  ]);
+  // An assertion, not the decision: the locked read above decided, and under its row locks the fenced UPDATEs
+  // match exactly those rows. A mismatch would mean the locking contract broke; it is reported, never ignored.
+  groups.forEach(([, group], index) => {
+    const affected = (written[index] as ResultSetHeader).affectedRows;
+    if (affected !== group.length) throw new StoreError(`MySQL store: a fenced outcome write changed ${affected} rows, expected ${group.length}`);
+  });
   return applied;
 }
 
-/** One UPDATE for every task of one kind; per-task values through CASE id. */
-async function updateTasks(
-  db: MysqlDatabase, conn: Conn, kind: Kind, group: readonly AttemptOutcome[], now: string, results: Map<AttemptOutcome, string | null>,
-): Promise<void> {
-  const ids = group.map((o) => o.lease.taskId);
+/** One UPDATE for every task of one kind, fenced (lease owner, attempt, leased status); per-task values through valueById. */
+function updateTasks(kind: Kind, group: readonly AttemptOutcome[], now: string, results: Map<AttemptOutcome, string | null>): Statement {
   const sets: (Fragment | string)[] = ['lease_owner = NULL', 'lease_until = NULL', { sql: 'update_time = ?', values: [now] }];
   switch (kind) {
     case 'SUCCESS':
     case 'PARTIAL_SUCCESS':
       sets.push(
         { sql: 'status = ?, finish_time = ?', values: [kind, now] },
-        caseById('artifact_id', group.map((o) => [o.lease.taskId, o.kind === kind ? o.artifactId : null] as const)),
-        caseById('result_json', group.map((o) => [o.lease.taskId, results.get(o) ?? null] as const)),
+        valueById('artifact_id', group.map((o) => [o.lease.taskId, o.kind === kind ? o.artifactId : null] as const)),
+        valueById('result_json', group.map((o) => [o.lease.taskId, results.get(o) ?? null] as const)),
       );
       break;
     case 'RETRY':
       sets.push(
         "status = 'RETRY_WAIT'",
-        caseById('available_at', group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? addMs(now, Math.max(0, o.retryDelayMs)) : now] as const)),
-        caseById('last_error_code', group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? o.failure.errorCode.slice(0, 250) : null] as const)),
+        valueById('available_at', group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? addMs(now, Math.max(0, o.retryDelayMs)) : now] as const)),
+        valueById('last_error_code', group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? o.failure.errorCode.slice(0, 250) : null] as const)),
       );
       break;
     case 'FAILED':
       sets.push(
         { sql: "status = 'FAILED', finish_time = ?", values: [now] },
-        caseById('last_error_code', group.map((o) => [o.lease.taskId, o.kind === 'FAILED' ? o.failure.errorCode.slice(0, 250) : null] as const)),
+        valueById('last_error_code', group.map((o) => [o.lease.taskId, o.kind === 'FAILED' ? o.failure.errorCode.slice(0, 250) : null] as const)),
       );
       break;
     case 'CANCELLED':
@@ -99,7 +111,12 @@ async function updateTasks(
   }
   sets.push(...progressAssignments(group.map((o) => [o.lease.taskId, o.progress] as const)));
   const assignments = joinAssignments(sets);
-  await db.exec(conn, `UPDATE system_async_task SET ${assignments.sql} WHERE id IN (?)`, [...assignments.values, ids]);
+  // The fence repeats what the locked read checked: no row outside it can be written, whatever happens.
+  return {
+    sql: `UPDATE system_async_task SET ${assignments.sql}
+     WHERE id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status IN ${LEASED}`,
+    values: [...assignments.values, group.map((o) => o.lease.taskId), group.map((o) => [o.lease.taskId, o.lease.workerId, o.lease.attempt])],
+  };
 }
 
 /** Results serialized before the transaction: a result that is not JSON fails the call, not half a batch. */

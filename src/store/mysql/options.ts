@@ -11,7 +11,11 @@ import { checkInteger, checkKnownKeys, checkString, describe } from '../../core/
 export interface MysqlStoreOptions {
   /** mysql://user:password@host:port/database (mariadb:// is accepted too). Either this or `pool`. */
   uri?: string;
-  /** A mysql2 promise pool you own; the store never ends it. Either this or `uri`. */
+  /**
+   * A mysql2 promise pool you own; the store never ends it. Either this or `uri`.
+   * Created with `multipleStatements: true`, claims and outcome writes take two
+   * round trips each (as with `uri`); without it, one per statement (slower, as correct).
+   */
   pool?: Pool;
   /** The database holding the tables; default: the one named in `uri` (or the pool's). */
   database?: string;
@@ -81,6 +85,9 @@ function fromUri(uri: unknown, input: MysqlStoreOptions): ResolvedMysqlOptions {
     charset: 'utf8mb4',
     // Affected rows count matched rows, not changed ones: the fencing checks rely on it.
     flags: ['FOUND_ROWS'],
+    // The hot paths send a transaction's statements in one or two round trips (MysqlDatabase.batch). Values are
+    // still escaped by mysql2 and only this codebase's own identifiers are written into SQL text.
+    multipleStatements: true,
     enableKeepAlive: true,
   });
   return { pool, ownsPool: true, database, identity: identityOf(url.hostname, url.port ? Number(url.port) : 3306, database) };

@@ -8,7 +8,7 @@ import type { FailureRecord, TaskProgress } from '../../core/task.js';
 import { truncate } from '../../core/errors.js';
 import { PROGRESS_COLUMNS, progressValues } from '../rows.js';
 import type { AttemptOutcomeName } from '../types.js';
-import type { Conn, MysqlDatabase } from './connection.js';
+import type { Conn, MysqlDatabase, Statement } from './connection.js';
 
 export const LEASED = `('RUNNING','CANCEL_REQUESTED')`;
 
@@ -26,6 +26,18 @@ export function caseById(column: string, entries: readonly (readonly [string, un
     return 'WHEN ? THEN ?';
   });
   return { sql: `${column} = CASE ${idColumn} ${whens.join(' ')} ELSE ${column} END`, values };
+}
+
+/**
+ * `column = ?` when every listed row gets the same value, else caseById. Only
+ * for statements whose WHERE lists exactly these ids: a CASE of n branches
+ * over n rows is n² comparisons (measured: ~25 ms for 500 attempt rows), and
+ * the common batch (all SUCCESS, no result) has one value per column.
+ */
+export function valueById(column: string, entries: readonly (readonly [string, unknown])[], idColumn = 'id'): Fragment {
+  const first = entries[0]?.[1];
+  const uniform = entries.every(([, value]) => value === first || (value instanceof Date && first instanceof Date && value.getTime() === first.getTime()));
+  return entries.length > 0 && uniform ? { sql: `${column} = ?`, values: [first] } : caseById(column, entries, idColumn);
 }
 
 /** Progress columns set per task, for the tasks that report progress; the others keep theirs. */
@@ -57,15 +69,19 @@ export interface AttemptClose {
 
 /** Closes attempt rows in one statement. */
 export async function closeAttempts(db: MysqlDatabase, conn: Conn, closes: readonly AttemptClose[], now: string): Promise<void> {
-  if (closes.length === 0) return;
-  const outcome = caseById('outcome', closes.map((c) => [c.taskId, c.outcome] as const), 'task_id');
-  const code = caseById('error_code', closes.map((c) => [c.taskId, c.errorCode === null ? null : truncate(c.errorCode, 250)] as const), 'task_id');
-  await db.exec(
-    conn,
-    `UPDATE system_async_task_attempt SET finished_at = ?, ${outcome.sql}, ${code.sql}
+  const statement = closeAttemptsStatement(closes, now);
+  if (statement) await db.exec(conn, statement.sql, statement.values);
+}
+
+export function closeAttemptsStatement(closes: readonly AttemptClose[], now: string): Statement | null {
+  if (closes.length === 0) return null;
+  const outcome = valueById('outcome', closes.map((c) => [c.taskId, c.outcome] as const), 'task_id');
+  const code = valueById('error_code', closes.map((c) => [c.taskId, c.errorCode === null ? null : truncate(c.errorCode, 250)] as const), 'task_id');
+  return {
+    sql: `UPDATE system_async_task_attempt SET finished_at = ?, ${outcome.sql}, ${code.sql}
      WHERE task_id IN (?) AND (task_id, attempt) IN (?)`,
-    [now, ...outcome.values, ...code.values, closes.map((c) => c.taskId), closes.map((c) => [c.taskId, c.attempt])],
-  );
+    values: [now, ...outcome.values, ...code.values, closes.map((c) => c.taskId), closes.map((c) => [c.taskId, c.attempt])],
+  };
 }
 
 export interface FailureInsert {
@@ -75,33 +91,41 @@ export interface FailureInsert {
 }
 
 export async function insertFailures(db: MysqlDatabase, conn: Conn, failures: readonly FailureInsert[], now: string): Promise<void> {
-  if (failures.length === 0) return;
+  const statement = insertFailuresStatement(failures, now);
+  if (statement) await db.exec(conn, statement.sql, statement.values);
+}
+
+export function insertFailuresStatement(failures: readonly FailureInsert[], now: string): Statement | null {
+  if (failures.length === 0) return null;
   const rows = failures.map(({ taskId, attempt, failure }) => [
     uuidv7(), taskId, attempt, truncate(failure.errorCode, 250), failure.message,
     failure.traceId === null ? null : truncate(failure.traceId, 250), failure.retryable ? 1 : 0, now,
   ]);
-  await db.exec(
-    conn,
-    'INSERT INTO system_async_task_failure (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at) VALUES ?',
-    [rows],
-  );
+  return {
+    sql: 'INSERT INTO system_async_task_failure (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at) VALUES ?',
+    values: [rows],
+  };
 }
 
 /** Copies FAILED tasks' payloads and last failures into the dead-letter table, server-side (payloads can be megabytes). */
 export async function insertDeadLetters(db: MysqlDatabase, conn: Conn, failures: readonly FailureInsert[], now: string): Promise<void> {
-  if (failures.length === 0) return;
+  const statement = insertDeadLettersStatement(failures, now);
+  if (statement) await db.exec(conn, statement.sql, statement.values);
+}
+
+export function insertDeadLettersStatement(failures: readonly FailureInsert[], now: string): Statement | null {
+  if (failures.length === 0) return null;
   const letterId = caseExpression('id', failures.map((f) => [f.taskId, uuidv7()] as const));
   const code = caseExpression('id', failures.map((f) => [f.taskId, truncate(f.failure.errorCode, 250)] as const));
   const message = caseExpression('id', failures.map((f) => [f.taskId, f.failure.message] as const));
   const trace = caseExpression('id', failures.map((f) => [f.taskId, f.failure.traceId === null ? null : truncate(f.failure.traceId, 250)] as const));
-  await db.exec(
-    conn,
-    `INSERT INTO system_async_task_dead_letter (id, original_task_id, task_type, owner, payload_json, error_code, error_message,
+  return {
+    sql: `INSERT INTO system_async_task_dead_letter (id, original_task_id, task_type, owner, payload_json, error_code, error_message,
        trace_id, attempt_count, moved_at)
      SELECT ${letterId.sql}, id, task_type, owner, payload_json, ${code.sql}, ${message.sql}, COALESCE(${trace.sql}, trace_id), attempt_count, ?
      FROM system_async_task WHERE id IN (?)`,
-    [...letterId.values, ...code.values, ...message.values, ...trace.values, now, failures.map((f) => f.taskId)],
-  );
+    values: [...letterId.values, ...code.values, ...message.values, ...trace.values, now, failures.map((f) => f.taskId)],
+  };
 }
 
 /** `CASE id WHEN ? THEN ? … END` as an expression (no ELSE: every id is listed). */

@@ -19,7 +19,7 @@ import type {
   AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow,
   InsertTaskResult, ListDeadLettersParams, ListTasksParams, RecoveryResult, RenewResult, Store, StoreListener, TaskPage,
 } from '../types.js';
-import { claim } from './claim.js';
+import { claim, type CapCache } from './claim.js';
 import * as control from './control.js';
 import { decode, MysqlDatabase, type Conn } from './connection.js';
 import { finishAttempts } from './finish.js';
@@ -40,6 +40,7 @@ export class MysqlStore implements Store {
   readonly db: MysqlDatabase;
   private readonly bus: LocalBus;
   private claimLock: string | null = null;
+  private readonly claimCaps: CapCache = new Map();
 
   constructor(options: MysqlStoreOptions) {
     const resolved = resolveMysqlOptions(options);
@@ -107,7 +108,7 @@ export class MysqlStore implements Store {
   async claimTasks(params: ClaimParams): Promise<Task[]> {
     if (params.limit <= 0 || params.taskTypes.length === 0) return [];
     this.claimLock ??= lockName('claim', await this.db.databaseName());
-    return this.db.transaction((conn) => claim(this.db, conn, params), { lockName: this.claimLock, lockTimeoutSeconds: 5 });
+    return this.db.batchedTransaction((tx) => claim(tx, params, this.claimCaps), { lockName: this.claimLock, lockTimeoutSeconds: 5 });
   }
 
   async renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {
@@ -121,7 +122,7 @@ export class MysqlStore implements Store {
 
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]> {
     if (params.outcomes.length === 0) return [];
-    return this.db.transaction((conn) => finishAttempts(this.db, conn, params.outcomes));
+    return this.db.batchedTransaction((tx) => finishAttempts(tx, params.outcomes));
   }
 
   async releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {
