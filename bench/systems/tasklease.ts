@@ -1,0 +1,97 @@
+/**
+ * tasklease on each of its stores. Headline settings (issue 4): local
+ * concurrency as asked, limit machinery active but configured high so that
+ * it does not bind (as the peers run without limits), and a prefetch buffer
+ * (the counterpart of graphile-worker's localQueue). The limits workload
+ * passes binding limits instead.
+ */
+import { fileURLToPath } from 'node:url';
+import { createClient, defineTask, Scope, type TaskLeaseClient } from '../../src/index.js';
+import type { Store } from '../../src/store/types.js';
+import { chunks } from '../config.js';
+import { TASK_TYPE, type LatencyPayload, type Limits, type SystemAdapter } from '../types.js';
+import { createNamespace, dropNamespace, openStore, probeStore, storeSpec, type Dialect, type StoreSpec } from './tasklease-stores.js';
+
+/** Tasks leased ahead of free slots (graphile-worker's localQueue is 500). */
+export const PREFETCH = 500;
+/** Limits high enough never to bind in the headline lines. */
+export const HIGH_LIMIT = 1_000_000;
+/** The worker's default pollIntervalMs (src/worker/options.ts); the bench leaves it at its default. */
+const DEFAULT_POLL_INTERVAL_MS = 1000;
+
+export interface TaskleaseWorkerOptions {
+  store: StoreSpec;
+  prefetch: number;
+  globalConcurrency: number;
+  typeConcurrency: number;
+}
+
+export function tasklease(dialect: Dialect): SystemAdapter {
+  const spec = storeSpec(dialect);
+  let store: Store | null = null;
+  let client: TaskLeaseClient | null = null;
+  const need = (): TaskLeaseClient => {
+    if (!client) throw new Error(`tasklease-${dialect}: setup() first`);
+    return client;
+  };
+
+  return {
+    name: `tasklease-${dialect}`,
+    kind: 'tasklease',
+    workerScript: fileURLToPath(new URL('../workers/tasklease.ts', import.meta.url)),
+    // SQLite and MySQL wake only the workers of the submitting process; others poll (default pollIntervalMs).
+    pollPeriodMs: dialect === 'postgres' ? 0 : DEFAULT_POLL_INTERVAL_MS,
+    supportsLimits: true,
+    probe: () => probeStore(spec),
+    async setup() {
+      await createNamespace(spec);
+      store = await openStore(spec);
+      await store.migrate();
+      client = createClient({ store, tasks: [defineTask({ type: TASK_TYPE })] });
+    },
+    async teardown() {
+      await store?.close();
+      store = null;
+      client = null;
+      await dropNamespace(spec);
+    },
+    async enqueueBulk(count, batchSize) {
+      const instance = need();
+      for (const size of chunks(count, batchSize)) {
+        await instance.submitMany(Array.from({ length: size }, () => ({ type: TASK_TYPE, payload: {} })));
+      }
+    },
+    async enqueueOne(payload: LatencyPayload) {
+      await need().submit(TASK_TYPE, payload);
+    },
+    async remaining() {
+      const counts = await need().store.countByStatus({ scope: Scope.global(), taskType: TASK_TYPE });
+      return counts.QUEUED + counts.RUNNING + counts.RETRY_WAIT + counts.CANCEL_REQUESTED;
+    },
+    workerOptions({ limits }: { concurrency: number; limits: Limits | null }): Record<string, unknown> {
+      const options: TaskleaseWorkerOptions = {
+        store: spec,
+        prefetch: PREFETCH,
+        globalConcurrency: limits?.global ?? HIGH_LIMIT,
+        typeConcurrency: limits?.perType ?? HIGH_LIMIT,
+      };
+      return { ...options };
+    },
+    settings({ concurrency }) {
+      const where =
+        spec.dialect === 'postgres' ? `schema ${spec.schema}` : spec.dialect === 'mysql' ? `database ${spec.database}` : `file ${spec.path}`;
+      return {
+        store: `${dialect} (${where}), created fresh per workload and dropped after`,
+        concurrency: `createWorker({ concurrency: ${concurrency}, prefetch: ${PREFETCH} }); other worker options at their defaults (claimBatchSize, pollIntervalMs, leaseMs, heartbeat, recovery)`,
+        limits: `globalConcurrency = typeConcurrency = ${HIGH_LIMIT.toLocaleString('en-US')} (active, not binding); limits workload: 20 / 5`,
+        enqueue: 'client.submitMany (bulk), client.submit (latency)',
+        wake:
+          dialect === 'postgres'
+            ? 'LISTEN/NOTIFY, poll as fallback'
+            : 'in-process bus only: a worker in another process finds new tasks by polling (pollIntervalMs)',
+        'finished tasks': 'kept as SUCCESS rows (tasklease design)',
+      };
+    },
+    packages: () => (dialect === 'postgres' ? ['pg'] : dialect === 'mysql' ? ['mysql2'] : ['better-sqlite3']),
+  };
+}
