@@ -200,6 +200,8 @@ export class Worker extends Emitter<WorkerEvents> {
       this.active -= 1;
       this.settleIfDone(execution);
       this.startBuffered();
+      // Claim the next batch while this one's outcomes are still being written: the two overlap.
+      if (this.buffer.length === 0) this.requestClaim();
     });
     if (outcome) {
       execution.phase = 'finishing';

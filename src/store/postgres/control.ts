@@ -113,7 +113,7 @@ export async function purgeTerminalTasks(ctx: PgContext, finishedBefore: Date, b
   const sql = `
 WITH doomed AS MATERIALIZED (
   SELECT id FROM ${task} WHERE finish_time IS NOT NULL AND finish_time < $1 AND status IN ${TERMINAL}
-  ORDER BY finish_time LIMIT $2 FOR UPDATE SKIP LOCKED
+  ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
 deleted AS (DELETE FROM ${task} t WHERE t.id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING t.id),
 archived AS (

@@ -67,9 +67,13 @@ CREATE INDEX ix_system_async_task_leased ON ${s}.system_async_task (task_type, l
   WHERE status IN ('RUNNING', 'CANCEL_REQUESTED');
 CREATE UNIQUE INDEX ux_system_async_task_idempotency ON ${s}.system_async_task (task_type, COALESCE(owner, ''), idempotency_key)
   WHERE idempotency_key IS NOT NULL;
-CREATE INDEX ix_system_async_task_owner ON ${s}.system_async_task (owner, id);
-CREATE INDEX ix_system_async_task_type_status ON ${s}.system_async_task (task_type, status);
-CREATE INDEX ix_system_async_task_finished ON ${s}.system_async_task (finish_time) WHERE finish_time IS NOT NULL;
+-- Every status change rewrites the row and adds an entry to every index whose
+-- predicate the new row meets (the status is in their predicates, so no update
+-- is HOT): each index here costs every claim and every finish. Hence no
+-- (task_type, status) or finish_time index — per-type counts and cleanup
+-- walk the primary key (UUIDv7: creation order) instead — and the owner
+-- index holds only owned tasks.
+CREATE INDEX ix_system_async_task_owner ON ${s}.system_async_task (owner, id) WHERE owner IS NOT NULL;
 -- PostgreSQL only, both tiny: the sweep finds overdue waiting tasks and due
 -- retries without walking the whole claimable set.
 CREATE INDEX ix_system_async_task_deadline ON ${s}.system_async_task (deadline_at)
@@ -85,7 +89,8 @@ CREATE TABLE ${s}.system_async_task_attempt (
   outcome text,
   error_code text,
   PRIMARY KEY (task_id, attempt)
-);
+-- Room on each page so that closing an attempt (no indexed column changes) is a HOT update.
+) WITH (fillfactor = 70);
 CREATE INDEX ix_system_async_task_attempt_started ON ${s}.system_async_task_attempt (started_at);
 
 CREATE TABLE ${s}.system_async_task_failure (
