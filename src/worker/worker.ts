@@ -41,6 +41,8 @@ export class Worker extends Emitter<WorkerEvents> {
   private readonly writer: OutcomeWriter<Execution>;
   private state: WorkerState = 'idle';
   private active = 0;
+  /** Executions whose outcome is queued or being written. */
+  private writing = 0;
   private claiming: Promise<void> | null = null;
   private claimAgain = false;
   private timers: NodeJS.Timeout[] = [];
@@ -124,7 +126,9 @@ export class Worker extends Emitter<WorkerEvents> {
     try {
       while (this.state === 'running') {
         const capacity = o.concurrency + o.prefetch;
-        const room = capacity - this.held.size;
+        // Finished attempts whose outcome write is in flight do not take room: their work is done,
+        // and claiming while they are written keeps the claim and the write overlapping.
+        const room = capacity - (this.held.size - this.writing);
         // While work is buffered, wait until half the capacity is free: fewer, larger claims.
         if (room <= 0 || (this.buffer.length > 0 && room * 2 < capacity)) return;
         const limit = Math.min(room, o.claimBatchSize);
@@ -205,6 +209,7 @@ export class Worker extends Emitter<WorkerEvents> {
     });
     if (outcome) {
       execution.phase = 'finishing';
+      this.writing += 1;
       this.writer.enqueue(outcome, execution);
     } else {
       execution.phase = 'done';
@@ -249,6 +254,7 @@ export class Worker extends Emitter<WorkerEvents> {
     const execution = item.token;
     const { outcome } = item;
     execution.phase = 'done';
+    this.writing -= 1;
     const durationMs = Date.now() - execution.startedAt;
     if (!applied) {
       this.markLeaseLost(execution, 'write');
