@@ -2,8 +2,8 @@
  * What a handler sees of its execution: identity, an AbortSignal, progress
  * reporting throttled by time and count, and a cancellation check.
  */
-import { TaskAbortedError } from '../core/errors.js';
 import type { Task, TaskProgress } from '../core/task.js';
+import type { AbortSource } from './execution.js';
 
 export interface TaskContext {
   readonly taskId: string;
@@ -53,7 +53,7 @@ export class ExecutionContext implements TaskContext {
 
   constructor(
     readonly task: Task,
-    private readonly controller: AbortController,
+    private readonly abortSource: AbortSource,
     private readonly sink: ProgressSink,
     private readonly options: ContextOptions,
   ) {
@@ -67,7 +67,7 @@ export class ExecutionContext implements TaskContext {
   }
 
   get signal(): AbortSignal {
-    return this.controller.signal;
+    return this.abortSource.signal;
   }
 
   /** The last progress reported, for the final write with the outcome. */
@@ -86,7 +86,7 @@ export class ExecutionContext implements TaskContext {
 
   /** Starts a write unless one is in flight, in which case one more follows it. */
   flush(): void {
-    if (this.latest === null || this.signal.aborted) return;
+    if (this.latest === null || this.abortSource.abortReason) return;
     if (this.flushing) {
       this.dirty = true;
       return;
@@ -123,9 +123,7 @@ export class ExecutionContext implements TaskContext {
   }
 
   throwIfAborted(): void {
-    if (this.signal.aborted) {
-      const reason = this.signal.reason;
-      throw reason instanceof Error ? reason : new TaskAbortedError('CANCELLED', 'task aborted');
-    }
+    const reason = this.abortSource.abortReason;
+    if (reason) throw reason;
   }
 }

@@ -171,7 +171,7 @@ export class Worker extends Emitter<WorkerEvents> {
     execution.phase = 'running';
     execution.startedAt = Date.now();
     this.active += 1;
-    const context = new ExecutionContext(task, execution.controller, {
+    const context = new ExecutionContext(task, execution, {
       save: (progress) => this.saveProgress(execution, progress),
       pollCancellation: () => this.checkLease(execution),
     }, { flushIntervalMs: o.progressFlushIntervalMs, flushThreshold: o.progressFlushThreshold,
