@@ -37,6 +37,11 @@ export class Emitter<Events extends object> {
     });
   }
 
+  /** Whether anyone listens: lets a hot path skip building an event nobody reads. */
+  protected listening(name: keyof Events): boolean {
+    return (this.listeners.get(name)?.size ?? 0) > 0;
+  }
+
   protected emit<K extends keyof Events>(name: K, event: Events[K]): void {
     const set = this.listeners.get(name);
     if (!set) return;

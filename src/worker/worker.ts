@@ -178,7 +178,7 @@ export class Worker extends Emitter<WorkerEvents> {
       cancelCheckIntervalMs: o.cancelCheckIntervalMs, now: Date.now });
     execution.context = context;
     this.armTimeout(execution);
-    this.emit('started', { task, queueWaitMs: Math.max(0, execution.startedAt - task.createdAt.getTime()) });
+    if (this.listening('started')) this.emit('started', { task, queueWaitMs: Math.max(0, execution.startedAt - task.createdAt.getTime()) });
     let outcome: AttemptOutcome | null;
     try {
       const result = await runHandler(execution, context);
@@ -256,11 +256,8 @@ export class Worker extends Emitter<WorkerEvents> {
     execution.phase = 'done';
     this.writing -= 1;
     const durationMs = Date.now() - execution.startedAt;
-    if (!applied) {
-      this.markLeaseLost(execution, 'write');
-    } else {
-      this.announce(execution.task, outcome, durationMs);
-    }
+    if (!applied) this.markLeaseLost(execution, 'write');
+    else this.announce(execution.task, outcome, durationMs);
     this.settleIfDone(execution);
     this.requestClaim();
   }
@@ -269,7 +266,8 @@ export class Worker extends Emitter<WorkerEvents> {
     switch (outcome.kind) {
       case 'SUCCESS':
       case 'PARTIAL_SUCCESS':
-        this.emit('completed', { task: { ...task, status: outcome.kind }, status: outcome.kind, durationMs });
+        // The common case, many thousand times a second: build the event only for a listener.
+        if (this.listening('completed')) this.emit('completed', { task: { ...task, status: outcome.kind }, status: outcome.kind, durationMs });
         return;
       case 'RETRY':
         this.emit('failed', { task: { ...task, status: 'RETRY_WAIT' }, failure: outcome.failure, durationMs, willRetry: true });

@@ -59,7 +59,9 @@ updated AS (
   -- A plain join on the key: the planner probes the primary key per locked row. (Adding
   -- "AND t.id = ANY(ARRAY(…))" looks safer but re-sorts the whole array on every probe: quadratic.)
   FROM locked l WHERE t.id = l.id
-  RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, t.payload_json, t.trace_id AS task_trace_id,
+  -- The payload only where a dead letter needs it: copying every payload through the CTE costs as much as it weighs.
+  RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, CASE WHEN t.status = 'FAILED' THEN t.payload_json END AS payload_json,
+    t.trace_id AS task_trace_id,
     l.kind, l.ord, l.error_code, l.error_message, l.trace_id, l.retryable
 ),
 attempts AS (
