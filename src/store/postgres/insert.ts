@@ -55,7 +55,22 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
   }
   const text = sql(ctx, 'insert', insertSql);
   const result = await run<Row>(on, 'inserting tasks', text, [...columns, ctx.channel], `${ctx.statementPrefix}insert`);
-  return new Map(result.rows.map((row) => [String(row.id), taskFromRow(row, decodePostgres)]));
+  // Only the database's own values come back (its clock); the rest of each new row is what we sent.
+  const byId = new Map(tasks.map((t) => [t.id, t]));
+  return new Map(result.rows.map((row) => {
+    const input = byId.get(String(row.id))!;
+    return [input.id, newTaskRow(input, decodePostgres.time(row.available_at), decodePostgres.time(row.create_time))];
+  }));
+}
+
+/** The Task a fresh insert made, without reading the row back. */
+function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
+  return {
+    id: input.id, taskType: input.taskType, status: 'QUEUED', priority: input.priority, payload: JSON.parse(input.payloadJson) as unknown,
+    availableAt, deadlineAt: input.deadlineAt, leaseOwner: null, leaseUntil: null, attemptCount: 0, attemptBase: 0,
+    maxAttempts: input.maxAttempts, artifactId: null, owner: input.owner, idempotencyKey: input.idempotencyKey, progress: null,
+    result: null, lastErrorCode: null, traceId: input.traceId, createdAt, updatedAt: createdAt, startedAt: null, finishedAt: null,
+  };
 }
 
 function insertSql(ctx: PgContext): string {
@@ -74,7 +89,7 @@ inserted AS (
          deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, now(), now()
   FROM input ORDER BY ord
   ON CONFLICT (task_type, COALESCE(owner, ''), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-  RETURNING *
+  RETURNING id, task_type, available_at, create_time
 ),
 notified AS (
   SELECT pg_notify($12, CASE WHEN octet_length(payload) > ${MAX_NOTIFY_BYTES} THEN '${WAKE_ALL_PAYLOAD}' ELSE payload END)
