@@ -5,7 +5,7 @@
  */
 import { isTaskStatus, type TaskStatus } from '../core/status.js';
 import type { Task, TaskProgress } from '../core/task.js';
-import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow } from './types.js';
+import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy } from './types.js';
 
 export interface Decode {
   /** A time column (never null here) to a Date. */
@@ -106,6 +106,18 @@ export function deadLetterFromRow(row: Row, decode: Decode): DeadLetter {
     replayedAt: optionalTime(row.replayed_at, decode),
     replayTaskId: optionalString(row.replay_task_id),
     archivedAt: optionalTime(row.archived_at, decode),
+  };
+}
+
+export function policyFromRow(row: Row, decode: Decode): Policy {
+  return {
+    policyKey: String(row.policy_key),
+    taskType: optionalString(row.task_type),
+    maxConcurrency: row.max_concurrency === null ? null : Number(row.max_concurrency),
+    maxAttempts: row.max_attempts === null ? null : Number(row.max_attempts),
+    retryBaseDelayMs: row.retry_base_delay_ms === null ? null : Number(row.retry_base_delay_ms),
+    enabled: row.enabled === true || Number(row.enabled) === 1,
+    updatedAt: decode.time(row.update_time),
   };
 }
 

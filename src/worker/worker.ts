@@ -127,8 +127,9 @@ export class Worker extends Emitter<WorkerEvents> {
       while (this.state === 'running') {
         const capacity = o.concurrency + o.prefetch;
         // Finished attempts whose outcome write is in flight do not take room: their work is done,
-        // and claiming while they are written keeps the claim and the write overlapping.
-        const room = capacity - (this.held.size - this.writing);
+        // and claiming while they are written keeps the claim and the write overlapping. Still, never
+        // more than two capacities of leases in all.
+        const room = Math.min(capacity - (this.held.size - this.writing), 2 * capacity - this.held.size);
         // While work is buffered, wait until half the capacity is free: fewer, larger claims.
         if (room <= 0 || (this.buffer.length > 0 && room * 2 < capacity)) return;
         const limit = Math.min(room, o.claimBatchSize);
@@ -138,6 +139,9 @@ export class Worker extends Emitter<WorkerEvents> {
         });
         this.adopt(tasks);
         if (tasks.length < limit) return;
+        // A synchronous store (SQLite) resolves at once: let timers, I/O and the outcome writer run
+        // before the next claim, or a long backlog would starve heartbeats and the stop signal.
+        await new Promise((resolve) => setImmediate(resolve));
       }
     } catch (error) {
       this.emit('error', { operation: 'claimTasks', error });

@@ -6,6 +6,7 @@
  * console line saying how to start MariaDB.
  */
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import mysql from 'mysql2/promise';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import type { Store } from '../../src/store/types.js';
@@ -114,4 +115,23 @@ function redacted(): string {
   const url = new URL(MYSQL_URL.replace(/^mariadb:/, 'mysql:'));
   url.password = url.password ? '***' : '';
   return url.toString();
+}
+
+/**
+ * Runs a shared suite on MySQL/MariaDB: a fresh database for the file,
+ * dropped afterwards. No server: fails on CI, else skipped with one line (mysqlAvailable).
+ */
+export async function onMysql(file: string, title: string, suite: (factory: StoreFactory) => void): Promise<void> {
+  if (!(await mysqlAvailable(file))) {
+    describe.skip(`${title} on mysql (no server)`, () => it('needs MySQL/MariaDB', () => undefined));
+    return;
+  }
+  let database: TestDatabase | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+  suite(mysqlStoreFactory(() => database!));
 }

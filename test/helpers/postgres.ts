@@ -6,6 +6,7 @@
  * console line saying how to start PostgreSQL.
  */
 import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { openSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,4 +117,23 @@ function redacted(): string {
   const url = new URL(PG_URL);
   url.password = url.password ? '***' : '';
   return url.toString();
+}
+
+/**
+ * Runs a shared suite on PostgreSQL: a fresh schema for the file, dropped
+ * afterwards. No server: fails on CI, else skipped with one line (postgresAvailable).
+ */
+export async function onPostgres(file: string, title: string, suite: (factory: StoreFactory) => void): Promise<void> {
+  if (!(await postgresAvailable(file))) {
+    describe.skip(`${title} on postgres (no server)`, () => it('needs PostgreSQL', () => undefined));
+    return;
+  }
+  let schema: TestSchema | undefined;
+  beforeAll(async () => {
+    schema = await createTestSchema();
+  });
+  afterAll(async () => {
+    await schema?.drop();
+  });
+  suite(postgresStoreFactory(() => schema!));
 }

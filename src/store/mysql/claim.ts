@@ -18,6 +18,7 @@
  * policy change still applies on the very next claim. Round trip 2: the
  * UPDATE, the attempt rows, COMMIT and RELEASE_LOCK.
  */
+import { claimOrder } from '../claim-order.js';
 import type { Task } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { ClaimParams } from '../types.js';
@@ -151,20 +152,4 @@ function candidatesStatement(taskType: string, limit: number): Statement {
       ORDER BY priority DESC, available_at, create_time, id LIMIT ? FOR UPDATE SKIP LOCKED`,
     values: [taskType, limit],
   };
-}
-
-/** priority desc, available_at, create_time, then id (UUIDv7: creation order) for a total order. */
-function claimOrder(a: Row, b: Row): number {
-  return (
-    Number(b.priority) - Number(a.priority) ||
-    compareText(a.available_at, b.available_at) ||
-    compareText(a.create_time, b.create_time) ||
-    compareText(a.id, b.id)
-  );
-}
-
-function compareText(a: unknown, b: unknown): number {
-  const left = String(a);
-  const right = String(b);
-  return left < right ? -1 : left > right ? 1 : 0;
 }

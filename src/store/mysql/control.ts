@@ -5,7 +5,7 @@
  */
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { emptyStatusCounts } from '../rows.js';
+import { emptyStatusCounts, policyFromRow } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { decode, sqlTime, type Conn, type MysqlDatabase } from './connection.js';
 import { checkText } from './insert.js';
@@ -77,15 +77,7 @@ export async function savePolicy(db: MysqlDatabase, conn: Conn, policy: PolicyIn
 
 export async function listPolicies(db: MysqlDatabase, conn: Conn): Promise<Policy[]> {
   const rows = await db.rows(conn, 'SELECT * FROM system_async_task_policy ORDER BY policy_key');
-  return rows.map((row) => ({
-    policyKey: String(row.policy_key),
-    taskType: row.task_type === null ? null : String(row.task_type),
-    maxConcurrency: row.max_concurrency === null ? null : Number(row.max_concurrency),
-    maxAttempts: row.max_attempts === null ? null : Number(row.max_attempts),
-    retryBaseDelayMs: row.retry_base_delay_ms === null ? null : Number(row.retry_base_delay_ms),
-    enabled: Number(row.enabled) === 1,
-    updatedAt: decode.time(row.update_time),
-  }));
+  return rows.map((row) => policyFromRow(row, decode));
 }
 
 export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {

@@ -3,10 +3,9 @@
  * policies, cleanup, the worker registry and analysis data. Each is one
  * statement; multi-row changes lock in id order like every other writer.
  */
-import { ValidationError } from '../../core/errors.js';
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
-import { emptyStatusCounts, type Row } from '../rows.js';
+import { emptyStatusCounts, policyFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { run, type PgContext } from './context.js';
 import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES } from './encode.js';
@@ -90,12 +89,12 @@ export async function savePolicy(ctx: PgContext, policy: PolicyInput): Promise<P
      RETURNING *`,
     [policy.policyKey, policy.taskType, policy.maxConcurrency, policy.maxAttempts, policy.retryBaseDelayMs, policy.enabled],
   );
-  return policyFromRow(result.rows[0]!);
+  return policyFromRow(result.rows[0]!, decodePostgres);
 }
 
 export async function listPolicies(ctx: PgContext): Promise<Policy[]> {
   const result = await run<Row>(ctx.pool, 'listing policies', `SELECT * FROM ${ctx.tables.policy} ORDER BY policy_key COLLATE "C"`);
-  return result.rows.map(policyFromRow);
+  return result.rows.map((row) => policyFromRow(row, decodePostgres));
 }
 
 export async function deletePolicy(ctx: PgContext, policyKey: string): Promise<boolean> {
@@ -205,18 +204,5 @@ export async function analysisData(ctx: PgContext, taskType: string, since: Date
       attempt: Number(row.attempt),
     })),
     failureCounts: failures.rows.map((row) => ({ errorCode: row.error_code, count: row.n })),
-  };
-}
-
-function policyFromRow(row: Row): Policy {
-  if (typeof row.policy_key !== 'string') throw new ValidationError('policy row without a key');
-  return {
-    policyKey: row.policy_key,
-    taskType: row.task_type === null ? null : String(row.task_type),
-    maxConcurrency: row.max_concurrency === null ? null : Number(row.max_concurrency),
-    maxAttempts: row.max_attempts === null ? null : Number(row.max_attempts),
-    retryBaseDelayMs: row.retry_base_delay_ms === null ? null : Number(row.retry_base_delay_ms),
-    enabled: row.enabled === true,
-    updatedAt: decodePostgres.time(row.update_time),
   };
 }

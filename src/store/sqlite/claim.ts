@@ -3,6 +3,7 @@
  * below cannot change before the claimed rows are written: the global and
  * per-type limits hold however many processes claim at once.
  */
+import { claimOrder } from '../claim-order.js';
 import type Database from 'better-sqlite3';
 import { GLOBAL_POLICY_KEY, typePolicyKey } from '../../core/policy-keys.js';
 import type { Task } from '../../core/task.js';
@@ -66,22 +67,6 @@ function readPolicies(db: Database.Database, taskTypes: readonly string[]): Map<
   const rows = statement(db, `SELECT policy_key, task_type, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (${keys.map(() => '?').join(',')})`)
     .all(...keys) as PolicyRow[];
   return new Map(rows.map((row) => [row.policy_key, row]));
-}
-
-/** priority desc, available_at, create_time, then id (UUIDv7: creation order) for a total order. */
-function claimOrder(a: Row, b: Row): number {
-  return (
-    Number(b.priority) - Number(a.priority) ||
-    compareText(a.available_at, b.available_at) ||
-    compareText(a.create_time, b.create_time) ||
-    compareText(a.id, b.id)
-  );
-}
-
-function compareText(a: unknown, b: unknown): number {
-  const left = String(a);
-  const right = String(b);
-  return left < right ? -1 : left > right ? 1 : 0;
 }
 
 /** RUNNING + CANCEL_REQUESTED rows per type: what the limits count. */

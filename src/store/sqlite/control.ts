@@ -6,11 +6,11 @@
 import type Database from 'better-sqlite3';
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { emptyStatusCounts, type Row } from '../rows.js';
+import { emptyStatusCounts, policyFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
 import { statement } from './statements.js';
-import { fromSqliteTime, toSqliteTime } from './time.js';
+import { decodeSqlite, fromSqliteTime, toSqliteTime } from './time.js';
 
 const TERMINAL = `('SUCCESS','PARTIAL_SUCCESS','FAILED','CANCELLED')`;
 
@@ -56,15 +56,7 @@ export function savePolicy(db: Database.Database, policy: PolicyInput, now: stri
 
 export function listPolicies(db: Database.Database): Policy[] {
   const rows = statement(db, 'SELECT * FROM system_async_task_policy ORDER BY policy_key').all() as Row[];
-  return rows.map((row) => ({
-    policyKey: String(row.policy_key),
-    taskType: row.task_type === null ? null : String(row.task_type),
-    maxConcurrency: row.max_concurrency === null ? null : Number(row.max_concurrency),
-    maxAttempts: row.max_attempts === null ? null : Number(row.max_attempts),
-    retryBaseDelayMs: row.retry_base_delay_ms === null ? null : Number(row.retry_base_delay_ms),
-    enabled: Number(row.enabled) === 1,
-    updatedAt: fromSqliteTime(row.update_time),
-  }));
+  return rows.map((row) => policyFromRow(row, decodeSqlite));
 }
 
 export function purgeTerminalTasks(db: Database.Database, finishedBefore: Date, batchSize: number, now: string): PurgeResult {
