@@ -3,7 +3,7 @@
  * cleanup, diagnostics) on any store. Each dialect runs it from
  * test/control/<dialect>.test.ts.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { stats } from '../../src/client/analyze.js';
 import { NotFoundError, TaskFailure, ValidationError } from '../../src/core/errors.js';
@@ -14,6 +14,7 @@ import { defineTask, type AnyTaskDefinition } from '../../src/worker/definition.
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
+import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
 
 const FAST: Partial<WorkerOptions> = {
@@ -25,18 +26,14 @@ const G = Scope.global();
 
 export function runControlSuite(factory: StoreFactory): void {
   describe(`control plane on ${factory.dialect}`, () => {
+    const env = perTestStore(factory);
     let store: Store;
-    const workers: Worker[] = [];
-    beforeEach(async () => {
-      store = await factory.create();
-    });
-    afterEach(async () => {
-      await Promise.all(workers.splice(0).map((w) => w.stop()));
-      await factory.destroy(store);
+    beforeEach(() => {
+      store = env.store;
     });
     const worker = (tasks: AnyTaskDefinition[], options: Partial<WorkerOptions> = {}): Worker => {
       const w = createWorker({ store, tasks, ...FAST, ...options });
-      workers.push(w);
+      env.track(w);
       return w;
     };
     const statusOf = async (id: string): Promise<Task> => (await store.getTask({ id, scope: G }))!;

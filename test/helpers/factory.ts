@@ -1,3 +1,4 @@
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { Store } from '../../src/store/types.js';
 
 /** How a dialect's test file hands its stores to the shared suites: each create() is a fresh, migrated, empty database. */
@@ -5,4 +6,30 @@ export interface StoreFactory {
   dialect: Store['dialect'];
   create(): Promise<Store>;
   destroy(store: Store): Promise<void>;
+}
+
+/**
+ * Runs a shared suite against a database server: one fresh area (schema or
+ * database) for the test file, dropped afterwards. Without a server (outside
+ * CI; `available` already failed on CI) one skipped test says what is needed.
+ */
+export function onServerArea<Area extends { drop(): Promise<void> }>(options: {
+  available: boolean;
+  title: string;
+  needs: string;
+  create: () => Promise<Area>;
+  factory: (area: () => Area) => StoreFactory;
+}, suite: (factory: StoreFactory) => void): void {
+  if (!options.available) {
+    describe.skip(`${options.title} (no server)`, () => it(`needs ${options.needs}`, () => undefined));
+    return;
+  }
+  let area: Area | undefined;
+  beforeAll(async () => {
+    area = await options.create();
+  });
+  afterAll(async () => {
+    await area?.drop();
+  });
+  suite(options.factory(() => area!));
 }

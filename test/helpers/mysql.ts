@@ -6,11 +6,10 @@
  * console line saying how to start MariaDB.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, it } from 'vitest';
 import mysql from 'mysql2/promise';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import type { Store } from '../../src/store/types.js';
-import type { StoreFactory } from './factory.js';
+import { onServerArea, type StoreFactory } from './factory.js';
 
 export const MYSQL_URL = process.env.TASKLEASE_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 const START_HINT = 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd';
@@ -122,16 +121,6 @@ function redacted(): string {
  * dropped afterwards. No server: fails on CI, else skipped with one line (mysqlAvailable).
  */
 export async function onMysql(file: string, title: string, suite: (factory: StoreFactory) => void): Promise<void> {
-  if (!(await mysqlAvailable(file))) {
-    describe.skip(`${title} on mysql (no server)`, () => it('needs MySQL/MariaDB', () => undefined));
-    return;
-  }
-  let database: TestDatabase | undefined;
-  beforeAll(async () => {
-    database = await createTestDatabase();
-  });
-  afterAll(async () => {
-    await database?.drop();
-  });
-  suite(mysqlStoreFactory(() => database!));
+  onServerArea({ available: await mysqlAvailable(file), title: `${title} on mysql`, needs: 'MySQL/MariaDB',
+    create: createTestDatabase, factory: mysqlStoreFactory }, suite);
 }

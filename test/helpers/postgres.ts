@@ -6,14 +6,13 @@
  * console line saying how to start PostgreSQL.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, it } from 'vitest';
 import { openSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/types.js';
-import type { StoreFactory } from './factory.js';
+import { onServerArea, type StoreFactory } from './factory.js';
 
 export const PG_URL = process.env.TASKLEASE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const START_HINT = 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start';
@@ -124,16 +123,6 @@ function redacted(): string {
  * afterwards. No server: fails on CI, else skipped with one line (postgresAvailable).
  */
 export async function onPostgres(file: string, title: string, suite: (factory: StoreFactory) => void): Promise<void> {
-  if (!(await postgresAvailable(file))) {
-    describe.skip(`${title} on postgres (no server)`, () => it('needs PostgreSQL', () => undefined));
-    return;
-  }
-  let schema: TestSchema | undefined;
-  beforeAll(async () => {
-    schema = await createTestSchema();
-  });
-  afterAll(async () => {
-    await schema?.drop();
-  });
-  suite(postgresStoreFactory(() => schema!));
+  onServerArea({ available: await postgresAvailable(file), title: `${title} on postgres`, needs: 'PostgreSQL',
+    create: () => createTestSchema(), factory: postgresStoreFactory }, suite);
 }

@@ -4,7 +4,7 @@
  * control-plane health check. Each dialect runs it from test/observe/<dialect>.test.ts.
  */
 import { Registry } from 'prom-client';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { TaskFailure } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
@@ -16,6 +16,7 @@ import { defineTask, TaskResult, type AnyTaskDefinition } from '../../src/worker
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
+import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
 
 export const FAST: Partial<WorkerOptions> = {
@@ -51,18 +52,14 @@ async function value(registry: Registry, name: string, labels: Record<string, st
 
 export function runObserveSuite(factory: StoreFactory): void {
   describe(`observability on ${factory.dialect}`, () => {
+    const env = perTestStore(factory);
     let store: Store;
-    const workers: Worker[] = [];
-    beforeEach(async () => {
-      store = await factory.create();
-    });
-    afterEach(async () => {
-      await Promise.all(workers.splice(0).map((w) => w.stop()));
-      await factory.destroy(store);
+    beforeEach(() => {
+      store = env.store;
     });
     const newWorker = (tasks: AnyTaskDefinition[], options: Partial<WorkerOptions> = {}): Worker => {
       const worker = createWorker({ store, tasks, ...FAST, ...options });
-      workers.push(worker);
+      env.track(worker);
       return worker;
     };
 

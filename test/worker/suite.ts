@@ -3,7 +3,7 @@
  * store. Each dialect runs it from test/worker/<dialect>.test.ts. Tests wait
  * on worker events or store conditions, never on fixed sleeps.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
 import { TaskFailure } from '../../src/core/errors.js';
@@ -14,6 +14,7 @@ import { defineTask, type AnyTaskDefinition } from '../../src/worker/definition.
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
+import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
 
 const FAST: Partial<WorkerOptions> = {
@@ -38,20 +39,16 @@ function untilAborted(signal: AbortSignal): Promise<never> {
 
 export function runWorkerSuite(factory: StoreFactory): void {
   describe(`worker on ${factory.dialect}`, () => {
+    const env = perTestStore(factory);
     let store: Store;
-    const workers: Worker[] = [];
-    beforeEach(async () => {
-      store = await factory.create();
-    });
-    afterEach(async () => {
-      await Promise.all(workers.splice(0).map((w) => w.stop()));
-      await factory.destroy(store);
+    beforeEach(() => {
+      store = env.store;
     });
 
     const setup = (tasks: AnyTaskDefinition[], options: Partial<WorkerOptions> = {}): { client: TaskLeaseClient; worker: Worker } => {
       const client = createClient({ store, tasks });
       const worker = createWorker({ store, tasks, ...FAST, ...options });
-      workers.push(worker);
+      env.track(worker);
       return { client, worker };
     };
     const statusOf = async (id: string): Promise<Task> => (await store.getTask({ id, scope: Scope.global() }))!;
@@ -269,7 +266,7 @@ export function runWorkerSuite(factory: StoreFactory): void {
       const strict = defineTask({ type: 'schema-drift', schema: z.object({ id: z.string() }), execute: () => undefined });
       const client = createClient({ store, tasks: [loose] });
       const worker = createWorker({ store, tasks: [strict], ...FAST });
-      workers.push(worker);
+      env.track(worker);
       const { task } = await client.submit(loose, { id: 42 }, { maxAttempts: 5 });
       worker.start();
       await until(task.id, 'FAILED');
@@ -298,7 +295,7 @@ export function runWorkerSuite(factory: StoreFactory): void {
         claimTasks: { value: (p: Parameters<Store['claimTasks']>[0]) => (claims++ === 0 ? store.claimTasks(p) : Promise.reject(new Error('network partition'))) },
       });
       const zombie = createWorker({ store: partitioned, tasks: [t], ...FAST, leaseMs: 300, heartbeatIntervalMs: 100, recoveryIntervalMs: 0 });
-      workers.push(zombie);
+      env.track(zombie);
       const client = createClient({ store, tasks: [t] });
       const { task } = await client.submit(t, {});
       zombie.start();
