@@ -5,7 +5,7 @@
  */
 import { isTaskStatus, type TaskStatus } from '../core/status.js';
 import type { Task, TaskProgress } from '../core/task.js';
-import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy } from './types.js';
+import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy, WorkerRecord } from './types.js';
 
 export interface Decode {
   /** A time column (never null here) to a Date. */
@@ -118,6 +118,18 @@ export function policyFromRow(row: Row, decode: Decode): Policy {
     retryBaseDelayMs: row.retry_base_delay_ms === null ? null : Number(row.retry_base_delay_ms),
     enabled: row.enabled === true || Number(row.enabled) === 1,
     updatedAt: decode.time(row.update_time),
+  };
+}
+
+export function workerFromRow(row: Row, decode: Decode): WorkerRecord {
+  return {
+    workerId: String(row.worker_id),
+    host: String(row.host),
+    pid: Number(row.pid),
+    taskTypes: JSON.parse(String(row.task_types)) as string[],
+    concurrency: Number(row.concurrency),
+    startedAt: decode.time(row.started_at),
+    lastSeenAt: decode.time(row.last_seen_at),
   };
 }
 

@@ -5,7 +5,7 @@
  */
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { emptyStatusCounts, policyFromRow } from '../rows.js';
+import { emptyStatusCounts, policyFromRow, workerFromRow } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { decode, sqlTime, type Conn, type MysqlDatabase } from './connection.js';
 import { checkText } from './insert.js';
@@ -116,15 +116,7 @@ export async function listWorkers(db: MysqlDatabase, conn: Conn, seenWithinMs: n
     'SELECT * FROM system_async_task_worker WHERE last_seen_at >= NOW(3) - INTERVAL ? MICROSECOND ORDER BY worker_id',
     [Math.max(0, Math.round(seenWithinMs)) * 1000],
   );
-  return rows.map((row) => ({
-    workerId: String(row.worker_id),
-    host: String(row.host),
-    pid: Number(row.pid),
-    taskTypes: JSON.parse(String(row.task_types)) as string[],
-    concurrency: Number(row.concurrency),
-    startedAt: decode.time(row.started_at),
-    lastSeenAt: decode.time(row.last_seen_at),
-  }));
+  return rows.map((row) => workerFromRow(row, decode));
 }
 
 export async function leasedCounts(db: MysqlDatabase, conn: Conn): Promise<Record<string, number>> {

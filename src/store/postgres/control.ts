@@ -5,7 +5,7 @@
  */
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
-import { emptyStatusCounts, policyFromRow, type Row } from '../rows.js';
+import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { run, type PgContext } from './context.js';
 import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES } from './encode.js';
@@ -155,15 +155,7 @@ export async function listWorkers(ctx: PgContext, seenWithinMs: number): Promise
     `SELECT * FROM ${ctx.tables.worker} WHERE last_seen_at >= now() - $1 * interval '1 millisecond' ORDER BY worker_id COLLATE "C"`,
     [seenWithinMs],
   );
-  return result.rows.map((row) => ({
-    workerId: String(row.worker_id),
-    host: String(row.host),
-    pid: Number(row.pid),
-    taskTypes: JSON.parse(String(row.task_types)) as string[],
-    concurrency: Number(row.concurrency),
-    startedAt: decodePostgres.time(row.started_at),
-    lastSeenAt: decodePostgres.time(row.last_seen_at),
-  }));
+  return result.rows.map((row) => workerFromRow(row, decodePostgres));
 }
 
 export async function leasedCounts(ctx: PgContext): Promise<Record<string, number>> {

@@ -6,7 +6,7 @@
 import type Database from 'better-sqlite3';
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { emptyStatusCounts, policyFromRow, type Row } from '../rows.js';
+import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
 import { statement } from './statements.js';
@@ -90,15 +90,7 @@ export function registerWorker(db: Database.Database, worker: WorkerRegistration
 
 export function listWorkers(db: Database.Database, seenAfter: string): WorkerRecord[] {
   const rows = statement(db, 'SELECT * FROM system_async_task_worker WHERE last_seen_at >= ? ORDER BY worker_id').all(seenAfter) as Row[];
-  return rows.map((row) => ({
-    workerId: String(row.worker_id),
-    host: String(row.host),
-    pid: Number(row.pid),
-    taskTypes: JSON.parse(String(row.task_types)) as string[],
-    concurrency: Number(row.concurrency),
-    startedAt: fromSqliteTime(row.started_at),
-    lastSeenAt: fromSqliteTime(row.last_seen_at),
-  }));
+  return rows.map((row) => workerFromRow(row, decodeSqlite));
 }
 
 export function analysisData(db: Database.Database, taskType: string, since: Date, sampleLimit: number): AnalysisData {
