@@ -23,8 +23,10 @@ export interface WorkerOptions {
   prefetch?: number;
   /** Most tasks one claim statement takes. Default 500. */
   claimBatchSize?: number;
-  /** Fallback poll when no wake-up arrives (seed: 1 s). Default 1000. */
+  /** Fallback poll when no wake-up arrives (seed: 1 s): the longest the poll backs off to. Default 1000. */
   pollIntervalMs?: number;
+  /** After a claim found work the poll starts again this soon, doubling up to pollIntervalMs while claims find nothing. Default 50. */
+  minPollIntervalMs?: number;
   /** How long a lease lasts without renewal. Default 60000. */
   leaseMs?: number;
   /** Renewal period; must be well under leaseMs (seed: 10 s). Default 10000. */
@@ -60,7 +62,7 @@ export interface WorkerOptions {
 export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry'>> & { retry: RetryOptions };
 
 const KNOWN = [
-  'store', 'tasks', 'workerId', 'concurrency', 'prefetch', 'claimBatchSize', 'pollIntervalMs', 'leaseMs', 'heartbeatIntervalMs',
+  'store', 'tasks', 'workerId', 'concurrency', 'prefetch', 'claimBatchSize', 'pollIntervalMs', 'minPollIntervalMs', 'leaseMs', 'heartbeatIntervalMs',
   'recoveryIntervalMs', 'recoveryBatchSize', 'maxExecutionMs', 'slowTaskThresholdMs', 'shutdownGraceMs', 'shutdownAbortWaitMs',
   'globalConcurrency', 'typeConcurrency', 'retry', 'progressFlushIntervalMs', 'progressFlushThreshold', 'cancelCheckIntervalMs',
   'exposeErrorMessages',
@@ -80,6 +82,7 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     prefetch: input.prefetch ?? 0,
     claimBatchSize: input.claimBatchSize ?? 500,
     pollIntervalMs: input.pollIntervalMs ?? 1000,
+    minPollIntervalMs: input.minPollIntervalMs ?? Math.min(50, input.pollIntervalMs ?? 1000),
     leaseMs: input.leaseMs ?? 60_000,
     heartbeatIntervalMs: input.heartbeatIntervalMs ?? 10_000,
     recoveryIntervalMs: input.recoveryIntervalMs ?? 60_000,
@@ -101,6 +104,7 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   checkInteger(c, 'prefetch', o.prefetch, { min: 0, max: 10_000 });
   checkInteger(c, 'claimBatchSize', o.claimBatchSize, { min: 1, max: 10_000 });
   checkInteger(c, 'pollIntervalMs', o.pollIntervalMs, { min: 1 });
+  checkInteger(c, 'minPollIntervalMs', o.minPollIntervalMs, { min: 1, max: o.pollIntervalMs });
   checkInteger(c, 'leaseMs', o.leaseMs, { min: 100 });
   checkInteger(c, 'heartbeatIntervalMs', o.heartbeatIntervalMs, { min: 10 });
   if (o.heartbeatIntervalMs * 2 > o.leaseMs) {

@@ -46,6 +46,8 @@ export class Worker extends Emitter<WorkerEvents> {
   private claiming: Promise<void> | null = null;
   private claimAgain = false;
   private timers: NodeJS.Timeout[] = [];
+  private pollTimer: NodeJS.Timeout | null = null;
+  private pollDelayMs = 0;
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
@@ -80,7 +82,6 @@ export class Worker extends Emitter<WorkerEvents> {
     this.state = 'running';
     const o = this.options;
     this.unsubscribe = this.store.subscribe((event) => this.onStoreEvent(event));
-    this.timers.push(setInterval(() => this.requestClaim(), o.pollIntervalMs));
     this.heartbeatTimer = setInterval(() => {
       void this.heartbeat();
       // Claims wait for the first policy read, so that an operator's retry delay applies from the first failure.
@@ -111,8 +112,9 @@ export class Worker extends Emitter<WorkerEvents> {
       this.claimAgain = true;
       return;
     }
-    this.claiming = this.claimLoop().finally(() => {
+    this.claiming = this.claimLoop().then((found) => {
       this.claiming = null;
+      this.armPoll(found);
       if (this.claimAgain) {
         this.claimAgain = false;
         this.requestClaim();
@@ -120,8 +122,23 @@ export class Worker extends Emitter<WorkerEvents> {
     });
   }
 
-  private async claimLoop(): Promise<void> {
+  /**
+   * Adaptive polling, the fallback for wake-ups that never come (other
+   * processes on SQLite and MySQL, a lost NOTIFY): soon after work was found,
+   * backing off to pollIntervalMs while claims come back empty.
+   */
+  private armPoll(found: boolean): void {
+    if (this.state !== 'running') return;
     const o = this.options;
+    this.pollDelayMs = found ? o.minPollIntervalMs : Math.min(o.pollIntervalMs, Math.max(o.minPollIntervalMs, this.pollDelayMs * 2));
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollTimer = setTimeout(() => this.requestClaim(), this.pollDelayMs);
+  }
+
+  /** Claims until the room is filled or the queue is empty; true if it leased anything. */
+  private async claimLoop(): Promise<boolean> {
+    const o = this.options;
+    let found = false;
     await this.ready;
     try {
       while (this.state === 'running') {
@@ -131,14 +148,15 @@ export class Worker extends Emitter<WorkerEvents> {
         // more than two capacities of leases in all.
         const room = Math.min(capacity - (this.held.size - this.writing), 2 * capacity - this.held.size);
         // While work is buffered, wait until half the capacity is free: fewer, larger claims.
-        if (room <= 0 || (this.buffer.length > 0 && room * 2 < capacity)) return;
+        if (room <= 0 || (this.buffer.length > 0 && room * 2 < capacity)) return found;
         const limit = Math.min(room, o.claimBatchSize);
         const tasks = await this.store.claimTasks({
           workerId: this.workerId, taskTypes: this.taskTypes, limit, leaseMs: o.leaseMs,
           globalConcurrency: o.globalConcurrency, typeConcurrency: o.typeConcurrency,
         });
         this.adopt(tasks);
-        if (tasks.length < limit) return;
+        found ||= tasks.length > 0;
+        if (tasks.length < limit) return found;
         // A synchronous store (SQLite) resolves at once: let timers, I/O and the outcome writer run
         // before the next claim, or a long backlog would starve heartbeats and the stop signal.
         await new Promise((resolve) => setImmediate(resolve));
@@ -146,6 +164,7 @@ export class Worker extends Emitter<WorkerEvents> {
     } catch (error) {
       this.emit('error', { operation: 'claimTasks', error });
     }
+    return found;
   }
 
   private adopt(tasks: Task[]): void {
@@ -441,6 +460,7 @@ export class Worker extends Emitter<WorkerEvents> {
     if (this.state === 'running') this.state = 'stopping';
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
+    if (this.pollTimer) clearTimeout(this.pollTimer);
     this.unsubscribe?.();
     await this.claiming;
     await this.releaseBuffered();
