@@ -53,6 +53,7 @@ export class Worker extends Emitter<WorkerEvents> {
   private stopping: Promise<void> | null = null;
   private policyBaseDelay = new Map<string, number>();
   private ready: Promise<void> = Promise.resolve();
+  private registering: Promise<void> = Promise.resolve();
 
   constructor(options: WorkerOptions) {
     super();
@@ -84,11 +85,10 @@ export class Worker extends Emitter<WorkerEvents> {
     this.unsubscribe = this.store.subscribe((event) => this.onStoreEvent(event));
     this.heartbeatTimer = setInterval(() => {
       void this.heartbeat();
-      // Claims wait for the first policy read, so that an operator's retry delay applies from the first failure.
-    this.ready = this.refreshRegistration();
+      this.registering = this.refreshRegistration();
     }, o.heartbeatIntervalMs);
     // Claims wait for the first policy read, so that an operator's retry delay applies from the first failure.
-    this.ready = this.refreshRegistration();
+    this.ready = this.registering = this.refreshRegistration();
     if (o.recoveryIntervalMs > 0) {
       this.timers.push(setInterval(() => void this.recover(), o.recoveryIntervalMs));
       void this.recover();
@@ -474,6 +474,8 @@ export class Worker extends Emitter<WorkerEvents> {
     await Promise.race([this.writer.drain(), new Promise((resolve) => setTimeout(resolve, o.shutdownAbortWaitMs).unref())]);
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = null;
+    // A refresh still in flight would write the row back after we delete it.
+    await this.registering;
     await this.store.unregisterWorker({ workerId: this.workerId }).catch((error: unknown) => this.emit('error', { operation: 'unregisterWorker', error }));
     this.state = 'stopped';
     this.emit('stopped', { workerId: this.workerId });

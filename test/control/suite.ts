@@ -265,9 +265,9 @@ export function runControlSuite(factory: StoreFactory): void {
 
       const w = worker([blocker], { typeConcurrency: 1, recoveryIntervalMs: 0 }); // this test drives recovery itself
       w.start();
-      await waitFor(async () => (await store.listWorkers({ seenWithinMs: 60_000 })).length === 1, 'worker registered');
+      await waitFor(async () => (await store.listWorkers({ seenWithinMs: 60_000 })).length === 1, 'worker registered', 30_000);
       const { task: running } = await client.submit(blocker, {});
-      await waitFor(async () => (await statusOf(running.id)).status === 'RUNNING', 'blocker running');
+      await waitFor(async () => (await statusOf(running.id)).status === 'RUNNING', 'blocker running', 30_000);
       const d = await client.diagnose(running.id);
       expect(d.lease.status).toBe('ACTIVE');
       expect(d.lease.remainingSeconds).toBeGreaterThan(0);
@@ -285,7 +285,7 @@ export function runControlSuite(factory: StoreFactory): void {
       expect(await verdict(later.id)).toEqual(['PAUSED']);
 
       const { task: soon } = await client.submit(orphan, {}, { deadlineAt: new Date(Date.now() + 150) });
-      await waitFor(async () => (await store.now()).getTime() > soon.deadlineAt!.getTime(), 'deadline to pass');
+      await waitFor(async () => (await store.now()).getTime() > soon.deadlineAt!.getTime(), 'deadline to pass', 30_000);
       expect((await client.diagnose(soon.id)).causes[0]!.code).toBe('PAST_DEADLINE');
 
       await client.policies.update('blocker', { enabled: false });
@@ -295,7 +295,7 @@ export function runControlSuite(factory: StoreFactory): void {
       const { task: expiring } = await client.submit(orphan, {}, { maxAttempts: 5 });
       for (let i = 0; i < 2; i++) {
         await store.claimTasks({ workerId: 'flaky-host', taskTypes: ['orphan'], limit: 10, leaseMs: 100, globalConcurrency: 100, typeConcurrency: 100 });
-        await waitFor(async () => (await store.recover({ batchSize: 10 })).requeued > 0, 'lease expiry');
+        await waitFor(async () => (await store.recover({ batchSize: 10 })).requeued > 0, 'lease expiry', 30_000);
       }
       const e = await client.diagnose(expiring.id);
       expect(e.causes[0]!.code).toBe('LEASE_EXPIRING_REPEATEDLY');

@@ -222,6 +222,30 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(letters[0]).toMatchObject({ originalTaskId: tasks[2]!.id, taskType: 'alpha', errorCode: 'BOOM', payload: { n: 1 }, attemptCount: 1 });
     });
 
+    it('ends a task with a cancel request CANCELLED whatever failure or hand-back its worker writes', async () => {
+      for (let i = 0; i < 3; i++) await insert();
+      const tasks = await store.claimTasks(claimParams({ limit: 3 }));
+      await store.changeStatus({ ids: tasks.map((t) => t.id), scope: G, from: ['RUNNING'], to: 'CANCEL_REQUESTED' });
+      const [retry, failed, abandoned] = tasks.map(leaseOf);
+      const results = await store.finishAttempts({
+        outcomes: [
+          { kind: 'RETRY', lease: retry!, failure: FAILURE, retryDelayMs: 60_000, progress: null },
+          { kind: 'FAILED', lease: failed!, failure: { ...FAILURE, retryable: false }, progress: null },
+          { kind: 'ABANDONED', lease: abandoned!, progress: null },
+        ],
+      });
+      expect(results).toEqual([true, true, true]);
+      for (const task of tasks) {
+        const now = await store.getTask({ id: task.id, scope: G });
+        expect(now).toMatchObject({ status: 'CANCELLED', leaseOwner: null });
+        expect(now!.finishedAt).toBeInstanceOf(Date);
+      }
+      // the failures are on record; nothing went to the dead-letter queue
+      expect((await store.listFailures({ taskId: tasks[0]!.id })).map((f) => f.errorCode)).toEqual(['BOOM']);
+      expect((await store.listFailures({ taskId: tasks[1]!.id })).map((f) => f.errorCode)).toEqual(['BOOM']);
+      expect(await store.listDeadLetters({ scope: G, limit: 10 })).toEqual([]);
+    });
+
     it('lets a retried task run again once its backoff is over', async () => {
       await insert();
       const task = await claimOne();

@@ -34,6 +34,7 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
   const current = new Map(rows!.map((row) => [String(row.id), row]));
   const applied: boolean[] = [];
   const taken = new Set<string>();
+  const cancelledInstead = new Set<string>();
   const byKind = new Map<Kind, AttemptOutcome[]>();
   for (const outcome of outcomes) {
     const row = current.get(outcome.lease.taskId);
@@ -46,7 +47,12 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
     applied.push(holds);
     if (!holds) continue;
     taken.add(outcome.lease.taskId);
-    byKind.set(outcome.kind, [...(byKind.get(outcome.kind) ?? []), outcome]);
+    // CANCEL_REQUESTED may only end CANCELLED (or in success): a failure or hand-back on it cancels it,
+    // the failure still recorded (the same rule as the other stores).
+    const kind: Kind = row.status === 'CANCEL_REQUESTED' && (outcome.kind === 'RETRY' || outcome.kind === 'FAILED' || outcome.kind === 'ABANDONED')
+      ? 'CANCELLED' : outcome.kind;
+    if (kind !== outcome.kind) cancelledInstead.add(outcome.lease.taskId);
+    byKind.set(kind, [...(byKind.get(kind) ?? []), outcome]);
   }
   if (taken.size === 0) return applied;
 
@@ -60,7 +66,7 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
   const failures: FailureInsert[] = won.flatMap((o) =>
     o.kind === 'RETRY' || o.kind === 'FAILED' ? [{ taskId: o.lease.taskId, attempt: o.lease.attempt, failure: o.failure }] : [],
   );
-  const failedForGood = new Set(won.filter((o) => o.kind === 'FAILED').map((o) => o.lease.taskId));
+  const failedForGood = new Set(won.filter((o) => o.kind === 'FAILED' && !cancelledInstead.has(o.lease.taskId)).map((o) => o.lease.taskId));
   const groups = [...byKind];
   const statements: Statement[] = groups.map(([kind, group]) => updateTasks(kind, group, now, results));
   const written = await tx.last([

@@ -18,49 +18,53 @@ const PROGRESS_SET = `progress_total = COALESCE(@p0, progress_total), progress_p
 
 const STATEMENTS = {
   SUCCESS: `UPDATE system_async_task SET status = @status, artifact_id = @artifact, result_json = @result, finish_time = @now,
-    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE}`,
-  RETRY: `UPDATE system_async_task SET status = 'RETRY_WAIT', available_at = @availableAt, last_error_code = @code,
-    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE}`,
-  FAILED: `UPDATE system_async_task SET status = 'FAILED', last_error_code = @code, finish_time = @now,
-    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE}`,
+    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status`,
+  // CANCEL_REQUESTED may only end CANCELLED (or in success): a failure or hand-back on it cancels it, the failure
+  // still recorded. (SET expressions all read the row as it was, so `status` below is the old status.)
+  RETRY: `UPDATE system_async_task SET status = CASE status WHEN 'CANCEL_REQUESTED' THEN 'CANCELLED' ELSE 'RETRY_WAIT' END,
+    available_at = CASE status WHEN 'CANCEL_REQUESTED' THEN available_at ELSE @availableAt END,
+    finish_time = CASE status WHEN 'CANCEL_REQUESTED' THEN @now ELSE finish_time END, last_error_code = @code,
+    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status`,
+  FAILED: `UPDATE system_async_task SET status = CASE status WHEN 'CANCEL_REQUESTED' THEN 'CANCELLED' ELSE 'FAILED' END,
+    last_error_code = @code, finish_time = @now,
+    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status`,
   CANCELLED: `UPDATE system_async_task SET status = 'CANCELLED', finish_time = @now,
-    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE}`,
-  ABANDONED: `UPDATE system_async_task SET status = 'QUEUED', lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET}
-    WHERE ${FENCE}`,
+    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status`,
+  ABANDONED: `UPDATE system_async_task SET status = CASE status WHEN 'CANCEL_REQUESTED' THEN 'CANCELLED' ELSE 'QUEUED' END,
+    finish_time = CASE status WHEN 'CANCEL_REQUESTED' THEN @now ELSE finish_time END,
+    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status`,
 } as const;
 
 export function finishOutcome(db: Database.Database, outcome: AttemptOutcome, now: string, nowMs: number): boolean {
   const { lease } = outcome;
   const base = { id: lease.taskId, worker: lease.workerId, attempt: lease.attempt, now, ...progressParams(outcome.progress) };
-  let changes: number;
+  let row: { status: string } | undefined;
   switch (outcome.kind) {
     case 'SUCCESS':
     case 'PARTIAL_SUCCESS':
-      changes = statement(db, STATEMENTS.SUCCESS).run({
+      row = statement(db, STATEMENTS.SUCCESS).get({
         ...base, status: outcome.kind, artifact: outcome.artifactId,
         result: outcome.result === undefined || outcome.result === null ? null : JSON.stringify(outcome.result),
-      }).changes;
+      }) as typeof row;
       break;
     case 'RETRY':
-      changes = statement(db, STATEMENTS.RETRY).run({
-        ...base, code: outcome.failure.errorCode, availableAt: toSqliteTime(nowMs + outcome.retryDelayMs),
-      }).changes;
+      row = statement(db, STATEMENTS.RETRY).get({ ...base, code: outcome.failure.errorCode, availableAt: toSqliteTime(nowMs + outcome.retryDelayMs) }) as typeof row;
       break;
     case 'FAILED':
-      changes = statement(db, STATEMENTS.FAILED).run({ ...base, code: outcome.failure.errorCode }).changes;
+      row = statement(db, STATEMENTS.FAILED).get({ ...base, code: outcome.failure.errorCode }) as typeof row;
       break;
     case 'CANCELLED':
-      changes = statement(db, STATEMENTS.CANCELLED).run(base).changes;
+      row = statement(db, STATEMENTS.CANCELLED).get(base) as typeof row;
       break;
     case 'ABANDONED':
-      changes = statement(db, STATEMENTS.ABANDONED).run(base).changes;
+      row = statement(db, STATEMENTS.ABANDONED).get(base) as typeof row;
       break;
   }
-  if (changes !== 1) return false;
+  if (!row) return false;
   const failure = outcome.kind === 'RETRY' || outcome.kind === 'FAILED' ? outcome.failure : null;
   closeAttempt(db, lease.taskId, lease.attempt, attemptOutcomeName(outcome.kind), failure?.errorCode ?? null, now);
   if (failure) insertFailure(db, lease.taskId, lease.attempt, failure, now);
-  if (outcome.kind === 'FAILED') insertDeadLetter(db, lease.taskId, outcome.failure, now);
+  if (outcome.kind === 'FAILED' && row.status === 'FAILED') insertDeadLetter(db, lease.taskId, outcome.failure, now);
   return true;
 }
 
