@@ -9,8 +9,10 @@ import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { defineTask } from '../../src/worker/definition.js';
 import { waitFor } from '../helpers/wait.js';
 
-function startWorker(path: string): { child: ChildProcess; output: Promise<string>; ready: Promise<void> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'worker-child.ts'), path], { stdio: ['ignore', 'pipe', 'inherit'] });
+function startWorker(path: string, pollIntervalMs = 20): { child: ChildProcess; output: Promise<string>; ready: Promise<void> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'worker-child.ts'), path, String(pollIntervalMs)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let text = '';
   child.stdout!.on('data', (chunk: Buffer) => (text += chunk.toString()));
   const output = new Promise<string>((resolve) => child.on('exit', () => resolve(text)));
@@ -44,6 +46,26 @@ describe('two worker processes on one SQLite file', () => {
       expect((await store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['SUCCESS']);
     }
     expect(sample.every((t) => t.attemptCount === 1)).toBe(true);
+    await store.close();
+  });
+
+  it('wakes an idle worker in another process at once (its -wal file changed), long before its next poll', async () => {
+    const path = join(dir, 'wake.db');
+    const store = new SqliteStore({ path });
+    await store.migrate();
+    const client = createClient({ store, tasks: [defineTask({ type: 'count' })] });
+    const worker = startWorker(path, 60_000);
+    await worker.ready;
+    // A first task shows the worker is past its start-up claims; after it, the next poll is a minute away.
+    const { task: first } = await client.submit('count', { i: 0 });
+    await waitFor(async () => (await store.getTask({ id: first.id, scope: Scope.global() }))?.status === 'SUCCESS', 'the first task', 20_000);
+    await waitFor(async () => (await store.leasedCounts()).count === undefined, 'the worker to be idle');
+    const submittedAt = Date.now();
+    const { task } = await client.submit('count', { i: 1 });
+    await waitFor(async () => (await store.getTask({ id: task.id, scope: Scope.global() }))?.status === 'SUCCESS', 'the other process to run it', 20_000);
+    expect(Date.now() - submittedAt).toBeLessThan(5_000);
+    worker.child.kill('SIGTERM');
+    await worker.output;
     await store.close();
   });
 });

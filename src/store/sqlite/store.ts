@@ -17,6 +17,7 @@ import {
   type Row,
 } from '../rows.js';
 import { LocalBus } from '../local-bus.js';
+import { WalWatcher } from './wal-watch.js';
 import { Where } from '../where.js';
 import type {
   AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow,
@@ -46,6 +47,7 @@ export class SqliteStore implements Store {
   readonly db: Database.Database;
   private readonly clock: () => number;
   private readonly bus: LocalBus;
+  private readonly walWatcher: WalWatcher | null;
   private closed = false;
 
   constructor(options: SqliteStoreOptions) {
@@ -65,6 +67,8 @@ export class SqliteStore implements Store {
       throw new StoreError(`cannot open SQLite database ${options.path}`, { cause: error });
     }
     this.bus = LocalBus.for(options.path === ':memory:' ? this : `sqlite:${resolve(options.path)}`);
+    this.walWatcher = options.path === ':memory:' ? null
+      : new WalWatcher(resolve(options.path), () => this.bus.publish({ kind: 'submitted', taskTypes: [] }));
   }
 
   nowText(): string {
@@ -95,6 +99,7 @@ export class SqliteStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.walWatcher?.stop();
     this.db.close();
   }
 
@@ -103,6 +108,7 @@ export class SqliteStore implements Store {
   }
 
   subscribe(listener: StoreListener): () => void {
+    this.walWatcher?.start();
     return this.bus.subscribe(listener);
   }
 
