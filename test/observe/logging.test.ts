@@ -4,14 +4,15 @@
  * the log unless the operator opts in.
  */
 import pino from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { Scope } from '../../src/core/scope.js';
 import { isTerminal } from '../../src/core/status.js';
 import { attachClientLogger, attachLogger } from '../../src/observe/logging.js';
 import type { Store } from '../../src/store/types.js';
 import { defineTask } from '../../src/worker/definition.js';
-import { createWorker, type Worker } from '../../src/worker/worker.js';
+import { createWorker } from '../../src/worker/worker.js';
+import { perTestStore } from '../helpers/per-test.js';
 import { sqliteFactory } from '../helpers/sqlite.js';
 import { waitFor } from '../helpers/wait.js';
 import { FAST, SETTLE_MS, untilAborted } from './suite.js';
@@ -39,14 +40,10 @@ const WARN = 40;
 const ERROR = 50;
 
 describe('structured logging', () => {
+  const env = perTestStore(sqliteFactory);
   let store: Store;
-  const workers: Worker[] = [];
-  beforeEach(async () => {
-    store = await sqliteFactory.create();
-  });
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop()));
-    await sqliteFactory.destroy(store);
+  beforeEach(() => {
+    store = env.store;
   });
 
   it('logs the seed fields at sensible levels and redacts payloads and messages unless opted in', async () => {
@@ -57,7 +54,7 @@ describe('structured logging', () => {
     const client = createClient({ store, tasks });
     // The worker stores raw messages, so only the logger stands between them and the log.
     const worker = createWorker({ store, tasks, ...FAST, exposeErrorMessages: true });
-    workers.push(worker);
+    env.track(worker);
     const plain = capture();
     const open = capture();
     attachLogger(worker, plain.logger);
@@ -106,7 +103,7 @@ describe('structured logging', () => {
   it('logs a failed store operation by name only unless opted in', async () => {
     const t = defineTask({ type: 'log.any', execute: () => undefined });
     const worker = createWorker({ store, tasks: [t], ...FAST });
-    workers.push(worker);
+    env.track(worker);
     const plain = capture();
     const open = capture();
     attachLogger(worker, plain.logger);

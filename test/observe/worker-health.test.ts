@@ -1,30 +1,27 @@
 /** Worker health (seed article 2, AsyncTaskWorkerHealthIndicator) on a real SQLite store. */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { workerHealth, worstStatus } from '../../src/observe/health.js';
 import type { Store } from '../../src/store/types.js';
 import { defineTask } from '../../src/worker/definition.js';
-import { createWorker, type Worker } from '../../src/worker/worker.js';
+import { createWorker } from '../../src/worker/worker.js';
+import { perTestStore } from '../helpers/per-test.js';
 import { sqliteFactory } from '../helpers/sqlite.js';
 import { waitFor } from '../helpers/wait.js';
 import { FAST, untilAborted } from './suite.js';
 
 describe('worker health', () => {
+  const env = perTestStore(sqliteFactory);
   let store: Store;
-  const workers: Worker[] = [];
-  beforeEach(async () => {
-    store = await sqliteFactory.create();
-  });
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => w.stop()));
-    await sqliteFactory.destroy(store);
+  beforeEach(() => {
+    store = env.store;
   });
 
   it('is DOWN until started, UP when idle, DEGRADED when its slots are full, DOWN once stopped', async () => {
     const held = defineTask({ type: 'health.held', execute: (ctx) => untilAborted(ctx.signal) });
     const client = createClient({ store, tasks: [held] });
     const worker = createWorker({ store, tasks: [held], ...FAST, concurrency: 1, workerId: 'health-worker' });
-    workers.push(worker);
+    env.track(worker);
 
     const idle = workerHealth(worker);
     expect(idle.status).toBe('DOWN');

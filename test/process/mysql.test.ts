@@ -1,4 +1,4 @@
-import { describe, it } from 'vitest';
+import { skipWithoutServer } from '../helpers/factory.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable } from '../helpers/mysql.js';
 import { mysqlChildUser } from './child-store.js';
@@ -38,5 +38,5 @@ if (available) {
     },
   });
 } else {
-  describe.skip('worker processes on mysql (no server)', () => it('needs MySQL/MariaDB', () => undefined));
+  skipWithoutServer('worker processes on mysql', 'MySQL/MariaDB');
 }

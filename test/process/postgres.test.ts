@@ -1,4 +1,4 @@
-import { describe, it } from 'vitest';
+import { skipWithoutServer } from '../helpers/factory.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { createTestSchema, PG_URL, postgresAvailable } from '../helpers/postgres.js';
 import { childApplicationName } from './child-store.js';
@@ -34,5 +34,5 @@ if (available) {
     },
   });
 } else {
-  describe.skip('worker processes on postgres (no server)', () => it('needs PostgreSQL', () => undefined));
+  skipWithoutServer('worker processes on postgres', 'PostgreSQL');
 }
