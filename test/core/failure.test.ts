@@ -38,4 +38,19 @@ describe('uuidv7', () => {
     expect([...ids].sort()).toEqual(ids);
     expect(new Set(ids).size).toBe(ids.length);
   });
+
+  it('carries its millisecond in the first 48 bits and random bits after the counter', () => {
+    const at = Date.UTC(2031, 4, 6, 7, 8, 9, 123);
+    const ids = Array.from({ length: 3000 }, () => uuidv7(at)); // crosses the 4 KiB random pool several times
+    for (const id of ids) {
+      expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      const ms = parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+      // The counter may borrow the next milliseconds, never go back.
+      expect(ms).toBeGreaterThanOrEqual(at);
+      expect(ms).toBeLessThan(at + 10);
+    }
+    expect([...ids].sort()).toEqual(ids);
+    // The last 62 bits are random: no two ids share them.
+    expect(new Set(ids.map((id) => id.slice(19))).size).toBe(ids.length);
+  });
 });

@@ -65,6 +65,21 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(Math.abs(read!.availableAt.getTime() - dbNow.getTime())).toBeLessThan(5000);
     });
 
+    it('answers an insert with the task exactly as a read of it gives, keyed or not', async () => {
+      const at = new Date(Date.now() + 3_600_000);
+      const deadline = new Date(Date.now() + 7_200_000);
+      const results = await store.insertTasks({ tasks: [
+        newTask({}), newTask({ delayMs: 90_000, priority: -3 }), newTask({ availableAt: at, deadlineAt: deadline, owner: 'o' }),
+      ] });
+      const keyed = await store.insertTasks({ tasks: [newTask({ idempotencyKey: 'same-as-read', delayMs: 1_500 })] });
+      for (const { task, created } of [...results, ...keyed]) {
+        expect(created).toBe(true);
+        expect(await store.getTask({ id: task.id, scope: G })).toEqual(task);
+      }
+      expect(results[2]!.task.availableAt.getTime()).toBe(at.getTime());
+      expect(results[1]!.task.availableAt.getTime() - results[1]!.task.createdAt.getTime()).toBe(90_000);
+    });
+
     it('returns the existing task for the same type, owner and idempotency key', async () => {
       const first = await store.insertTasks({ tasks: [newTask({ idempotencyKey: 'k1', owner: 'alice' })] });
       const again = await store.insertTasks({ tasks: [newTask({ idempotencyKey: 'k1', owner: 'alice', payloadJson: '{"n":2}' })] });

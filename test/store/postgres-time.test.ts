@@ -11,4 +11,14 @@ describe('the fast timestamptz parser', () => {
   ])('reads %s exactly as the generic parser does', (text) => {
     expect(String(parseTimestamptz(text))).toBe(String(generic(text)));
   });
+
+  it('answers repeated texts from its cache with fresh, equal Dates', () => {
+    const texts = Array.from({ length: 7 }, (_, i) => `2026-11-29 13:53:0${i}.${i}17318+00`);
+    for (let round = 0; round < 3; round += 1) {
+      for (const text of [...texts, texts[0]!, texts[0]!, texts[6]!]) expect(parseTimestamptz(text).getTime()).toBe((generic(text) as Date).getTime());
+    }
+    const first = parseTimestamptz(texts[6]!);
+    first.setTime(0); // a caller mutating its Date must not change the next answer
+    expect(parseTimestamptz(texts[6]!).getTime()).toBe((generic(texts[6]!) as Date).getTime());
+  });
 });

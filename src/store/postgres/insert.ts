@@ -53,6 +53,15 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
       t.owner, t.idempotencyKey, t.traceId];
     values.forEach((value, i) => columns[i]!.push(value));
   }
+  if (!tasks.some((t) => t.idempotencyKey !== null)) {
+    // Without idempotency keys nothing can conflict: every row is inserted, so a plain INSERT (no
+    // speculative insertion per row) and one answer row, the statement's clock, instead of one per task.
+    const text = sql(ctx, 'insert_unkeyed', (c) => insertSql(c, false));
+    const result = await run<Row>(on, 'inserting tasks', text, [...columns, ctx.channel], `${ctx.statementPrefix}insert_unkeyed`);
+    const createdAt = decodePostgres.time(result.rows[0]!.create_time);
+    const created = createdAt.getTime();
+    return new Map(tasks.map((t) => [t.id, newTaskRow(t, t.availableAt ?? new Date(created + t.delayMs), createdAt)]));
+  }
   const text = sql(ctx, 'insert', insertSql);
   const result = await run<Row>(on, 'inserting tasks', text, [...columns, ctx.channel], `${ctx.statementPrefix}insert`);
   // Only the database's own values come back (its clock); the rest of each new row is what we sent.
@@ -73,7 +82,7 @@ function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
   };
 }
 
-function insertSql(ctx: PgContext): string {
+function insertSql(ctx: PgContext, keyed = true): string {
   const { task } = ctx.tables;
   return `
 WITH input AS (
@@ -88,15 +97,18 @@ inserted AS (
   SELECT id, task_type, 'QUEUED', priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
          deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, now(), now()
   FROM input ORDER BY ord
-  ON CONFLICT (task_type, COALESCE(owner, ''), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-  RETURNING id, task_type, available_at, create_time
+  ${keyed ? "ON CONFLICT (task_type, COALESCE(owner, ''), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING" : ''}
+  RETURNING ${keyed ? 'id, task_type, available_at, create_time' : 'task_type'}
 ),
 notified AS (
   SELECT pg_notify($12, CASE WHEN octet_length(payload) > ${MAX_NOTIFY_BYTES} THEN '${WAKE_ALL_PAYLOAD}' ELSE payload END)
   FROM (SELECT json_build_object('k', 's', 't', array_agg(DISTINCT task_type))::text AS payload FROM inserted HAVING count(*) > 0) AS created
 )
--- Joining the one-row aggregate makes the NOTIFY run whenever a row was inserted.
-SELECT inserted.*, note.n AS notified FROM inserted LEFT JOIN (SELECT count(*) AS n FROM notified) AS note ON true`;
+${keyed
+  // Joining the one-row aggregate makes the NOTIFY run whenever a row was inserted.
+  ? 'SELECT inserted.*, note.n AS notified FROM inserted LEFT JOIN (SELECT count(*) AS n FROM notified) AS note ON true'
+  // now() is the create_time of every row.
+  : 'SELECT now() AS create_time, (SELECT count(*) FROM notified) AS notified'}`;
 }
 
 async function findByIdempotencyKey(ctx: PgContext, on: Queryable, tasks: readonly NewTask[]): Promise<Map<string, Task>> {

@@ -116,7 +116,9 @@ export class SqliteStore implements Store {
 
   async insertTasks(params: { tasks: readonly NewTask[]; transaction?: unknown }): Promise<InsertTaskResult[]> {
     if (params.transaction !== undefined) throw new InvalidOptionsError('SqliteStore.insertTasks', 'transaction', 'is not supported on SQLite');
-    const now = this.nowText();
+    // One clock reading per batch: a delayed task becomes available exactly delayMs after its create_time.
+    const nowMs = this.clock();
+    const now = toSqliteTime(nowMs);
     const findExisting = statement(this.db, 
       `SELECT * FROM system_async_task WHERE task_type = ? AND COALESCE(owner, '') = COALESCE(?, '') AND idempotency_key = ?`,
     );
@@ -131,7 +133,7 @@ export class SqliteStore implements Store {
           const existing = findExisting.get(task.taskType, task.owner, task.idempotencyKey) as Row | undefined;
           if (existing) return { task: taskFromRow(existing, decodeSqlite), created: false };
         }
-        const availableAt = task.availableAt ? toSqliteTime(task.availableAt.getTime()) : toSqliteTime(this.clock() + task.delayMs);
+        const availableAt = task.availableAt ? toSqliteTime(task.availableAt.getTime()) : toSqliteTime(nowMs + task.delayMs);
         const row = insert.get(
           task.id, task.taskType, task.priority, task.payloadJson, availableAt,
           task.deadlineAt ? toSqliteTime(task.deadlineAt.getTime()) : null,
