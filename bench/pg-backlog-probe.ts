@@ -1,7 +1,14 @@
 /**
- * PostgreSQL drain rate over a long backlog, per 100k tasks.
+ * PostgreSQL drain rate over a long backlog, per 100k tasks; the round trip
+ * per claimed and per written row; the CPU split between this process (the
+ * worker) and the rest of the machine (mostly PostgreSQL).
  * Run: npx tsx bench/pg-backlog-probe.ts <backlog> <tasks to measure> [autovac|vacuum|bgvac]
  * e.g. npx tsx bench/pg-backlog-probe.ts 1000000 600000
+ * Experiments (environment):
+ * - EXPLAIN_AT=n: after n tasks, EXPLAIN ANALYZE the claim's leased count with and without bitmap scans;
+ * - VARIANT=collate: ids and task types in the "C" collation;
+ * - VARIANT=noattempt: the claim writes no attempt row (an upper bound of what that row costs);
+ * - VARIANT=nobitmap: the claim function with bitmap scans off (now the default).
  */
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
@@ -22,19 +29,34 @@ if (variant.includes('noattempt')) {
   if (cut === def) throw new Error('noattempt: pattern not found');
   await admin.query(cut);
 }
+if (variant.includes('nobitmap')) await admin.query(`ALTER FUNCTION ${schema}.tasklease_claim SET enable_bitmapscan = off`);
 if (process.argv[4] === "autovac") await admin.query(`ALTER TABLE ${schema}.system_async_task SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 20000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.05)`);
 if (process.argv[4] === "vacuum") await admin.query(`VACUUM ANALYZE ${schema}.system_async_task`);
+// Round-trip time of every claim and outcome write, per row.
+const spent = { claim: { ms: 0, rows: 0, calls: 0 }, finish: { ms: 0, rows: 0, calls: 0 } };
+const claimTasks = store.claimTasks.bind(store); const finishAttempts = store.finishAttempts.bind(store);
+store.claimTasks = async (p) => { const s = performance.now(); const r = await claimTasks(p); spent.claim.ms += performance.now() - s; spent.claim.rows += r.length; spent.claim.calls++; return r; };
+store.finishAttempts = async (p) => { const s = performance.now(); const r = await finishAttempts(p); spent.finish.ms += performance.now() - s; spent.finish.rows += r.length; spent.finish.calls++; return r; };
 const worker = createWorker({ store, tasks: [t], concurrency: 10, prefetch: 500, globalConcurrency: 1e6, typeConcurrency: 1e6, recoveryIntervalMs: 0 });
 let done = 0; const marks: number[] = [];
 let vac = false;
 const fin = new Promise<void>((r) => worker.on('completed', () => { done++; if (done % 100000 === 0) marks.push(performance.now());
   if (process.argv[4] === 'bgvac' && done % 100000 === 0 && !vac) { vac = true; const s = performance.now(); void admin.query(`VACUUM ${schema}.system_async_task`).then(() => { console.log('vacuum ms', Math.round(performance.now() - s)); vac = false; }); }
+  if (process.env.EXPLAIN_AT && done === Number(process.env.EXPLAIN_AT)) void explainLeased();
   if (done === measure) r(); }));
+async function explainLeased(): Promise<void> {
+  for (const bitmap of ['on', 'off', 'on', 'off']) {
+    await admin.query(`SET enable_bitmapscan = ${bitmap}`);
+    const plan = await admin.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) SELECT l.task_type, count(*) AS n FROM ${schema}.system_async_task l WHERE l.status IN ('RUNNING', 'CANCEL_REQUESTED') GROUP BY l.task_type`);
+    console.log(`-- bitmap ${bitmap}\n` + plan.rows.map((r) => r['QUERY PLAN']).join('\n'));
+  }
+}
 const cpu0 = process.cpuUsage(); const sys0 = systemTicks();
 const t0 = performance.now(); worker.start(); await fin;
 const cpu = process.cpuUsage(cpu0); const sys1 = systemTicks();
 const wallMs = performance.now() - t0;
 // CPU split over the drain: this process (the worker) against the whole machine (PostgreSQL is most of the rest).
+for (const [k, v] of Object.entries(spent)) console.log(`${k}: ${v.calls} calls, ${Math.round(v.rows / v.calls)} rows each, ${(v.ms / v.calls).toFixed(1)} ms each, ${(1000 * v.ms / v.rows).toFixed(1)} µs/row`);
 console.log(`drain wall ${Math.round(wallMs)} ms; worker CPU ${Math.round((cpu.user + cpu.system) / 1000)} ms; machine busy ${(sys1.busy - sys0.busy) * 10} ms, idle ${(sys1.idle - sys0.idle) * 10} ms (2 cores)`);
 console.log(`backlog ${backlog}: ${measure} drained at ${Math.round(measure / ((performance.now() - t0) / 1000))}/s; per 100k:`, marks.map((m, i) => Math.round(100000 / ((m - (i ? marks[i - 1]! : t0)) / 1000))).join(' '));
 await worker.stop(); await store.close();
