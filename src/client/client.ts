@@ -7,7 +7,7 @@
 import { InvalidTransitionError, NotFoundError, ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
 import { IDLE_STATUSES, isTaskStatus, type TaskStatus } from '../core/status.js';
-import type { Task } from '../core/task.js';
+import type { NewTask, Task } from '../core/task.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import { InvalidOptionsError } from '../core/errors.js';
 import { Emitter } from '../observe/emitter.js';
@@ -113,9 +113,15 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     if (requests.length === 0) return [];
     const policies = requests.some((r) => r?.maxAttempts === undefined) ? await this.policyMaxAttempts() : undefined;
     const limits = { ...this.limits, ...(policies ? { policyMaxAttempts: policies } : {}) };
-    const tasks = await Promise.all(
-      requests.map((request, index) => prepareTask(request, this.registry, limits, requests.length > 1 ? `task #${index}` : 'task')),
-    );
+    const prepared: (NewTask | Promise<NewTask>)[] = [];
+    try {
+      requests.forEach((request, index) => prepared.push(prepareTask(request, this.registry, limits, requests.length > 1 ? `task #${index}` : 'task')));
+    } catch (error) {
+      // The batch is rejected: schema checks already started must not end as unhandled rejections.
+      for (const task of prepared) if (task instanceof Promise) task.catch(() => undefined);
+      throw error;
+    }
+    const tasks = prepared.some((task) => task instanceof Promise) ? await Promise.all(prepared) : (prepared as NewTask[]);
     const results = await this.store.insertTasks({ tasks, ...(options.transaction === undefined ? {} : { transaction: options.transaction }) });
     const created = results.filter((r) => r.created).map((r) => r.task);
     if (created.length > 0) this.emit('submitted', { tasks: created });

@@ -42,18 +42,27 @@ export interface SubmitLimits {
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
 const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128 } as const;
 
-export async function prepareTask(
+/**
+ * Synchronous unless the type has a schema (a Standard Schema may validate
+ * asynchronously): a bulk submit of schema-less tasks makes no promise per task.
+ */
+export function prepareTask(
   request: SubmitRequest,
   registry: ReadonlyMap<string, AnyTaskDefinition>,
   limits: SubmitLimits,
   label = 'task',
-): Promise<NewTask> {
+): NewTask | Promise<NewTask> {
   const definition = typeof request?.type === 'string' ? registry.get(request.type) : undefined;
   if (!definition) throw new UnknownTaskTypeError(String(request?.type));
-  if (definition.schema) {
-    const checked = await runSchema(definition.schema, request.payload);
+  const schema = definition.schema;
+  if (!schema) return buildTask(request, definition, limits, label);
+  return runSchema(schema, request.payload).then((checked) => {
     if (!checked.ok) throw new PayloadInvalidError(definition.type, checked.issues);
-  }
+    return buildTask(request, definition, limits, label);
+  });
+}
+
+function buildTask(request: SubmitRequest, definition: AnyTaskDefinition, limits: SubmitLimits, label: string): NewTask {
   const payloadJson = serializePayload(request.payload, label);
   const bytes = Buffer.byteLength(payloadJson, 'utf8');
   if (bytes > limits.maxPayloadBytes) throw new PayloadTooLargeError(bytes, limits.maxPayloadBytes);

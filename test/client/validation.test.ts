@@ -40,6 +40,19 @@ describe('submit rejects bad input and writes nothing', () => {
     await nothingWritten();
   });
 
+  it('a batch with a bad schema-less task after schema-checked ones: one typed error, nothing written, nothing unhandled', async () => {
+    const mixed = createClient({ store, tasks: [order, defineTask({ type: 'plain' })] });
+    const error = await mixed.submitMany([
+      { type: 'order', payload: { orderId: '', qty: 0 } }, // its schema check fails after the batch is already rejected
+      { type: 'order', payload: valid },
+      { type: 'plain', payload: {}, priority: 5000 },
+    ]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as ValidationError).field).toBe('priority');
+    expect((error as Error).message).toMatch(/task #2/);
+    await nothingWritten();
+  });
+
   it('a payload over the size limit', async () => {
     const error = await client.submit(order, { orderId: 'x'.repeat(2000), qty: 1 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PayloadTooLargeError);

@@ -31,41 +31,49 @@ export const decodePostgres: Decode = {
   json: (value) => (typeof value === 'string' ? JSON.parse(value) : value),
 };
 
-/** `label` locates the value in messages (tasks[3].owner); `field` is the ValidationError's field (owner). */
-export function checkStorableText(label: string | (() => string), value: string, maxBytes: number, field?: string): void {
-  // The label is built only for a message: a bulk submit checks several fields of every task.
-  const name = (): string => (typeof label === 'string' ? label : label());
-  const as = field ?? (typeof label === 'string' ? label : undefined);
-  if (typeof value !== 'string') throw new ValidationError(`${name()} must be a string`, as);
-  if (value.includes('\u0000')) throw new ValidationError(`${name()} contains a NUL character (\\u0000), which PostgreSQL text cannot store`, as);
+/**
+ * `label` locates the value in messages (tasks[3].owner); `field` is the
+ * ValidationError's field (owner). A bulk submit checks several fields of
+ * every task, so a label can come as [index, field] and is spelled out only
+ * for a message.
+ */
+export function checkStorableText(label: string | readonly [number, string], value: string, maxBytes: number, field?: string): void {
+  if (typeof value === 'string' && value.length * 3 <= maxBytes && !value.includes('\u0000') && !HAS_LONE_SURROGATE.test(value)) return;
+  const name = typeof label === 'string' ? label : taskField(label[0], label[1]);
+  const as = field ?? name;
+  if (typeof value !== 'string') throw new ValidationError(`${name} must be a string`, as);
+  if (value.includes('\u0000')) throw new ValidationError(`${name} contains a NUL character (\\u0000), which PostgreSQL text cannot store`, as);
   if (HAS_LONE_SURROGATE.test(value)) {
-    throw new ValidationError(`${name()} contains a lone UTF-16 surrogate, which has no UTF-8 encoding and cannot be stored verbatim`, as);
+    throw new ValidationError(`${name} contains a lone UTF-16 surrogate, which has no UTF-8 encoding and cannot be stored verbatim`, as);
   }
-  // A UTF-16 unit is at most 3 UTF-8 bytes: count the bytes only for a string that could be too long.
-  if (value.length * 3 > maxBytes) {
-    const bytes = Buffer.byteLength(value, 'utf8');
-    if (bytes > maxBytes) throw new ValidationError(`${name()} is ${bytes} bytes as UTF-8, over the limit of ${maxBytes}`, as);
-  }
+  // A UTF-16 unit is at most 3 UTF-8 bytes: only a string that could be too long is measured.
+  const bytes = Buffer.byteLength(value, 'utf8');
+  if (bytes > maxBytes) throw new ValidationError(`${name} is ${bytes} bytes as UTF-8, over the limit of ${maxBytes}`, as);
+}
+
+function fail(index: number, field: string, problem: string, as: string = field): never {
+  throw new ValidationError(`${taskField(index, field)} ${problem}`, as);
+}
+
+function taskField(index: number, field: string): string {
+  return `tasks[${index}].${field}`;
 }
 
 export function checkNewTask(task: NewTask, index: number): void {
-  const at = (field: string) => () => `tasks[${index}].${field}`;
-  if (typeof task.id !== 'string' || task.id.length === 0) throw new ValidationError(`${at('id')()} must be a non-empty string`, 'id');
-  checkStorableText(at('id'), task.id, MAX_ID_BYTES, 'id');
-  if (typeof task.taskType !== 'string' || task.taskType.length === 0) throw new ValidationError(`${at('taskType')()} must be a non-empty string`, 'taskType');
-  checkStorableText(at('taskType'), task.taskType, MAX_TASK_TYPE_BYTES, 'taskType');
-  if (typeof task.payloadJson !== 'string') throw new ValidationError(`${at('payloadJson')()} must be a JSON string`, 'payload');
-  if (task.payloadJson.includes('\u0000')) throw new ValidationError(`${at('payloadJson')()} is not JSON: it holds a raw NUL character`, 'payload');
-  if (task.owner !== null) checkStorableText(at('owner'), task.owner, MAX_OWNER_BYTES, 'owner');
-  if (task.idempotencyKey !== null) checkStorableText(at('idempotencyKey'), task.idempotencyKey, MAX_IDEMPOTENCY_KEY_BYTES, 'idempotencyKey');
-  if (task.traceId !== null) checkStorableText(at('traceId'), task.traceId, MAX_TRACE_ID_BYTES, 'traceId');
-  if (!isInt32(task.priority)) throw new ValidationError(`${at('priority')()} must be a 32-bit integer, got ${String(task.priority)}`, 'priority');
-  if (!isInt32(task.maxAttempts)) throw new ValidationError(`${at('maxAttempts')()} must be a 32-bit integer, got ${String(task.maxAttempts)}`, 'maxAttempts');
-  if (typeof task.delayMs !== 'number' || !Number.isFinite(task.delayMs) || task.delayMs < 0) {
-    throw new ValidationError(`${at('delayMs')()} must be a finite number ≥ 0`, 'delayMs');
-  }
-  checkDate(at('availableAt'), task.availableAt, 'availableAt');
-  checkDate(at('deadlineAt'), task.deadlineAt, 'deadlineAt');
+  if (typeof task.id !== 'string' || task.id.length === 0) fail(index, 'id', 'must be a non-empty string');
+  checkStorableText([index, 'id'], task.id, MAX_ID_BYTES, 'id');
+  if (typeof task.taskType !== 'string' || task.taskType.length === 0) fail(index, 'taskType', 'must be a non-empty string');
+  checkStorableText([index, 'taskType'], task.taskType, MAX_TASK_TYPE_BYTES, 'taskType');
+  if (typeof task.payloadJson !== 'string') fail(index, 'payloadJson', 'must be a JSON string', 'payload');
+  if (task.payloadJson.includes('\u0000')) fail(index, 'payloadJson', 'is not JSON: it holds a raw NUL character', 'payload');
+  if (task.owner !== null) checkStorableText([index, 'owner'], task.owner, MAX_OWNER_BYTES, 'owner');
+  if (task.idempotencyKey !== null) checkStorableText([index, 'idempotencyKey'], task.idempotencyKey, MAX_IDEMPOTENCY_KEY_BYTES, 'idempotencyKey');
+  if (task.traceId !== null) checkStorableText([index, 'traceId'], task.traceId, MAX_TRACE_ID_BYTES, 'traceId');
+  if (!isInt32(task.priority)) fail(index, 'priority', `must be a 32-bit integer, got ${String(task.priority)}`);
+  if (!isInt32(task.maxAttempts)) fail(index, 'maxAttempts', `must be a 32-bit integer, got ${String(task.maxAttempts)}`);
+  if (typeof task.delayMs !== 'number' || !Number.isFinite(task.delayMs) || task.delayMs < 0) fail(index, 'delayMs', 'must be a finite number ≥ 0');
+  if (!isDateOrNull(task.availableAt)) fail(index, 'availableAt', 'must be a valid Date');
+  if (!isDateOrNull(task.deadlineAt)) fail(index, 'deadlineAt', 'must be a valid Date');
 }
 
 /** A lone surrogate inside a JSON string becomes its \uXXXX escape: the same JSON value, now valid UTF-8. */
@@ -94,7 +102,6 @@ function isInt32(value: unknown): boolean {
   return typeof value === 'number' && Number.isInteger(value) && value >= -2147483648 && value <= 2147483647;
 }
 
-function checkDate(label: () => string, value: Date | null, field: string): void {
-  if (value === null) return;
-  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new ValidationError(`${label()} must be a valid Date`, field);
+function isDateOrNull(value: unknown): boolean {
+  return value === null || (value instanceof Date && !Number.isNaN(value.getTime()));
 }
