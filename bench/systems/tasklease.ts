@@ -39,8 +39,9 @@ export function tasklease(dialect: Dialect): SystemAdapter {
     name: `tasklease-${dialect}`,
     kind: 'tasklease',
     workerScript: fileURLToPath(new URL('../workers/tasklease.ts', import.meta.url)),
-    // SQLite and MySQL wake only the workers of the submitting process; others poll (default pollIntervalMs).
-    pollPeriodMs: dialect === 'postgres' ? 0 : DEFAULT_POLL_INTERVAL_MS,
+    // PostgreSQL wakes workers with NOTIFY, SQLite by their watching the -wal file; MySQL wakes only
+    // the workers of the submitting process, others poll (default pollIntervalMs).
+    pollPeriodMs: dialect === 'mysql' ? DEFAULT_POLL_INTERVAL_MS : 0,
     supportsLimits: true,
     probe: () => probeStore(spec),
     async setup() {
@@ -88,7 +89,9 @@ export function tasklease(dialect: Dialect): SystemAdapter {
         wake:
           dialect === 'postgres'
             ? 'LISTEN/NOTIFY, poll as fallback'
-            : 'in-process bus only: a worker in another process finds new tasks by polling (pollIntervalMs)',
+            : dialect === 'sqlite'
+              ? 'workers in other processes watch the database\'s -wal file (fs.watch), poll as fallback'
+              : 'in-process bus only: a worker in another process finds new tasks by polling (pollIntervalMs)',
         'finished tasks': 'kept as SUCCESS rows (tasklease design)',
       };
     },
