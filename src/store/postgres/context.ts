@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { TimeTextCache } from '../time-cache.js';
 import { mapPgError } from './errors.js';
 import { quoteIdent } from './options.js';
 
@@ -87,33 +88,21 @@ const TIMESTAMPTZ_OID = 1184;
 /**
  * timestamptz in UTC ('2026-11-29 13:53:09.517318+00') parsed by slicing:
  * the generic parser's regular expression was ~5 % of a worker's CPU in a
- * drain (six times per task row). Other offsets take the generic path. The
- * rows of one claim or one bulk insert share most of their times (one
- * statement, one clock: lease_until, update_time, start_time; available_at
- * and create_time per submit batch), so the last few texts parsed are
- * remembered.
+ * drain (six times per task row), and most texts repeat (TimeTextCache).
+ * Other offsets take the generic path.
  */
-const CACHE_SLOTS = 4;
-const cachedText: string[] = new Array<string>(CACHE_SLOTS).fill('');
-const cachedMs: number[] = new Array<number>(CACHE_SLOTS).fill(0);
-let nextSlot = 0;
+const recentTimes = new TimeTextCache();
 
 export function parseTimestamptz(text: string): Date {
-  for (let i = 0; i < CACHE_SLOTS; i += 1) {
-    if (cachedText[i] === text) return new Date(cachedMs[i]!);
-  }
+  const known = recentTimes.get(text);
+  if (known) return known;
   const n = text.length;
   // Years below 100 would be read by Date.UTC as 19xx.
   if (n >= 22 && text[10] === ' ' && text.endsWith('+00') && text[0] !== '0') {
     const dot = text[19] === '.' ? 19 : -1;
     const ms = dot < 0 ? 0 : Math.floor(Number(`0${text.slice(dot, n - 3)}`) * 1000 + 1e-6);
     const at = Date.UTC(+text.slice(0, 4), +text.slice(5, 7) - 1, +text.slice(8, 10), +text.slice(11, 13), +text.slice(14, 16), +text.slice(17, 19), ms);
-    if (!Number.isNaN(at)) {
-      cachedText[nextSlot] = text;
-      cachedMs[nextSlot] = at;
-      nextSlot = (nextSlot + 1) % CACHE_SLOTS;
-      return new Date(at);
-    }
+    if (!Number.isNaN(at)) return recentTimes.put(text, at);
   }
   return genericTimestamptz(text) as Date;
 }

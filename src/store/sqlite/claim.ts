@@ -71,7 +71,7 @@ function readPolicies(db: Database.Database, taskTypes: readonly string[]): Map<
 
 /** RUNNING + CANCEL_REQUESTED rows per type: what the limits count. */
 export function leasedByType(db: Database.Database): Map<string, number> {
-  // INDEXED BY: left alone, the planner scans the covering (task_type, status) index — every finished row, on every claim.
+  // INDEXED BY: left alone, the planner may scan a wider index or the table — every finished row, on every claim.
   const rows = statement(db, `SELECT task_type, COUNT(*) AS n FROM system_async_task INDEXED BY ix_system_async_task_leased
     WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`).all() as { task_type: string; n: number }[];
   return new Map(rows.map((row) => [row.task_type, row.n]));

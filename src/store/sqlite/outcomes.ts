@@ -72,9 +72,12 @@ function attemptOutcomeName(kind: AttemptOutcome['kind']): AttemptOutcomeName {
   return kind === 'RETRY' ? 'FAILED' : kind;
 }
 
+const NO_PROGRESS = Object.freeze({ p0: null, p1: null, p2: null, p3: null, p4: null, p5: null });
+
 function progressParams(progress: TaskProgress | null): Record<string, unknown> {
-  const values = progress ? progressValues(progress) : [null, null, null, null, null, null];
-  return Object.fromEntries(values.map((value, index) => [`p${index}`, value]));
+  if (progress === null) return NO_PROGRESS;
+  const [p0, p1, p2, p3, p4, p5] = progressValues(progress);
+  return { p0, p1, p2, p3, p4, p5 };
 }
 
 function closeAttempt(db: Database.Database, taskId: string, attempt: number, outcome: AttemptOutcomeName, errorCode: string | null, now: string): void {

@@ -1,4 +1,7 @@
 import type { Decode } from '../rows.js';
+import { TimeTextCache } from '../time-cache.js';
+
+const recentTimes = new TimeTextCache();
 
 /** SQLite keeps UTC times as 'YYYY-MM-DD HH:MM:SS.SSS' text (see migrations.ts). */
 export function toSqliteTime(ms: number): string {
@@ -6,7 +9,8 @@ export function toSqliteTime(ms: number): string {
 }
 
 export function fromSqliteTime(value: unknown): Date {
-  return new Date(`${String(value).replace(' ', 'T')}Z`);
+  const text = String(value);
+  return recentTimes.get(text) ?? recentTimes.put(text, Date.parse(`${text.replace(' ', 'T')}Z`));
 }
 
 export const decodeSqlite: Decode = {
