@@ -8,9 +8,12 @@
  * - EXPLAIN_AT=n: after n tasks, EXPLAIN ANALYZE the claim's leased count with and without bitmap scans;
  * - VARIANT=collate: ids and task types in the "C" collation;
  * - VARIANT=noattempt: the claim writes no attempt row (an upper bound of what that row costs);
- * - VARIANT=nobitmap: the claim function with bitmap scans off (now the default).
+ * - VARIANT=nobitmap: the claim function with bitmap scans off (now the default);
+ * - PROF=file.cpuprofile: a CPU profile of the worker during the drain only;
+ * - HEAPPROF=file.heapprofile: where the drain allocates (sampled, collected objects included).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import pg from 'pg';
 import { PostgresStore, createClient, createWorker, defineTask } from '../src/index.js';
 const schema = `probe_${process.pid}`;
@@ -51,9 +54,17 @@ async function explainLeased(): Promise<void> {
     console.log(`-- bitmap ${bitmap}\n` + plan.rows.map((r) => r['QUERY PLAN']).join('\n'));
   }
 }
+const session = new Session();
+if (process.env.PROF) { session.connect(); await session.post('Profiler.enable'); await session.post('Profiler.start'); }
+if (process.env.HEAPPROF) {
+  session.connect(); await session.post('HeapProfiler.enable');
+  await session.post('HeapProfiler.startSampling', { samplingInterval: 8192, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+}
 const cpu0 = process.cpuUsage(); const sys0 = systemTicks();
 const t0 = performance.now(); worker.start(); await fin;
 const cpu = process.cpuUsage(cpu0); const sys1 = systemTicks();
+if (process.env.PROF) writeFileSync(process.env.PROF, JSON.stringify((await session.post('Profiler.stop')).profile));
+if (process.env.HEAPPROF) writeFileSync(process.env.HEAPPROF, JSON.stringify((await session.post('HeapProfiler.stopSampling')).profile));
 const wallMs = performance.now() - t0;
 // CPU split over the drain: this process (the worker) against the whole machine (PostgreSQL is most of the rest).
 for (const [k, v] of Object.entries(spent)) console.log(`${k}: ${v.calls} calls, ${Math.round(v.rows / v.calls)} rows each, ${(v.ms / v.calls).toFixed(1)} ms each, ${(1000 * v.ms / v.rows).toFixed(1)} µs/row`);
