@@ -9,6 +9,7 @@
  * - VARIANT=collate: ids and task types in the "C" collation;
  * - VARIANT=noattempt: the claim writes no attempt row (an upper bound of what that row costs);
  * - VARIANT=nobitmap: the claim function with bitmap scans off (now the default);
+ * - LIMITS=20/5: the worker's global / per-type limits (default: high, not binding);
  * - PROF=file.cpuprofile: a CPU profile of the worker during the drain only;
  * - HEAPPROF=file.heapprofile: where the drain allocates (sampled, collected objects included).
  */
@@ -40,7 +41,7 @@ const spent = { claim: { ms: 0, rows: 0, calls: 0 }, finish: { ms: 0, rows: 0, c
 const claimTasks = store.claimTasks.bind(store); const finishAttempts = store.finishAttempts.bind(store);
 store.claimTasks = async (p) => { const s = performance.now(); const r = await claimTasks(p); spent.claim.ms += performance.now() - s; spent.claim.rows += r.length; spent.claim.calls++; return r; };
 store.finishAttempts = async (p) => { const s = performance.now(); const r = await finishAttempts(p); spent.finish.ms += performance.now() - s; spent.finish.rows += r.length; spent.finish.calls++; return r; };
-const worker = createWorker({ store, tasks: [t], concurrency: 10, prefetch: 500, globalConcurrency: 1e6, typeConcurrency: 1e6, recoveryIntervalMs: 0 });
+const worker = createWorker({ store, tasks: [t], concurrency: 10, prefetch: 500, globalConcurrency: Number(process.env.LIMITS?.split('/')[0] ?? 1e6), typeConcurrency: Number(process.env.LIMITS?.split('/')[1] ?? 1e6), recoveryIntervalMs: 0 });
 let done = 0; const marks: number[] = [];
 let vac = false;
 const fin = new Promise<void>((r) => worker.on('completed', () => { done++; if (done % 100000 === 0) marks.push(performance.now());

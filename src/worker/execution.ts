@@ -29,6 +29,8 @@ export class Execution implements AbortSource {
   context: ExecutionContext | null = null;
   /** Settles when the handler has returned or thrown (not merely been raced). */
   handlerSettled: Promise<void> = Promise.resolve();
+  /** No handler of this execution is running: none started yet, or it returned or threw (handlerSettled has resolved). */
+  handlerIdle = true;
   timer: NodeJS.Timeout | null = null;
   private reason: TaskAbortedError | null = null;
   private controller: AbortController | null = null;
@@ -89,10 +91,11 @@ export async function runHandler(execution: Execution, context: ExecutionContext
   if (definition.validate) await definition.validate(payload, context);
   context.throwIfAborted();
   const work = Promise.resolve().then(() => definition.execute!(context, payload));
-  execution.handlerSettled = work.then(
-    () => undefined,
-    () => undefined,
-  );
+  execution.handlerIdle = false;
+  const settle = (): void => {
+    execution.handlerIdle = true;
+  };
+  execution.handlerSettled = work.then(settle, settle);
   const result = await raceAbort(work, execution);
   if (execution.abortReason && execution.abortReason.code !== 'SHUTDOWN') throw execution.abortReason;
   return result ?? { status: 'SUCCESS' };

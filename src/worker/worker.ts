@@ -45,6 +45,8 @@ export class Worker extends Emitter<WorkerEvents> {
   private writing = 0;
   private claiming: Promise<void> | null = null;
   private claimAgain = false;
+  /** The last claim brought fewer tasks than it asked for: the queue is (nearly) empty, or limits bind. */
+  private lastClaimShort = false;
   private timers: NodeJS.Timeout[] = [];
   private pollTimer: NodeJS.Timeout | null = null;
   private pollDelayMs = 0;
@@ -150,12 +152,16 @@ export class Worker extends Emitter<WorkerEvents> {
         // While work is buffered, wait until half the capacity is free: fewer, larger claims.
         if (room <= 0 || (this.buffer.length > 0 && room * 2 < capacity)) return found;
         const limit = Math.min(room, o.claimBatchSize);
+        // A claim that starts now answers every request made before it (their outcomes and submits are
+        // committed): only a request made while it runs calls for another.
+        this.claimAgain = false;
         const tasks = await this.store.claimTasks({
           workerId: this.workerId, taskTypes: this.taskTypes, limit, leaseMs: o.leaseMs,
           globalConcurrency: o.globalConcurrency, typeConcurrency: o.typeConcurrency,
         });
         this.adopt(tasks);
         found ||= tasks.length > 0;
+        this.lastClaimShort = tasks.length < limit;
         if (tasks.length < limit) return found;
         // A synchronous store (SQLite) resolves at once: let timers, I/O and the outcome writer run
         // before the next claim, or a long backlog would starve heartbeats and the stop signal.
@@ -227,8 +233,10 @@ export class Worker extends Emitter<WorkerEvents> {
       this.active -= 1;
       this.settleIfDone(execution);
       this.startBuffered();
-      // Claim the next batch while this one's outcomes are still being written: the two overlap.
-      if (this.buffer.length === 0) this.requestClaim();
+      // Claim the next batch while this one's outcomes are still being written: the two overlap. Not
+      // when the last claim came back short: then the queue is empty or the limits bind, and a claim
+      // before these outcomes free their slots would find nothing (written() claims after them).
+      if (this.buffer.length === 0 && !this.lastClaimShort) this.requestClaim();
     });
     if (outcome) {
       execution.phase = 'finishing';
@@ -314,11 +322,21 @@ export class Worker extends Emitter<WorkerEvents> {
   /** Forgets an execution once its handler has stopped and nothing more will be written. */
   private settleIfDone(execution: Execution): void {
     if (execution.phase !== 'done') return;
+    // Usually the handler stopped long ago: forget it now, so that the claim written() asks for next
+    // counts the room it frees (one claim per batch of outcomes, not one more per outcome).
+    if (execution.handlerIdle) {
+      this.forget(execution);
+      return;
+    }
     void execution.handlerSettled.then(() => {
-      if (this.held.get(execution.task.id) === execution) this.held.delete(execution.task.id);
+      this.forget(execution);
       this.requestClaim();
-      this.notifyIdle();
     });
+  }
+
+  private forget(execution: Execution): void {
+    if (this.held.get(execution.task.id) === execution) this.held.delete(execution.task.id);
+    this.notifyIdle();
   }
 
   // ---- leases ---------------------------------------------------------------

@@ -387,5 +387,23 @@ export function runWorkerSuite(factory: StoreFactory): void {
       await waitFor(async () => (await store.countByStatus({ scope: Scope.global() })).SUCCESS === 30, 'all 30 done');
       expect(peak).toBe(3);
     });
+
+    it('under a binding type limit claims once per batch of outcomes, not once more per outcome', async () => {
+      const t = defineTask({ type: 'limited', execute: () => undefined });
+      const { client, worker } = setup([t], { concurrency: 10, prefetch: 50, typeConcurrency: 5, pollIntervalMs: 60_000 });
+      let claims = 0;
+      let writes = 0;
+      const claimTasks = store.claimTasks.bind(store);
+      const finishAttempts = store.finishAttempts.bind(store);
+      store.claimTasks = (params) => { claims += 1; return claimTasks(params); };
+      store.finishAttempts = (params) => { writes += 1; return finishAttempts(params); };
+      await client.submitMany(Array.from({ length: 100 }, () => ({ type: 'limited', payload: {} })));
+      worker.start();
+      await waitFor(async () => (await store.countByStatus({ scope: Scope.global() })).SUCCESS === 100, 'all 100 done');
+      // 100 tasks, at most 5 leased at once: at least 20 claims and 20 outcome writes. A claim sent while the
+      // last outcomes were still being written, or one more per outcome, finds nothing and doubles the claims.
+      expect(writes).toBeGreaterThanOrEqual(20);
+      expect(claims).toBeLessThanOrEqual(writes + 3);
+    });
   });
 }

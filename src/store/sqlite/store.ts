@@ -49,6 +49,7 @@ export class SqliteStore implements Store {
   private readonly bus: LocalBus;
   private readonly walWatcher: WalWatcher | null;
   private closed = false;
+  private seenDataVersion = -1;
 
   constructor(options: SqliteStoreOptions) {
     checkString('SqliteStore', 'path', options?.path, { minLength: 1 });
@@ -67,8 +68,20 @@ export class SqliteStore implements Store {
       throw new StoreError(`cannot open SQLite database ${options.path}`, { cause: error });
     }
     this.bus = LocalBus.for(options.path === ':memory:' ? this : `sqlite:${resolve(options.path)}`);
-    this.walWatcher = options.path === ':memory:' ? null
-      : new WalWatcher(resolve(options.path), () => this.bus.publish({ kind: 'submitted', taskTypes: [] }));
+    this.walWatcher = options.path === ':memory:' ? null : new WalWatcher(resolve(options.path), () => this.walChanged());
+  }
+
+  /**
+   * The -wal file changed. PRAGMA data_version moves only for commits of other
+   * connections: when it stands still, the change was this store's own commit
+   * (a claim or an outcome), which must not wake its worker into an empty claim.
+   */
+  private walChanged(): void {
+    if (this.closed) return;
+    const version = this.db.pragma('data_version', { simple: true }) as number;
+    if (version === this.seenDataVersion) return;
+    this.seenDataVersion = version;
+    this.bus.publish({ kind: 'submitted', taskTypes: [] });
   }
 
   nowText(): string {

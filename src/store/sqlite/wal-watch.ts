@@ -3,8 +3,8 @@
  * machine, appends to the database's -wal file. Watching that file lets an
  * idle worker claim at once what another process submitted, instead of at its
  * next poll (polling stays the fallback where fs.watch is not supported).
- * Our own commits fire it too; a claim that finds nothing writes nothing, so
- * that cannot loop.
+ * Our own commits fire it too; the store tells them apart (PRAGMA
+ * data_version, store.ts).
  */
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
