@@ -37,9 +37,10 @@ if (variant.includes('nobitmap')) await admin.query(`ALTER FUNCTION ${schema}.ta
 if (process.argv[4] === "autovac") await admin.query(`ALTER TABLE ${schema}.system_async_task SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 20000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.05)`);
 if (process.argv[4] === "vacuum") await admin.query(`VACUUM ANALYZE ${schema}.system_async_task`);
 // Round-trip time of every claim and outcome write, per row.
-const spent = { claim: { ms: 0, rows: 0, calls: 0 }, finish: { ms: 0, rows: 0, calls: 0 } };
-const claimTasks = store.claimTasks.bind(store); const finishAttempts = store.finishAttempts.bind(store);
+const spent = { claim: { ms: 0, rows: 0, calls: 0 }, finish: { ms: 0, rows: 0, calls: 0 }, 'finish+claim': { ms: 0, rows: 0, calls: 0 } };
+const claimTasks = store.claimTasks.bind(store); const finishAttempts = store.finishAttempts.bind(store); const finishAndClaim = store.finishAndClaim.bind(store);
 store.claimTasks = async (p) => { const s = performance.now(); const r = await claimTasks(p); spent.claim.ms += performance.now() - s; spent.claim.rows += r.length; spent.claim.calls++; return r; };
+store.finishAndClaim = async (p) => { const s = performance.now(); const r = await finishAndClaim(p); const x = spent['finish+claim']; x.ms += performance.now() - s; x.rows += r.applied.length + r.claimed.length; x.calls++; return r; };
 store.finishAttempts = async (p) => { const s = performance.now(); const r = await finishAttempts(p); spent.finish.ms += performance.now() - s; spent.finish.rows += r.length; spent.finish.calls++; return r; };
 const worker = createWorker({ store, tasks: [t], concurrency: 10, prefetch: 500, globalConcurrency: Number(process.env.LIMITS?.split('/')[0] ?? 1e6), typeConcurrency: Number(process.env.LIMITS?.split('/')[1] ?? 1e6), recoveryIntervalMs: 0 });
 let done = 0; const marks: number[] = [];
@@ -68,7 +69,7 @@ if (process.env.PROF) writeFileSync(process.env.PROF, JSON.stringify((await sess
 if (process.env.HEAPPROF) writeFileSync(process.env.HEAPPROF, JSON.stringify((await session.post('HeapProfiler.stopSampling')).profile));
 const wallMs = performance.now() - t0;
 // CPU split over the drain: this process (the worker) against the whole machine (PostgreSQL is most of the rest).
-for (const [k, v] of Object.entries(spent)) console.log(`${k}: ${v.calls} calls, ${Math.round(v.rows / v.calls)} rows each, ${(v.ms / v.calls).toFixed(1)} ms each, ${(1000 * v.ms / v.rows).toFixed(1)} µs/row`);
+for (const [k, v] of Object.entries(spent)) if (v.calls > 0) console.log(`${k}: ${v.calls} calls, ${Math.round(v.rows / v.calls)} rows each, ${(v.ms / v.calls).toFixed(1)} ms each, ${(1000 * v.ms / v.rows).toFixed(1)} µs/row`);
 console.log(`drain wall ${Math.round(wallMs)} ms; worker CPU ${Math.round((cpu.user + cpu.system) / 1000)} ms; machine busy ${(sys1.busy - sys0.busy) * 10} ms, idle ${(sys1.idle - sys0.idle) * 10} ms (2 cores)`);
 console.log(`backlog ${backlog}: ${measure} drained at ${Math.round(measure / ((performance.now() - t0) / 1000))}/s; per 100k:`, marks.map((m, i) => Math.round(100000 / ((m - (i ? marks[i - 1]! : t0)) / 1000))).join(' '));
 await worker.stop(); await store.close();

@@ -77,6 +77,13 @@ export interface Store {
   /** Writes the outcome of many attempts in as few statements as the dialect allows; fenced; one boolean per outcome. */
   finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]>;
   /**
+   * Optional: finishAttempts, then claimTasks, in one transaction and one
+   * round trip — the claim counts the slots those outcomes freed. A worker
+   * whose store has it claims its next tasks with the outcomes of the last
+   * ones (binding limits: one round trip per batch instead of two).
+   */
+  finishAndClaim?(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult>;
+  /**
    * Hands back tasks that were leased but never started (a prefetch buffer
    * when its worker stops): QUEUED again, attempt_count − 1, their attempt
    * row removed, as if never claimed. Fenced; returns how many.
@@ -182,6 +189,13 @@ export interface ClaimParams {
   globalConcurrency: number;
   /** Per-type cap unless a TYPE:<type> policy row says otherwise. */
   typeConcurrency: number;
+}
+
+export interface FinishAndClaimResult {
+  /** One boolean per outcome, as finishAttempts answers. */
+  applied: boolean[];
+  /** As claimTasks answers. */
+  claimed: Task[];
 }
 
 export interface RenewResult {

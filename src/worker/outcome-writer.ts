@@ -2,8 +2,20 @@
  * Batches attempt outcomes: everything that finishes in one tick of the event
  * loop is written by one finishAttempts call. While a write is in flight new
  * outcomes queue behind it, so under load batches grow by themselves.
+ *
+ * Where the store can (finishAndClaim) and the worker wants to (ClaimAlong),
+ * the write also claims the worker's next tasks in the same round trip.
  */
-import type { AttemptOutcome, Store } from '../store/types.js';
+import type { Task } from '../core/task.js';
+import type { AttemptOutcome, ClaimParams, Store } from '../store/types.js';
+
+/** The worker's side of claiming along with an outcome write. */
+export interface ClaimAlong {
+  /** Just before a write: what to claim with it, or null for no claim. */
+  begin(): ClaimParams | null;
+  /** After the write's outcomes were reported: what it claimed, or null when the write failed (nothing was claimed). */
+  end(claimed: Task[] | null, params: ClaimParams): void;
+}
 
 export interface PendingOutcome<T> {
   outcome: AttemptOutcome;
@@ -17,10 +29,11 @@ export class OutcomeWriter<T> {
 
   constructor(
     private readonly store: Store,
-    /** Called per outcome with whether the fenced write applied. */
-    private readonly onWritten: (item: PendingOutcome<T>, applied: boolean) => void,
+    /** Called per outcome with whether the fenced write applied, and whether a claim went with it. */
+    private readonly onWritten: (item: PendingOutcome<T>, applied: boolean, claimedAlong: boolean) => void,
     private readonly onError: (error: unknown) => void,
     private readonly retryDelayMs: number,
+    private readonly claimAlong: ClaimAlong | null = null,
     private readonly maxBatch = 1000,
   ) {}
 
@@ -57,18 +70,24 @@ export class OutcomeWriter<T> {
   private async writeAll(): Promise<void> {
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, this.maxBatch);
+      const outcomes = batch.map((item) => item.outcome);
+      const claim = this.store.finishAndClaim && this.claimAlong ? this.claimAlong.begin() : null;
       let results: boolean[];
+      let claimed: Task[] = [];
       try {
-        results = await this.store.finishAttempts({ outcomes: batch.map((item) => item.outcome) });
+        if (claim) ({ applied: results, claimed } = await this.store.finishAndClaim!({ outcomes, claim }));
+        else results = await this.store.finishAttempts({ outcomes });
       } catch (error) {
-        // The leases are still ours until they expire; try again. If they expire
-        // first, the fenced write will say so and the outcome is dropped.
+        // Nothing was written or claimed. The leases are still ours until they expire; try again. If
+        // they expire first, the fenced write will say so and the outcome is dropped.
+        if (claim) this.claimAlong!.end(null, claim);
         this.pending.unshift(...batch);
         this.onError(error);
         await new Promise((resolve) => setTimeout(resolve, this.retryDelayMs));
         continue;
       }
-      batch.forEach((item, index) => this.onWritten(item, results[index] === true));
+      batch.forEach((item, index) => this.onWritten(item, results[index] === true, claim !== null));
+      if (claim) this.claimAlong!.end(claimed, claim);
     }
   }
 }

@@ -10,7 +10,7 @@ import { TaskAbortedError } from '../core/errors.js';
 import type { RetryOptions } from '../core/retry.js';
 import type { Task } from '../core/task.js';
 import { Emitter } from '../observe/emitter.js';
-import type { AttemptOutcome, Store, StoreEvent } from '../store/types.js';
+import type { AttemptOutcome, ClaimParams, Store, StoreEvent } from '../store/types.js';
 import { ExecutionContext } from './context.js';
 import { registryOf, type AnyTaskDefinition } from './definition.js';
 import type { WorkerEvents } from './events.js';
@@ -44,6 +44,9 @@ export class Worker extends Emitter<WorkerEvents> {
   /** Executions whose outcome is queued or being written. */
   private writing = 0;
   private claiming: Promise<void> | null = null;
+  /** Resolves `claiming` when the claim in flight went with an outcome write. */
+  private claimAlongDone: (() => void) | null = null;
+  private readyDone = false;
   private claimAgain = false;
   /** The last claim brought fewer tasks than it asked for: the queue is (nearly) empty, or limits bind. */
   private lastClaimShort = false;
@@ -63,8 +66,9 @@ export class Worker extends Emitter<WorkerEvents> {
     this.workerId = this.options.workerId;
     this.store = this.options.store;
     this.registry = registryOf(this.options.tasks);
-    this.writer = new OutcomeWriter(this.store, (item, applied) => this.written(item, applied),
-      (error) => this.emit('error', { operation: 'finishAttempts', error }), this.options.pollIntervalMs);
+    this.writer = new OutcomeWriter(this.store, (item, applied, claimedAlong) => this.written(item, applied, claimedAlong),
+      (error) => this.emit('error', { operation: 'finishAttempts', error }), this.options.pollIntervalMs,
+      { begin: () => this.beginClaimAlong(), end: (claimed, params) => this.endClaimAlong(claimed, params) });
   }
 
   get taskTypes(): string[] {
@@ -91,6 +95,9 @@ export class Worker extends Emitter<WorkerEvents> {
     }, o.heartbeatIntervalMs);
     // Claims wait for the first policy read, so that an operator's retry delay applies from the first failure.
     this.ready = this.registering = this.refreshRegistration();
+    void this.ready.then(() => {
+      this.readyDone = true;
+    });
     if (o.recoveryIntervalMs > 0) {
       this.timers.push(setInterval(() => void this.recover(), o.recoveryIntervalMs));
       void this.recover();
@@ -139,30 +146,17 @@ export class Worker extends Emitter<WorkerEvents> {
 
   /** Claims until the room is filled or the queue is empty; true if it leased anything. */
   private async claimLoop(): Promise<boolean> {
-    const o = this.options;
     let found = false;
     await this.ready;
     try {
       while (this.state === 'running') {
-        const capacity = o.concurrency + o.prefetch;
-        // Finished attempts whose outcome write is in flight do not take room: their work is done,
-        // and claiming while they are written keeps the claim and the write overlapping. Still, never
-        // more than two capacities of leases in all.
-        const room = Math.min(capacity - (this.held.size - this.writing), 2 * capacity - this.held.size);
-        // While work is buffered, wait until half the capacity is free: fewer, larger claims.
-        if (room <= 0 || (this.buffer.length > 0 && room * 2 < capacity)) return found;
-        const limit = Math.min(room, o.claimBatchSize);
-        // A claim that starts now answers every request made before it (their outcomes and submits are
-        // committed): only a request made while it runs calls for another.
-        this.claimAgain = false;
-        const tasks = await this.store.claimTasks({
-          workerId: this.workerId, taskTypes: this.taskTypes, limit, leaseMs: o.leaseMs,
-          globalConcurrency: o.globalConcurrency, typeConcurrency: o.typeConcurrency,
-        });
+        const params = this.nextClaim();
+        if (params === null) return found;
+        const tasks = await this.store.claimTasks(params);
         this.adopt(tasks);
         found ||= tasks.length > 0;
-        this.lastClaimShort = tasks.length < limit;
-        if (tasks.length < limit) return found;
+        this.lastClaimShort = tasks.length < params.limit;
+        if (tasks.length < params.limit) return found;
         // A synchronous store (SQLite) resolves at once: let timers, I/O and the outcome writer run
         // before the next claim, or a long backlog would starve heartbeats and the stop signal.
         await new Promise((resolve) => setImmediate(resolve));
@@ -171,6 +165,54 @@ export class Worker extends Emitter<WorkerEvents> {
       this.emit('error', { operation: 'claimTasks', error });
     }
     return found;
+  }
+
+  /** What to claim now, or null when there is no room; marks the claim as started (see claimAgain). */
+  private nextClaim(): ClaimParams | null {
+    const o = this.options;
+    const capacity = o.concurrency + o.prefetch;
+    // Finished attempts whose outcome write is in flight do not take room: their work is done,
+    // and claiming while they are written keeps the claim and the write overlapping. Still, never
+    // more than two capacities of leases in all.
+    const room = Math.min(capacity - (this.held.size - this.writing), 2 * capacity - this.held.size);
+    // While work is buffered, wait until half the capacity is free: fewer, larger claims.
+    if (room <= 0 || (this.buffer.length > 0 && room * 2 < capacity)) return null;
+    // A claim that starts now answers every request made before it (their outcomes and submits are
+    // committed): only a request made while it runs calls for another.
+    this.claimAgain = false;
+    return {
+      workerId: this.workerId, taskTypes: this.taskTypes, limit: Math.min(room, o.claimBatchSize), leaseMs: o.leaseMs,
+      globalConcurrency: o.globalConcurrency, typeConcurrency: o.typeConcurrency,
+    };
+  }
+
+  /**
+   * An outcome write is about to go out: claim with it unless a claim is in
+   * flight (the store runs the claim after the outcomes, so it counts the
+   * slots they free — one round trip per batch where limits bind).
+   */
+  private beginClaimAlong(): ClaimParams | null {
+    if (this.state !== 'running' || this.claiming || !this.readyDone) return null;
+    const params = this.nextClaim();
+    if (params === null) return null;
+    this.claiming = new Promise<void>((resolve) => (this.claimAlongDone = resolve));
+    return params;
+  }
+
+  private endClaimAlong(claimed: Task[] | null, params: ClaimParams): void {
+    this.claiming = null;
+    this.claimAlongDone?.();
+    this.claimAlongDone = null;
+    if (claimed === null) {
+      // The write failed and claimed nothing: claim on our own.
+      this.requestClaim();
+      return;
+    }
+    this.adopt(claimed);
+    this.lastClaimShort = claimed.length < params.limit;
+    this.armPoll(claimed.length > 0);
+    // A full batch may leave more behind; a request made during the write may want more.
+    if (claimed.length === params.limit || this.claimAgain) this.requestClaim();
   }
 
   private adopt(tasks: Task[]): void {
@@ -281,7 +323,7 @@ export class Worker extends Emitter<WorkerEvents> {
     execution.timer = setTimeout(() => execution.abort('TIMEOUT', message), Math.max(0, at - Date.now()));
   }
 
-  private written(item: PendingOutcome<Execution>, applied: boolean): void {
+  private written(item: PendingOutcome<Execution>, applied: boolean, claimedAlong: boolean): void {
     const execution = item.token;
     const { outcome } = item;
     execution.phase = 'done';
@@ -290,7 +332,8 @@ export class Worker extends Emitter<WorkerEvents> {
     if (!applied) this.markLeaseLost(execution, 'write');
     else this.announce(execution.task, outcome, durationMs);
     this.settleIfDone(execution);
-    this.requestClaim();
+    // A claim that went with this write already counted the slot it freed.
+    if (!claimedAlong) this.requestClaim();
   }
 
   private announce(task: Task, outcome: AttemptOutcome, durationMs: number): void {

@@ -10,6 +10,7 @@ import { openSync, closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/types.js';
 import { onServerArea, type StoreFactory } from './factory.js';
@@ -125,4 +126,24 @@ function redacted(): string {
 export async function onPostgres(file: string, title: string, suite: (factory: StoreFactory) => void): Promise<void> {
   onServerArea({ available: await postgresAvailable(file), title: `${title} on postgres`, needs: 'PostgreSQL',
     create: () => createTestSchema(), factory: postgresStoreFactory }, suite);
+}
+
+/**
+ * Inside a describe: a migrated PostgresStore on a fresh schema for the
+ * file's tests, closed and dropped after them. Returns a getter (the store
+ * exists once beforeAll has run).
+ */
+export function sharedPostgresStore(poolSize = 2): () => PostgresStore {
+  let schema: TestSchema | undefined;
+  let store: PostgresStore | undefined;
+  beforeAll(async () => {
+    schema = await createTestSchema();
+    store = new PostgresStore({ connectionString: PG_URL, schema: schema.name, poolSize });
+    await store.migrate();
+  });
+  afterAll(async () => {
+    await store?.close();
+    await schema?.drop();
+  });
+  return () => store!;
 }

@@ -5,26 +5,20 @@
  * statement's snapshot and its row lock must not make that statement miss
  * the row), and the two must never deadlock.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { AttemptOutcome } from '../../src/store/types.js';
-import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
+import { postgresAvailable, sharedPostgresStore } from '../helpers/postgres.js';
 import { claimParams, leaseOf, newTask } from './conformance.js';
 
 const available = await postgresAvailable('test/store/postgres-races.test.ts');
 
 describe.skipIf(!available)('PostgreSQL: heartbeats racing outcome writes', () => {
-  let schema: TestSchema;
+  const storeOf = sharedPostgresStore(4);
   let store: PostgresStore;
-  beforeAll(async () => {
-    schema = await createTestSchema();
-    store = new PostgresStore({ connectionString: PG_URL, schema: schema.name, poolSize: 4 });
-    await store.migrate();
-  });
-  afterAll(async () => {
-    await store?.close();
-    await schema?.drop();
+  beforeAll(() => {
+    store = storeOf();
   });
 
   it('every outcome of the lease holder applies while renewals hammer the same rows', async () => {

@@ -12,16 +12,29 @@
  * it as CANCELLED; the failure is still recorded.
  */
 import type { TaskProgress } from '../../core/task.js';
-import { progressValues } from '../rows.js';
-import type { AttemptOutcome } from '../types.js';
+import { progressValues, taskFromRow, type Row } from '../rows.js';
+import type { AttemptOutcome, ClaimParams, FinishAndClaimResult } from '../types.js';
+import { claimTasks } from './claim.js';
 import { run, sql, type PgContext } from './context.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
-import { resultJson, storableMessage } from './encode.js';
+import { decodePostgres, resultJson, storableMessage } from './encode.js';
 
-export function finishSql(ctx: PgContext): string {
+/**
+ * The statement, installed by migrate() as a function, so that one round
+ * trip can write outcomes and then claim (finishAndClaimSql): a VOLATILE
+ * function's queries see what the functions called before them in the same
+ * statement wrote, so the claim counts the slots the outcomes freed.
+ */
+export function finishFunctionSql(ctx: PgContext): string {
   const { task, attempt, failure, deadLetter } = ctx.tables;
   const uuid = `${ctx.schema}.tasklease_uuid_v7()`;
   return `
+CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_finish(
+  text[], text[], integer[], text[], text[], text[], boolean[], bigint[], bigint[], bigint[], bigint[], bigint[], text[],
+  text[], text[], text[], boolean[], double precision[]
+) RETURNS SETOF bigint LANGUAGE plpgsql VOLATILE AS $finish$
+BEGIN
+RETURN QUERY
 WITH input AS MATERIALIZED (
   SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::boolean[],
     $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[],
@@ -81,17 +94,56 @@ dead AS (
     u.attempt_count, now()
   FROM updated u WHERE u.status = 'FAILED'
 )
-SELECT ord FROM updated`;
+SELECT updated.ord FROM updated;
+END
+$finish$;`;
+}
+
+const FINISH_ARGS = Array.from({ length: 18 }, (_, i) => `$${i + 1}`).join(', ');
+
+/**
+ * Outcomes, then a claim, in one statement: the claim's arguments name the
+ * finish's result, so it runs after it (LATERAL), and sees its writes (both
+ * are VOLATILE functions). One row per claimed task, or one row of NULL task
+ * columns when none was claimed; every row carries the applied ordinals.
+ */
+function finishAndClaimSql(ctx: PgContext): string {
+  return `SELECT f.applied, c.* FROM (SELECT array_agg(o) AS applied FROM ${ctx.schema}.tasklease_finish(${FINISH_ARGS}) AS o) f
+LEFT JOIN LATERAL ${ctx.schema}.tasklease_claim($19, $20, $21 + 0 * COALESCE(cardinality(f.applied), 0), $22, $23, $24) c ON true`;
 }
 
 export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptOutcome[]): Promise<boolean[]> {
   if (outcomes.length === 0) return [];
+  const { order, columns } = outcomeColumns(outcomes);
+  const text = sql(ctx, 'finish', () => `SELECT o AS ord FROM ${ctx.schema}.tasklease_finish(${FINISH_ARGS}) AS o`);
+  const result = await run<{ ord: string }>(ctx.pool, 'writing outcomes', text, columns, `${ctx.statementPrefix}finish`);
+  return appliedByInput(outcomes, order, result.rows.map((row) => row.ord));
+}
+
+export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptOutcome[], claim: ClaimParams): Promise<FinishAndClaimResult> {
+  if (outcomes.length === 0) return { applied: [], claimed: await claimTasks(ctx, claim) };
+  const { order, columns } = outcomeColumns(outcomes);
+  const params = [...columns, claim.workerId, claim.taskTypes, Math.max(0, claim.limit), claim.leaseMs, claim.globalConcurrency, claim.typeConcurrency];
+  const result = await run<Row>(ctx.pool, 'writing outcomes and claiming', sql(ctx, 'finish_claim', finishAndClaimSql), params,
+    `${ctx.statementPrefix}finish_claim`);
+  const ords = (result.rows[0]?.applied as string[] | null | undefined) ?? [];
+  return {
+    applied: appliedByInput(outcomes, order, ords),
+    claimed: result.rows.filter((row) => row.id !== null).map((row) => taskFromRow(row, decodePostgres)),
+  };
+}
+
+/** The outcomes as finishSql's 18 columns, rows sorted by task id; `order[k]` is the input index of row k. */
+function outcomeColumns(outcomes: readonly AttemptOutcome[]): { order: number[]; columns: unknown[][] } {
   // Rows are locked in input order (see leases.ts): sorted by task id, every writer locks in one order.
   const order = outcomes.map((_, index) => index).sort((a, b) => compareText(outcomes[a]!.lease.taskId, outcomes[b]!.lease.taskId));
   const columns: unknown[][] = Array.from({ length: 18 }, () => []);
   for (const index of order) outcomeRow(outcomes[index]!).forEach((value, i) => columns[i]!.push(value));
-  const result = await run<{ ord: string }>(ctx.pool, 'writing outcomes', sql(ctx, 'finish', finishSql), columns, `${ctx.statementPrefix}finish`);
-  const applied = new Set(result.rows.map((row) => order[Number(row.ord) - 1]));
+  return { order, columns };
+}
+
+function appliedByInput(outcomes: readonly AttemptOutcome[], order: number[], ords: readonly (string | number)[]): boolean[] {
+  const applied = new Set(ords.map((ord) => order[Number(ord) - 1]));
   return outcomes.map((_, index) => applied.has(index));
 }
 

@@ -7,6 +7,7 @@
  */
 import { ErrorCode, TaskLeaseError } from '../../core/errors.js';
 import { claimFunctionSql } from './claim.js';
+import { finishFunctionSql } from './finish.js';
 import { run, type PgContext } from './context.js';
 import { mapPgError } from './errors.js';
 import { MIGRATE_LOCK_SCOPE, PG_MIGRATIONS } from './schema.js';
@@ -57,8 +58,9 @@ async function applyMigrations(ctx: PgContext, client: import('pg').PoolClient):
       await run(client, 'recording the migration', `INSERT INTO ${ctx.tables.migrations} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
     });
   }
-  // Repeatable: the claim function always matches this code (CREATE OR REPLACE under the lock).
+  // Repeatable: the claim and outcome functions always match this code (CREATE OR REPLACE under the lock).
   await run(client, 'installing the claim function', claimFunctionSql(ctx));
+  await run(client, 'installing the outcome function', finishFunctionSql(ctx));
 }
 
 export async function schemaVersion(ctx: PgContext): Promise<number> {

@@ -17,7 +17,7 @@ import type { Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import type {
-  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow,
+  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow, FinishAndClaimResult,
   InsertTaskResult, ListDeadLettersParams, ListTasksParams, Policy, PolicyInput, PurgeResult, RecoveryResult, RenewResult,
   ReplayResult, Store, StoreListener, TaskPage, WorkerRecord, WorkerRegistration,
 } from '../types.js';
@@ -25,7 +25,7 @@ import * as control from './control.js';
 import { PG_MIGRATIONS } from './schema.js';
 import { claimTasks } from './claim.js';
 import { createContext, run, type PgContext, type Queryable } from './context.js';
-import { finishAttempts } from './finish.js';
+import { finishAndClaim, finishAttempts } from './finish.js';
 import { insertTasks } from './insert.js';
 import { releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { PgListener, WAKE_ALL_PAYLOAD } from './listener.js';
@@ -139,6 +139,11 @@ export class PostgresStore implements Store {
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]> {
     this.assertOpen();
     return finishAttempts(this.ctx, params.outcomes);
+  }
+
+  async finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult> {
+    this.assertOpen();
+    return finishAndClaim(this.ctx, params.outcomes, params.claim);
   }
 
   async releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {
