@@ -163,4 +163,12 @@ CREATE TABLE ${s}.system_async_task_worker (
 );
 `,
   },
+  {
+    version: 3,
+    name: 'outcome function',
+    // Outcomes are written by tasklease_finish, which every migrate() installs (with tasklease_claim,
+    // migrations.ts). No table changes: the version tells a database migrated by older code — without
+    // the function — from one this code can work with (health reports the mismatch).
+    sql: () => 'SELECT 1',
+  },
 ];
