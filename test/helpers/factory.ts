@@ -43,3 +43,9 @@ export function onServerArea<Area extends { drop(): Promise<void> }>(options: {
 export function skipWithoutServer(title: string, needs: string): void {
   describe.skip(`${title} (no server)`, () => it(`needs ${needs}`, () => undefined));
 }
+
+/** describe(title, body) when the server answered, else the one skip above. */
+export function describeOnServer(available: boolean, needs: string, title: string, body: () => void): void {
+  if (available) describe(title, body);
+  else skipWithoutServer(title, needs);
+}

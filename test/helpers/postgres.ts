@@ -130,10 +130,10 @@ export async function onPostgres(file: string, title: string, suite: (factory: S
 
 /**
  * Inside a describe: a migrated PostgresStore on a fresh schema for the
- * file's tests, closed and dropped after them. Returns a getter (the store
- * exists once beforeAll has run).
+ * file's tests, closed and dropped after them. Returns a getter of both (they
+ * exist once beforeAll has run).
  */
-export function sharedPostgresStore(poolSize = 2): () => PostgresStore {
+export function sharedPostgresStore(poolSize = 2): () => { store: PostgresStore; schema: TestSchema } {
   let schema: TestSchema | undefined;
   let store: PostgresStore | undefined;
   beforeAll(async () => {
@@ -145,5 +145,5 @@ export function sharedPostgresStore(poolSize = 2): () => PostgresStore {
     await store?.close();
     await schema?.drop();
   });
-  return () => store!;
+  return () => ({ store: store!, schema: schema! });
 }

@@ -2,7 +2,8 @@
  * Hostile input on MySQL/MariaDB: stored verbatim or rejected with a typed
  * error naming the field, never half-written; the schema survives.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { ValidationError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
@@ -27,7 +28,7 @@ const HOSTILE = [
   '\u0000',
 ];
 
-describe.skipIf(!available)('MySQL store: hostile input', () => {
+describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () => {
   let database: TestDatabase;
   let store: MysqlStore;
   beforeAll(async () => {

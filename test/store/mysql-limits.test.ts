@@ -4,7 +4,8 @@
  * connection checks every committed state. Policy rows, written as an
  * operator would, override the claim defaults and apply on the next claim.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import type { Task } from '../../src/core/task.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
@@ -12,7 +13,7 @@ import { claimParams, leaseOf, newTask } from './conformance.js';
 
 const available = await mysqlAvailable('test/store/mysql-limits.test.ts');
 
-describe.skipIf(!available)('MySQL store: global and per-type limits hold across concurrent claimers', () => {
+describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: global and per-type limits hold across concurrent claimers', () => {
   let database: TestDatabase;
   const stores: MysqlStore[] = [];
 

@@ -5,7 +5,8 @@
  * timeout through a pool we own.
  */
 import mysql from 'mysql2/promise';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { Scope } from '../../src/core/scope.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
@@ -15,7 +16,7 @@ import { claimParams, newTask } from './conformance.js';
 const available = await mysqlAvailable('test/store/mysql-locks.test.ts');
 const G = Scope.global();
 
-describe.skipIf(!available)('MySQL store: lock conflicts are retried inside the store', () => {
+describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: lock conflicts are retried inside the store', () => {
   let database: TestDatabase;
   let pool: mysql.Pool;
   let store: MysqlStore;

@@ -3,14 +3,15 @@
  * design asks for, UTC sessions, options validated at the edge, and an
  * unreachable server reported as a StoreError with its cause.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { InvalidOptionsError, StoreError } from '../../src/core/errors.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
 
 const available = await mysqlAvailable('test/store/mysql-schema.test.ts');
 
-describe.skipIf(!available)('MySQL store: schema and start-up', () => {
+describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up', () => {
   let database: TestDatabase;
   beforeAll(async () => {
     database = await createTestDatabase();

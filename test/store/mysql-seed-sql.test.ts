@@ -5,7 +5,8 @@
  * $TASK_TYPE and $HOURS substituted, the guide's example id 'task-12345'
  * replaced by a real one, and the mysql client's `\G` terminator dropped.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { createClient } from '../../src/client/client.js';
 import { TaskFailure } from '../../src/core/errors.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
@@ -128,7 +129,7 @@ const GUIDE = {
        LIMIT 10;`,
 };
 
-describe.skipIf(!available)('the seed\u2019s diagnostic SQL on a MySQL store that ran real tasks', () => {
+describeOnServer(available, 'MySQL/MariaDB', 'the seed\u2019s diagnostic SQL on a MySQL store that ran real tasks', () => {
   let database: TestDatabase;
   let store: MysqlStore;
   let worker: Worker;

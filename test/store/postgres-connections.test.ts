@@ -4,31 +4,26 @@
  * server as a StoreError, and options validated at the edge.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { ErrorCode, InvalidOptionsError, StoreError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { applicationName } from '../../src/store/postgres/options.js';
 import { PostgresStore, quoteIdent } from '../../src/store/postgres/index.js';
 import type { StoreEvent } from '../../src/store/types.js';
-import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
+import { PG_URL, postgresAvailable, sharedPostgresStore, type TestSchema } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait.js';
 import { claimParams, leaseOf, newTask } from './conformance.js';
 
 const available = await postgresAvailable('test/store/postgres-connections.test.ts');
 
-describe.skipIf(!available)('PostgreSQL: notifications and connections', () => {
+describeOnServer(available, 'PostgreSQL', 'PostgreSQL: notifications and connections', () => {
+  const shared = sharedPostgresStore(3);
   let schema: TestSchema;
   let store: PostgresStore;
   const G = Scope.global();
-
-  beforeAll(async () => {
-    schema = await createTestSchema();
-    store = new PostgresStore({ connectionString: PG_URL, schema: schema.name, poolSize: 3 });
-    await store.migrate();
-  });
-  afterAll(async () => {
-    await store?.close();
-    await schema?.drop();
+  beforeAll(() => {
+    ({ store, schema } = shared());
   });
 
   const backends = async (role: 'pool' | 'listen'): Promise<number[]> =>

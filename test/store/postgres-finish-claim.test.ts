@@ -4,7 +4,8 @@
  * must change nothing and keep its slot, and the claimed tasks must be leased
  * exactly as claimTasks leases them (attempt rows included).
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { AttemptOutcome } from '../../src/store/types.js';
@@ -13,11 +14,11 @@ import { claimParams, leaseOf, newTask } from './conformance.js';
 
 const available = await postgresAvailable('test/store/postgres-finish-claim.test.ts');
 
-describe.skipIf(!available)('PostgreSQL: outcomes and the next claim in one round trip', () => {
-  const storeOf = sharedPostgresStore(2);
+describeOnServer(available, 'PostgreSQL', 'PostgreSQL: outcomes and the next claim in one round trip', () => {
+  const shared = sharedPostgresStore(2);
   let store: PostgresStore;
   beforeAll(() => {
-    store = storeOf();
+    ({ store } = shared());
   });
 
   it('claims into the slots its outcomes freed, and only those', async () => {

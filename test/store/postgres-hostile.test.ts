@@ -3,28 +3,23 @@
  * the field — never a driver error, never a half-written batch — and the
  * schema is intact afterwards.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { ValidationError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
-import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
+import { postgresAvailable, sharedPostgresStore, type TestSchema } from '../helpers/postgres.js';
 import { claimParams, leaseOf, newTask } from './conformance.js';
 
 const available = await postgresAvailable('test/store/postgres-hostile.test.ts');
 const G = Scope.global();
 
-describe.skipIf(!available)('PostgreSQL: hostile input', () => {
+describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
+  const shared = sharedPostgresStore(2);
   let schema: TestSchema;
   let store: PostgresStore;
-
-  beforeAll(async () => {
-    schema = await createTestSchema();
-    store = new PostgresStore({ connectionString: PG_URL, schema: schema.name, poolSize: 2 });
-    await store.migrate();
-  });
-  afterAll(async () => {
-    await store?.close();
-    await schema?.drop();
+  beforeAll(() => {
+    ({ store, schema } = shared());
   });
 
   const roundTrip = async (taskType: string, payload: unknown, extra: { owner?: string; idempotencyKey?: string } = {}) => {

@@ -4,7 +4,8 @@
  * leased rows never exceeds the global or per-type caps read from the policy
  * table — neither at rest nor while tasks churn.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { AttemptOutcome } from '../../src/store/types.js';
@@ -15,7 +16,7 @@ const available = await postgresAvailable('test/store/postgres-limits.test.ts');
 const CLAIMERS = 8;
 const TYPES = ['la', 'lb', 'lc'];
 
-describe.skipIf(!available)('PostgreSQL: limits hold under concurrent claimers', () => {
+describeOnServer(available, 'PostgreSQL', 'PostgreSQL: limits hold under concurrent claimers', () => {
   let schema: TestSchema;
   let stores: PostgresStore[];
 

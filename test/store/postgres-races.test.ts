@@ -5,7 +5,8 @@
  * statement's snapshot and its row lock must not make that statement miss
  * the row), and the two must never deadlock.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { AttemptOutcome } from '../../src/store/types.js';
@@ -14,11 +15,11 @@ import { claimParams, leaseOf, newTask } from './conformance.js';
 
 const available = await postgresAvailable('test/store/postgres-races.test.ts');
 
-describe.skipIf(!available)('PostgreSQL: heartbeats racing outcome writes', () => {
-  const storeOf = sharedPostgresStore(4);
+describeOnServer(available, 'PostgreSQL', 'PostgreSQL: heartbeats racing outcome writes', () => {
+  const shared = sharedPostgresStore(4);
   let store: PostgresStore;
   beforeAll(() => {
-    store = storeOf();
+    ({ store } = shared());
   });
 
   it('every outcome of the lease holder applies while renewals hammer the same rows', async () => {

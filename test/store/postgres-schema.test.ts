@@ -3,7 +3,8 @@
  * versioned, refusing a schema newer than the code, and at home in any
  * valid schema name (quoted identifiers).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { ErrorCode, TaskLeaseError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
@@ -12,7 +13,7 @@ import { claimParams, newTask } from './conformance.js';
 
 const available = await postgresAvailable('test/store/postgres-schema.test.ts');
 
-describe.skipIf(!available)('PostgreSQL: migrations', () => {
+describeOnServer(available, 'PostgreSQL', 'PostgreSQL: migrations', () => {
   const schemas: TestSchema[] = [];
   let schema: TestSchema;
   beforeAll(async () => {

@@ -4,7 +4,8 @@
  * every claimer; committed → claimable and announced.
  */
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnServer } from '../helpers/factory.js';
 import { Scope } from '../../src/core/scope.js';
 import { ValidationError } from '../../src/core/errors.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
@@ -15,7 +16,7 @@ import { claimParams, newTask } from './conformance.js';
 
 const available = await postgresAvailable('test/store/postgres-transactions.test.ts');
 
-describe.skipIf(!available)('PostgreSQL: submit inside the caller’s transaction', () => {
+describeOnServer(available, 'PostgreSQL', 'PostgreSQL: submit inside the caller’s transaction', () => {
   let schema: TestSchema;
   let store: PostgresStore;
   let callerPool: pg.Pool;
