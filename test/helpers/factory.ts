@@ -8,6 +8,22 @@ export interface StoreFactory {
   destroy(store: Store): Promise<void>;
 }
 
+/** A factory for the shared suites: every create() is a store opened, migrated, then emptied (`clean`). */
+export function migratedStoreFactory(dialect: Store['dialect'], open: () => Store, clean: () => Promise<void>): StoreFactory {
+  return {
+    dialect,
+    async create(): Promise<Store> {
+      const store = open();
+      await store.migrate();
+      await clean();
+      return store;
+    },
+    async destroy(store: Store): Promise<void> {
+      await store.close();
+    },
+  };
+}
+
 /**
  * Runs a shared suite against a database server: one fresh area (schema or
  * database) for the test file, dropped afterwards. Without a server (outside

@@ -8,8 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { MysqlStore } from '../../src/store/mysql/store.js';
-import type { Store } from '../../src/store/types.js';
-import { onServerArea, type StoreFactory } from './factory.js';
+import { migratedStoreFactory, onServerArea, type StoreFactory } from './factory.js';
 
 export const MYSQL_URL = process.env.TASKLEASE_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 const START_HINT = 'start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd';
@@ -85,18 +84,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 
 /** A factory for the shared suites: every create() is a migrated, emptied database of this file. */
 export function mysqlStoreFactory(database: () => TestDatabase, poolSize = 4): StoreFactory {
-  return {
-    dialect: 'mysql',
-    async create(): Promise<Store> {
-      const store = new MysqlStore({ uri: database().uri, poolSize });
-      await store.migrate();
-      await database().clean();
-      return store;
-    },
-    async destroy(store: Store): Promise<void> {
-      await store.close();
-    },
-  };
+  return migratedStoreFactory('mysql', () => new MysqlStore({ uri: database().uri, poolSize }), () => database().clean());
 }
 
 function serverOptions(): mysql.ConnectionOptions {

@@ -12,8 +12,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { PostgresStore } from '../../src/store/postgres/store.js';
-import type { Store } from '../../src/store/types.js';
-import { onServerArea, type StoreFactory } from './factory.js';
+import { migratedStoreFactory, onServerArea, type StoreFactory } from './factory.js';
 
 export const PG_URL = process.env.TASKLEASE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const START_HINT = 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start';
@@ -99,18 +98,7 @@ export async function createTestSchema(name = uniqueSchemaName()): Promise<TestS
 
 /** A factory for the shared suites: every create() is a migrated, emptied schema of this file. */
 export function postgresStoreFactory(schema: () => TestSchema, poolSize = 4): StoreFactory {
-  return {
-    dialect: 'postgres',
-    async create(): Promise<Store> {
-      const store = new PostgresStore({ connectionString: PG_URL, schema: schema().name, poolSize });
-      await store.migrate();
-      await schema().clean();
-      return store;
-    },
-    async destroy(store: Store): Promise<void> {
-      await store.close();
-    },
-  };
+  return migratedStoreFactory('postgres', () => new PostgresStore({ connectionString: PG_URL, schema: schema().name, poolSize }), () => schema().clean());
 }
 
 function redacted(): string {
