@@ -8,7 +8,6 @@
  * - EXPLAIN_AT=n: after n tasks, EXPLAIN ANALYZE the claim's leased count with and without bitmap scans;
  * - VARIANT=collate: ids and task types in the "C" collation;
  * - VARIANT=noattempt: the claim writes no attempt row (an upper bound of what that row costs);
- * - VARIANT=nobitmap: the claim function with bitmap scans off (now the default);
  * - LIMITS=20/5: the worker's global / per-type limits (default: high, not binding);
  * - PROF=file.cpuprofile: a CPU profile of the worker during the drain only;
  * - HEAPPROF=file.heapprofile: where the drain allocates (sampled, collected objects included).
@@ -33,7 +32,6 @@ if (variant.includes('noattempt')) {
   if (cut === def) throw new Error('noattempt: pattern not found');
   await admin.query(cut);
 }
-if (variant.includes('nobitmap')) await admin.query(`ALTER FUNCTION ${schema}.tasklease_claim SET enable_bitmapscan = off`);
 if (process.argv[4] === "autovac") await admin.query(`ALTER TABLE ${schema}.system_async_task SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 20000, autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.05)`);
 if (process.argv[4] === "vacuum") await admin.query(`VACUUM ANALYZE ${schema}.system_async_task`);
 // Round-trip time of every claim and outcome write, per row.

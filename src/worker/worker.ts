@@ -46,7 +46,6 @@ export class Worker extends Emitter<WorkerEvents> {
   private claiming: Promise<void> | null = null;
   /** Resolves `claiming` when the claim in flight went with an outcome write. */
   private claimAlongDone: (() => void) | null = null;
-  private readyDone = false;
   private claimAgain = false;
   /** The last claim brought fewer tasks than it asked for: the queue is (nearly) empty, or limits bind. */
   private lastClaimShort = false;
@@ -95,9 +94,6 @@ export class Worker extends Emitter<WorkerEvents> {
     }, o.heartbeatIntervalMs);
     // Claims wait for the first policy read, so that an operator's retry delay applies from the first failure.
     this.ready = this.registering = this.refreshRegistration();
-    void this.ready.then(() => {
-      this.readyDone = true;
-    });
     if (o.recoveryIntervalMs > 0) {
       this.timers.push(setInterval(() => void this.recover(), o.recoveryIntervalMs));
       void this.recover();
@@ -192,7 +188,8 @@ export class Worker extends Emitter<WorkerEvents> {
    * slots they free — one round trip per batch where limits bind).
    */
   private beginClaimAlong(): ClaimParams | null {
-    if (this.state !== 'running' || this.claiming || !this.readyDone) return null;
+    // (No wait for the first policy read: an outcome exists only after a claim, which waited for it.)
+    if (this.state !== 'running' || this.claiming) return null;
     const params = this.nextClaim();
     if (params === null) return null;
     this.claiming = new Promise<void>((resolve) => (this.claimAlongDone = resolve));
@@ -285,8 +282,10 @@ export class Worker extends Emitter<WorkerEvents> {
       this.writing += 1;
       this.writer.enqueue(outcome, execution);
     } else {
+      // Nothing to write (the lease is gone): the slot is free now.
       execution.phase = 'done';
       this.settleIfDone(execution);
+      this.requestClaim();
     }
   }
 
