@@ -3,6 +3,7 @@ import type { Store } from '../../src/store/types.js';
 import { defineTask } from '../../src/worker/definition.js';
 import { createWorker } from '../../src/worker/worker.js';
 import { sqliteFactory } from '../helpers/sqlite.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('the worker registry', () => {
   let store: Store;
@@ -41,14 +42,10 @@ describe('the worker registry', () => {
     expect(await store.listWorkers({ seenWithinMs: 60_000 })).toEqual([]);
 
     const running = createWorker({ store, tasks: [defineTask({ type: 'r', execute: () => undefined })], recoveryIntervalMs: 0 }).start();
-    const registered = await (async () => {
-      for (let i = 0; i < 200; i++) {
-        const rows = await store.listWorkers({ seenWithinMs: 60_000 });
-        if (rows.length > 0) return rows;
-        await new Promise((resolve) => setTimeout(resolve, 10));
-      }
-      return [];
-    })();
+    const registered = await waitFor(async () => {
+      const rows = await store.listWorkers({ seenWithinMs: 60_000 });
+      return rows.length > 0 ? rows : null;
+    }, 'the running worker to register');
     expect(registered.map((w) => [w.workerId, w.taskTypes])).toEqual([[running.workerId, ['r']]]);
     await running.stop();
     expect(await store.listWorkers({ seenWithinMs: 60_000 })).toEqual([]);
