@@ -10,14 +10,14 @@ import { IDLE_STATUSES, isTaskStatus, type TaskStatus } from '../core/status.js'
 import type { NewTask, Task } from '../core/task.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import { InvalidOptionsError } from '../core/errors.js';
-import { Emitter } from '../observe/emitter.js';
+import { Emitter } from '../core/emitter.js';
 import type { AttemptRecord, FailureRow, InsertTaskResult, PurgeResult, Store, TaskPage } from '../store/types.js';
 import { analyze, type Analysis } from './analyze.js';
 import { cleanup, type CleanupOptions } from './cleanup.js';
 import { checkIds, DeadLetterApi } from './dead-letters.js';
 import { diagnose, type Diagnosis } from './diagnose.js';
 import { GLOBAL_POLICY_KEY, PolicyApi, typePolicyKey } from './policies.js';
-import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../worker/definition.js';
+import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core/definition.js';
 import { prepareTask, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
 export interface ClientOptions {

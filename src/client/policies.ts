@@ -8,7 +8,7 @@ import { ValidationError } from '../core/errors.js';
 import { GLOBAL_POLICY_KEY, typePolicyKey } from '../core/policy-keys.js';
 import { checkKnownKeys } from '../core/validate.js';
 import type { Policy, PolicyInput, Store } from '../store/types.js';
-import { checkTaskType } from '../worker/definition.js';
+import { checkTaskType } from '../core/definition.js';
 
 export { GLOBAL_POLICY_KEY, typePolicyKey };
 

@@ -6,7 +6,7 @@ import { PayloadInvalidError, PayloadTooLargeError, UnknownTaskTypeError, Valida
 import { uuidv7 } from '../core/ids.js';
 import { runSchema } from '../core/standard-schema.js';
 import type { NewTask } from '../core/task.js';
-import type { AnyTaskDefinition } from '../worker/definition.js';
+import type { AnyTaskDefinition } from '../core/definition.js';
 
 export interface SubmitOptions {
   /** Higher runs first; an integer from -1000 to 1000. Default: the definition's, else 0. */

@@ -1,5 +1,5 @@
 /** Observability: typed events, Prometheus metrics, health checks and structured logging. */
-export { Emitter, type Listener } from './emitter.js';
+export { Emitter, type Listener } from '../core/emitter.js';
 export {
   createMetrics, DEFAULT_SECONDS_BUCKETS, type MetricsOptions, type StoreMetricsOptions, type TaskleaseMetrics,
 } from './metrics.js';

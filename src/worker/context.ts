@@ -2,26 +2,15 @@
  * What a handler sees of its execution: identity, an AbortSignal, progress
  * reporting throttled by time and count, and a cancellation check.
  */
+import type { TaskContext } from '../core/context.js';
+import type { TaskAbortedError } from '../core/errors.js';
 import type { Task, TaskProgress } from '../core/task.js';
-import type { AbortSource } from './execution.js';
 
-export interface TaskContext {
-  readonly taskId: string;
-  readonly taskType: string;
-  /** 1-based number of this attempt in the task's life. */
-  readonly attempt: number;
-  readonly owner: string | null;
-  readonly traceId: string | null;
-  /** The task row as claimed. */
-  readonly task: Task;
-  /** Fires on cancellation, timeout, lease loss and forced shutdown; its reason is a TaskAbortedError. */
+
+/** What a context needs of its execution's abort state; the AbortSignal itself is made only when a handler asks for it. */
+export interface AbortSource {
   readonly signal: AbortSignal;
-  /** Records progress; written at most every flush interval or count threshold, and once more at the end. */
-  reportProgress(progress: Partial<TaskProgress>): void;
-  /** Throws the abort reason if the signal fired or a cancellation was requested (asks the store at most once per interval). */
-  checkCancellation(): Promise<void>;
-  /** Throws at once if the signal fired; never asks the store. */
-  throwIfAborted(): void;
+  readonly abortReason: TaskAbortedError | null;
 }
 
 export interface ProgressSink {

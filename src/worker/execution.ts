@@ -9,16 +9,11 @@ import { retryDelayMs, type RetryOptions } from '../core/retry.js';
 import { runSchema } from '../core/standard-schema.js';
 import { attemptsLeft, type FailureRecord, type Lease, type Task } from '../core/task.js';
 import type { AttemptOutcome, RenewResult } from '../store/types.js';
-import { ExecutionContext } from './context.js';
-import type { AnyTaskDefinition, TaskResult } from './definition.js';
+import type { AbortSource, ExecutionContext } from './context.js';
+import type { AnyTaskDefinition, TaskResult } from '../core/definition.js';
 
 export type Phase = 'buffered' | 'running' | 'finishing' | 'done';
 
-/** What a context needs of its execution's abort state; the AbortSignal itself is made only when a handler asks for it. */
-export interface AbortSource {
-  readonly signal: AbortSignal;
-  readonly abortReason: TaskAbortedError | null;
-}
 
 export class Execution implements AbortSource {
   readonly lease: Lease;

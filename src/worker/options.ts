@@ -9,7 +9,7 @@ import { InvalidOptionsError } from '../core/errors.js';
 import { resolveRetryOptions, type RetryOptions } from '../core/retry.js';
 import { checkInteger, checkKnownKeys, checkString } from '../core/validate.js';
 import type { Store } from '../store/types.js';
-import type { AnyTaskDefinition } from './definition.js';
+import type { AnyTaskDefinition } from '../core/definition.js';
 
 export interface WorkerOptions {
   store: Store;

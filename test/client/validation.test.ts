@@ -7,7 +7,7 @@ import {
 } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Store } from '../../src/store/types.js';
-import { defineTask } from '../../src/worker/definition.js';
+import { defineTask } from '../../src/core/definition.js';
 import { createWorker } from '../../src/worker/worker.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { sqliteFactory } from '../helpers/sqlite.js';

@@ -10,7 +10,7 @@ import { Scope } from '../../src/core/scope.js';
 import { isTerminal } from '../../src/core/status.js';
 import { attachClientLogger, attachLogger } from '../../src/observe/logging.js';
 import type { Store } from '../../src/store/types.js';
-import { defineTask } from '../../src/worker/definition.js';
+import { defineTask } from '../../src/core/definition.js';
 import { createWorker } from '../../src/worker/worker.js';
 import { perTestStore } from '../helpers/per-test.js';
 import { sqliteFactory } from '../helpers/sqlite.js';

@@ -12,7 +12,7 @@ import { isTerminal } from '../../src/core/status.js';
 import { controlPlaneHealth } from '../../src/observe/health.js';
 import { createMetrics } from '../../src/observe/metrics.js';
 import type { Store } from '../../src/store/types.js';
-import { defineTask, TaskResult, type AnyTaskDefinition } from '../../src/worker/definition.js';
+import { defineTask, TaskResult, type AnyTaskDefinition } from '../../src/core/definition.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';

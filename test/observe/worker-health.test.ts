@@ -3,7 +3,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { workerHealth, worstStatus } from '../../src/observe/health.js';
 import type { Store } from '../../src/store/types.js';
-import { defineTask } from '../../src/worker/definition.js';
+import { defineTask } from '../../src/core/definition.js';
 import { createWorker } from '../../src/worker/worker.js';
 import { perTestStore } from '../helpers/per-test.js';
 import { sqliteFactory } from '../helpers/sqlite.js';

@@ -11,7 +11,7 @@
  *           then returns a result anyway — the fenced write must drop it.
  */
 import { createWorker } from '../../src/worker/worker.js';
-import { defineTask } from '../../src/worker/definition.js';
+import { defineTask } from '../../src/core/definition.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { openChildStore, type ChildStoreConfig } from './child-store.js';
 

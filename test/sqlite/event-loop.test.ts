@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Store } from '../../src/store/types.js';
-import { defineTask } from '../../src/worker/definition.js';
+import { defineTask } from '../../src/core/definition.js';
 import { createWorker } from '../../src/worker/worker.js';
 import { sqliteFactory } from '../helpers/sqlite.js';
 import { waitFor } from '../helpers/wait.js';

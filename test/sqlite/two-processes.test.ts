@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { Scope } from '../../src/core/scope.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
-import { defineTask } from '../../src/worker/definition.js';
+import { defineTask } from '../../src/core/definition.js';
 import { waitFor } from '../helpers/wait.js';
 
 function startWorker(path: string, pollIntervalMs = 20): { child: ChildProcess; output: Promise<string>; ready: Promise<void> } {

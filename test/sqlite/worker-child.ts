@@ -3,7 +3,7 @@
  * SIGTERM, then prints the ids it executed as one JSON line.
  */
 import { SqliteStore } from '../../src/store/sqlite/store.js';
-import { defineTask } from '../../src/worker/definition.js';
+import { defineTask } from '../../src/core/definition.js';
 import { createWorker } from '../../src/worker/worker.js';
 
 const path = process.argv[2]!;

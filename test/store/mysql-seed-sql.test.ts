@@ -10,7 +10,7 @@ import { describeOnServer } from '../helpers/factory.js';
 import { createClient } from '../../src/client/client.js';
 import { TaskFailure } from '../../src/core/errors.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
-import { defineTask } from '../../src/worker/definition.js';
+import { defineTask } from '../../src/core/definition.js';
 import { createWorker, type Worker } from '../../src/worker/worker.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
 import { waitFor } from '../helpers/wait.js';

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/types.js';
-import { defineTask } from '../../src/worker/definition.js';
+import { defineTask } from '../../src/core/definition.js';
 import { createWorker, type Worker } from '../../src/worker/worker.js';
 import { sqliteFactory } from '../helpers/sqlite.js';
 import { waitFor } from '../helpers/wait.js';

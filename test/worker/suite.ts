@@ -10,7 +10,7 @@ import { TaskFailure } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Task } from '../../src/core/task.js';
 import type { Store } from '../../src/store/types.js';
-import { defineTask, type AnyTaskDefinition } from '../../src/worker/definition.js';
+import { defineTask, type AnyTaskDefinition } from '../../src/core/definition.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';

@@ -2,9 +2,9 @@
  * A task definition: its type, payload schema, run-time preconditions and
  * handler. Producers need only `type` and `schema`; workers need `execute`.
  */
-import { ValidationError } from '../core/errors.js';
-import type { RetryOptions } from '../core/retry.js';
-import { isStandardSchema, type StandardSchemaV1 } from '../core/standard-schema.js';
+import { ValidationError } from './errors.js';
+import type { RetryOptions } from './retry.js';
+import { isStandardSchema, type StandardSchemaV1 } from './standard-schema.js';
 import type { TaskContext } from './context.js';
 
 export type TaskResultStatus = 'SUCCESS' | 'PARTIAL_SUCCESS';

@@ -1,0 +1,21 @@
+/** What a handler sees of its execution (the worker's ExecutionContext implements it). */
+import type { Task, TaskProgress } from './task.js';
+
+export interface TaskContext {
+  readonly taskId: string;
+  readonly taskType: string;
+  /** 1-based number of this attempt in the task's life. */
+  readonly attempt: number;
+  readonly owner: string | null;
+  readonly traceId: string | null;
+  /** The task row as claimed. */
+  readonly task: Task;
+  /** Fires on cancellation, timeout, lease loss and forced shutdown; its reason is a TaskAbortedError. */
+  readonly signal: AbortSignal;
+  /** Records progress; written at most every flush interval or count threshold, and once more at the end. */
+  reportProgress(progress: Partial<TaskProgress>): void;
+  /** Throws the abort reason if the signal fired or a cancellation was requested (asks the store at most once per interval). */
+  checkCancellation(): Promise<void>;
+  /** Throws at once if the signal fired; never asks the store. */
+  throwIfAborted(): void;
+}
