@@ -9,6 +9,7 @@ export type * from './store/types.js';
 export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/store.js';
 export { PostgresStore, type PostgresStoreOptions } from './store/postgres/index.js';
 export { MysqlStore, type MysqlStoreOptions } from './store/mysql/store.js';
+export { openStore, dialectOfUrl, type OpenStoreOptions } from './store/open.js';
 export { defineTask, TaskResult, type TaskDefinition } from './core/definition.js';
 export type { TaskContext } from './core/context.js';
 export type { WorkerEvents } from './worker/events.js';
