@@ -16,6 +16,6 @@ await client.submitMany(Array.from({ length: 250 }, () => ({ type: 'noop', paylo
 console.log('=== CLAIM');
 const tasks = await store.claimTasks({ workerId: 'w', taskTypes: ['noop'], limit: 250, leaseMs: 60000, globalConcurrency: 1e6, typeConcurrency: 1e6 });
 console.log('=== FINISH');
-await store.finishAttempts({ outcomes: tasks.map((task) => ({ kind: 'SUCCESS', lease: { taskId: task.id, workerId: 'w', attempt: task.attemptCount }, artifactId: null, result: null, progress: null })) });
+await store.finishAttempts({ outcomes: tasks.map((task) => ({ kind: 'SUCCESS', lease: { taskId: task.id, workerId: 'w', attempt: task.attemptCount }, artifactId: null, resultJson: null, progress: null })) });
 await store.close(); await pool.end();
 const c = new pg.Client('postgres://postgres@127.0.0.1:5432/test'); await c.connect(); await c.query(`DROP SCHEMA ${schema} CASCADE`); await c.end();

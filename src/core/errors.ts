@@ -17,6 +17,12 @@ export const ErrorCode = {
   LEASE_EXPIRED: 'LEASE_EXPIRED',
   SHUTDOWN: 'SHUTDOWN',
   HANDLER_ERROR: 'HANDLER_ERROR',
+  /** A handler's result (or artifact) that cannot be stored as JSON: the task fails for good. */
+  RESULT_NOT_SERIALIZABLE: 'RESULT_NOT_SERIALIZABLE',
+  /** The database refused a finished attempt's outcome for a reason of its own row (a value it cannot store). */
+  OUTCOME_NOT_WRITABLE: 'OUTCOME_NOT_WRITABLE',
+  /** A component used in a state that does not allow it (a worker started twice). */
+  INVALID_STATE: 'INVALID_STATE',
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
   SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
 } as const;
@@ -86,6 +92,13 @@ export class InvalidTransitionError extends TaskLeaseError {
 export class TaskAbortedError extends TaskLeaseError {
   constructor(code: 'CANCELLED' | 'TIMEOUT' | 'DEADLINE_EXCEEDED' | 'LEASE_LOST' | 'SHUTDOWN', message: string) {
     super(code, message);
+  }
+}
+
+/** A component used in a state that does not allow it (a worker started again after stop()). */
+export class InvalidStateError extends TaskLeaseError {
+  constructor(message: string) {
+    super(ErrorCode.INVALID_STATE, message);
   }
 }
 

@@ -8,7 +8,7 @@
  * their attempts, records failures and dead letters, and commits. The locks
  * guarantee nothing changes between the check and the write.
  */
-import { StoreError, ValidationError } from '../../core/errors.js';
+import { StoreError } from '../../core/errors.js';
 import type { ResultSetHeader } from 'mysql2/promise';
 import type { AttemptOutcome } from '../types.js';
 import { addMs, type BatchedTransaction, type Statement } from './connection.js';
@@ -21,7 +21,6 @@ import type { Row } from '../rows.js';
 type Kind = AttemptOutcome['kind'];
 
 export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly AttemptOutcome[]): Promise<boolean[]> {
-  const results = serializedResults(outcomes);
   const ids = sortedIds(outcomes.map((o) => o.lease.taskId));
   const [rows] = (await tx.step([
     {
@@ -68,7 +67,7 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
   );
   const failedForGood = new Set(won.filter((o) => o.kind === 'FAILED' && !cancelledInstead.has(o.lease.taskId)).map((o) => o.lease.taskId));
   const groups = [...byKind];
-  const statements: Statement[] = groups.map(([kind, group]) => updateTasks(kind, group, now, results));
+  const statements: Statement[] = groups.map(([kind, group]) => updateTasks(kind, group, now));
   const written = await tx.last([
     ...statements,
     ...[closeAttemptsStatement(closes, now), insertFailuresStatement(failures, now),
@@ -84,7 +83,7 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
 }
 
 /** One UPDATE for every task of one kind, fenced (lease owner, attempt, leased status); per-task values through valueById. */
-function updateTasks(kind: Kind, group: readonly AttemptOutcome[], now: string, results: Map<AttemptOutcome, string | null>): Statement {
+function updateTasks(kind: Kind, group: readonly AttemptOutcome[], now: string): Statement {
   const sets: (Fragment | string)[] = ['lease_owner = NULL', 'lease_until = NULL', { sql: 'update_time = ?', values: [now] }];
   switch (kind) {
     case 'SUCCESS':
@@ -92,7 +91,7 @@ function updateTasks(kind: Kind, group: readonly AttemptOutcome[], now: string, 
       sets.push(
         { sql: 'status = ?, finish_time = ?', values: [kind, now] },
         valueById('artifact_id', group.map((o) => [o.lease.taskId, o.kind === kind ? o.artifactId : null] as const)),
-        valueById('result_json', group.map((o) => [o.lease.taskId, results.get(o) ?? null] as const)),
+        valueById('result_json', group.map((o) => [o.lease.taskId, o.kind === 'SUCCESS' || o.kind === 'PARTIAL_SUCCESS' ? o.resultJson : null] as const)),
       );
       break;
     case 'RETRY':
@@ -123,19 +122,4 @@ function updateTasks(kind: Kind, group: readonly AttemptOutcome[], now: string, 
      WHERE id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status IN ${LEASED}`,
     values: [...assignments.values, group.map((o) => o.lease.taskId), group.map((o) => [o.lease.taskId, o.lease.workerId, o.lease.attempt])],
   };
-}
-
-/** Results serialized before the transaction: a result that is not JSON fails the call, not half a batch. */
-function serializedResults(outcomes: readonly AttemptOutcome[]): Map<AttemptOutcome, string | null> {
-  const results = new Map<AttemptOutcome, string | null>();
-  outcomes.forEach((outcome, index) => {
-    if (outcome.kind !== 'SUCCESS' && outcome.kind !== 'PARTIAL_SUCCESS') return;
-    if (outcome.result === undefined || outcome.result === null) return void results.set(outcome, null);
-    try {
-      results.set(outcome, JSON.stringify(outcome.result) ?? null);
-    } catch (error) {
-      throw new ValidationError(`outcomes[${index}].result cannot be serialized as JSON`, `outcomes[${index}].result`, undefined, { cause: error });
-    }
-  });
-  return results;
 }

@@ -17,7 +17,7 @@ import type { AttemptOutcome, ClaimParams, FinishAndClaimResult } from '../types
 import { claimTasks } from './claim.js';
 import { run, sql, type PgContext } from './context.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
-import { decodePostgres, resultJson, storableMessage } from './encode.js';
+import { decodePostgres, storableMessage } from './encode.js';
 
 /**
  * The statement, installed by migrate() as a function, so that one round
@@ -162,7 +162,7 @@ function outcomeRow(outcome: AttemptOutcome): unknown[] {
     lease.attempt,
     outcome.kind,
     success ? storableMessage(outcome.artifactId) : null,
-    success ? resultJson(outcome.result) : null,
+    success ? outcome.resultJson : null,
     outcome.progress !== null,
     ...progressColumns(outcome.progress),
     failure ? storableMessage(failure.errorCode) : null,

@@ -44,7 +44,7 @@ export function finishOutcome(db: Database.Database, outcome: AttemptOutcome, no
     case 'PARTIAL_SUCCESS':
       row = statement(db, STATEMENTS.SUCCESS).get({
         ...base, status: outcome.kind, artifact: outcome.artifactId,
-        result: outcome.result === undefined || outcome.result === null ? null : JSON.stringify(outcome.result),
+        result: outcome.resultJson,
       }) as typeof row;
       break;
     case 'RETRY':
