@@ -102,6 +102,7 @@ export class ClaimScheduler implements ClaimAlong {
         const sentAt = this.clock.now();
         const tasks = await this.store.claimTasks(params);
         this.adopt(tasks, sentAt);
+        this.events.storeAnswered();
         found ||= tasks.length > 0;
         this.lastClaimShort = tasks.length < params.limit;
         if (this.lastClaimShort) return found;

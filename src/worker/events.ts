@@ -43,6 +43,8 @@ export interface Announcer {
   emit<K extends keyof WorkerEvents>(name: K, event: WorkerEvents[K]): void;
   /** Whether anyone listens: the hot path builds an event only for a listener. */
   listening(name: keyof WorkerEvents): boolean;
+  /** The store answered a heartbeat, claim or registration: it is reachable again. */
+  storeAnswered(): void;
 }
 
 /** The events an outcome, once written, tells observers. */

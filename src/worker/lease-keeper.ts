@@ -100,6 +100,7 @@ export class LeaseKeeper {
     try {
       const answer = await this.renew(holders.map((execution) => execution.lease));
       const lost = this.apply(answer);
+      this.events.storeAnswered();
       const { result } = answer;
       this.events.emit('heartbeat', { renewed: result.renewed.length, cancelRequested: result.cancelRequested.length, lost });
     } catch (error) {

@@ -10,6 +10,7 @@ import type { AnyTaskDefinition } from '../core/definition.js';
 import { GLOBAL_POLICY_KEY, typePolicyKey } from '../core/policy-keys.js';
 import { mergeRetry, type RetryOptions } from '../core/retry.js';
 import type { Policy, Store } from '../store/types.js';
+import type { Announcer } from './events.js';
 import type { ResolvedWorkerOptions } from './options.js';
 
 export interface EffectiveLimits {
@@ -30,7 +31,7 @@ export class PolicyCache {
     private readonly store: Store,
     private readonly options: ResolvedWorkerOptions,
     private readonly registry: ReadonlyMap<string, AnyTaskDefinition>,
-    private readonly onError: (operation: string, error: unknown) => void,
+    private readonly events: Announcer,
   ) {}
 
   /** Registers the worker and re-reads the policies; the promise of the last refresh (a stop waits for it). */
@@ -71,8 +72,9 @@ export class PolicyCache {
       await this.store.registerWorker({ worker: { workerId: o.workerId, host: hostname(), pid: process.pid, taskTypes: [...this.registry.keys()], concurrency: o.concurrency } });
       this.policies = new Map((await this.store.listPolicies()).map((policy) => [policy.policyKey, policy]));
       this.retries.clear();
+      this.events.storeAnswered();
     } catch (error) {
-      this.onError('registerWorker', error);
+      this.events.emit('error', { operation: 'registerWorker', error });
     }
   }
 }

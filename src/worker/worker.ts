@@ -26,6 +26,7 @@ import { OutcomeWriter, type PendingOutcome } from './outcome-writer.js';
 import { PolicyCache, type EffectiveLimits } from './policy-cache.js';
 import { RecoverySweeper } from './recovery-sweeper.js';
 import { stopGracefully } from './shutdown.js';
+import { WorkerLog, type StoreProblem } from './error-log.js';
 
 export type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
 
@@ -40,6 +41,8 @@ export interface WorkerStats {
   taskTypes: string[];
   /** What the runtime policies allow (as last read): local concurrency above `usable` stays idle. */
   limits: EffectiveLimits;
+  /** The store operation failing now (null once the store answers again): health reports DOWN with it. */
+  storeProblem: StoreProblem | null;
 }
 
 export class Worker extends Emitter<WorkerEvents> {
@@ -47,7 +50,15 @@ export class Worker extends Emitter<WorkerEvents> {
   readonly workerId: string;
   private readonly registry: Map<string, AnyTaskDefinition>;
   private readonly table = new ExecutionTable();
-  private readonly announcer: Announcer = { emit: (name, event) => this.emit(name, event), listening: (name) => this.listening(name) };
+  private readonly announcer: Announcer = {
+    emit: (name, event) => {
+      if (name === 'error') this.log.storeError((event as WorkerEvents['error']).operation, (event as WorkerEvents['error']).error);
+      this.emit(name, event);
+    },
+    listening: (name) => this.listening(name),
+    storeAnswered: () => this.log.storeAnswered(),
+  };
+  private readonly log: WorkerLog;
   private readonly policies: PolicyCache;
   private readonly leases: LeaseKeeper;
   private readonly claims: ClaimScheduler;
@@ -67,13 +78,14 @@ export class Worker extends Emitter<WorkerEvents> {
     this.registry = registryOf(o.tasks);
     const { store, clock } = o;
     const events = this.announcer;
-    this.policies = new PolicyCache(store, o, this.registry, (operation, error) => this.emit('error', { operation, error }));
+    this.log = new WorkerLog(o.workerId, o.logger, () => clock.now());
+    this.policies = new PolicyCache(store, o, this.registry, events);
     this.leases = new LeaseKeeper(store, o, this.table, clock, events);
     this.claims = new ClaimScheduler(store, o, this.table, clock, events, this.taskTypes, (tasks, sentAt) => this.adopt(tasks, sentAt));
     this.writer = new OutcomeWriter({
       store, clock, retryDelayMs: o.pollIntervalMs, claimAlong: this.claims,
       onWritten: (item, applied, claimedAlong) => this.written(item, applied, claimedAlong),
-      onError: (error) => this.emit('error', { operation: 'finishAttempts', error }),
+      onError: (error) => events.emit('error', { operation: 'finishAttempts', error }),
     });
     this.executor = new Executor(o, this.table, this.leases, this.policies, clock, events, {
       write: (outcome, execution) => this.writer.enqueue(outcome, execution),
@@ -95,7 +107,7 @@ export class Worker extends Emitter<WorkerEvents> {
   stats(): WorkerStats {
     return {
       workerId: this.workerId, state: this.state, active: this.table.runningHandlers, buffered: this.table.waiting,
-      concurrency: this.options.concurrency, taskTypes: this.taskTypes, limits: this.policies.limits(),
+      concurrency: this.options.concurrency, taskTypes: this.taskTypes, limits: this.policies.limits(), storeProblem: this.log.problem,
     };
   }
 
@@ -107,7 +119,7 @@ export class Worker extends Emitter<WorkerEvents> {
     this.leases.start();
     this.registrationTimer = clock.setInterval(() => void this.policies.refresh(), heartbeatIntervalMs);
     // Claims wait for the first policy read, so that an operator's settings apply from the first claim.
-    this.claims.start(this.policies.refresh());
+    this.claims.start(this.policies.refresh().then(() => this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch)));
     this.sweeper.start();
     return this;
   }
@@ -190,7 +202,7 @@ export class Worker extends Emitter<WorkerEvents> {
         // A refresh still in flight would write the row back after we delete it.
         await this.policies.inFlight;
       },
-      onError: (operation, error) => this.emit('error', { operation, error }),
+      onError: (operation, error) => this.announcer.emit('error', { operation, error }),
     });
     this.state = 'stopped';
     this.emit('stopped', { workerId: this.workerId });

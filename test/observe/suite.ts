@@ -4,12 +4,13 @@
  * control-plane health check. Each dialect runs it from test/observe/<dialect>.test.ts.
  */
 import { Registry } from 'prom-client';
+import pino from 'pino';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { TaskFailure } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { isTerminal } from '../../src/core/status.js';
-import { controlPlaneHealth } from '../../src/observe/health.js';
+import { controlPlaneHealth, workerHealth } from '../../src/observe/health.js';
 import { createMetrics } from '../../src/observe/metrics.js';
 import type { Store } from '../../src/store/types.js';
 import { defineTask, TaskResult, type AnyTaskDefinition } from '../../src/core/definition.js';
@@ -22,7 +23,7 @@ import { waitFor } from '../helpers/wait.js';
 export const FAST: Partial<WorkerOptions> = {
   pollIntervalMs: 20, heartbeatIntervalMs: 50, leaseMs: 2000, recoveryIntervalMs: 100, cancelCheckIntervalMs: 0,
   retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
-  globalConcurrency: 1000, typeConcurrency: 1000,
+  globalConcurrency: 1000, typeConcurrency: 1000, logger: false,
 };
 
 /** Generous: a loaded CI machine (or the lead's full run on two cores) must not turn slowness into a failure. */
@@ -174,6 +175,47 @@ export function runObserveSuite(factory: StoreFactory): void {
       await a.stop();
       expect(await value(registry, 'async_task_local_max_concurrency')).toBe(3);
       expect(() => createMetrics({ registry, prefix: 'x' } as never)).toThrow(/prefix/);
+    });
+
+    it('a worker whose store fails is not silent: it logs (throttled) and its health is DOWN with the reason', async () => {
+      const lines: { level: number; msg: string; operation?: string; errorCode?: string }[] = [];
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const t = defineTask({ type: 'obs.down', execute: () => undefined });
+      const worker = newWorker([t], { logger, pollIntervalMs: 10, minPollIntervalMs: 10 });
+      worker.start();
+      await waitFor(async () => (await store.listWorkers({ seenWithinMs: 60_000 })).length === 1, 'the worker to register');
+      expect(workerHealth(worker).status).toBe('UP');
+      await store.close();
+      let failures = 0;
+      worker.on('error', () => (failures += 1));
+      await waitFor(() => failures >= 10, 'ten failed store operations');
+      const health = workerHealth(worker);
+      expect(health.status).toBe('DOWN');
+      expect(health.error).toMatch(/cannot use its store: \w+ failing since/);
+      expect(health.details.storeProblem).toMatchObject({ operation: expect.any(String), message: expect.any(String) });
+      // Ten failures or more, but one line per operation within the throttle interval.
+      const errors = lines.filter((line) => line.level === 50);
+      expect(errors.length).toBeGreaterThan(0);
+      const operations = errors.map((line) => line.operation);
+      expect(new Set(operations).size).toBe(operations.length);
+      expect(errors[0]!.msg).toMatch(/^tasklease worker: \w+ failed: /);
+    });
+
+    it('warns at start when local concurrency is more than the limits let the worker hold', async () => {
+      const lines: { level: number; msg: string }[] = [];
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const t = defineTask({ type: 'obs.limited', execute: () => undefined });
+      const worker = newWorker([t], { logger, concurrency: 10, globalConcurrency: 20, typeConcurrency: 5 });
+      worker.start();
+      await waitFor(() => lines.length > 0, 'the warning');
+      expect(lines[0]).toMatchObject({ level: 40 });
+      expect(lines[0]!.msg).toMatch(/concurrency 10 \+ prefetch 0 is more than the limits let this worker hold \(5: global 20, per type \{"obs.limited":5\}\)/);
+      expect(worker.stats().limits).toEqual({ global: 20, perType: { 'obs.limited': 5 }, usable: 5 });
+      const quiet: unknown[] = [];
+      const fits = newWorker([t], { logger: pino({ level: 'warn' }, { write: (line: string) => void quiet.push(line) }), concurrency: 5, typeConcurrency: 5 });
+      fits.start();
+      await fits.stop();
+      expect(quiet).toEqual([]);
     });
 
     it('a heartbeat that cannot reach the database counts each held lease as a failed renewal', async () => {

@@ -20,7 +20,7 @@ import { waitFor } from '../helpers/wait.js';
 const FAST: Partial<WorkerOptions> = {
   pollIntervalMs: 20, heartbeatIntervalMs: 100, leaseMs: 5000, recoveryIntervalMs: 100, cancelCheckIntervalMs: 0,
   retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
-  globalConcurrency: 1000, typeConcurrency: 1000,
+  globalConcurrency: 1000, typeConcurrency: 1000, logger: false,
 };
 
 /** A gate a handler waits on until the test opens it. */
