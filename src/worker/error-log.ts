@@ -6,7 +6,6 @@
  * `logger: false` turns it off; attachLogger gives the full event log.
  */
 import pino, { type Logger } from 'pino';
-import type { EffectiveLimits } from './policy-cache.js';
 
 export const ERROR_LOG_INTERVAL_MS = 30_000;
 
@@ -54,7 +53,7 @@ export class WorkerLog {
   }
 
   /** Local concurrency the limits can never fill is a misconfiguration nobody would notice otherwise. */
-  warnIfLimitsBind(limits: EffectiveLimits, concurrency: number, prefetch: number): void {
+  warnIfLimitsBind(limits: { usable: number; global: number; perType: Record<string, number> }, concurrency: number, prefetch: number): void {
     const { usable, global, perType } = limits;
     if (concurrency + prefetch <= usable) return;
     this.logger?.warn({ workerId: this.workerId, concurrency, prefetch, limits: { global, perType } },
