@@ -83,6 +83,11 @@ export class ChildWorker {
     return stopped.completed ?? [];
   }
 
+  /** The exit code once the process has exited (null: killed by a signal), undefined while it runs. */
+  exitCode(): number | null | undefined {
+    return this.child.exitCode ?? (this.child.signalCode !== null ? null : undefined);
+  }
+
   async exit(): Promise<number | null> {
     return this.exited;
   }
