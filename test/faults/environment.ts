@@ -6,17 +6,17 @@
  * FAULTS.md's short timings: 2 s lease, 0.5 s heartbeat, 1 s sweep.
  */
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe } from 'vitest';
 import { uuidv7 } from '../../src/core/ids.js';
 import type { NewTask } from '../../src/core/task.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
-import { skipWithoutServer } from '../helpers/factory.js';
-import { ChildWorker, killAllChildren } from '../process/harness.js';
-import { clusterTools, TestCluster } from './cluster.js';
+import { ChildWorker } from '../process/harness.js';
+import type { TestCluster } from './cluster.js';
 import type { FaultChildConfig, FaultPayload } from './fault-child.js';
 import { checkInvariants, handlerTablesSql, type InvariantReport } from './invariants.js';
 
 export const TIMING = { leaseMs: 2000, heartbeatIntervalMs: 500, recoveryIntervalMs: 1000, pollIntervalMs: 100 } as const;
+/** Limits well above what the cases run, so that no case waits on the default per-type limit (5). */
+const LIMITS = { globalConcurrency: 1000, typeConcurrency: 1000 } as const;
 const SCHEMA = 'faults';
 
 export class FaultEnvironment {
@@ -40,7 +40,7 @@ export class FaultEnvironment {
 
   /** A worker process on the test cluster with the suite's timings (overridable). */
   worker(label: string, types: string[], worker: FaultChildConfig['worker'] = {}, poolSize = 4): ChildWorker {
-    const config: FaultChildConfig = { label, url: this.cluster.url, schema: SCHEMA, types, poolSize, worker: { ...TIMING, ...worker } };
+    const config: FaultChildConfig = { label, url: this.cluster.url, schema: SCHEMA, types, poolSize, worker: { ...TIMING, ...LIMITS, ...worker } };
     return new ChildWorker(config, join(import.meta.dirname, 'fault-child.ts'));
   }
 
@@ -92,37 +92,4 @@ export function newTask(type: string, payload: FaultPayload, maxAttempts: number
     id: uuidv7(), taskType: type, payloadJson: JSON.stringify(payload), priority: 0, delayMs: 0, availableAt: null, deadlineAt: null,
     maxAttempts, owner: null, idempotencyKey: null, traceId: null,
   };
-}
-
-/**
- * describe() with a fresh cluster for the file: started before its tests,
- * crashed and removed after them; children killed and tables emptied after
- * each test. Without initdb/pg_ctl: fails on CI, else skipped with one line.
- */
-export async function describeWithCluster(title: string, body: (env: () => FaultEnvironment) => void): Promise<void> {
-  const tools = await clusterTools();
-  if (!tools) {
-    if (process.env.CI === 'true') throw new Error('the fault suite needs initdb and pg_ctl on PATH (PostgreSQL server binaries)');
-    skipWithoutServer(title, 'initdb and pg_ctl (PostgreSQL server binaries) on PATH');
-    return;
-  }
-  describe(title, () => {
-    let cluster: TestCluster | undefined;
-    let env: FaultEnvironment | undefined;
-    beforeAll(async () => {
-      cluster = await TestCluster.create(tools);
-      env = await FaultEnvironment.open(cluster);
-    }, 120_000);
-    afterEach(async () => {
-      await killAllChildren();
-      await cluster?.restoreHealth();
-      await env?.reset();
-    });
-    afterAll(async () => {
-      await killAllChildren();
-      await env?.close();
-      await cluster?.destroy();
-    }, 60_000);
-    body(() => env!);
-  });
 }

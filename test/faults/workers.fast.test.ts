@@ -6,7 +6,8 @@
 import { expect, it } from 'vitest';
 import { Scope } from '../../src/core/scope.js';
 import { waitFor } from '../helpers/wait.js';
-import { describeWithCluster, TIMING } from './environment.js';
+import { describeWithCluster } from './describe-cluster.js';
+import { TIMING } from './environment.js';
 
 const RESCUE_MS = TIMING.leaseMs + TIMING.recoveryIntervalMs + 30_000;
 
@@ -23,7 +24,7 @@ await describeWithCluster('worker faults', (env) => {
     for (const id of ids) {
       expect((await env().attempts(id)).map((a) => [a.attempt, a.worker_id, a.outcome])).toEqual([[1, 'kill-a', 'LEASE_EXPIRED'], [2, 'kill-b', 'SUCCESS']]);
     }
-    expect(await env().invariants()).toMatchObject({ violations: [], figures: { executions: 8, repeatedEffects: 0 } });
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { executions: 8, repeatedEffects: 0 } });
     await rescuer.stop();
   }, 90_000);
 
@@ -43,7 +44,7 @@ await describeWithCluster('worker faults', (env) => {
     await zombie.stop();
     expect(await env().store.getTask({ id: id!, scope: Scope.global() })).toEqual(settled); // the stale write changed nothing
     expect(settled!.result).toEqual({ by: 'zombie-b', attempt: 2 });
-    expect(await env().invariants()).toMatchObject({ violations: [], figures: { repeatedEffects: 0 } });
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
     await rescuer.stop();
   }, 90_000);
 
@@ -60,7 +61,7 @@ await describeWithCluster('worker faults', (env) => {
     expect(task!.result).toEqual({ by: 'busy-b', attempt: 2 });
     expect((await env().attempts(id!)).map((a) => [a.worker_id, a.outcome])).toEqual([['busy-a', 'LEASE_EXPIRED'], ['busy-b', 'SUCCESS']]);
     expect(blocked.has('completed', id)).toBe(false); // the blocked worker never reported the stale completion as done
-    expect(await env().invariants()).toMatchObject({ violations: [], figures: { repeatedEffects: 0 } });
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
     await Promise.all([blocked.stop(), rescuer.stop()]);
   }, 90_000);
 
@@ -77,7 +78,7 @@ await describeWithCluster('worker faults', (env) => {
     expect(await env().countStatus('RUNNING')).toBe(0);
     const next = env().worker('term-b', ['work']);
     await waitFor(async () => (await env().countStatus('SUCCESS')) === 4, 'the next worker to run the handed-back tasks', RESCUE_MS, 100);
-    expect(await env().invariants()).toMatchObject({ violations: [] });
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] });
     await next.stop();
   }, 90_000);
 
@@ -94,7 +95,7 @@ await describeWithCluster('worker faults', (env) => {
     for (const id of long) expect(await env().statusOf(id)).toBe('RUNNING'); // still leased by the dead process
     const rescuer = env().worker('kill9-b', ['work']);
     await waitFor(async () => (await env().countStatus('SUCCESS')) === 4, 'the rescuer to run the orphans', RESCUE_MS, 100);
-    expect(await env().invariants()).toMatchObject({ violations: [] });
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] });
     await rescuer.stop();
   }, 90_000);
 });
