@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
-import { defineTask } from '../../src/core/definition.js';
+import { defineTask, type AnyTaskDefinition } from '../../src/core/definition.js';
 import { StoreError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Store } from '../../src/store/types.js';
@@ -25,37 +25,33 @@ export function runCommitDoubtSuite(factory: StoreFactory): void {
       globalConcurrency: 100, typeConcurrency: 100, retry: { baseDelayMs: 10, maxDelayMs: 20, jitter: 0 },
     };
 
-    it('a completion that committed before its reply was lost is reported as a completion, not a lost lease', async () => {
-      const t = defineTask({ type: 'doubt-success', execute: () => ({ status: 'SUCCESS' as const, result: { ok: true } }) });
+    /** Runs one task on a worker whose first outcome write loses its reply; answers what the worker reported first. */
+    const firstReport = async (t: AnyTaskDefinition, reported: 'completed' | 'retryScheduled') => {
       const lossy = commitThenLoseReply(env.store, 1);
-      const worker = env.track(createWorker({ store: lossy.store, tasks: [t], concurrency: 2, ...options }));
-      const completed: string[] = [];
-      const lost: string[] = [];
-      worker.on('completed', ({ task }) => completed.push(task.id));
-      worker.on('leaseLost', ({ task }) => lost.push(task.id));
+      const worker = env.track(createWorker({ store: lossy.store, tasks: [t], concurrency: 1, ...options }));
+      const seen: { reported: string[]; lost: string[] } = { reported: [], lost: [] };
+      worker.on(reported, ({ task }) => seen.reported.push(task.id));
+      worker.on('leaseLost', ({ task }) => seen.lost.push(task.id));
       const { task } = await createClient({ store: env.store, tasks: [t] }).submit(t, {});
       worker.start();
-      await waitFor(() => completed.length + lost.length > 0, 'the worker to report the outcome');
+      await waitFor(() => seen.reported.length + seen.lost.length > 0, 'the worker to report the first outcome');
       expect(lossy.lostReplies()).toBe(1); // the fault was injected: the write committed and "failed"
-      expect({ completed, lost }).toEqual({ completed: [task.id], lost: [] });
-      expect(await env.store.getTask({ id: task.id, scope: Scope.global() })).toMatchObject({ status: 'SUCCESS', result: { ok: true } });
+      return { taskId: task.id, seen };
+    };
+
+    it('a completion that committed before its reply was lost is reported as a completion, not a lost lease', async () => {
+      const t = defineTask({ type: 'doubt-success', execute: () => ({ status: 'SUCCESS' as const, result: { ok: true } }) });
+      const { taskId, seen } = await firstReport(t, 'completed');
+      expect(seen).toEqual({ reported: [taskId], lost: [] });
+      expect(await env.store.getTask({ id: taskId, scope: Scope.global() })).toMatchObject({ status: 'SUCCESS', result: { ok: true } });
     });
 
     it('a retry decision that committed before its reply was lost is reported as a retry', async () => {
       let runs = 0;
       const t = defineTask({ type: 'doubt-retry', execute: () => { if (++runs === 1) throw new Error('first run fails'); } });
-      const lossy = commitThenLoseReply(env.store, 1);
-      const worker = env.track(createWorker({ store: lossy.store, tasks: [t], concurrency: 1, ...options }));
-      const retries: string[] = [];
-      const lost: string[] = [];
-      worker.on('retryScheduled', ({ task }) => retries.push(task.id));
-      worker.on('leaseLost', ({ task }) => lost.push(task.id));
-      const { task } = await createClient({ store: env.store, tasks: [t] }).submit(t, {});
-      worker.start();
-      await waitFor(() => retries.length + lost.length > 0, 'the worker to report the first outcome');
-      expect(lossy.lostReplies()).toBe(1);
-      expect({ retries, lost }).toEqual({ retries: [task.id], lost: [] });
-      await waitFor(async () => (await env.store.getTask({ id: task.id, scope: Scope.global() }))?.status === 'SUCCESS', 'the second run to succeed');
+      const { taskId, seen } = await firstReport(t, 'retryScheduled');
+      expect(seen).toEqual({ reported: [taskId], lost: [] });
+      await waitFor(async () => (await env.store.getTask({ id: taskId, scope: Scope.global() }))?.status === 'SUCCESS', 'the second run to succeed');
     });
   });
 }
