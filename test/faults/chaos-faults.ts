@@ -60,9 +60,12 @@ export const FAULT_ACTIONS = {
   },
   /** 8: crash (no checkpoint) and restart after up to a lease. */
   async crashDatabase(world: ChaosWorld) {
-    await world.cluster.crash();
-    await sleep(leases(world, 0, 1));
-    await world.cluster.start();
+    try {
+      await world.cluster.crash();
+      await sleep(leases(world, 0, 1));
+    } finally {
+      await world.cluster.restoreHealth(); // starts it again
+    }
   },
   /** 9: read-only failover for 1–3 leases. */
   async readOnly(world: ChaosWorld) {

@@ -109,6 +109,7 @@ async function inject(name: FaultName): Promise<boolean> {
     return true;
   } catch (error) {
     console.log(`  fault ${name} could not be injected: ${(error as Error).message}`);
+    await cluster.restoreHealth(); // whatever it left half done: the next fault starts from a healthy cluster
     return false;
   }
 }

@@ -74,6 +74,7 @@ export class TestCluster {
   /** Kills the server's processes without a checkpoint, as a crash would. */
   async crash(): Promise<void> {
     await this.closeAdmin();
+    this.thaw(await this.processIds()); // a stopped process would hold the shutdown until it is continued
     await this.as('pg_ctl', ['stop', '-m', 'immediate', '-w', '-D', this.dataDir]);
   }
 
@@ -87,18 +88,12 @@ export class TestCluster {
   /** SIGSTOPs every process of this cluster (a frozen database); thaw() continues them. */
   async freeze(): Promise<number[]> {
     const pids = await this.processIds();
-    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    signalAll(pids, 'SIGSTOP'); // a backend that exited since ps is simply not there to stop
     return pids;
   }
 
   thaw(pids: number[]): void {
-    for (const pid of pids) {
-      try {
-        process.kill(pid, 'SIGCONT');
-      } catch {
-        // exited meanwhile
-      }
-    }
+    signalAll(pids, 'SIGCONT');
   }
 
   async query<R extends pg.QueryResultRow = Record<string, unknown>>(sql: string, values: unknown[] = []): Promise<R[]> {
@@ -145,6 +140,16 @@ export class TestCluster {
     const admin = this.admin;
     this.admin = null;
     await admin?.end().catch(() => undefined);
+  }
+}
+
+function signalAll(pids: number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // exited meanwhile
+    }
   }
 }
 

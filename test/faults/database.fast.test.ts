@@ -18,8 +18,9 @@ await describeWithCluster('database faults', (env) => {
     await a.until('ready');
     await env().submit('work', Array.from({ length: 4 }, () => ({ mode: 'hold' as const, ms: 600_000, onlyAttempt: 1 })));
     await waitFor(async () => (await env().executions('frozen-a')) === 4, 'all 4 handlers to run');
-    const frozenAt = Date.now();
     const pids = await env().cluster.freeze();
+    // Taken once every process is stopped: no renewal can commit after this, so every lease ends within leaseMs of it.
+    const frozenAt = Date.now();
     try {
       await waitFor(() => a.count('aborted') === 4 || Date.now() - frozenAt > 4 * TIMING.leaseMs, 'the freeze to last 4 leases', 6 * TIMING.leaseMs, 50);
     } finally {
@@ -27,7 +28,6 @@ await describeWithCluster('database faults', (env) => {
     }
     const aborts = a.events.filter((e) => e.event === 'aborted');
     expect(aborts.map((e) => e.reason)).toEqual(['LEASE_LOST', 'LEASE_LOST', 'LEASE_LOST', 'LEASE_LOST']);
-    // The last renewal was sent before the freeze: every lease ends at most leaseMs after it.
     for (const abort of aborts) expect(abort.at! - frozenAt).toBeLessThan(TIMING.leaseMs);
     const b = env().worker('frozen-b', ['work']);
     await waitFor(async () => (await env().countStatus('SUCCESS')) === 4, 'the tasks to be run again', SETTLE_MS, 100);
