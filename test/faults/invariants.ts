@@ -29,7 +29,7 @@ export interface InvariantReport {
   violations: string[];
   /** What FAULTS.md asks for and tasklease cannot promise yet (see above). */
   knownGaps: string[];
-  figures: { acknowledged: number; byStatus: Record<string, number>; attempts: number; executions: number; repeatedEffects: number };
+  figures: { acknowledged: number; byStatus: Record<string, number>; failedBy: Record<string, number>; attempts: number; executions: number; repeatedEffects: number };
 }
 
 const t = (schema: string, table: string) => `"${schema}".${table}`;
@@ -72,10 +72,14 @@ export async function checkInvariants(query: Query, schema: string, acknowledged
   const [figures] = await query<{ attempts: string; executions: string; repeated: string }>(
     `SELECT (SELECT count(*) FROM ${t(schema, 'system_async_task_attempt')}) AS attempts, (SELECT count(*) FROM ${t(schema, 'executions')}) AS executions,
             (SELECT count(*) FROM ${t(schema, 'effects')} WHERE writes > 1) AS repeated`);
+  const failedBy: Record<string, number> = {};
+  for (const row of await query<{ code: string | null; n: string }>(`SELECT last_error_code AS code, count(*) AS n FROM ${task} WHERE status = 'FAILED' GROUP BY 1`)) {
+    failedBy[row.code ?? 'none'] = Number(row.n);
+  }
   return {
     violations,
     knownGaps,
-    figures: { acknowledged: acknowledged.length, byStatus, attempts: Number(figures!.attempts), executions: Number(figures!.executions), repeatedEffects: Number(figures!.repeated) },
+    figures: { acknowledged: acknowledged.length, byStatus, failedBy, attempts: Number(figures!.attempts), executions: Number(figures!.executions), repeatedEffects: Number(figures!.repeated) },
   };
 }
 
