@@ -13,10 +13,13 @@ export function integer(min: number, max: number): (value: string) => number {
   };
 }
 
-/** An integer, or `default` for null (the stored policy value falls back to the workers' default). */
-export function integerOrDefault(min: number, max: number): (value: string) => number | null {
+/**
+ * An integer, or `default` (the stored policy value falls back to the workers'
+ * default). The word stays a word here: commander turns a parser's null into ''.
+ */
+export function integerOrDefault(min: number, max: number): (value: string) => number | 'default' {
   const parse = integer(min, max);
-  return (value) => (value === 'default' ? null : parse(value));
+  return (value) => (value === 'default' ? 'default' : parse(value));
 }
 
 export function positiveNumber(max: number): (value: string) => number {

@@ -57,8 +57,9 @@ function registerSet(policy: Command, ctx: CommandContext): void {
     .option('--max-attempts <n>', 'attempts of tasks submitted from now on, 1–100, or default', integerOrDefault(1, 100))
     .option('--retry-base-delay-ms <ms>', 'first retry delay, 0–604800000, or default', integerOrDefault(0, 7 * 86_400_000))
     .option('--enabled <bool>', 'false: tasks of the type (or all, for GLOBAL) are not claimed; they wait', boolean)
-    .action(action(ctx, async (type: string | undefined, flags: PolicyChange) => {
-      const change = Object.fromEntries(Object.entries(flags).filter(([, value]) => value !== undefined)) as PolicyChange;
+    .action(action(ctx, async (type: string | undefined, flags: Record<string, number | boolean | 'default' | undefined>) => {
+      const change = Object.fromEntries(Object.entries(flags).filter(([, value]) => value !== undefined)
+        .map(([key, value]) => [key, value === 'default' ? null : value])) as PolicyChange;
       if (Object.keys(change).length === 0) {
         throw new UsageError('policy set needs at least one of --max-concurrency, --max-attempts, --retry-base-delay-ms, --enabled', 'change');
       }

@@ -57,7 +57,7 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
   ]);
   const store = await ctx.openStore();
   const worker = createWorker({ store, tasks, ...config.worker, ...(flags.workerId ? { workerId: flags.workerId } : {}) });
-  const logger = pino({ level: config.logLevel, base: { workerId: worker.workerId } }, pino.destination({ dest: 1, sync: true }));
+  const logger = pino({ level: config.logLevel, base: { workerId: worker.workerId } }, { write: (line: string) => ctx.io.stdout.write(line) });
   const detach = attachLogger(worker, logger);
   worker.start();
   logger.info({ taskTypes: worker.taskTypes, concurrency: worker.options.concurrency, dialect: store.dialect }, 'worker started');
