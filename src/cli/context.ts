@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import { createClient, type TaskLeaseClient } from '../client/client.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
+import { isAbsolute, resolve } from 'node:path';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
 import { resolveConfig, type CliConfig, type ConfigOverrides } from './config.js';
@@ -56,7 +57,7 @@ export class CommandContext {
   async openStore(): Promise<Store> {
     if (this.store) return this.store;
     const config = this.config();
-    this.store = await openStore(config.databaseUrl, {
+    this.store = await openStore(relativeTo(this.io.cwd, config.databaseUrl), {
       ...(config.schema ? { schema: config.schema } : {}), ...(config.poolSize ? { poolSize: config.poolSize } : {}),
     });
     return this.store;
@@ -84,4 +85,11 @@ export class CommandContext {
     this.store = null;
     await store?.close();
   }
+}
+
+/** A relative SQLite path is relative to the CLI's working directory (io.cwd: the process's, or a test's). */
+function relativeTo(cwd: string, url: string): string {
+  const match = /^(sqlite|file):(?!\/\/)(?!:memory:)([^?]*)(.*)$/i.exec(url);
+  if (!match || isAbsolute(match[2]!)) return url;
+  return `${match[1]}:${resolve(cwd, match[2]!)}${match[3]}`;
 }
