@@ -7,16 +7,18 @@ import { cliSuite } from './suite.js';
 
 describe('tasklease CLI on sqlite', () => {
   let dir: string;
+  let expectedVersion = 0;
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tasklease-cli-db-'));
     const store = new SqliteStore({ path: join(dir, 'tasks.db') });
     await store.migrate();
+    expectedVersion = store.expectedSchemaVersion;
     await store.close();
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
   cliSuite({
     url: () => `sqlite:${join(dir, 'tasks.db')}`,
-    expectedSchemaVersion: new SqliteStore({ path: ':memory:' }).expectedSchemaVersion,
+    expectedSchemaVersion: () => expectedVersion,
     fresh: async () => ({ url: `sqlite:${join(dir, 'fresh.db')}`, drop: async () => undefined }),
   });
 });

@@ -16,7 +16,8 @@ export interface CliTarget {
   url(): string;
   /** A database never migrated, for `migrate`; drop() removes it. */
   fresh(): Promise<{ url: string; drop(): Promise<void> }>;
-  expectedSchemaVersion: number;
+  /** The schema version this code migrates to (known once the suite's database is migrated). */
+  expectedSchemaVersion(): number;
 }
 
 const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
@@ -45,9 +46,9 @@ export function cliSuite(target: CliTarget): void {
       expect([before.code, before.stderr]).toEqual([1, expect.stringContaining('(run: tasklease migrate)')]);
       const first = await tl(['migrate', '--json'], { env });
       expect(first.code, first.stderr).toBe(0);
-      expect(first.json()).toMatchObject({ previousVersion: 0, schemaVersion: target.expectedSchemaVersion });
+      expect(first.json()).toMatchObject({ previousVersion: 0, schemaVersion: target.expectedSchemaVersion() });
       const second = await tl(['migrate'], { env });
-      expect(second.stdout).toMatch(new RegExp(`schema already at version ${target.expectedSchemaVersion}`));
+      expect(second.stdout).toMatch(new RegExp(`schema already at version ${target.expectedSchemaVersion()}`));
       expect((await tl(['list', '--json'], { env })).json()).toEqual({ tasks: [], nextCursor: null });
     } finally {
       await fresh.drop();
