@@ -6,8 +6,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Task } from '../../src/core/task.js';
+import type { Store } from '../../src/store/types.js';
 import { waitFor } from '../helpers/wait.js';
 import { cli, FIXTURES, type CliEnv, type CliResult } from './harness.js';
 
@@ -18,6 +19,38 @@ export interface CliTarget {
   fresh(): Promise<{ url: string; drop(): Promise<void> }>;
   /** The schema version this code migrates to (known once the suite's database is migrated). */
   expectedSchemaVersion(): number;
+}
+
+/**
+ * The suite on a database server: one area (schema or database) migrated for
+ * the file and emptied before each test; `migrate` gets areas of its own.
+ */
+export function serverCliSuite<Area extends { clean(): Promise<void>; drop(): Promise<void> }>(options: {
+  create: () => Promise<Area>;
+  url: (area: Area) => string;
+  openStore: (area: Area) => Store;
+}): void {
+  let area: Area | undefined;
+  let expectedVersion = 0;
+  beforeAll(async () => {
+    area = await options.create();
+    const store = options.openStore(area);
+    await store.migrate();
+    expectedVersion = store.expectedSchemaVersion;
+    await store.close();
+  });
+  afterAll(async () => {
+    await area?.drop();
+  });
+  beforeEach(() => area!.clean());
+  cliSuite({
+    url: () => options.url(area!),
+    expectedSchemaVersion: () => expectedVersion,
+    fresh: async () => {
+      const fresh = await options.create();
+      return { url: options.url(fresh), drop: () => fresh.drop() };
+    },
+  });
 }
 
 const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
