@@ -4,7 +4,7 @@
  */
 import { CommanderError } from 'commander';
 import { CommandContext } from './context.js';
-import { describeError, ExitCode, exitCodeOf } from './exit-codes.js';
+import { ExitCode, exitCodeOf } from './exit-codes.js';
 import { processIo, type CliIo } from './io.js';
 import { buildProgram } from './program.js';
 
@@ -17,7 +17,10 @@ export async function run(argv: readonly string[], io: CliIo = processIo()): Pro
     if (error instanceof CommanderError) {
       // Commander has printed its message (help, version, or a usage error).
       if (error.exitCode === 0) return ExitCode.OK;
-      if (argv.includes('--json')) io.stdout.write(`${JSON.stringify({ error: { ...describeError(error), code: 'USAGE' } }, null, 2)}\n`);
+      if (argv.includes('--json')) {
+        const message = error.code === 'commander.help' ? 'a command is required (see tasklease --help)' : error.message.replace(/^error: /, '');
+        io.stdout.write(`${JSON.stringify({ error: { code: 'USAGE', message } }, null, 2)}\n`);
+      }
       return ExitCode.USAGE;
     }
     ctx.reportError(error, argv.includes('--json'));

@@ -77,6 +77,7 @@ describe('CLI configuration', () => {
     expect([version.code, version.stdout]).toEqual([0, expect.stringMatching(/^\d+\.\d+\.\d+\n$/)]);
     const none = await cli([]);
     expect([none.code, none.stderr]).toEqual([2, expect.stringContaining('Usage: tasklease')]);
+    expect((await cli(['--json'])).json()).toEqual({ error: { code: 'USAGE', message: 'a command is required (see tasklease --help)' } });
     const unknown = await cli(['lsit']);
     expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringContaining("error USAGE: unknown command 'lsit'\n(Did you mean list?)")]);
   });
