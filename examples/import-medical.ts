@@ -10,9 +10,12 @@
  * another worker took over after a lease expired, or the same file submitted
  * twice never imports a claim twice.
  *
- * Run it as a task module (the default export is the definition):
- *   TASKLEASE_IMPORT_DIR=./medical-data tasklease worker examples/import-medical.ts
- * then submit {"csvPath": "claims.csv"} as IMPORT.MEDICAL.
+ * Run it as a task module (the default export is the definition); from this
+ * repository, the CLI through tsx (a TypeScript module):
+ *   TASKLEASE_IMPORT_DIR=./medical-data npx tsx src/cli/main.ts worker examples/import-medical.ts
+ *   npx tsx src/cli/main.ts submit IMPORT.MEDICAL '{"csvPath": "claims.csv"}'
+ * The rejected rows are reported in <dir>/reports/import-medical-<task id>.csv
+ * (the task's artifactId); the claims land in <dir>/claims.jsonl.
  */
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
