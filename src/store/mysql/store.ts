@@ -31,6 +31,7 @@ import { lockName, resolveMysqlOptions, type MysqlStoreOptions } from './options
 import * as reads from './reads.js';
 import { recoverExpired } from './recover.js';
 import { changeStatus } from './status.js';
+import { mysqlPoolStats, type PoolStats } from '../pool-stats.js';
 
 export type { MysqlStoreOptions } from './options.js';
 
@@ -54,6 +55,11 @@ export class MysqlStore implements Store {
 
   schemaVersion(): Promise<number> {
     return schemaVersion(this.db);
+  }
+
+  /** The pool's connection counts, read at scrape time by the metrics (read-only). */
+  poolStats(): PoolStats | null {
+    return mysqlPoolStats(this.db.pool);
   }
 
   close(): Promise<void> {

@@ -33,6 +33,7 @@ import { migrate, schemaVersion } from './migrations.js';
 import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js';
 import * as queries from './queries.js';
 import { recover } from './recover.js';
+import { pgPoolStats, type PoolStats } from '../pool-stats.js';
 
 export class PostgresStore implements Store {
   readonly dialect = 'postgres' as const;
@@ -71,6 +72,11 @@ export class PostgresStore implements Store {
   /** The highest migration applied to the schema (0: none). */
   async schemaVersion(): Promise<number> {
     return schemaVersion(this.ctx);
+  }
+
+  /** The pool's connection counts, read at scrape time by the metrics (read-only). */
+  poolStats(): PoolStats {
+    return pgPoolStats(this.pool);
   }
 
   async close(): Promise<void> {
