@@ -9,7 +9,8 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { createClient, createWorker, defineTask, SqliteStore, TaskFailure, type Task } from '../src/index.js';
+import { createClient, createWorker, defineTask, TaskFailure, type Task } from '../src/index.js';
+import { SqliteStore } from '../src/sqlite.js';
 import { ImportLedger, importTask } from './import-task.js';
 
 const dir = process.env.TASKLEASE_DEMO_DIR ?? join(process.cwd(), '.tasklease-demo');
