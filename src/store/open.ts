@@ -7,6 +7,7 @@
  *   mysql://root@127.0.0.1:3306/db?poolSize=10 (mariadb:// too) → MysqlStore
  */
 import { InvalidOptionsError } from '../core/errors.js';
+import { checkKnownKeys } from '../core/validate.js';
 import { loadDialect } from './dialects.js';
 import type { Store } from './types.js';
 
@@ -28,6 +29,7 @@ export function dialectOfUrl(url: string): 'sqlite' | 'postgres' | 'mysql' {
 
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   const dialect = dialectOfUrl(url);
+  checkKnownKeys('openStore', options, ['poolSize', 'schema']);
   if (dialect === 'sqlite') {
     const { SqliteStore } = await loadDialect('sqlite');
     return new SqliteStore({ path: sqlitePath(url) });
