@@ -4,7 +4,8 @@
  * Run: npx tsx bench/pg-explain-probe.ts
  */
 import pg from 'pg';
-import { PostgresStore, createClient, defineTask } from '../src/index.js';
+import { createClient, defineTask } from '../src/index.js';
+import { PostgresStore } from '../src/postgres.js';
 const schema = `probe_${process.pid}`;
 const pool = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:5432/test', max: 2 });
 pool.on('connect', (c) => { void c.query("LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; SET auto_explain.log_analyze = on; SET auto_explain.log_buffers = on; SET auto_explain.log_nested_statements = on; SET client_min_messages = log; SET auto_explain.log_level = notice"); c.on('notice', (n) => console.log(n.message)); });

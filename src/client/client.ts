@@ -110,6 +110,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   async submitMany(requests: readonly SubmitRequest[], options: SubmitManyOptions = {}): Promise<InsertTaskResult[]> {
     if (!Array.isArray(requests)) throw new ValidationError('submitMany takes an array of requests', 'requests');
     if (requests.length > MAX_BATCH) throw new ValidationError(`a batch holds at most ${MAX_BATCH} tasks, got ${requests.length}`, 'requests');
+    checkKnownKeys('submitMany', options, ['transaction']);
     if (requests.length === 0) return [];
     const policies = requests.some((r) => r?.maxAttempts === undefined) ? await this.policyMaxAttempts() : undefined;
     const limits = { ...this.limits, ...(policies ? { policyMaxAttempts: policies } : {}) };

@@ -25,6 +25,7 @@ export const ErrorCode = {
   INVALID_STATE: 'INVALID_STATE',
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
   SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
+  DRIVER_MISSING: 'DRIVER_MISSING',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -105,6 +106,19 @@ export class InvalidStateError extends TaskLeaseError {
 export class StoreError extends TaskLeaseError {
   constructor(message: string, options?: { cause?: unknown }) {
     super(ErrorCode.STORE_UNAVAILABLE, message, options);
+  }
+}
+
+/**
+ * A store's database driver is an optional peer dependency: a PostgreSQL-only
+ * application should not have to compile better-sqlite3. Thrown when the store
+ * is loaded without its driver installed, naming the package to install.
+ */
+export class DriverMissingError extends TaskLeaseError {
+  readonly packageName: string;
+  constructor(packageName: string, store: string, options?: { cause?: unknown }) {
+    super(ErrorCode.DRIVER_MISSING, `${store} needs the ${packageName} package, which is not installed: npm install ${packageName}`, options);
+    this.packageName = packageName;
   }
 }
 

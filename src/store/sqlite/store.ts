@@ -11,7 +11,7 @@ import { InvalidOptionsError, StoreError } from '../../core/errors.js';
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
-import { checkInteger, checkString } from '../../core/validate.js';
+import { checkInteger, checkKnownKeys, checkString } from '../../core/validate.js';
 import {
   attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, progressValues, taskFromRow,
   type Row,
@@ -53,6 +53,7 @@ export class SqliteStore implements Store {
 
   constructor(options: SqliteStoreOptions) {
     checkString('SqliteStore', 'path', options?.path, { minLength: 1 });
+    checkKnownKeys('SqliteStore', options, ['path', 'busyTimeoutMs', 'clock']);
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
     checkInteger('SqliteStore', 'busyTimeoutMs', busyTimeoutMs, { min: 0 });
     if (options.clock !== undefined && typeof options.clock !== 'function') {
