@@ -75,6 +75,8 @@ export interface FailureRecord {
   message: string;
   traceId: string | null;
   retryable: boolean;
+  /** The class of the error behind it (the seed's exceptionType; logs and events only, not stored). */
+  exceptionType?: string;
 }
 
 /** Attempts still allowed in the task's current cycle. */

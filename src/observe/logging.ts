@@ -83,6 +83,7 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
     }),
     worker.on('error', ({ operation, error }) =>
       log.error({ operation, ...errorFields(error), ...(exposeMessages ? { err: error } : {}) }, 'store operation failed; the worker retries')),
+    worker.on('stopping', ({ active, buffered }) => log.info({ active, buffered }, 'worker stopping')),
     worker.on('stopped', () => log.info('worker stopped')),
   ];
   return () => {
@@ -108,12 +109,11 @@ const EXPOSED = /^((?:[A-Z][\w$]*)?(?:Error|Exception)): /;
 
 /**
  * The exception class behind a failure (the seed's exceptionType field): aggregates on what broke
- * without logging any message. The failure record has no such field yet, so it is told from the
- * error code and, for unexpected errors, from the class name the classifier puts first in its text.
+ * without logging any message. The classifier records it; for a record without it (read back from the
+ * store) it is told from the error code and the class name the classifier puts first in its text.
  */
 export function exceptionTypeOf(failure: FailureRecord): string | undefined {
-  const given = (failure as FailureRecord & { exceptionType?: unknown }).exceptionType;
-  if (typeof given === 'string') return given;
+  if (failure.exceptionType !== undefined) return failure.exceptionType;
   if (ABORT_CODES.has(failure.errorCode)) return 'TaskAbortedError';
   if (failure.errorCode === ErrorCode.PAYLOAD_INVALID) return 'PayloadInvalidError';
   if (failure.errorCode !== ErrorCode.HANDLER_ERROR) return 'TaskFailure'; // a handler's own code

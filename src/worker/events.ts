@@ -35,6 +35,8 @@ export interface WorkerEvents {
   heartbeat: { renewed: number; cancelRequested: number; lost: number };
   /** An operation against the store failed; the worker carries on and retries. */
   error: { operation: string; error: unknown };
+  /** stop() was called: no more claims; `active` handlers get the grace period, `buffered` tasks are handed back. */
+  stopping: { workerId: string; active: number; buffered: number };
   stopped: { workerId: string };
 }
 

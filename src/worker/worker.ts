@@ -192,6 +192,7 @@ export class Worker extends Emitter<WorkerEvents> {
 
   private async shutdown(): Promise<void> {
     if (this.state === 'running') this.state = 'stopping';
+    this.emit('stopping', { workerId: this.workerId, active: this.table.runningHandlers, buffered: this.table.waiting });
     this.unsubscribe?.();
     await stopGracefully({
       options: this.options, table: this.table, claims: this.claims, sweeper: this.sweeper, writer: this.writer, leases: this.leases,

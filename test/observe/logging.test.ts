@@ -10,6 +10,7 @@ import { Scope } from '../../src/core/scope.js';
 import { isTerminal } from '../../src/core/status.js';
 import { TaskAbortedError, TaskFailure } from '../../src/core/errors.js';
 import { classifyFailure } from '../../src/core/failure.js';
+import type { FailureRecord } from '../../src/core/task.js';
 import { attachClientLogger, attachLogger, exceptionTypeOf } from '../../src/observe/logging.js';
 import type { Store } from '../../src/store/types.js';
 import { defineTask } from '../../src/core/definition.js';
@@ -94,6 +95,7 @@ describe('structured logging', () => {
     expect(find(plain.lines, 'task failed and moved to the dead letter queue', leakyTask!.id))
       .toMatchObject({ level: ERROR, attempt: 2, status: 'FAILED', errorCode: 'HANDLER_ERROR', exceptionType: 'LedgerLookupError' });
     expect(find(plain.lines, 'task timed out', sleepyTask!.id)).toMatchObject({ level: ERROR, errorCode: 'TIMEOUT', exceptionType: 'TaskAbortedError', durationMs: expect.any(Number) });
+    expect(plain.lines.find((l) => l.msg === 'worker stopping')).toMatchObject({ level: INFO, active: 0, buffered: 0 });
     expect(plain.lines.find((l) => l.msg === 'worker stopped')).toMatchObject({ level: INFO });
 
     // Opted in: both secrets appear, and at warn/error where they help.
@@ -140,8 +142,13 @@ describe('structured logging', () => {
       expect(typeOf(new Error('plain'))).toBe('Error');
       expect(typeOf(new TaskFailure('upstream down', { code: 'UPSTREAM_DOWN' }))).toBe('TaskFailure');
       expect(typeOf(new TaskAbortedError('TIMEOUT', 'too slow'))).toBe('TaskAbortedError');
-      // A deliberate failure without its own code: its message is the handler's text, not a class name.
-      expect(typeOf(new TaskFailure('Upstream: unavailable'))).toBeUndefined();
+      // The classifier records the class itself, so a deliberate failure without its own code is named too.
+      expect(typeOf(new TaskFailure('Upstream: unavailable'))).toBe('TaskFailure');
     }
+    // A record read back from the store carries no type: it is told from the code and the classifier's text.
+    const stored = (record: FailureRecord) => exceptionTypeOf(record);
+    expect(stored({ errorCode: 'TIMEOUT', message: 'too slow', traceId: null, retryable: false })).toBe('TaskAbortedError');
+    expect(stored({ errorCode: 'HANDLER_ERROR', message: 'CsvParseError (message withheld; traceId t)', traceId: 't', retryable: true })).toBe('CsvParseError');
+    expect(stored({ errorCode: 'HANDLER_ERROR', message: 'Upstream: unavailable', traceId: null, retryable: true })).toBeUndefined();
   });
 });
