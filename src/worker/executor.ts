@@ -82,7 +82,10 @@ export class Executor {
       return successOutcome(execution, result);
     } catch (error) {
       await context.settle();
-      const decision = { retry: this.policies.retryFor(execution.task.taskType), exposeErrorMessages: this.options.exposeErrorMessages, checkLease: this.leases.confirm.bind(this.leases) };
+      const decision = {
+        retry: this.policies.retryFor(execution.task.taskType), exposeErrorMessages: this.options.exposeErrorMessages,
+        classifier: this.options.failureClassifier, checkLease: this.leases.confirm.bind(this.leases),
+      };
       return failureOutcome(execution, error, decision).catch((checkError: unknown) => {
         this.events.emit('error', { operation: 'renewLeases', error: checkError });
         return null; // cannot confirm the lease: leave the task to lease expiry
@@ -125,9 +128,10 @@ async function runHandler(execution: Execution, context: ExecutionContext): Prom
     execution.handlerIdle = true;
   };
   execution.handlerSettled = work.then(settle, settle);
-  const result = await raceAbort(work, execution);
+  const result = (await raceAbort(work, execution)) ?? { status: 'SUCCESS' };
   if (execution.abortReason && execution.abortReason.code !== 'SHUTDOWN') throw execution.abortReason;
-  return result ?? { status: 'SUCCESS' };
+  if (definition.validateCompletion) await definition.validateCompletion(result, payload, context);
+  return result;
 }
 
 /** Resolves with the handler unless the signal fires first. A shutdown abort waits for the handler: its task is handed back only once it has stopped. */

@@ -6,6 +6,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
 import { defineTask, type AnyTaskDefinition } from '../../src/core/definition.js';
+import { TaskFailure } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Task } from '../../src/core/task.js';
 import type { AttemptOutcome, Store } from '../../src/store/types.js';
@@ -85,6 +86,37 @@ export function runOutcomeSuite(factory: StoreFactory): void {
       // One refusal per split on the way to the culprit, not a retry loop.
       expect(errors.length).toBeGreaterThan(0);
       expect(errors.length).toBeLessThanOrEqual(6);
+    });
+
+    it('a failure classifier maps foreign errors to a code and retryability, without wrapping', async () => {
+      const t = defineTask({ type: 'upstream', execute: () => { throw Object.assign(new Error('Service Unavailable'), { status: 503 }); } });
+      const classifier = (error: unknown) => ((error as { status?: number }).status === 503 ? { errorCode: 'UPSTREAM_503', retryable: false } : null);
+      const { client, worker } = setup([t], { failureClassifier: classifier });
+      worker.start();
+      const { task } = await client.submit(t, {}, { maxAttempts: 3 });
+      await until(task.id, 'FAILED');
+      expect(await taskOf(task.id)).toMatchObject({ attemptCount: 1, lastErrorCode: 'UPSTREAM_503' });
+      const [failure] = await store.listFailures({ taskId: task.id });
+      expect(failure).toMatchObject({ errorCode: 'UPSTREAM_503', retryable: false });
+      expect(failure!.message).not.toContain('Service Unavailable');
+    });
+
+    it('validateCompletion can veto a success: the attempt fails with its error', async () => {
+      const seen: unknown[] = [];
+      const t = defineTask({
+        type: 'vetoed',
+        execute: () => ({ status: 'SUCCESS', result: { rows: 0 } }),
+        validateCompletion: (result, payload) => {
+          seen.push([result.result, payload]);
+          if ((result.result as { rows: number }).rows === 0) throw new TaskFailure('the import wrote no rows', { code: 'EMPTY_IMPORT', retryable: false });
+        },
+      });
+      const { client, worker } = setup([t]);
+      worker.start();
+      const { task } = await client.submit(t, { file: 'a.csv' });
+      await until(task.id, 'FAILED');
+      expect((await taskOf(task.id)).lastErrorCode).toBe('EMPTY_IMPORT');
+      expect(seen).toEqual([[{ rows: 0 }, { file: 'a.csv' }]]);
     });
 
     it('aborts a handler before its lease ends when renewals hang (local lease deadline)', async () => {
