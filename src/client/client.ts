@@ -11,7 +11,7 @@ import type { NewTask, Task } from '../core/task.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import { InvalidOptionsError } from '../core/errors.js';
 import { Emitter } from '../core/emitter.js';
-import type { AttemptRecord, FailureRow, InsertTaskResult, PurgeResult, Store, TaskPage } from '../store/types.js';
+import type { AttemptRecord, FailureRow, InsertTaskResult, PurgeResult, Store, TaskPage, WorkerRecord } from '../store/types.js';
 import { analyze, type Analysis } from './analyze.js';
 import { cleanup, type CleanupOptions } from './cleanup.js';
 import { checkIds, DeadLetterApi } from './dead-letters.js';
@@ -235,6 +235,13 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   /** Counts, durations, queue waits and failure codes of a type over the last hours (seed article 2, analyze-performance.sh). */
   analyze(taskType: string, hours = 24): Promise<Analysis> {
     return analyze(this.store, taskType, hours);
+  }
+
+  /** Workers seen within `seenWithinMs` (default 60 s): the worker registry. */
+  workers(options: { seenWithinMs?: number } = {}): Promise<WorkerRecord[]> {
+    const seenWithinMs = options.seenWithinMs ?? 60_000;
+    if (!Number.isInteger(seenWithinMs) || seenWithinMs < 1) throw new ValidationError('seenWithinMs must be a positive integer', 'seenWithinMs');
+    return this.store.listWorkers({ seenWithinMs });
   }
 
   private policyCache: { at: number; lookup: (taskType: string) => number | null } | null = null;
