@@ -92,7 +92,11 @@ export function adminRoutes(): RouteSpec[] {
       async handler(request, _reply, { client }) {
         const parts = await inBatches(request.body as string[], (batch) => client.cancelMany(batch));
         const total: CancelManyResult = { cancelled: 0, cancelRequested: 0, notCancelled: [] };
-        for (const part of parts) (total.cancelled += part.cancelled), (total.cancelRequested += part.cancelRequested), total.notCancelled.push(...part.notCancelled);
+        for (const part of parts) {
+          total.cancelled += part.cancelled;
+          total.cancelRequested += part.cancelRequested;
+          total.notCancelled.push(...part.notCancelled);
+        }
         return ok({ count: total.cancelled + total.cancelRequested, ...total });
       },
     },

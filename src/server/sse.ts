@@ -157,7 +157,10 @@ async function publishChanges(stream: SseStream, client: TaskLeaseClient, scope:
   for (const task of active) {
     now.add(task.id);
     const current = signature(task);
-    if (seen.get(task.id) !== current) (changed = true), stream.send('task', task), seen.set(task.id, current);
+    if (seen.get(task.id) === current) continue;
+    changed = true;
+    stream.send('task', task);
+    seen.set(task.id, current);
   }
   for (const id of [...seen.keys()].filter((known) => !now.has(known))) {
     seen.delete(id);
