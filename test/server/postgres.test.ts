@@ -48,7 +48,7 @@ describeOnServer(available, 'PostgreSQL', 'HTTP server on postgres', () => {
         expect(await status('/actuator/health/readiness')).toBe(200);
         await proxy.down();
         await waitFor(async () => (await status('/actuator/health/readiness')) === 503, 'readiness DOWN', 20_000);
-        const health = await (await fetch(`${base}/actuator/health`)).json();
+        const health = (await (await fetch(`${base}/actuator/health`)).json()) as { status: string; details: { db: { error: string } } };
         expect(health.status).toBe('DOWN');
         expect(health.details.db.error).toMatch(/database unreachable/);
         expect(await status('/actuator/health/liveness')).toBe(200);
