@@ -18,6 +18,8 @@ import { checkIds, DeadLetterApi } from './dead-letters.js';
 import { diagnose, type Diagnosis } from './diagnose.js';
 import { GLOBAL_POLICY_KEY, PolicyApi, typePolicyKey } from './policies.js';
 import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core/definition.js';
+import { cutPage, windowCursor } from './time-window.js';
+import { TokenApi } from './tokens.js';
 import { prepareTask, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
 export interface ClientOptions {
@@ -44,6 +46,10 @@ export interface ListOptions extends ScopeOption {
   /** 1–1000. Default 50. */
   limit?: number;
   cursor?: string;
+  /** Created at or after this time (the submitter's clock, see time-window.ts). */
+  createdAfter?: Date;
+  /** Created before this time. */
+  createdBefore?: Date;
 }
 
 export type CancelOutcome = 'CANCELLED' | 'CANCEL_REQUESTED';
@@ -78,6 +84,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly policies: PolicyApi;
   /** The dead-letter queue: list, size, replay, archive. */
   readonly deadLetters: DeadLetterApi;
+  /** API tokens of the HTTP server: create (secret shown once), list, revoke, verify. */
+  readonly tokens: TokenApi;
 
   constructor(options: ClientOptions) {
     super();
@@ -93,6 +101,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     checkInteger('Client', 'typeConcurrency', this.defaultLimits.typeConcurrency, { min: 1 });
     this.policies = new PolicyApi(this.store);
     this.deadLetters = new DeadLetterApi(this.store);
+    this.tokens = new TokenApi(this.store);
   }
 
   /** Submits one task. Resolves once it has committed (or, with `transaction`, once it is in the caller's transaction). */
@@ -138,10 +147,12 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit must be an integer from 1 to 1000', 'limit');
     const status = options.status === undefined ? null : typeof options.status === 'string' ? [options.status] : options.status;
     for (const s of status ?? []) if (!isTaskStatus(s)) throw new ValidationError(`unknown status ${String(s)}`, 'status');
-    return this.store.listTasks({
+    const window = { createdAfter: options.createdAfter, createdBefore: options.createdBefore };
+    const page = await this.store.listTasks({
       scope: options.scope ?? Scope.global(), taskType: options.taskType ?? null, status, owner: options.owner ?? null,
-      limit, cursor: options.cursor ?? null,
+      limit, cursor: windowCursor(options.cursor ?? null, window),
     });
+    return cutPage(page, window);
   }
 
   /**

@@ -26,6 +26,14 @@ export const ErrorCode = {
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
   SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
   DRIVER_MISSING: 'DRIVER_MISSING',
+  /** HTTP: no credentials, or credentials that are unknown, expired or revoked. */
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
+  /** HTTP: the caller's role may not do this. */
+  FORBIDDEN: 'FORBIDDEN',
+  /** HTTP: too many failed authentications (or open streams) from this client; retry later. */
+  RATE_LIMITED: 'RATE_LIMITED',
+  /** HTTP: the request body is over the server's limit. */
+  REQUEST_TOO_LARGE: 'REQUEST_TOO_LARGE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -80,6 +88,13 @@ export class InvalidOptionsError extends ValidationError {
 export class NotFoundError extends TaskLeaseError {
   constructor(what: string, id: string) {
     super(ErrorCode.NOT_FOUND, `${what} ${JSON.stringify(truncate(id, 80))} not found`);
+  }
+}
+
+/** The caller is not who it must be (UNAUTHENTICATED), may not do this (FORBIDDEN), or must slow down (RATE_LIMITED). */
+export class AccessError extends TaskLeaseError {
+  constructor(code: 'UNAUTHENTICATED' | 'FORBIDDEN' | 'RATE_LIMITED', message: string) {
+    super(code, message);
   }
 }
 

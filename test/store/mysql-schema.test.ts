@@ -26,7 +26,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
       await Promise.all(stores.map((store) => store.migrate()));
       expect(await stores[0]!.schemaVersion()).toBe(stores[0]!.expectedSchemaVersion);
       const versions = await database.query('SELECT version, name FROM tasklease_migrations ORDER BY version');
-      expect(versions).toEqual([{ version: 1, name: 'initial schema' }, { version: 2, name: 'worker registry' }]);
+      expect(versions).toEqual([{ version: 1, name: 'initial schema' }, { version: 2, name: 'worker registry' }, { version: 3, name: 'api tokens' }]);
     } finally {
       await Promise.all(stores.map((store) => store.close()));
     }

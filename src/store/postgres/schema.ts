@@ -171,4 +171,22 @@ CREATE TABLE ${s}.system_async_task_worker (
     // the function — from one this code can work with (health reports the mismatch).
     sql: () => 'SELECT 1',
   },
+  {
+    version: 4,
+    name: 'api tokens',
+    // The HTTP server's tokens (src/store/tokens.ts): only the SHA-256 of each secret is kept.
+    sql: (s) => `
+CREATE TABLE ${s}.system_async_task_api_token (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  role text NOT NULL,
+  owner text,
+  token_hash text NOT NULL UNIQUE,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz,
+  revoked_at timestamptz,
+  last_used_at timestamptz
+);
+`,
+  },
 ];
