@@ -104,9 +104,11 @@ export function statusAfterKindSql(kind: OutcomeKind, current: string): string {
   return `CASE ${current} WHEN ${STATUS_SQL.CANCEL_REQUESTED} THEN ${STATUS_SQL.CANCELLED} ELSE ${STATUS_SQL[OUTCOME_STATUS[kind]]} END`;
 }
 
-/** A task that ends for good gets finish_time; one that goes back to waiting keeps its old one. */
-export function isFinal(status: TaskStatus): boolean {
-  return TERMINAL_STATUSES.includes(status);
+/** finish_time after one known kind as SQL: set (`now`) when the task ends for good, else kept. */
+export function finishTimeAfterKindSql(kind: OutcomeKind, current: string, now: string): string {
+  const plain = TERMINAL_STATUSES.includes(OUTCOME_STATUS[kind]);
+  if (plain || !CANCELLED_ON_REQUEST.includes(kind)) return plain ? now : 'finish_time';
+  return `CASE ${current} WHEN ${STATUS_SQL.CANCEL_REQUESTED} THEN ${now} ELSE finish_time END`;
 }
 
 // ---- hand-back of never-started tasks (releaseTasks) ---------------------------

@@ -71,11 +71,11 @@ export class OutcomeWriter<T> {
     while (this.pending.length > 0) {
       const batch = this.pending.splice(0, this.maxBatch);
       const outcomes = batch.map((item) => item.outcome);
-      const claim = this.store.finishAndClaim && this.claimAlong ? this.claimAlong.begin() : null;
+      const claim = this.store.capabilities.finishAndClaim && this.claimAlong ? this.claimAlong.begin() : null;
       let results: boolean[];
       let claimed: Task[] = [];
       try {
-        if (claim) ({ applied: results, claimed } = await this.store.finishAndClaim!({ outcomes, claim }));
+        if (claim) ({ applied: results, claimed } = await this.store.finishAndClaim({ outcomes, claim }));
         else results = await this.store.finishAttempts({ outcomes });
       } catch (error) {
         // Nothing was written or claimed. The leases are still ours until they expire; try again. If
