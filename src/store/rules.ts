@@ -172,6 +172,8 @@ export const LEASE_EXPIRED_MESSAGE = 'lease expired: the worker stopped renewing
 export const DEADLINE_MESSAGE = 'deadline passed before the task could run';
 export const LEASE_EXPIRED_SQL = literal(ErrorCode.LEASE_EXPIRED);
 export const DEADLINE_EXCEEDED_SQL = literal(ErrorCode.DEADLINE_EXCEEDED);
+/** The attempt outcome of an expired lease, as SQL. */
+export const LEASE_EXPIRED_OUTCOME_SQL = literal(AttemptOutcomeName.LEASE_EXPIRED);
 
 export function leaseExpiredFailure(retryable: boolean): FailureRecord {
   return { errorCode: ErrorCode.LEASE_EXPIRED, message: LEASE_EXPIRED_MESSAGE, traceId: null, retryable };

@@ -99,7 +99,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: submit inside the callerâ
   });
 
   it('refuses a pool or a non-client as the transaction', async () => {
-    await expect(store.insertTasks({ tasks: [newTask()], transaction: callerPool })).rejects.toBeInstanceOf(ValidationError);
-    await expect(store.insertTasks({ tasks: [newTask()], transaction: { begin: true } })).rejects.toBeInstanceOf(ValidationError);
+    await expect(store.insertTasks({ tasks: [newTask()], transaction: callerPool as never })).rejects.toBeInstanceOf(ValidationError);
+    await expect(store.insertTasks({ tasks: [newTask()], transaction: { begin: true } as never })).rejects.toBeInstanceOf(ValidationError);
   });
 });
