@@ -12,7 +12,7 @@ import {
   AttemptOutcomeName, canTransition, IDLE_STATUSES, isTaskStatus, LEASED_STATUSES, TaskStatus, TERMINAL_STATUSES,
 } from '../core/status.js';
 import type { FailureRecord } from '../core/task.js';
-import type { AttemptOutcome, RenewResult } from './types.js';
+import type { AttemptOutcome, RecoveryResult, RenewResult } from './types.js';
 
 // ---- SQL text of statuses, status sets and policy keys ---------------------
 
@@ -33,6 +33,7 @@ export function statusList(statuses: readonly TaskStatus[]): string {
 
 /** Held by a worker: every fenced write requires one of these. */
 export const LEASED_SQL = statusList(LEASED_STATUSES);
+export const LEASED_STATUSES_SET: ReadonlySet<string> = new Set(LEASED_STATUSES);
 /** What a claim may take (when due and before its deadline). */
 export const CLAIMABLE_STATUSES: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT'];
 export const CLAIMABLE_SQL = statusList(CLAIMABLE_STATUSES);
@@ -191,8 +192,12 @@ export interface ExpiredLeaseRow {
 }
 
 export interface ExpiredLeaseDecision {
-  /** CANCELLED (a cancel was requested), QUEUED (attempts left) or FAILED (spent: dead letter). */
+  /** CANCELLED (a cancel was requested), QUEUED (attempts left) or FAILED (spent). */
   status: 'CANCELLED' | 'QUEUED' | 'FAILED';
+  /** The task ends for good: finish_time is set. */
+  finished: boolean;
+  /** Spent: the payload goes to the dead-letter table. */
+  deadLetter: boolean;
   attemptOutcome: AttemptOutcomeName;
   /** Recorded as a failure row unless the task was being cancelled. */
   failure: FailureRecord | null;
@@ -200,9 +205,20 @@ export interface ExpiredLeaseDecision {
 
 /** What the sweep does with an expired lease. */
 export function expiredLeaseDecision(row: ExpiredLeaseRow): ExpiredLeaseDecision {
-  if (row.status === 'CANCEL_REQUESTED') return { status: 'CANCELLED', attemptOutcome: 'CANCELLED', failure: null };
+  if (row.status === 'CANCEL_REQUESTED') {
+    return { status: 'CANCELLED', finished: true, deadLetter: false, attemptOutcome: 'CANCELLED', failure: null };
+  }
   const spent = Number(row.attempt_count) - Number(row.attempt_base) >= Number(row.max_attempts);
-  return { status: spent ? 'FAILED' : 'QUEUED', attemptOutcome: AttemptOutcomeName.LEASE_EXPIRED, failure: leaseExpiredFailure(!spent) };
+  return {
+    status: spent ? 'FAILED' : 'QUEUED', finished: spent, deadLetter: spent,
+    attemptOutcome: AttemptOutcomeName.LEASE_EXPIRED, failure: leaseExpiredFailure(!spent),
+  };
+}
+
+/** The sweep's counts of expired leases by what became of them. */
+export function tallyExpired(decisions: readonly ExpiredLeaseDecision[]): Pick<RecoveryResult, 'requeued' | 'failed' | 'cancelled'> {
+  const count = (status: ExpiredLeaseDecision['status']) => decisions.filter((d) => d.status === status).length;
+  return { requeued: count('QUEUED'), failed: count('FAILED'), cancelled: count('CANCELLED') };
 }
 
 /** expiredLeaseDecision's status as SQL over the row (alias `row`, e.g. 't.'). */

@@ -3,7 +3,7 @@
  * happens to each expired lease is rules.ts's expiredLeaseDecision; overdue
  * waiting tasks fail with DEADLINE_FAILURE; due retries go back to QUEUED.
  */
-import { CLAIMABLE_SQL, DEADLINE_FAILURE, expiredLeaseDecision, type ExpiredLeaseRow, LEASED_SQL, STATUS_SQL } from '../rules.js';
+import { CLAIMABLE_SQL, DEADLINE_FAILURE, expiredLeaseDecision, type ExpiredLeaseRow, LEASED_SQL, STATUS_SQL, tallyExpired } from '../rules.js';
 import type { Row } from '../rows.js';
 import type { RecoveryResult } from '../types.js';
 import { statement, type Db } from './connection.js';
@@ -31,19 +31,17 @@ function expiredLeases(db: Db, batchSize: number, now: string, result: RecoveryR
     `UPDATE system_async_task SET status = ?, last_error_code = COALESCE(?, last_error_code), lease_owner = NULL, lease_until = NULL,
        finish_time = ?, update_time = ? WHERE id = ?`,
   );
-  for (const task of expired) {
+  const decisions = expired.map((task) => {
     const id = String(task.id);
     const attempt = Number(task.attempt_count);
     const decision = expiredLeaseDecision(task);
-    const final = decision.status !== 'QUEUED';
-    update.run(decision.status, decision.failure?.errorCode ?? null, final ? now : null, now, id);
+    update.run(decision.status, decision.failure?.errorCode ?? null, decision.finished ? now : null, now, id);
     closeAttempt(db, id, attempt, decision.attemptOutcome, decision.failure?.errorCode ?? null, now);
     if (decision.failure) insertFailure(db, id, attempt, decision.failure, now);
-    if (decision.status === 'FAILED') insertDeadLetter(db, id, decision.failure!, now);
-    if (decision.status === 'CANCELLED') result.cancelled += 1;
-    else if (decision.status === 'FAILED') result.failed += 1;
-    else result.requeued += 1;
-  }
+    if (decision.deadLetter) insertDeadLetter(db, id, decision.failure!, now);
+    return decision;
+  });
+  Object.assign(result, tallyExpired(decisions));
 }
 
 function pastDeadline(db: Db, batchSize: number, now: string): number {
