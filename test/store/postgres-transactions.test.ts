@@ -12,7 +12,7 @@ import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { StoreEvent } from '../../src/store/types.js';
 import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait.js';
-import { claimParams, newTask } from './conformance.js';
+import { claimParams, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-transactions.test.ts');
 

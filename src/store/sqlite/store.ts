@@ -108,6 +108,8 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   }
 
   override subscribe(listener: StoreListener): () => void {
+    // From here on, only other connections' commits move data_version: our own next commit must not look like one.
+    if (this.walWatcher && this.seenDataVersion < 0) this.seenDataVersion = this.db.pragma('data_version', { simple: true }) as number;
     this.walWatcher?.start();
     return super.subscribe(listener);
   }
