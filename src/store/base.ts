@@ -7,6 +7,7 @@
  * that no dialect repeats these lines in its thirty methods.
  */
 import { StoreClosedError } from '../core/errors.js';
+import { TaskStatus } from '../core/status.js';
 import { LocalBus } from './local-bus.js';
 import type {
   AttemptOutcome, ClaimParams, Dialect, FinishAndClaimResult, Store, StoreCapabilities, StoreEvent, StoreListener,
@@ -37,9 +38,9 @@ const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
     return types.length > 0 ? [{ kind: 'submitted', taskTypes: types }] : [];
   },
   changeStatus: (results) => {
-    const cancelled = results.filter((r) => r.applied && r.status === 'CANCEL_REQUESTED').map((r) => r.id);
+    const cancelled = results.filter((r) => r.applied && r.status === TaskStatus.CANCEL_REQUESTED).map((r) => r.id);
     const events: StoreEvent[] = cancelled.length > 0 ? [{ kind: 'cancelRequested', taskIds: cancelled }] : [];
-    if (results.some((r) => r.applied && r.status === 'QUEUED')) events.push(WAKE_ALL);
+    if (results.some((r) => r.applied && r.status === TaskStatus.QUEUED)) events.push(WAKE_ALL);
     return events;
   },
   releaseTasks: (released) => (released > 0 ? [WAKE_ALL] : []),

@@ -9,7 +9,7 @@
 import { ErrorCode, InvalidOptionsError } from '../core/errors.js';
 import { GLOBAL_POLICY_KEY } from '../core/policy-keys.js';
 import {
-  AttemptOutcomeName, canTransition, IDLE_STATUSES, isTaskStatus, LEASED_STATUSES, TaskStatus, TERMINAL_STATUSES,
+  AttemptOutcomeName, canTransition, isTaskStatus, LEASED_STATUSES, TaskStatus, TERMINAL_STATUSES,
 } from '../core/status.js';
 import type { FailureRecord } from '../core/task.js';
 import type { AttemptOutcome, RecoveryResult, RenewResult } from './types.js';
@@ -35,10 +35,11 @@ export function statusList(statuses: readonly TaskStatus[]): string {
 export const LEASED_SQL = statusList(LEASED_STATUSES);
 export const LEASED_STATUSES_SET: ReadonlySet<string> = new Set(LEASED_STATUSES);
 /** What a claim may take (when due and before its deadline). */
-export const CLAIMABLE_STATUSES: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT'];
+const CLAIMABLE_STATUSES: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT'];
 export const CLAIMABLE_SQL = statusList(CLAIMABLE_STATUSES);
 export const TERMINAL_SQL = statusList(TERMINAL_STATUSES);
-export const IDLE_SQL = statusList(IDLE_STATUSES);
+/** Ends that keep a result and an artifact. */
+export const SUCCESS_STATUSES: readonly TaskStatus[] = ['SUCCESS', 'PARTIAL_SUCCESS'];
 
 /** The GLOBAL policy key as SQL, and the prefix of a type's key (`'TYPE:' || task_type`). */
 export const GLOBAL_POLICY_SQL = literal(GLOBAL_POLICY_KEY);
@@ -56,6 +57,11 @@ export function attemptOutcomeName(kind: OutcomeKind): AttemptOutcomeName {
 /** attemptOutcomeName as SQL over a column holding the kind. */
 export function attemptOutcomeSql(kindColumn: string): string {
   return `CASE ${kindColumn} WHEN ${literal('RETRY')} THEN ${literal(attemptOutcomeName('RETRY'))} ELSE ${kindColumn} END`;
+}
+
+/** Outcomes that carry a result (and an artifact): the successful ones. */
+export function isSuccess(outcome: AttemptOutcome): outcome is Extract<AttemptOutcome, { result: unknown }> {
+  return outcome.kind === 'SUCCESS' || outcome.kind === 'PARTIAL_SUCCESS';
 }
 
 /** Outcomes that carry a failure: it is recorded (failure row, last_error_code, the attempt's error_code). */

@@ -9,10 +9,12 @@
  * guarantee nothing changes between the check and the write.
  */
 import { StoreError, ValidationError } from '../../core/errors.js';
-import { TERMINAL_STATUSES, type TaskStatus } from '../../core/status.js';
+import { TaskStatus, TERMINAL_STATUSES } from '../../core/status.js';
 import type { ResultSetHeader } from 'mysql2/promise';
 import type { Row } from '../rows.js';
-import { attemptOutcomeName, hasFailure, LEASED_STATUSES_SET, LEASED_SQL, STATUS_SQL, statusAfterOutcome } from '../rules.js';
+import {
+  attemptOutcomeName, hasFailure, isSuccess, LEASED_STATUSES_SET, LEASED_SQL, STATUS_SQL, statusAfterOutcome, SUCCESS_STATUSES,
+} from '../rules.js';
 import type { AttemptOutcome } from '../types.js';
 import type { BatchedTransaction, Statement } from './connection.js';
 import { addMs } from './encode.js';
@@ -61,7 +63,7 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
     errorCode: hasFailure(o) ? o.failure.errorCode : null,
   }));
   const failures: FailureInsert[] = won.flatMap((o) => (hasFailure(o) ? [{ taskId: o.lease.taskId, attempt: o.lease.attempt, failure: o.failure }] : []));
-  const failedForGood = new Set((byTarget.get('FAILED') ?? []).map((o) => o.lease.taskId));
+  const failedForGood = new Set((byTarget.get(TaskStatus.FAILED) ?? []).map((o) => o.lease.taskId));
   const groups = [...byTarget];
   const statements: Statement[] = groups.map(([target, group]) => updateTasks(target, group, now, results));
   const written = await tx.last([
@@ -82,13 +84,13 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
 function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: string, results: Map<AttemptOutcome, string | null>): Statement {
   const sets: (Fragment | string)[] = [`status = ${STATUS_SQL[target]}`, 'lease_owner = NULL', 'lease_until = NULL', { sql: 'update_time = ?', values: [now] }];
   if (TERMINAL_STATUSES.includes(target)) sets.push({ sql: 'finish_time = ?', values: [now] });
-  if (target === 'SUCCESS' || target === 'PARTIAL_SUCCESS') {
+  if (SUCCESS_STATUSES.includes(target)) {
     sets.push(
-      valueById('artifact_id', group.map((o) => [o.lease.taskId, o.kind === target ? o.artifactId : null] as const)),
+      valueById('artifact_id', group.map((o) => [o.lease.taskId, isSuccess(o) ? o.artifactId : null] as const)),
       valueById('result_json', group.map((o) => [o.lease.taskId, results.get(o) ?? null] as const)),
     );
   }
-  if (target === 'RETRY_WAIT') {
+  if (target === TaskStatus.RETRY_WAIT) {
     sets.push(valueById('available_at', group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? addMs(now, Math.max(0, o.retryDelayMs)) : now] as const)));
   }
   const failing = group.filter(hasFailure).map((o) => [o.lease.taskId, o.failure.errorCode.slice(0, 250)] as const);
@@ -108,7 +110,7 @@ function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: 
 function serializedResults(outcomes: readonly AttemptOutcome[]): Map<AttemptOutcome, string | null> {
   const results = new Map<AttemptOutcome, string | null>();
   outcomes.forEach((outcome, index) => {
-    if (!('result' in outcome)) return;
+    if (!isSuccess(outcome)) return;
     if (outcome.result === undefined || outcome.result === null) return void results.set(outcome, null);
     try {
       results.set(outcome, JSON.stringify(outcome.result) ?? null);

@@ -18,7 +18,7 @@ import { claimTasks } from './claim.js';
 import { run, sql, type PgContext } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, resultJson, storableMessage } from './encode.js';
-import { attemptOutcomeSql, FAILURE_KINDS_SQL, hasFailure, STATUS_SQL, statusAfterOutcomeSql, SUCCESS_KINDS_SQL, TERMINAL_SQL } from '../rules.js';
+import { attemptOutcomeSql, FAILURE_KINDS_SQL, hasFailure, isSuccess, STATUS_SQL, statusAfterOutcomeSql, SUCCESS_KINDS_SQL, TERMINAL_SQL } from '../rules.js';
 
 /**
  * The statement, installed by migrate() as a function, so that one round
@@ -151,7 +151,7 @@ function compareText(a: string, b: string): number {
 /** One outcome as the 18 column values of finishSql's unnest, in order. */
 function outcomeRow(outcome: AttemptOutcome): unknown[] {
   const { lease } = outcome;
-  const success = outcome.kind === 'SUCCESS' || outcome.kind === 'PARTIAL_SUCCESS';
+  const success = isSuccess(outcome);
   const failure = hasFailure(outcome) ? outcome.failure : null;
   return [
     lease.taskId,

@@ -8,7 +8,8 @@
 import { uuidv7 } from '../../core/ids.js';
 import type { FailureRecord, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
-import { attemptOutcomeName, finishTimeAfterKindSql, hasFailure, LEASED_SQL, STATUS_SQL, statusAfterKindSql } from '../rules.js';
+import { TaskStatus } from '../../core/status.js';
+import { attemptOutcomeName, finishTimeAfterKindSql, hasFailure, isSuccess, LEASED_SQL, STATUS_SQL, statusAfterKindSql } from '../rules.js';
 import type { AttemptOutcome, AttemptOutcomeName } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { toSqliteTime } from './encode.js';
@@ -43,7 +44,7 @@ export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowM
   let sql = STATEMENTS.get(outcome.kind);
   if (sql === undefined) STATEMENTS.set(outcome.kind, (sql = finishSql(outcome.kind)));
   const params: Record<string, unknown> = { id: lease.taskId, worker: lease.workerId, attempt: lease.attempt, now, ...progressParams(outcome.progress) };
-  if (outcome.kind === 'SUCCESS' || outcome.kind === 'PARTIAL_SUCCESS') {
+  if (isSuccess(outcome)) {
     params.artifact = outcome.artifactId;
     params.result = outcome.result === undefined || outcome.result === null ? null : JSON.stringify(outcome.result);
   }
@@ -54,7 +55,7 @@ export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowM
   const failure = hasFailure(outcome) ? outcome.failure : null;
   closeAttempt(db, lease.taskId, lease.attempt, attemptOutcomeName(outcome.kind), failure?.errorCode ?? null, now);
   if (failure) insertFailure(db, lease.taskId, lease.attempt, failure, now);
-  if (failure && row.status === 'FAILED') insertDeadLetter(db, lease.taskId, failure, now);
+  if (failure && row.status === TaskStatus.FAILED) insertDeadLetter(db, lease.taskId, failure, now);
   return true;
 }
 
