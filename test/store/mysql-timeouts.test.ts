@@ -7,37 +7,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
-import { ErrorCode, StoreConnectTimeoutError } from '../../src/core/errors.js';
+import { ErrorCode } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { describeOnServer } from '../helpers/factory.js';
 import { createTestDatabase, MYSQL_URL, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
-import { startSilentServer } from '../helpers/silent-server.js';
+import { expectConnectTimeout } from '../helpers/silent-server.js';
 
 describe('MySQL: a server that never answers', () => {
-  let server: Awaited<ReturnType<typeof startSilentServer>>;
-  beforeAll(async () => {
-    server = await startSilentServer();
-  });
-  afterAll(async () => {
-    await server.close();
-  });
-
   it('fails migrate() within connectTimeoutMs with STORE_CONNECT_TIMEOUT naming the host, not the password', async () => {
-    const store = new MysqlStore({ uri: `mysql://root:s3cret@127.0.0.1:${server.port}/jobs`, connectTimeoutMs: 400, poolSize: 1 });
-    try {
-      const started = Date.now();
-      const error = await store.migrate().then(() => null, (e: unknown) => e);
-      const elapsed = Date.now() - started;
-      expect(error).toBeInstanceOf(StoreConnectTimeoutError);
-      expect(error).toMatchObject({ code: ErrorCode.STORE_CONNECT_TIMEOUT, host: `MySQL at 127.0.0.1:${server.port}/jobs` });
-      expect((error as Error).message).toContain('400 ms');
-      expect((error as Error).message).not.toContain('s3cret');
-      expect(elapsed).toBeGreaterThanOrEqual(350);
-      expect(elapsed).toBeLessThan(5_000);
-    } finally {
-      await store.close();
-    }
+    await expectConnectTimeout(
+      (port) => new MysqlStore({ uri: `mysql://root:s3cret@127.0.0.1:${port}/jobs`, connectTimeoutMs: 400, poolSize: 1 }),
+      (port) => `MySQL at 127.0.0.1:${port}/jobs`,
+    );
   });
 });
 
