@@ -23,7 +23,7 @@ import { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { claimOrder } from '../claim-order.js';
 import { taskFromRow, type Row } from '../rows.js';
-import { LEASED_SQL, STATUS_SQL } from '../rules.js';
+import { LEASED_SQL, STATUS_SQL } from '../rules/index.js';
 import type { ClaimParams } from '../types.js';
 import type { BatchedTransaction, Statement } from './connection.js';
 import { addMs, decode } from './encode.js';

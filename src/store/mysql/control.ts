@@ -7,7 +7,7 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
-import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules.js';
+import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { checkText, decode, sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';

@@ -14,7 +14,7 @@ import type { ResultSetHeader } from 'mysql2/promise';
 import type { Row } from '../rows.js';
 import {
   attemptOutcomeName, hasFailure, isSuccess, LEASED_STATUSES_SET, LEASED_SQL, STATUS_SQL, statusAfterOutcome, SUCCESS_STATUSES,
-} from '../rules.js';
+} from '../rules/index.js';
 import type { AttemptOutcome } from '../types.js';
 import type { BatchedTransaction, Statement } from './connection.js';
 import { addMs } from './encode.js';

@@ -7,7 +7,7 @@
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { PROGRESS_COLUMNS, progressValues } from '../rows.js';
-import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules.js';
+import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 

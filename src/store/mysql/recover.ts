@@ -6,7 +6,7 @@
  */
 import {
   CLAIMABLE_SQL, DEADLINE_FAILURE, expiredLeaseDecision, type ExpiredLeaseDecision, type ExpiredLeaseRow, LEASED_SQL, STATUS_SQL, tallyExpired,
-} from '../rules.js';
+} from '../rules/index.js';
 import type { Row } from '../rows.js';
 import type { RecoveryResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';

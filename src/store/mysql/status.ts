@@ -5,7 +5,7 @@
  */
 import { scopeOwner } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { changeStatusAssignments, checkStatusTarget } from '../rules.js';
+import { changeStatusAssignments, checkStatusTarget } from '../rules/index.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { sqlTime } from './encode.js';

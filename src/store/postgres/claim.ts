@@ -31,7 +31,7 @@ import type { ClaimParams } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { decodePostgres } from './encode.js';
 import { CLAIM_LOCK_SCOPE } from './migrations.js';
-import { CLAIMABLE_SQL, GLOBAL_POLICY_SQL, LEASED_SQL, STATUS_SQL, TYPE_POLICY_PREFIX_SQL } from '../rules.js';
+import { CLAIMABLE_SQL, GLOBAL_POLICY_SQL, LEASED_SQL, STATUS_SQL, TYPE_POLICY_PREFIX_SQL } from '../rules/index.js';
 
 export function claimFunctionSql(ctx: PgContext): string {
   const { task, attempt, policy } = ctx.tables;

@@ -10,7 +10,7 @@ import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, Work
 import { run, type PgContext } from './connection.js';
 import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES } from './encode.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
-import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules.js';
+import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
 
 export async function replayDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope): Promise<ReplayResult[]> {
   const { task, deadLetter } = ctx.tables;

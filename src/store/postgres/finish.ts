@@ -18,7 +18,7 @@ import { claimTasks } from './claim.js';
 import { run, sql, type PgContext } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, resultJson, storableMessage } from './encode.js';
-import { attemptOutcomeSql, FAILURE_KINDS_SQL, hasFailure, isSuccess, STATUS_SQL, statusAfterOutcomeSql, SUCCESS_KINDS_SQL, TERMINAL_SQL } from '../rules.js';
+import { attemptOutcomeSql, FAILURE_KINDS_SQL, hasFailure, isSuccess, STATUS_SQL, statusAfterOutcomeSql, SUCCESS_KINDS_SQL, TERMINAL_SQL } from '../rules/index.js';
 
 /**
  * The statement, installed by migrate() as a function, so that one round

@@ -19,7 +19,7 @@ import { run, sql, type PgContext, type Queryable } from './connection.js';
 import { checkNewTask, decodePostgres, storableJson } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './wakeups.js';
 import { TaskStatus } from '../../core/status.js';
-import { STATUS_SQL } from '../rules.js';
+import { STATUS_SQL } from '../rules/index.js';
 
 const MAX_ROUNDS = 3;
 

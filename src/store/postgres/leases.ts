@@ -19,7 +19,7 @@ import { progressValues } from '../rows.js';
 import type { RenewResult } from '../types.js';
 import { run, sql, type PgContext } from './connection.js';
 import { storableMessage } from './encode.js';
-import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules.js';
+import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
 /** The task row of input row `alias` (columns task_id, worker_id, attempt), if its lease still holds; locked. */
 export function fencedLookup(ctx: PgContext, alias: string): string {

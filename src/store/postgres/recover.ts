@@ -10,7 +10,7 @@
 import {
   CLAIMABLE_SQL, DEADLINE_EXCEEDED_SQL, DEADLINE_MESSAGE, expiredLeaseStatusSql, LEASE_EXPIRED_MESSAGE, LEASE_EXPIRED_OUTCOME_SQL,
   LEASE_EXPIRED_SQL, LEASED_SQL, STATUS_SQL,
-} from '../rules.js';
+} from '../rules/index.js';
 import type { RecoveryResult } from '../types.js';
 import { run, sql, type PgContext } from './connection.js';
 

@@ -6,7 +6,7 @@
  */
 import { scopeOwner } from '../../core/scope.js';
 import { TaskStatus } from '../../core/status.js';
-import { changeStatusAssignments } from '../rules.js';
+import { changeStatusAssignments } from '../rules/index.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';

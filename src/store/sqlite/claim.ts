@@ -7,7 +7,7 @@ import { GLOBAL_POLICY_KEY, typePolicyKey } from '../../core/policy-keys.js';
 import type { Task } from '../../core/task.js';
 import { claimOrder } from '../claim-order.js';
 import { taskFromRow, type Row } from '../rows.js';
-import { CLAIMABLE_SQL, LEASED_SQL, STATUS_SQL } from '../rules.js';
+import { CLAIMABLE_SQL, LEASED_SQL, STATUS_SQL } from '../rules/index.js';
 import type { ClaimParams } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, toSqliteTime } from './encode.js';

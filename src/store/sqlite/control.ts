@@ -8,7 +8,7 @@ import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
-import { REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules.js';
+import { REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 

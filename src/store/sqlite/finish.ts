@@ -9,7 +9,7 @@ import { uuidv7 } from '../../core/ids.js';
 import type { FailureRecord, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
 import { TaskStatus } from '../../core/status.js';
-import { attemptOutcomeName, finishTimeAfterKindSql, hasFailure, isSuccess, LEASED_SQL, STATUS_SQL, statusAfterKindSql } from '../rules.js';
+import { attemptOutcomeName, finishTimeAfterKindSql, hasFailure, isSuccess, LEASED_SQL, STATUS_SQL, statusAfterKindSql } from '../rules/index.js';
 import type { AttemptOutcome, AttemptOutcomeName } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { toSqliteTime } from './encode.js';

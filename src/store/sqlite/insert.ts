@@ -6,7 +6,7 @@
  */
 import type { NewTask } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
-import { STATUS_SQL } from '../rules.js';
+import { STATUS_SQL } from '../rules/index.js';
 import type { InsertTaskResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, toSqliteTime } from './encode.js';

@@ -5,7 +5,7 @@
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
-import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules.js';
+import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 

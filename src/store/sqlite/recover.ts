@@ -3,7 +3,7 @@
  * happens to each expired lease is rules.ts's expiredLeaseDecision; overdue
  * waiting tasks fail with DEADLINE_FAILURE; due retries go back to QUEUED.
  */
-import { CLAIMABLE_SQL, DEADLINE_FAILURE, expiredLeaseDecision, type ExpiredLeaseRow, LEASED_SQL, STATUS_SQL, tallyExpired } from '../rules.js';
+import { CLAIMABLE_SQL, DEADLINE_FAILURE, expiredLeaseDecision, type ExpiredLeaseRow, LEASED_SQL, STATUS_SQL, tallyExpired } from '../rules/index.js';
 import type { Row } from '../rows.js';
 import type { RecoveryResult } from '../types.js';
 import { statement, type Db } from './connection.js';

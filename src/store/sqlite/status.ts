@@ -4,7 +4,7 @@
  */
 import { scopeOwner } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { changeStatusAssignments } from '../rules.js';
+import { changeStatusAssignments } from '../rules/index.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { toSqliteTime } from './encode.js';
