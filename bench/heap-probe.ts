@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteStore, createClient, createWorker, defineTask } from '../src/index.js';
+import { createClient, createWorker, defineTask } from '../src/index.js';
+import { SqliteStore } from '../src/sqlite.js';
 const dir = mkdtempSync(join(tmpdir(), 'tasklease-heap-'));
 const store = new SqliteStore({ path: join(dir, 'db.sqlite') });
 await store.migrate();

@@ -15,7 +15,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import pg from 'pg';
-import { PostgresStore, createClient, createWorker, defineTask } from '../src/index.js';
+import { createClient, createWorker, defineTask } from '../src/index.js';
+import { PostgresStore } from '../src/postgres.js';
 const schema = `probe_${process.pid}`;
 const store = new PostgresStore({ connectionString: 'postgres://postgres@127.0.0.1:5432/test', schema, poolSize: 10 });
 await store.migrate();

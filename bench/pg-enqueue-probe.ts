@@ -6,7 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
-import { PostgresStore, createClient, defineTask } from '../src/index.js';
+import { createClient, defineTask } from '../src/index.js';
+import { PostgresStore } from '../src/postgres.js';
 const url = 'postgres://postgres@127.0.0.1:5432/test';
 const schema = `probe_${process.pid}`;
 const n = Number(process.argv[2] ?? 20000); const k = Number(process.argv[3] ?? 1000);

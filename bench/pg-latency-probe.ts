@@ -7,7 +7,8 @@
  * Run: npx tsx bench/pg-latency-probe.ts [samples=300]
  */
 import pg from 'pg';
-import { PostgresStore, createClient, createWorker, defineTask } from '../src/index.js';
+import { createClient, createWorker, defineTask } from '../src/index.js';
+import { PostgresStore } from '../src/postgres.js';
 const url = 'postgres://postgres@127.0.0.1:5432/test';
 const schema = `probe_lat_${process.pid}`;
 const samples = Number(process.argv[2] ?? 300);

@@ -10,7 +10,8 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteStore, createClient, createWorker, defineTask } from '../src/index.js';
+import { createClient, createWorker, defineTask } from '../src/index.js';
+import { SqliteStore } from '../src/sqlite.js';
 
 const file = join(tmpdir(), `sqlite_probe_${process.pid}.db`);
 const store = new SqliteStore({ path: file });

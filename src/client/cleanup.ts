@@ -15,6 +15,8 @@ export interface CleanupOptions {
   batchSize?: number;
   /** Stop after this many batches (a bounded run); default: until nothing is left. */
   maxBatches?: number;
+  /** Called after each batch with the running totals (progress bars). */
+  onBatch?: (total: PurgeResult) => void;
 }
 
 export async function cleanup(store: Store, options: CleanupOptions): Promise<PurgeResult> {
@@ -39,6 +41,7 @@ export async function cleanup(store: Store, options: CleanupOptions): Promise<Pu
     total.attempts += result.attempts;
     total.failures += result.failures;
     total.deadLettersArchived += result.deadLettersArchived;
+    options.onBatch?.({ ...total });
     if (result.tasks < batchSize) break;
   }
   return total;

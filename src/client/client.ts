@@ -11,7 +11,7 @@ import type { NewTask, Task } from '../core/task.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import { InvalidOptionsError } from '../core/errors.js';
 import { Emitter } from '../core/emitter.js';
-import type { AttemptRecord, FailureRow, InsertTaskResult, PurgeResult, Store, TaskPage } from '../store/types.js';
+import type { AttemptRecord, FailureRow, InsertTaskResult, PurgeResult, Store, TaskPage, WorkerRecord } from '../store/types.js';
 import { analyze, type Analysis } from './analyze.js';
 import { cleanup, type CleanupOptions } from './cleanup.js';
 import { checkIds, DeadLetterApi } from './dead-letters.js';
@@ -110,6 +110,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   async submitMany(requests: readonly SubmitRequest[], options: SubmitManyOptions = {}): Promise<InsertTaskResult[]> {
     if (!Array.isArray(requests)) throw new ValidationError('submitMany takes an array of requests', 'requests');
     if (requests.length > MAX_BATCH) throw new ValidationError(`a batch holds at most ${MAX_BATCH} tasks, got ${requests.length}`, 'requests');
+    checkKnownKeys('submitMany', options, ['transaction']);
     if (requests.length === 0) return [];
     const policies = requests.some((r) => r?.maxAttempts === undefined) ? await this.policyMaxAttempts() : undefined;
     const limits = { ...this.limits, ...(policies ? { policyMaxAttempts: policies } : {}) };
@@ -224,6 +225,13 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   /** Counts, durations, queue waits and failure codes of a type over the last hours (seed article 2, analyze-performance.sh). */
   analyze(taskType: string, hours = 24): Promise<Analysis> {
     return analyze(this.store, taskType, hours);
+  }
+
+  /** Workers seen within `seenWithinMs` (default 60 s) of the database clock, with the types they run. */
+  workers(options: { seenWithinMs?: number } = {}): Promise<WorkerRecord[]> {
+    const seenWithinMs = options.seenWithinMs ?? 60_000;
+    if (!Number.isInteger(seenWithinMs) || seenWithinMs < 1) throw new ValidationError('seenWithinMs must be a positive integer', 'seenWithinMs');
+    return this.store.listWorkers({ seenWithinMs });
   }
 
   private policyCache: { at: number; lookup: (taskType: string) => number | null } | null = null;

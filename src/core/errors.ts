@@ -17,8 +17,15 @@ export const ErrorCode = {
   LEASE_EXPIRED: 'LEASE_EXPIRED',
   SHUTDOWN: 'SHUTDOWN',
   HANDLER_ERROR: 'HANDLER_ERROR',
+  /** A handler's result (or artifact) that cannot be stored as JSON: the task fails for good. */
+  RESULT_NOT_SERIALIZABLE: 'RESULT_NOT_SERIALIZABLE',
+  /** The database refused a finished attempt's outcome for a reason of its own row (a value it cannot store). */
+  OUTCOME_NOT_WRITABLE: 'OUTCOME_NOT_WRITABLE',
+  /** A component used in a state that does not allow it (a worker started twice). */
+  INVALID_STATE: 'INVALID_STATE',
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
   SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
+  DRIVER_MISSING: 'DRIVER_MISSING',
   /** A call on a store after close(). */
   STORE_CLOSED: 'STORE_CLOSED',
   /** The store's tables are missing: migrate() was never run on this database or schema. */
@@ -97,6 +104,13 @@ export class TaskAbortedError extends TaskLeaseError {
   }
 }
 
+/** A component used in a state that does not allow it (a worker started again after stop()). */
+export class InvalidStateError extends TaskLeaseError {
+  constructor(message: string) {
+    super(ErrorCode.INVALID_STATE, message);
+  }
+}
+
 /** The database could not serve a call. Code STORE_UNAVAILABLE unless a subclass names the reason. */
 export class StoreError extends TaskLeaseError {
   constructor(message: string, options?: { cause?: unknown; code?: ErrorCode }) {
@@ -128,6 +142,19 @@ export class StoreConnectTimeoutError extends StoreError {
       ...options, code: ErrorCode.STORE_CONNECT_TIMEOUT,
     });
     this.host = host;
+  }
+}
+
+/**
+ * A store's database driver is an optional peer dependency: a PostgreSQL-only
+ * application should not have to compile better-sqlite3. Thrown when the store
+ * is loaded without its driver installed, naming the package to install.
+ */
+export class DriverMissingError extends TaskLeaseError {
+  readonly packageName: string;
+  constructor(packageName: string, store: string, options?: { cause?: unknown }) {
+    super(ErrorCode.DRIVER_MISSING, `${store} needs the ${packageName} package, which is not installed: npm install ${packageName}`, options);
+    this.packageName = packageName;
   }
 }
 

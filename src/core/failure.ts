@@ -20,6 +20,10 @@ const NON_RETRYABLE_ABORTS = new Set<string>([ErrorCode.TIMEOUT, ErrorCode.DEADL
 
 export function classifyFailure(error: unknown, options: ClassifyOptions): FailureRecord {
   const traceId = options.traceId ?? newTraceId();
+  return { ...classify(error, options, traceId), exceptionType: error instanceof Error ? error.name : typeof error };
+}
+
+function classify(error: unknown, options: ClassifyOptions, traceId: string): FailureRecord {
   if (error instanceof TaskFailure) {
     return { errorCode: boundedCode(error.code), message: truncate(error.message, MAX_MESSAGE), traceId, retryable: error.retryable };
   }

@@ -7,7 +7,7 @@
 import { Scope } from '../core/scope.js';
 import { checkKnownKeys, checkNumber } from '../core/validate.js';
 import type { Store } from '../store/types.js';
-import type { Worker, WorkerState } from '../worker/worker.js';
+import type { Worker, WorkerState, WorkerStats } from '../worker/worker.js';
 
 export type HealthStatus = 'UP' | 'DEGRADED' | 'DOWN';
 
@@ -90,6 +90,10 @@ export interface WorkerHealthDetails {
   /** active / maxConcurrency, 0–1. */
   utilization: number;
   registeredTaskTypes: string[];
+  /** What the runtime policies let this worker hold (global, per type, usable). */
+  limits: WorkerStats['limits'];
+  /** The store operation failing now, if any. */
+  storeProblem: WorkerStats['storeProblem'];
 }
 
 export interface WorkerHealthOptions {
@@ -105,8 +109,13 @@ export function workerHealth(worker: Worker, options: WorkerHealthOptions = {}):
   const details: WorkerHealthDetails = {
     workerId: stats.workerId, state: stats.state, running: stats.state === 'running', active: stats.active, buffered: stats.buffered,
     maxConcurrency: stats.concurrency, utilization: stats.active / stats.concurrency, registeredTaskTypes: stats.taskTypes,
+    limits: stats.limits, storeProblem: stats.storeProblem,
   };
   if (!details.running) return { status: 'DOWN', details, error: `worker ${stats.workerId} is not running (state ${stats.state})` };
+  const problem = stats.storeProblem;
+  if (problem) {
+    return { status: 'DOWN', details, error: `worker ${stats.workerId} cannot use its store: ${problem.operation} failing since ${problem.since.toISOString()} (${problem.code ?? 'no code'}: ${problem.message})` };
+  }
   if (details.utilization > threshold) {
     const percent = (details.utilization * 100).toFixed(0);
     return { status: 'DEGRADED', details, error: `worker load ${percent}% is above ${(threshold * 100).toFixed(0)}% (${stats.active} of ${stats.concurrency} slots)` };

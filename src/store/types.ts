@@ -235,7 +235,8 @@ export interface RenewResult {
 }
 
 export type AttemptOutcome =
-  | { kind: 'SUCCESS' | 'PARTIAL_SUCCESS'; lease: Lease; artifactId: string | null; result: unknown; progress: TaskProgress | null }
+  /** `resultJson`: the result as JSON text, serialized once where the outcome is built (null: none). */
+  | { kind: 'SUCCESS' | 'PARTIAL_SUCCESS'; lease: Lease; artifactId: string | null; resultJson: string | null; progress: TaskProgress | null }
   /** Failed, will run again after `retryDelayMs` of the database clock. */
   | { kind: 'RETRY'; lease: Lease; failure: FailureRecord; retryDelayMs: number; progress: TaskProgress | null }
   /** Failed for good: FAILED, plus a dead letter holding the payload. */

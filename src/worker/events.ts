@@ -3,7 +3,15 @@
  * none of them needs to touch the worker itself.
  */
 import type { FailureRecord, Task, TaskProgress } from '../core/task.js';
-import type { RecoveryResult } from '../store/types.js';
+import type { AttemptOutcome, RecoveryResult } from '../store/types.js';
+
+/**
+ * Why a lease is gone: the store said so on renewal or on a fenced write, or
+ * the worker could not confirm it in time (its local lease deadline passed:
+ * a hung or unreachable database must not leave a handler running past a
+ * lease another worker may hold by now).
+ */
+export type LeaseLossReason = 'renewal' | 'write' | 'unreachable';
 
 export interface WorkerEvents {
   /** Leases were taken (buffered or started). */
@@ -19,7 +27,7 @@ export interface WorkerEvents {
   cancelled: { task: Task; durationMs: number };
   timedOut: { task: Task; durationMs: number };
   /** The worker's lease on a task is gone; its handler was aborted and its writes change nothing. */
-  leaseLost: { task: Task; reason: 'renewal' | 'write' | 'unreachable' };
+  leaseLost: { task: Task; reason: LeaseLossReason };
   /** Given back for another worker (stop): `started` false for prefetched tasks never run. */
   released: { task: Task; started: boolean };
   slow: { task: Task; durationMs: number; thresholdMs: number };
@@ -27,5 +35,43 @@ export interface WorkerEvents {
   heartbeat: { renewed: number; cancelRequested: number; lost: number };
   /** An operation against the store failed; the worker carries on and retries. */
   error: { operation: string; error: unknown };
+  /** stop() was called: no more claims; `active` handlers get the grace period, `buffered` tasks are handed back. */
+  stopping: { workerId: string; active: number; buffered: number };
   stopped: { workerId: string };
+}
+
+/** What the worker's services need of its emitter. */
+export interface Announcer {
+  emit<K extends keyof WorkerEvents>(name: K, event: WorkerEvents[K]): void;
+  /** Whether anyone listens: the hot path builds an event only for a listener. */
+  listening(name: keyof WorkerEvents): boolean;
+  /** The store answered a heartbeat, claim or registration: it is reachable again. */
+  storeAnswered(): void;
+}
+
+/** The events an outcome, once written, tells observers. */
+export function announceOutcome(events: Announcer, task: Task, outcome: AttemptOutcome, durationMs: number): void {
+  switch (outcome.kind) {
+    case 'SUCCESS':
+    case 'PARTIAL_SUCCESS':
+      // The common case, many thousand times a second: build the event only for a listener.
+      if (events.listening('completed')) events.emit('completed', { task: { ...task, status: outcome.kind }, status: outcome.kind, durationMs });
+      return;
+    case 'RETRY':
+      events.emit('failed', { task: { ...task, status: 'RETRY_WAIT' }, failure: outcome.failure, durationMs, willRetry: true });
+      events.emit('retryScheduled', { task: { ...task, status: 'RETRY_WAIT' }, failure: outcome.failure, retryDelayMs: outcome.retryDelayMs });
+      return;
+    case 'FAILED': {
+      const failedTask: Task = { ...task, status: 'FAILED', lastErrorCode: outcome.failure.errorCode };
+      if (outcome.failure.errorCode === 'TIMEOUT') events.emit('timedOut', { task: failedTask, durationMs });
+      events.emit('failed', { task: failedTask, failure: outcome.failure, durationMs, willRetry: false });
+      events.emit('deadLettered', { task: failedTask, failure: outcome.failure });
+      return;
+    }
+    case 'CANCELLED':
+      events.emit('cancelled', { task: { ...task, status: 'CANCELLED' }, durationMs });
+      return;
+    case 'ABANDONED':
+      events.emit('released', { task: { ...task, status: 'QUEUED' }, started: true });
+  }
 }

@@ -9,6 +9,9 @@ import { InvalidOptionsError } from '../core/errors.js';
 import { resolveRetryOptions, type RetryOptions } from '../core/retry.js';
 import { checkInteger, checkKnownKeys, checkString } from '../core/validate.js';
 import type { Store } from '../store/types.js';
+import { systemClock, type Clock } from '../core/clock.js';
+import type { Logger } from 'pino';
+import { defaultWorkerLogger } from './error-log.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
 
 export interface WorkerOptions {
@@ -57,15 +60,23 @@ export interface WorkerOptions {
   cancelCheckIntervalMs?: number;
   /** Store raw exception messages of unexpected errors (they may hold payload data). Default false. */
   exposeErrorMessages?: boolean;
+  /** The monotonic clock and timers the worker uses (tests drive time with their own). Default: the system's. */
+  clock?: Clock;
+  /**
+   * Where the worker logs failing store operations (throttled: one line per operation per 30 s) and
+   * limits that leave its slots idle. Default: a pino logger at level warn on stderr; false: silent.
+   * attachLogger() (observe) logs every event on top of this.
+   */
+  logger?: Logger | false;
 }
 
-export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry'>> & { retry: RetryOptions };
+export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry' | 'logger'>> & { retry: RetryOptions; logger: Logger | null };
 
 const KNOWN = [
   'store', 'tasks', 'workerId', 'concurrency', 'prefetch', 'claimBatchSize', 'pollIntervalMs', 'minPollIntervalMs', 'leaseMs', 'heartbeatIntervalMs',
   'recoveryIntervalMs', 'recoveryBatchSize', 'maxExecutionMs', 'slowTaskThresholdMs', 'shutdownGraceMs', 'shutdownAbortWaitMs',
   'globalConcurrency', 'typeConcurrency', 'retry', 'progressFlushIntervalMs', 'progressFlushThreshold', 'cancelCheckIntervalMs',
-  'exposeErrorMessages',
+  'exposeErrorMessages', 'clock', 'logger',
 ] as const;
 
 export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOptions {
@@ -98,6 +109,8 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     progressFlushThreshold: input.progressFlushThreshold ?? 500,
     cancelCheckIntervalMs: input.cancelCheckIntervalMs ?? 1000,
     exposeErrorMessages: input.exposeErrorMessages ?? false,
+    clock: input.clock ?? systemClock,
+    logger: input.logger === false ? null : input.logger ?? defaultWorkerLogger(),
   };
   checkString(c, 'workerId', o.workerId, { minLength: 1, maxLength: 200 });
   checkInteger(c, 'concurrency', o.concurrency, { min: 1, max: 10_000 });

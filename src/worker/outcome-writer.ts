@@ -3,9 +3,20 @@
  * loop is written by one finishAttempts call. While a write is in flight new
  * outcomes queue behind it, so under load batches grow by themselves.
  *
- * Where the store can (finishAndClaim) and the worker wants to (ClaimAlong),
- * the write also claims the worker's next tasks in the same round trip.
+ * Where the store can (capability finishAndClaim) and the worker wants to
+ * (ClaimAlong), the write also claims the worker's next tasks in the same
+ * round trip.
+ *
+ * A failed write is retried as a whole when the database could not be
+ * reached (the leases are still ours until they expire, and the fence says so
+ * if they did). A write the database refused (a value it cannot store) is
+ * split until the outcome at fault stands alone, so it cannot hold the others
+ * hostage; that one is written as FAILED (OUTCOME_NOT_WRITABLE) instead, and
+ * if even that is refused it is left to lease expiry.
  */
+import type { Clock } from '../core/clock.js';
+import { ErrorCode, TaskLeaseError, ValidationError, truncate } from '../core/errors.js';
+import { newTraceId } from '../core/failure.js';
 import type { Task } from '../core/task.js';
 import type { AttemptOutcome, ClaimParams, Store } from '../store/types.js';
 
@@ -22,24 +33,26 @@ export interface PendingOutcome<T> {
   token: T;
 }
 
+export interface OutcomeWriterOptions<T> {
+  store: Store;
+  clock: Clock;
+  /** Called per outcome with whether the fenced write applied (false: the lease is gone, or the outcome could not be written), and whether a claim went with it. */
+  onWritten: (item: PendingOutcome<T>, applied: boolean, claimedAlong: boolean) => void;
+  onError: (error: unknown) => void;
+  /** Wait before retrying a write that could not reach the database. */
+  retryDelayMs: number;
+  claimAlong?: ClaimAlong | null;
+  maxBatch?: number;
+}
+
 export class OutcomeWriter<T> {
   private pending: PendingOutcome<T>[] = [];
+  /** Groups split off a refused batch, written one group at a time before anything else. */
+  private isolated: PendingOutcome<T>[][] = [];
   private scheduled = false;
   private running: Promise<void> | null = null;
 
-  constructor(
-    private readonly store: Store,
-    /** Called per outcome with whether the fenced write applied, and whether a claim went with it. */
-    private readonly onWritten: (item: PendingOutcome<T>, applied: boolean, claimedAlong: boolean) => void,
-    private readonly onError: (error: unknown) => void,
-    private readonly retryDelayMs: number,
-    private readonly claimAlong: ClaimAlong | null = null,
-    private readonly maxBatch = 1000,
-  ) {}
-
-  get size(): number {
-    return this.pending.length;
-  }
+  constructor(private readonly options: OutcomeWriterOptions<T>) {}
 
   enqueue(outcome: AttemptOutcome, token: T): void {
     this.pending.push({ outcome, token });
@@ -53,41 +66,77 @@ export class OutcomeWriter<T> {
 
   /** Resolves when nothing is pending or in flight. */
   async drain(): Promise<void> {
-    while (this.running || this.pending.length > 0) {
+    while (this.running || this.pending.length > 0 || this.isolated.length > 0) {
       if (!this.running) this.kick();
       await this.running;
     }
   }
 
   private kick(): void {
-    if (this.running || this.pending.length === 0) return;
+    if (this.running || (this.pending.length === 0 && this.isolated.length === 0)) return;
     this.running = this.writeAll().finally(() => {
       this.running = null;
-      if (this.pending.length > 0) this.kick();
+      if (this.pending.length > 0 || this.isolated.length > 0) this.kick();
     });
   }
 
   private async writeAll(): Promise<void> {
-    while (this.pending.length > 0) {
-      const batch = this.pending.splice(0, this.maxBatch);
-      const outcomes = batch.map((item) => item.outcome);
-      const claim = this.store.capabilities.finishAndClaim && this.claimAlong ? this.claimAlong.begin() : null;
-      let results: boolean[];
-      let claimed: Task[] = [];
-      try {
-        if (claim) ({ applied: results, claimed } = await this.store.finishAndClaim({ outcomes, claim }));
-        else results = await this.store.finishAttempts({ outcomes });
-      } catch (error) {
-        // Nothing was written or claimed. The leases are still ours until they expire; try again. If
-        // they expire first, the fenced write will say so and the outcome is dropped.
-        if (claim) this.claimAlong!.end(null, claim);
-        this.pending.unshift(...batch);
-        this.onError(error);
-        await new Promise((resolve) => setTimeout(resolve, this.retryDelayMs));
-        continue;
-      }
-      batch.forEach((item, index) => this.onWritten(item, results[index] === true, claim !== null));
-      if (claim) this.claimAlong!.end(claimed, claim);
+    const { clock, retryDelayMs, maxBatch = 1000 } = this.options;
+    while (this.isolated.length > 0 || this.pending.length > 0) {
+      const batch = this.isolated.shift() ?? this.pending.splice(0, maxBatch);
+      if (!(await this.write(batch))) await new Promise((resolve) => clock.setTimeout(() => resolve(undefined), retryDelayMs));
     }
   }
+
+  /** Writes one batch; false when the database could not be reached and the batch waits for another try. */
+  private async write(batch: PendingOutcome<T>[]): Promise<boolean> {
+    const { store, claimAlong } = this.options;
+    const outcomes = batch.map((item) => item.outcome);
+    const claim = store.capabilities.finishAndClaim && claimAlong ? claimAlong.begin() : null;
+    let results: boolean[];
+    let claimed: Task[] = [];
+    try {
+      if (claim) ({ applied: results, claimed } = await store.finishAndClaim({ outcomes, claim }));
+      else results = await store.finishAttempts({ outcomes });
+    } catch (error) {
+      if (claim) claimAlong!.end(null, claim);
+      this.options.onError(error);
+      if (refusedByDatabase(error)) {
+        this.isolate(batch, error);
+        return true;
+      }
+      this.pending.unshift(...batch);
+      return false;
+    }
+    batch.forEach((item, index) => this.options.onWritten(item, results[index] === true, claim !== null));
+    if (claim) claimAlong!.end(claimed, claim);
+    return true;
+  }
+
+  private isolate(batch: PendingOutcome<T>[], error: unknown): void {
+    if (batch.length > 1) {
+      const middle = Math.ceil(batch.length / 2);
+      this.isolated.unshift(batch.slice(0, middle), batch.slice(middle));
+      return;
+    }
+    const item = batch[0]!;
+    const { outcome } = item;
+    if (outcome.kind === 'FAILED' && outcome.failure.errorCode === ErrorCode.OUTCOME_NOT_WRITABLE) {
+      this.options.onWritten(item, false, false); // refused twice: the sweep will deal with it when the lease expires
+      return;
+    }
+    const reason = error instanceof Error ? error.message : String(error);
+    this.isolated.unshift([{
+      token: item.token,
+      outcome: {
+        kind: 'FAILED', lease: outcome.lease, progress: null,
+        failure: { errorCode: ErrorCode.OUTCOME_NOT_WRITABLE, retryable: false, traceId: newTraceId(), message: truncate(`the database refused this attempt's ${outcome.kind} outcome: ${reason}`, 1000) },
+      },
+    }]);
+  }
+}
+
+/** A value the database will not take is refused again on every try; an unreachable database is not. */
+function refusedByDatabase(error: unknown): boolean {
+  return error instanceof ValidationError || !(error instanceof TaskLeaseError);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidOptionsError } from '../../src/core/errors.js';
-import { DEFAULT_RETRY, resolveRetryOptions, retryDelayMs } from '../../src/core/retry.js';
+import { DEFAULT_RETRY, mergeRetry, resolveRetryOptions, retryDelayMs } from '../../src/core/retry.js';
 
 describe('retry backoff', () => {
   const noJitter = { ...DEFAULT_RETRY, jitter: 0 };
@@ -28,6 +28,28 @@ describe('retry backoff', () => {
     const capped = { ...options, maxDelayMs: 60_000 };
     expect(retryDelayMs(capped, 5, () => 0.999999)).toBe(60_000);
     expect(retryDelayMs(capped, 5, () => 0)).toBe(48_000);
+  });
+
+  it('keeps its jitter once the cap binds: delays spread under the cap instead of piling onto it', () => {
+    const options = { baseDelayMs: 1000, multiplier: 2, maxDelayMs: 10_000, jitter: 0.2 };
+    const delays = Array.from({ length: 2000 }, () => retryDelayMs(options, 20));
+    const atCap = delays.filter((delay) => delay === 10_000).length;
+    expect(atCap / delays.length).toBeLessThan(0.01);
+    expect(Math.min(...delays)).toBeGreaterThanOrEqual(8000);
+    expect(Math.max(...delays)).toBeLessThanOrEqual(10_000);
+    // Spread over the whole range below the cap: each quarter gets a fair share.
+    for (let quarter = 0; quarter < 4; quarter++) {
+      const inQuarter = delays.filter((delay) => delay >= 8000 + quarter * 500 && delay < 8500 + quarter * 500).length;
+      expect(inQuarter / delays.length).toBeGreaterThan(0.15);
+    }
+  });
+
+  it('merges once: policy base delay over the definition over the worker', () => {
+    const worker = { baseDelayMs: 10, multiplier: 2, maxDelayMs: 50, jitter: 0 };
+    expect(mergeRetry(worker, { baseDelayMs: 60_000, maxDelayMs: 120_000 }, 5)).toEqual({ baseDelayMs: 5, multiplier: 2, maxDelayMs: 120_000, jitter: 0 });
+    expect(mergeRetry(worker, { multiplier: 3 }, null)).toEqual({ baseDelayMs: 10, multiplier: 3, maxDelayMs: 50, jitter: 0 });
+    // A policy base above the cap raises the cap with it.
+    expect(mergeRetry(worker, undefined, 1000)).toMatchObject({ baseDelayMs: 1000, maxDelayMs: 1000 });
   });
 
   it('rejects bad options naming the field', () => {

@@ -3,8 +3,10 @@ import type { Store } from '../../src/store/types.js';
 import type { StoreFactory } from './factory.js';
 
 /**
- * A fresh store for every test, and whatever the test tracks (workers) stopped
- * before the store is destroyed: a test that leaves a worker running fails the next.
+ * A fresh store for every test. Workers the test tracks are stopped before
+ * the store is destroyed; a worker the test started without tracking and left
+ * running fails the test (its row is still in the worker registry), instead
+ * of being stopped quietly and leaking timers into the next test.
  */
 export function perTestStore(factory: StoreFactory): { readonly store: Store; track<W extends { stop(): Promise<void> }>(worker: W): W } {
   let store: Store | undefined;
@@ -14,7 +16,11 @@ export function perTestStore(factory: StoreFactory): { readonly store: Store; tr
   });
   afterEach(async () => {
     await Promise.all(running.splice(0).map((worker) => worker.stop()));
-    if (store) await factory.destroy(store);
+    if (!store) return;
+    // (A test that closed its store on purpose cannot be asked; its workers are tracked.)
+    const leaked = await store.listWorkers({ seenWithinMs: 3_600_000 }).catch(() => []);
+    await factory.destroy(store);
+    if (leaked.length > 0) throw new Error(`the test left ${leaked.length} worker(s) running: ${leaked.map((w) => w.workerId).join(', ')} (track them or stop them)`);
   });
   return {
     get store() {

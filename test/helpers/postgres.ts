@@ -22,6 +22,7 @@ const TABLES = [
   'system_async_task_failure',
   'system_async_task_dead_letter',
   'system_async_task_policy',
+  'system_async_task_worker',
 ];
 
 /** True when the server answers. Throws on CI when it does not; elsewhere prints the one skip line. */

@@ -4,13 +4,15 @@
  * control-plane health check. Each dialect runs it from test/observe/<dialect>.test.ts.
  */
 import { Registry } from 'prom-client';
+import pino from 'pino';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { TaskFailure } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { isTerminal } from '../../src/core/status.js';
-import { controlPlaneHealth } from '../../src/observe/health.js';
+import { controlPlaneHealth, workerHealth } from '../../src/observe/health.js';
 import { createMetrics } from '../../src/observe/metrics.js';
+import { hasPoolStats } from '../../src/store/pool-stats.js';
 import type { Store } from '../../src/store/types.js';
 import { defineTask, TaskResult, type AnyTaskDefinition } from '../../src/core/definition.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
@@ -22,7 +24,7 @@ import { waitFor } from '../helpers/wait.js';
 export const FAST: Partial<WorkerOptions> = {
   pollIntervalMs: 20, heartbeatIntervalMs: 50, leaseMs: 2000, recoveryIntervalMs: 100, cancelCheckIntervalMs: 0,
   retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
-  globalConcurrency: 1000, typeConcurrency: 1000,
+  globalConcurrency: 1000, typeConcurrency: 1000, logger: false,
 };
 
 /** Generous: a loaded CI machine (or the lead's full run on two cores) must not turn slowness into a failure. */
@@ -48,6 +50,35 @@ async function value(registry: Registry, name: string, labels: Record<string, st
   const match = (await samples(registry, name)).filter((s) => (s.metricName ?? name) === metricName
     && Object.entries(labels).every(([k, v]) => s.labels[k] === v) && Object.keys(s.labels).filter((k) => k !== 'le').length === Object.keys(labels).length);
   return match.reduce((sum, s) => sum + s.value, 0);
+}
+
+/** Sum of the series carrying at least these labels (others summed over, as PromQL's sum without them). */
+async function total(registry: Registry, name: string, labels: Record<string, string> = {}, metricName = name): Promise<number> {
+  const match = (await samples(registry, name)).filter((s) => (s.metricName ?? name) === metricName
+    && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  return match.reduce((sum, s) => sum + s.value, 0);
+}
+
+/** The label values of a metric's series. */
+async function labelValues(registry: Registry, name: string, label: string): Promise<string[]> {
+  return (await samples(registry, name)).map((s) => String(s.labels[label])).sort();
+}
+
+/** PostgreSQL and MySQL stores report their pool (its size is the factory's poolSize, 4); SQLite has none, so no series. */
+async function expectPoolGauges(registry: Registry, store: Store): Promise<void> {
+  const fields = ['active', 'idle', 'max', 'pending'].map((f) => `async_task_db_connections_${f}`);
+  if (!hasPoolStats(store)) {
+    for (const name of fields) expect(await samples(registry, name)).toEqual([]);
+    return;
+  }
+  expect(store.poolStats()?.max).toBe(4);
+  // One scrape (each one counts dead letters on a pooled connection, so exact active/idle figures move).
+  const text = await registry.metrics();
+  const read = (field: string): number => Number(new RegExp(`^async_task_db_connections_${field}\\{dialect="${store.dialect}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+  expect(read('max')).toBe(4);
+  expect(read('pending')).toBeLessThanOrEqual(1); // at most the scrape's own request, while the pool opens a connection
+  expect(read('active') + read('idle')).toBeGreaterThanOrEqual(1); // the run opened connections
+  expect(read('active') + read('idle')).toBeLessThanOrEqual(4);
 }
 
 export function runObserveSuite(factory: StoreFactory): void {
@@ -112,6 +143,8 @@ export function runObserveSuite(factory: StoreFactory): void {
       await worker.waitFor('heartbeat', (e) => e.renewed + e.cancelRequested >= 1);
       expect(await value(registry, 'async_task_active_count')).toBe(1);
       expect(await value(registry, 'async_task_local_max_concurrency')).toBe(4);
+      expect(await labelValues(registry, 'async_task_registered_types', 'task_type')).toEqual(tasks.map((t) => t.type).sort());
+      expect(await value(registry, 'async_task_registered_types', { task_type: held.type })).toBe(1);
       const cancelled = worker.waitFor('cancelled', (e) => e.task.id === heldTask.id);
       await client.requestCancellation(heldTask.id);
       await cancelled;
@@ -121,7 +154,7 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect([await submittedOf(ok.type), await submittedOf(flaky.type), await submittedOf(doomed.type),
         await submittedOf(sleepy.type), await submittedOf(held.type)]).toEqual([5, 1, 1, 1, 1]);
 
-      const completedOf = (status: string) => value(registry, 'async_task_completed_total', { status });
+      const completedOf = (status: string) => total(registry, 'async_task_completed_total', { status });
       expect({
         SUCCESS: await completedOf('SUCCESS'), PARTIAL_SUCCESS: await completedOf('PARTIAL_SUCCESS'),
         FAILED: await completedOf('FAILED'), CANCELLED: await completedOf('CANCELLED'),
@@ -133,7 +166,17 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect(await failuresOf(sleepy.type, 'TIMEOUT')).toBe(1);
       expect((await samples(registry, 'async_task_failures_total')).length).toBe(3);
 
-      expect(await value(registry, 'async_task_retries_total')).toBe(2);
+      // By type: the per-type success rate and retry rate the seed's business panels read.
+      const completedTyped = (status: string, type: string) => value(registry, 'async_task_completed_total', { status, task_type: type });
+      expect([await completedTyped('SUCCESS', ok.type), await completedTyped('PARTIAL_SUCCESS', ok.type), await completedTyped('SUCCESS', flaky.type),
+        await completedTyped('FAILED', doomed.type), await completedTyped('FAILED', sleepy.type), await completedTyped('CANCELLED', held.type)])
+        .toEqual([4, 1, 1, 1, 1, 1]);
+      expect(await value(registry, 'async_task_retries_total', { task_type: flaky.type })).toBe(1);
+      expect(await value(registry, 'async_task_retries_total', { task_type: doomed.type })).toBe(1);
+      expect(await total(registry, 'async_task_retries_total')).toBe(2);
+      const deadOf = (type: string, code: string) => value(registry, 'async_task_dead_letter_total', { task_type: type, error_code: code });
+      expect([await deadOf(doomed.type, 'UPSTREAM_DOWN'), await deadOf(sleepy.type, 'TIMEOUT')]).toEqual([1, 1]);
+      expect(await total(registry, 'async_task_dead_letter_total')).toBe(2);
       expect(await value(registry, 'async_task_timeouts_total')).toBe(1);
       expect(await value(registry, 'async_task_lease_expired_recovered_total')).toBe(1);
 
@@ -143,6 +186,12 @@ export function runObserveSuite(factory: StoreFactory): void {
         await executionsOf(sleepy.type), await executionsOf(held.type)]).toEqual([5, 2, 2, 1, 1]);
       expect(await value(registry, 'async_task_execution_seconds', { task_type: sleepy.type }, 'async_task_execution_seconds_sum')).toBeGreaterThanOrEqual(0.14);
       expect(await value(registry, 'async_task_queue_wait_seconds', {}, 'async_task_queue_wait_seconds_count')).toBe(11);
+      // One lease-duration observation per execution too, each at least as long as the execution it held.
+      const leaseOf = (type: string, metric: string) => value(registry, 'async_task_lease_duration_seconds', { task_type: type }, metric);
+      expect(await leaseOf(doomed.type, 'async_task_lease_duration_seconds_count')).toBe(2);
+      expect(await leaseOf(sleepy.type, 'async_task_lease_duration_seconds_sum'))
+        .toBeGreaterThanOrEqual(await value(registry, 'async_task_execution_seconds', { task_type: sleepy.type }, 'async_task_execution_seconds_sum'));
+      expect(await total(registry, 'async_task_lease_duration_seconds', {}, 'async_task_lease_duration_seconds_count')).toBe(11);
 
       expect(await value(registry, 'async_task_dead_letter_queue_size')).toBe(2);
       const renewals = await value(registry, 'async_task_lease_renewal_total');
@@ -150,6 +199,9 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect(renewals).toBeGreaterThanOrEqual(1);
       expect(await value(registry, 'async_task_lease_renewal_success_total')).toBe(beats.renewed + beats.cancelRequested);
       expect(await value(registry, 'async_task_lease_renewal_failures_total')).toBe(beats.lost);
+      expect(await value(registry, 'async_task_lease_renewal_success_rate')).toBe(beats.lost === 0 ? 1 : (renewals - beats.lost) / renewals);
+      expect(await labelValues(registry, 'async_task_registered_types', 'task_type')).toEqual([]); // stopped: detached
+      await expectPoolGauges(registry, store);
 
       // A stopped worker has detached: no slots, nothing active.
       expect(await value(registry, 'async_task_active_count')).toBe(0);
@@ -174,6 +226,47 @@ export function runObserveSuite(factory: StoreFactory): void {
       await a.stop();
       expect(await value(registry, 'async_task_local_max_concurrency')).toBe(3);
       expect(() => createMetrics({ registry, prefix: 'x' } as never)).toThrow(/prefix/);
+    });
+
+    it('a worker whose store fails is not silent: it logs (throttled) and its health is DOWN with the reason', async () => {
+      const lines: { level: number; msg: string; operation?: string; errorCode?: string }[] = [];
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const t = defineTask({ type: 'obs.down', execute: () => undefined });
+      const worker = newWorker([t], { logger, pollIntervalMs: 10, minPollIntervalMs: 10 });
+      worker.start();
+      await waitFor(async () => (await store.listWorkers({ seenWithinMs: 60_000 })).length === 1, 'the worker to register');
+      expect(workerHealth(worker).status).toBe('UP');
+      await store.close();
+      let failures = 0;
+      worker.on('error', () => (failures += 1));
+      await waitFor(() => failures >= 10, 'ten failed store operations');
+      const health = workerHealth(worker);
+      expect(health.status).toBe('DOWN');
+      expect(health.error).toMatch(/cannot use its store: \w+ failing since/);
+      expect(health.details.storeProblem).toMatchObject({ operation: expect.any(String), message: expect.any(String) });
+      // Ten failures or more, but one line per operation within the throttle interval.
+      const errors = lines.filter((line) => line.level === 50);
+      expect(errors.length).toBeGreaterThan(0);
+      const operations = errors.map((line) => line.operation);
+      expect(new Set(operations).size).toBe(operations.length);
+      expect(errors[0]!.msg).toMatch(/^tasklease worker: \w+ failed: /);
+    });
+
+    it('warns at start when local concurrency is more than the limits let the worker hold', async () => {
+      const lines: { level: number; msg: string }[] = [];
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const t = defineTask({ type: 'obs.limited', execute: () => undefined });
+      const worker = newWorker([t], { logger, concurrency: 10, globalConcurrency: 20, typeConcurrency: 5 });
+      worker.start();
+      await waitFor(() => lines.length > 0, 'the warning');
+      expect(lines[0]).toMatchObject({ level: 40 });
+      expect(lines[0]!.msg).toMatch(/concurrency 10 \+ prefetch 0 is more than the limits let this worker hold \(5: global 20, per type \{"obs.limited":5\}\)/);
+      expect(worker.stats().limits).toEqual({ global: 20, perType: { 'obs.limited': 5 }, usable: 5 });
+      const quiet: unknown[] = [];
+      const fits = newWorker([t], { logger: pino({ level: 'warn' }, { write: (line: string) => void quiet.push(line) }), concurrency: 5, typeConcurrency: 5 });
+      fits.start();
+      await fits.stop();
+      expect(quiet).toEqual([]);
     });
 
     it('a heartbeat that cannot reach the database counts each held lease as a failed renewal', async () => {
@@ -203,6 +296,9 @@ export function runObserveSuite(factory: StoreFactory): void {
       const successes = await value(registry, 'async_task_lease_renewal_success_total');
       const failures = await value(registry, 'async_task_lease_renewal_failures_total');
       expect(renewals).toBe(successes + failures);
+      // Every renewal happened within the gauge's 5-minute window: it is the counters' ratio, below 1.
+      expect(await value(registry, 'async_task_lease_renewal_success_rate')).toBeCloseTo(successes / renewals, 10);
+      expect(await value(registry, 'async_task_lease_renewal_success_rate')).toBeLessThan(1);
       // Each lost execution is still one execution-time observation.
       expect(await value(registry, 'async_task_execution_seconds', { task_type: held.type }, 'async_task_execution_seconds_count')).toBe(2);
     });

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -9,8 +9,9 @@ import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { defineTask } from '../../src/core/definition.js';
 import { waitFor } from '../helpers/wait.js';
 
-function startWorker(path: string, pollIntervalMs = 20): { child: ChildProcess; output: Promise<string>; ready: Promise<void> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'worker-child.ts'), path, String(pollIntervalMs)], {
+function startWorker(path: string, pollIntervalMs = 20, barrier?: string): { child: ChildProcess; output: Promise<string>; ready: Promise<void> } {
+  const args = [join(import.meta.dirname, 'worker-child.ts'), path, String(pollIntervalMs), ...(barrier ? [barrier] : [])];
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let text = '';
@@ -29,7 +30,9 @@ describe('two worker processes on one SQLite file', () => {
     const store = new SqliteStore({ path });
     await store.migrate();
     const client = createClient({ store, tasks: [defineTask({ type: 'count' })] });
-    const workers = [startWorker(path), startWorker(path)];
+    const barrier = join(dir, 'barrier');
+    mkdirSync(barrier);
+    const workers = [startWorker(path, 20, barrier), startWorker(path, 20, barrier)];
     await Promise.all(workers.map((w) => w.ready));
     await client.submitMany(Array.from({ length: 2000 }, (_, i) => ({ type: 'count', payload: { i } })));
     await waitFor(async () => (await store.countByStatus({ scope: Scope.global() })).SUCCESS === 2000, '2,000 successes', 60_000, 100);
@@ -38,7 +41,7 @@ describe('two worker processes on one SQLite file', () => {
     const all = reports.flatMap((r) => r.executed);
     expect(all).toHaveLength(2000);
     expect(new Set(all).size).toBe(2000);
-    // both processes took part
+    // both processes took part (the start barrier makes sure of it)
     for (const report of reports) expect(report.executed.length).toBeGreaterThan(0);
     // one attempt row per task, each a success
     const sample = (await store.listTasks({ scope: Scope.global(), limit: 1000 })).tasks;

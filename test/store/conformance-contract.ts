@@ -120,7 +120,7 @@ export function runContractConformance(factory: StoreFactory): void {
       expect(typeof store.capabilities.transactionalSubmit).toBe('boolean');
       await store.insertTasks({ tasks: [newTask(), newTask()] });
       const [first] = await store.claimTasks(claimParams({ limit: 1 }));
-      const outcome = { kind: 'SUCCESS' as const, lease: leaseOf(first!), artifactId: null, result: null, progress: null };
+      const outcome = { kind: 'SUCCESS' as const, lease: leaseOf(first!), artifactId: null, resultJson: null, progress: null };
       const { applied, claimed } = await store.finishAndClaim({ outcomes: [outcome], claim: claimParams({ limit: 5 }) });
       expect(applied).toEqual([true]);
       expect(claimed).toHaveLength(1);
@@ -152,7 +152,7 @@ export function runContractConformance(factory: StoreFactory): void {
       const [a, b] = await store.claimTasks(claimParams({ limit: 2 }));
       await store.finishAttempts({ outcomes: [{ kind: 'RETRY', lease: leaseOf(a!), failure: { errorCode: 'X', message: 'x', traceId: null, retryable: true }, retryDelayMs: 0, progress: null }] });
       await store.changeStatus({ ids: [b!.id], scope: G, from: ['RUNNING'], to: 'CANCEL_REQUESTED' });
-      await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: leaseOf(b!), artifactId: null, result: null, progress: null }] });
+      await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: leaseOf(b!), artifactId: null, resultJson: null, progress: null }] });
       await waitFor(async () => (await store.claimTasks(claimParams()))[0], 'the retry to be claimed again');
       const seen = current.transitions.map((t) => `${t.from}→${t.to}`);
       expect(seen).toEqual(['QUEUED→RUNNING', 'QUEUED→RUNNING', 'RUNNING→RETRY_WAIT', 'RUNNING→CANCEL_REQUESTED', 'CANCEL_REQUESTED→SUCCESS', 'RETRY_WAIT→RUNNING']);

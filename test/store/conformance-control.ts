@@ -75,7 +75,7 @@ export function runControlConformance(factory: StoreFactory): void {
       const [failed] = await failForGood(1);
       await store.insertTasks({ tasks: [newTask(), newTask()] });
       const [done] = await store.claimTasks(claimParams({ limit: 1 }));
-      await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: leaseOf(done!), artifactId: null, result: null, progress: null }] });
+      await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: leaseOf(done!), artifactId: null, resultJson: null, progress: null }] });
       const later = new Date((await store.now()).getTime() + 60_000);
       const result = await store.purgeTerminalTasks({ finishedBefore: later, batchSize: 10 });
       expect(result).toEqual({ tasks: 2, attempts: 2, failures: 1, deadLettersArchived: 1 });

@@ -168,7 +168,7 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(fresh.attemptCount).toBe(2);
       const zombie = leaseOf(stale);
       expect(await store.saveProgress({ lease: zombie, progress: { total: 1, processed: 1, succeeded: 1, failed: 0, skipped: 0, message: null } })).toBe(false);
-      expect(await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: zombie, artifactId: 'x', result: null, progress: null }] })).toEqual([false]);
+      expect(await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: zombie, artifactId: 'x', resultJson: null, progress: null }] })).toEqual([false]);
       expect(await store.finishAttempts({ outcomes: [{ kind: 'FAILED', lease: zombie, failure: FAILURE, progress: null }] })).toEqual([false]);
       expect((await store.renewLeases({ leases: [zombie], leaseMs: 60_000 })).lost).toEqual([stale.id]);
       expect(await store.releaseTasks({ leases: [zombie] })).toBe(0);
@@ -185,10 +185,10 @@ export function runStoreConformance(factory: StoreFactory): void {
       await insert();
       const task = await claimOne();
       const progress = { total: 10, processed: 10, succeeded: 9, failed: 1, skipped: 0, message: 'done' };
-      const [applied] = await store.finishAttempts({ outcomes: [{ kind: 'PARTIAL_SUCCESS', lease: leaseOf(task), artifactId: 'file-7', result: { rows: 9 }, progress }] });
+      const [applied] = await store.finishAttempts({ outcomes: [{ kind: 'PARTIAL_SUCCESS', lease: leaseOf(task), artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress }] });
       expect(applied).toBe(true);
       const done = await store.getTask({ id: task.id, scope: G });
-      expect(done).toMatchObject({ status: 'PARTIAL_SUCCESS', artifactId: 'file-7', result: { rows: 9 }, progress, leaseOwner: null });
+      expect(done).toMatchObject({ status: 'PARTIAL_SUCCESS', artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress, leaseOwner: null });
       expect(done!.finishedAt).toBeInstanceOf(Date);
       const [attempt] = await store.listAttempts({ taskId: task.id });
       expect(attempt).toMatchObject({ attempt: 1, workerId: 'w1', outcome: 'PARTIAL_SUCCESS' });
@@ -201,7 +201,7 @@ export function runStoreConformance(factory: StoreFactory): void {
       const bogus: Lease = { ...leaseOf(tasks[3]!), attempt: 99 };
       const results = await store.finishAttempts({
         outcomes: [
-          { kind: 'SUCCESS', lease: leaseOf(tasks[0]!), artifactId: null, result: null, progress: null },
+          { kind: 'SUCCESS', lease: leaseOf(tasks[0]!), artifactId: null, resultJson: null, progress: null },
           { kind: 'RETRY', lease: leaseOf(tasks[1]!), failure: FAILURE, retryDelayMs: 60_000, progress: null },
           { kind: 'FAILED', lease: leaseOf(tasks[2]!), failure: { ...FAILURE, retryable: false }, progress: null },
           { kind: 'CANCELLED', lease: bogus, progress: null },

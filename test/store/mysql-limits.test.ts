@@ -71,7 +71,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: global and per-type l
         // Hold the leases across an event-loop turn so that the claimers overlap, then finish them in one batch.
         await new Promise((resolve) => setImmediate(resolve));
         const applied = await store.finishAttempts({
-          outcomes: claimed.map((task) => ({ kind: 'SUCCESS' as const, lease: leaseOf(task), artifactId: null, result: null, progress: null })),
+          outcomes: claimed.map((task) => ({ kind: 'SUCCESS' as const, lease: leaseOf(task), artifactId: null, resultJson: null, progress: null })),
         });
         expect(applied.every(Boolean)).toBe(true);
         finished += claimed.length;

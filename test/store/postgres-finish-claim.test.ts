@@ -28,34 +28,34 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: outcomes and the next cla
     expect(b).toBeDefined();
     expect(await store.claimTasks(limited)).toEqual([]); // the limit binds
     const outcomes: AttemptOutcome[] = [
-      { kind: 'SUCCESS', lease: leaseOf(a!), artifactId: 'art-a', result: { ok: true }, progress: null },
+      { kind: 'SUCCESS', lease: leaseOf(a!), artifactId: 'art-a', resultJson: JSON.stringify({ ok: true }), progress: null },
       // a stale lease (another attempt number): changes nothing, and b keeps its slot
-      { kind: 'SUCCESS', lease: { ...leaseOf(b!), attempt: b!.attemptCount + 1 }, artifactId: null, result: null, progress: null },
+      { kind: 'SUCCESS', lease: { ...leaseOf(b!), attempt: b!.attemptCount + 1 }, artifactId: null, resultJson: null, progress: null },
     ];
     const first = await store.finishAndClaim({ outcomes, claim: limited });
     expect(first.applied).toEqual([true, false]);
     expect(first.claimed).toHaveLength(1);
     const [c] = first.claimed;
     expect(c).toMatchObject({ taskType: 'fc', status: 'RUNNING', leaseOwner: 'w1', attemptCount: 1 });
-    expect(await store.getTask({ id: a!.id, scope: Scope.global() })).toMatchObject({ status: 'SUCCESS', artifactId: 'art-a', result: { ok: true } });
+    expect(await store.getTask({ id: a!.id, scope: Scope.global() })).toMatchObject({ status: 'SUCCESS', artifactId: 'art-a', resultJson: JSON.stringify({ ok: true }) });
     expect(await store.getTask({ id: b!.id, scope: Scope.global() })).toMatchObject({ status: 'RUNNING' });
     expect((await store.listAttempts({ taskId: c!.id })).map((x) => x.attempt)).toEqual([1]);
     expect((await store.listAttempts({ taskId: a!.id }))[0]).toMatchObject({ outcome: 'SUCCESS' });
 
     // Both leases end: two slots, two claims; then nothing is left to claim.
     const second = await store.finishAndClaim({
-      outcomes: [b!, c!].map((t) => ({ kind: 'SUCCESS', lease: leaseOf(t), artifactId: null, result: null, progress: null }) as AttemptOutcome),
+      outcomes: [b!, c!].map((t) => ({ kind: 'SUCCESS', lease: leaseOf(t), artifactId: null, resultJson: null, progress: null }) as AttemptOutcome),
       claim: limited,
     });
     expect(second.applied).toEqual([true, true]);
     expect(second.claimed).toHaveLength(2);
     const third = await store.finishAndClaim({
-      outcomes: second.claimed.map((t) => ({ kind: 'SUCCESS', lease: leaseOf(t), artifactId: null, result: null, progress: null }) as AttemptOutcome),
+      outcomes: second.claimed.map((t) => ({ kind: 'SUCCESS', lease: leaseOf(t), artifactId: null, resultJson: null, progress: null }) as AttemptOutcome),
       claim: limited,
     });
     expect(third.claimed).toHaveLength(1); // the sixth task
     const last = await store.finishAndClaim({
-      outcomes: third.claimed.map((t) => ({ kind: 'SUCCESS', lease: leaseOf(t), artifactId: null, result: null, progress: null }) as AttemptOutcome),
+      outcomes: third.claimed.map((t) => ({ kind: 'SUCCESS', lease: leaseOf(t), artifactId: null, resultJson: null, progress: null }) as AttemptOutcome),
       claim: limited,
     });
     expect(last).toEqual({ applied: [true], claimed: [] });

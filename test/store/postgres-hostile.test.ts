@@ -95,7 +95,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
     const written = await store.finishAttempts({
       outcomes: [
         { kind: 'FAILED', lease: leaseOf(a!), failure: { errorCode: 'E\u0000', message: "boom'; DROP TABLE x; --\u0000", traceId: null, retryable: false }, progress: null },
-        { kind: 'SUCCESS', lease: leaseOf(b!), artifactId: 'art\u0000', result: { r: '\u0000\ud800' }, progress },
+        { kind: 'SUCCESS', lease: leaseOf(b!), artifactId: 'art\u0000', resultJson: JSON.stringify({ r: '\u0000\ud800' }), progress },
       ],
     });
     expect(written).toEqual([true, true]);

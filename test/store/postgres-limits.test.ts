@@ -86,7 +86,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: limits hold under concurr
           await new Promise((resolve) => setImmediate(resolve));
           continue;
         }
-        const outcomes: AttemptOutcome[] = tasks.map((task) => ({ kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, result: null, progress: null }));
+        const outcomes: AttemptOutcome[] = tasks.map((task) => ({ kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, resultJson: null, progress: null }));
         const written = await s.finishAttempts({ outcomes });
         completed += written.filter(Boolean).length;
       }

@@ -43,7 +43,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: heartbeats racing outcome
       const outcomes: AttemptOutcome[] = batch.map((task, n) =>
         n % 3 === 0
           ? { kind: 'RETRY', lease: leaseOf(task), failure: { errorCode: 'E', message: 'm', traceId: null, retryable: true }, retryDelayMs: 60_000, progress: null }
-          : { kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, result: n, progress: null });
+          : { kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, resultJson: JSON.stringify(n), progress: null });
       results.push(...(await store.finishAttempts({ outcomes })));
     }
     finishing = false;

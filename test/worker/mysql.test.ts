@@ -1,4 +1,8 @@
 import { onMysql } from '../helpers/mysql.js';
+import { runOutcomeSuite } from './outcome-suite.js';
 import { runWorkerSuite } from './suite.js';
 
-await onMysql('test/worker/mysql.test.ts', 'worker', runWorkerSuite);
+await onMysql('test/worker/mysql.test.ts', 'worker', (factory) => {
+  runWorkerSuite(factory);
+  runOutcomeSuite(factory);
+});

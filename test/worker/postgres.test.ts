@@ -1,4 +1,8 @@
 import { onPostgres } from '../helpers/postgres.js';
+import { runOutcomeSuite } from './outcome-suite.js';
 import { runWorkerSuite } from './suite.js';
 
-await onPostgres('test/worker/postgres.test.ts', 'worker', runWorkerSuite);
+await onPostgres('test/worker/postgres.test.ts', 'worker', (factory) => {
+  runWorkerSuite(factory);
+  runOutcomeSuite(factory);
+});

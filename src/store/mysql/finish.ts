@@ -8,7 +8,7 @@
  * their attempts, records failures and dead letters, and commits. The locks
  * guarantee nothing changes between the check and the write.
  */
-import { StoreError, ValidationError } from '../../core/errors.js';
+import { StoreError } from '../../core/errors.js';
 import { TaskStatus, TERMINAL_STATUSES } from '../../core/status.js';
 import type { ResultSetHeader } from 'mysql2/promise';
 import type { Row } from '../rows.js';
@@ -24,7 +24,6 @@ import {
 } from './sql.js';
 
 export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly AttemptOutcome[]): Promise<boolean[]> {
-  const results = serializedResults(outcomes);
   const ids = sortedIds(outcomes.map((o) => o.lease.taskId));
   const [rows] = (await tx.step([
     {
@@ -65,7 +64,7 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
   const failures: FailureInsert[] = won.flatMap((o) => (hasFailure(o) ? [{ taskId: o.lease.taskId, attempt: o.lease.attempt, failure: o.failure }] : []));
   const failedForGood = new Set((byTarget.get(TaskStatus.FAILED) ?? []).map((o) => o.lease.taskId));
   const groups = [...byTarget];
-  const statements: Statement[] = groups.map(([target, group]) => updateTasks(target, group, now, results));
+  const statements: Statement[] = groups.map(([target, group]) => updateTasks(target, group, now));
   const written = await tx.last([
     ...statements,
     ...[closeAttemptsStatement(closes, now), insertFailuresStatement(failures, now),
@@ -81,13 +80,13 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
 }
 
 /** One UPDATE for every task going to one status, fenced (lease owner, attempt, leased status); per-task values through valueById. */
-function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: string, results: Map<AttemptOutcome, string | null>): Statement {
+function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: string): Statement {
   const sets: (Fragment | string)[] = [`status = ${STATUS_SQL[target]}`, 'lease_owner = NULL', 'lease_until = NULL', { sql: 'update_time = ?', values: [now] }];
   if (TERMINAL_STATUSES.includes(target)) sets.push({ sql: 'finish_time = ?', values: [now] });
   if (SUCCESS_STATUSES.includes(target)) {
     sets.push(
       valueById('artifact_id', group.map((o) => [o.lease.taskId, isSuccess(o) ? o.artifactId : null] as const)),
-      valueById('result_json', group.map((o) => [o.lease.taskId, results.get(o) ?? null] as const)),
+      valueById('result_json', group.map((o) => [o.lease.taskId, isSuccess(o) ? o.resultJson : null] as const)),
     );
   }
   if (target === TaskStatus.RETRY_WAIT) {
@@ -104,19 +103,4 @@ function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: 
      WHERE id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status IN ${LEASED_SQL}`,
     values: [...assignments.values, group.map((o) => o.lease.taskId), group.map((o) => [o.lease.taskId, o.lease.workerId, o.lease.attempt])],
   };
-}
-
-/** Results serialized before the transaction: a result that is not JSON fails the call, not half a batch. */
-function serializedResults(outcomes: readonly AttemptOutcome[]): Map<AttemptOutcome, string | null> {
-  const results = new Map<AttemptOutcome, string | null>();
-  outcomes.forEach((outcome, index) => {
-    if (!isSuccess(outcome)) return;
-    if (outcome.result === undefined || outcome.result === null) return void results.set(outcome, null);
-    try {
-      results.set(outcome, JSON.stringify(outcome.result) ?? null);
-    } catch (error) {
-      throw new ValidationError(`outcomes[${index}].result cannot be serialized as JSON`, `outcomes[${index}].result`, undefined, { cause: error });
-    }
-  });
-  return results;
 }

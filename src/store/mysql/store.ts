@@ -36,6 +36,7 @@ import * as reads from './reads.js';
 import { recoverExpired } from './recover.js';
 import { changeStatus } from './status.js';
 import { wakeupBus } from './wakeups.js';
+import { mysqlPoolStats, type PoolStats } from '../pool-stats.js';
 
 export type { MysqlStoreOptions } from './options.js';
 
@@ -70,6 +71,11 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   schemaVersion(): Promise<number> {
     return schemaVersion(this.db);
+  }
+
+  /** The pool's connection counts, read at scrape time by the metrics (read-only). */
+  poolStats(): PoolStats | null {
+    return mysqlPoolStats(this.db.pool);
   }
 
   async close(): Promise<void> {

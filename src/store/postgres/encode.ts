@@ -87,17 +87,6 @@ export function storableMessage(text: string | null): string | null {
   return text.replace(/\u0000/g, '\uFFFD').replace(LONE_SURROGATE, '\uFFFD');
 }
 
-/** A handler's result as JSON text (null when there is none); stringify already escapes lone surrogates. */
-export function resultJson(result: unknown): string | null {
-  if (result === undefined || result === null) return null;
-  try {
-    const text = JSON.stringify(result);
-    return text === undefined ? null : text;
-  } catch (error) {
-    throw new ValidationError(`task result cannot be serialized as JSON: ${(error as Error).message}`, 'result', undefined, { cause: error });
-  }
-}
-
 function isInt32(value: unknown): boolean {
   return typeof value === 'number' && Number.isInteger(value) && value >= -2147483648 && value <= 2147483647;
 }

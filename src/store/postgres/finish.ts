@@ -17,7 +17,7 @@ import type { AttemptOutcome, ClaimParams, FinishAndClaimResult } from '../types
 import { claimTasks } from './claim.js';
 import { run, sql, type PgContext } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
-import { decodePostgres, resultJson, storableMessage } from './encode.js';
+import { decodePostgres, storableMessage } from './encode.js';
 import { attemptOutcomeSql, FAILURE_KINDS_SQL, hasFailure, isSuccess, STATUS_SQL, statusAfterOutcomeSql, SUCCESS_KINDS_SQL, TERMINAL_SQL } from '../rules/index.js';
 
 /**
@@ -159,7 +159,7 @@ function outcomeRow(outcome: AttemptOutcome): unknown[] {
     lease.attempt,
     outcome.kind,
     success ? storableMessage(outcome.artifactId) : null,
-    success ? resultJson(outcome.result) : null,
+    success ? outcome.resultJson : null,
     outcome.progress !== null,
     ...progressColumns(outcome.progress),
     failure ? storableMessage(failure.errorCode) : null,

@@ -38,6 +38,7 @@ import * as reads from './reads.js';
 import { recover } from './recover.js';
 import { changeStatus } from './status.js';
 import { notifyPayload, PgListener } from './wakeups.js';
+import { pgPoolStats, type PoolStats } from '../pool-stats.js';
 
 /** A caller's transaction: a pg Client or PoolClient inside BEGIN. */
 export type PostgresTransaction = pg.ClientBase;
@@ -105,6 +106,11 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   /** The highest migration applied to the schema (0: none). */
   async schemaVersion(): Promise<number> {
     return schemaVersion(this.ctx);
+  }
+
+  /** The pool's connection counts, read at scrape time by the metrics (read-only). */
+  poolStats(): PoolStats {
+    return pgPoolStats(this.pool);
   }
 
   async close(): Promise<void> {

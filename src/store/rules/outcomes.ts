@@ -23,7 +23,7 @@ export function attemptOutcomeSql(kindColumn: string): string {
 }
 
 /** Outcomes that carry a result (and an artifact): the successful ones. */
-export function isSuccess(outcome: AttemptOutcome): outcome is Extract<AttemptOutcome, { result: unknown }> {
+export function isSuccess(outcome: AttemptOutcome): outcome is Extract<AttemptOutcome, { resultJson: string | null }> {
   return outcome.kind === 'SUCCESS' || outcome.kind === 'PARTIAL_SUCCESS';
 }
 

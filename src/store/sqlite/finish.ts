@@ -46,7 +46,7 @@ export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowM
   const params: Record<string, unknown> = { id: lease.taskId, worker: lease.workerId, attempt: lease.attempt, now, ...progressParams(outcome.progress) };
   if (isSuccess(outcome)) {
     params.artifact = outcome.artifactId;
-    params.result = outcome.result === undefined || outcome.result === null ? null : JSON.stringify(outcome.result);
+    params.result = outcome.resultJson;
   }
   if (hasFailure(outcome)) params.code = outcome.failure.errorCode;
   if (outcome.kind === 'RETRY') params.availableAt = toSqliteTime(nowMs + outcome.retryDelayMs);

@@ -1,0 +1,70 @@
+/**
+ * What a worker logs on its own, without anyone attaching a logger: store
+ * operations that fail (a database down or not migrated must not be silent)
+ * and limits that leave its slots idle. Throttled per operation: the first
+ * failure at once, then one line per interval with how many were suppressed.
+ * `logger: false` turns it off; attachLogger gives the full event log.
+ */
+import pino, { type Logger } from 'pino';
+
+export const ERROR_LOG_INTERVAL_MS = 30_000;
+
+export interface StoreProblem {
+  operation: string;
+  code: string | null;
+  message: string;
+  /** Wall-clock time of the first failure in the current run of failures. */
+  since: Date;
+}
+
+export function defaultWorkerLogger(): Logger {
+  return pino({ name: 'tasklease', level: 'warn' }, pino.destination({ dest: 2, sync: false }));
+}
+
+/** The worker's own log and its view of the store's health (stats and workerHealth read `problem`). */
+export class WorkerLog {
+  private readonly lastLogged = new Map<string, { at: number; suppressed: number }>();
+  /** The store operation failing now; null once the store answers again. */
+  problem: StoreProblem | null = null;
+
+  constructor(
+    private readonly workerId: string,
+    private readonly logger: Logger | null,
+    private readonly now: () => number,
+    private readonly intervalMs = ERROR_LOG_INTERVAL_MS,
+  ) {}
+
+  storeAnswered(): void {
+    this.problem = null;
+  }
+
+  storeError(operation: string, error: unknown): void {
+    const { code, message } = describe(error);
+    this.problem ??= { operation, code, message, since: new Date() };
+    if (!this.logger) return;
+    const now = this.now();
+    const last = this.lastLogged.get(operation);
+    if (last && now - last.at < this.intervalMs) {
+      last.suppressed += 1;
+      return;
+    }
+    this.logger.error({ workerId: this.workerId, operation, errorCode: code ?? undefined, suppressed: last?.suppressed ?? 0 }, `tasklease worker: ${operation} failed: ${message}`);
+    this.lastLogged.set(operation, { at: now, suppressed: 0 });
+  }
+
+  /** Local concurrency the limits can never fill is a misconfiguration nobody would notice otherwise. */
+  warnIfLimitsBind(limits: { usable: number; global: number; perType: Record<string, number> }, concurrency: number, prefetch: number): void {
+    const { usable, global, perType } = limits;
+    if (concurrency + prefetch <= usable) return;
+    this.logger?.warn({ workerId: this.workerId, concurrency, prefetch, limits: { global, perType } },
+      `tasklease worker: concurrency ${concurrency} + prefetch ${prefetch} is more than the limits let this worker hold (${usable}: global ${global}, `
+      + `per type ${JSON.stringify(perType)}); raise them with client.policies.update() or the globalConcurrency / typeConcurrency options`);
+  }
+}
+
+/** The code and first line of a store error (messages of store errors name the operation, never payloads). */
+export function describe(error: unknown): { code: string | null; message: string } {
+  const code = typeof (error as { code?: unknown })?.code === 'string' ? (error as { code: string }).code : null;
+  const message = (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 500);
+  return { code, message };
+}

@@ -1,0 +1,90 @@
+/**
+ * Every execution this worker holds a lease for (or whose handler is still
+ * winding down), and the queue of leased tasks waiting for a free slot. The
+ * services read the counts here instead of keeping their own.
+ */
+import type { Execution, ExecutionState } from './execution.js';
+
+export class ExecutionTable {
+  private readonly byTask = new Map<string, Execution>();
+  private readonly waitingQueue: Execution[] = [];
+  private finishingCount = 0;
+  /** Handlers started and not yet settled: the slots in use. */
+  runningHandlers = 0;
+
+  get(taskId: string): Execution | undefined {
+    return this.byTask.get(taskId);
+  }
+
+  /** Executions held: waiting, running, finishing, or final with a handler still winding down. */
+  get size(): number {
+    return this.byTask.size;
+  }
+
+  get waiting(): number {
+    return this.waitingQueue.length;
+  }
+
+  /** Outcomes queued or being written. */
+  get finishing(): number {
+    return this.finishingCount;
+  }
+
+  add(execution: Execution): void {
+    this.byTask.set(execution.task.id, execution);
+    this.waitingQueue.push(execution);
+  }
+
+  /** Takes the next waiting execution and moves it to running, if a slot is free (the only way into running). */
+  startNext(concurrency: number): Execution | undefined {
+    if (this.runningHandlers >= concurrency) return undefined;
+    const execution = this.waitingQueue.shift();
+    execution?.moveTo('running');
+    return execution;
+  }
+
+  /** Executions whose lease must be renewed. */
+  leaseHolders(): Execution[] {
+    return [...this.byTask.values()].filter((execution) => execution.holdsLease);
+  }
+
+  running(): Execution[] {
+    return [...this.byTask.values()].filter((execution) => execution.state === 'running');
+  }
+
+  /** Moves an execution and keeps the counts true. */
+  moveTo(execution: Execution, next: ExecutionState): void {
+    const before = execution.state;
+    execution.moveTo(next);
+    if (before === 'finishing') this.finishingCount -= 1;
+    if (next === 'finishing') this.finishingCount += 1;
+    // (startNext already took it off the queue on the way to running.)
+    if (before === 'buffered') this.removeWaiting(execution);
+  }
+
+  /** Takes every waiting execution out (to hand back), final and forgotten. */
+  takeAllWaiting(): Execution[] {
+    const taken = [...this.waitingQueue];
+    for (const execution of taken) {
+      this.moveTo(execution, 'done');
+      this.forget(execution);
+    }
+    return taken;
+  }
+
+  /** Forgets a final execution whose handler has stopped; true if it is gone now. */
+  forgetIfSettled(execution: Execution): boolean {
+    if (!execution.isFinal || !execution.handlerIdle) return false;
+    this.forget(execution);
+    return true;
+  }
+
+  private forget(execution: Execution): void {
+    if (this.byTask.get(execution.task.id) === execution) this.byTask.delete(execution.task.id);
+  }
+
+  private removeWaiting(execution: Execution): void {
+    const index = this.waitingQueue.indexOf(execution);
+    if (index >= 0) this.waitingQueue.splice(index, 1);
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * Keeps this worker's leases: one renewal statement per heartbeat for all of
+ * them, the renewal's answer applied (renewed / cancel requested / lost), and
+ * a local lease deadline on the monotonic clock. A lease counts as confirmed
+ * from the moment its renewal was *sent* (the database may have extended it
+ * later, never earlier), and a handler is aborted before that deadline passes
+ * without a newer confirmation — a hung database, a starved pool or a slow
+ * answer never leaves a handler running past a lease another worker may hold.
+ */
+import type { Clock, TimerHandle } from '../core/clock.js';
+import type { Lease, TaskProgress } from '../core/task.js';
+import type { RenewResult, Store } from '../store/types.js';
+import type { Announcer, LeaseLossReason } from './events.js';
+import type { Execution } from './execution.js';
+import type { ExecutionTable } from './execution-table.js';
+import type { ResolvedWorkerOptions } from './options.js';
+
+export class LeaseKeeper {
+  private heartbeatTimer: TimerHandle = undefined;
+  private deadlineTimer: TimerHandle = undefined;
+  /** How long before the lease's end (counted from the send) the worker gives up on it. */
+  readonly safetyMarginMs: number;
+
+  constructor(
+    private readonly store: Store,
+    private readonly options: ResolvedWorkerOptions,
+    private readonly table: ExecutionTable,
+    private readonly clock: Clock,
+    private readonly events: Announcer,
+  ) {
+    this.safetyMarginMs = Math.max(50, Math.min(options.leaseMs / 10, options.leaseMs - 2 * options.heartbeatIntervalMs));
+  }
+
+  start(): void {
+    this.heartbeatTimer = this.clock.setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs);
+  }
+
+  stop(): void {
+    this.clock.clearInterval(this.heartbeatTimer);
+    this.clock.clearTimeout(this.deadlineTimer);
+    this.heartbeatTimer = this.deadlineTimer = undefined;
+  }
+
+  /** New leases were taken (their claim confirmed them): make sure a deadline timer runs. */
+  adopted(): void {
+    if (this.deadlineTimer === undefined) this.armDeadline();
+  }
+
+  /**
+   * A cancellation was requested (renewal answer or the store's wake-up): a
+   * waiting task is handed back, which ends it CANCELLED; a running one's
+   * handler is aborted and its outcome will be CANCELLED.
+   */
+  cancel(taskId: string): void {
+    const execution = this.table.get(taskId);
+    if (!execution?.holdsLease) return;
+    if (execution.state === 'running') {
+      execution.abort('CANCELLED', 'cancellation requested');
+      return;
+    }
+    this.table.moveTo(execution, 'done');
+    this.table.forgetIfSettled(execution);
+    this.store.releaseTasks({ leases: [execution.lease] }).then((released) => {
+      if (released === 1) this.events.emit('cancelled', { task: { ...execution.task, status: 'CANCELLED' }, durationMs: 0 });
+    }, (error: unknown) => this.events.emit('error', { operation: 'releaseTasks', error }));
+  }
+
+  /** Asks the store about one lease now (ctx.checkCancellation); applies the answer. */
+  async check(execution: Execution): Promise<void> {
+    this.apply(await this.renew([execution.lease]));
+  }
+
+  /** Renews one lease and answers its state, for the outcome decision of a failed attempt. */
+  async confirm(lease: Lease): Promise<RenewResult> {
+    const answer = await this.renew([lease]);
+    this.apply(answer);
+    return answer.result;
+  }
+
+  async saveProgress(execution: Execution, progress: TaskProgress): Promise<boolean> {
+    const ok = await this.store.saveProgress({ lease: execution.lease, progress });
+    if (ok) this.events.emit('progress', { task: execution.task, progress });
+    else this.loseLease(execution, 'write');
+    return ok;
+  }
+
+  /** The lease is gone: a waiting execution is dropped, a running one aborted. */
+  loseLease(execution: Execution, reason: LeaseLossReason): void {
+    if (!execution.holdsLease) return;
+    const wasWaiting = execution.state === 'buffered';
+    this.table.moveTo(execution, 'lost');
+    this.table.forgetIfSettled(execution);
+    this.events.emit('leaseLost', { task: execution.task, reason });
+    if (!wasWaiting) execution.abort('LEASE_LOST', 'lease lost: another worker may own this task now');
+  }
+
+  private async heartbeat(): Promise<void> {
+    const holders = this.table.leaseHolders();
+    if (holders.length === 0) return;
+    try {
+      const answer = await this.renew(holders.map((execution) => execution.lease));
+      const lost = this.apply(answer);
+      this.events.storeAnswered();
+      const { result } = answer;
+      this.events.emit('heartbeat', { renewed: result.renewed.length, cancelRequested: result.cancelRequested.length, lost });
+    } catch (error) {
+      this.events.emit('error', { operation: 'renewLeases', error });
+      this.expireUnconfirmed();
+    }
+  }
+
+  private async renew(leases: readonly Lease[]): Promise<{ result: RenewResult; sentAt: number }> {
+    const sentAt = this.clock.now();
+    const result = await this.store.renewLeases({ leases, leaseMs: this.options.leaseMs });
+    return { result, sentAt };
+  }
+
+  /** Applies a renewal's answer; returns how many leases were really lost (not merely finished meanwhile). */
+  private apply({ result, sentAt }: { result: RenewResult; sentAt: number }): number {
+    for (const id of [...result.renewed, ...result.cancelRequested]) {
+      const execution = this.table.get(id);
+      if (execution && execution.leaseConfirmedAt < sentAt) execution.leaseConfirmedAt = sentAt;
+    }
+    for (const id of result.cancelRequested) this.cancel(id);
+    let lost = 0;
+    for (const id of result.lost) {
+      const execution = this.table.get(id);
+      // An outcome written meanwhile also ends the lease: that is not a loss.
+      if (execution?.holdsLease) {
+        lost += 1;
+        this.loseLease(execution, 'renewal');
+      }
+    }
+    this.armDeadline();
+    return lost;
+  }
+
+  /** Every lease whose local deadline has passed is given up. */
+  private expireUnconfirmed(): void {
+    const now = this.clock.now();
+    for (const execution of this.table.leaseHolders()) {
+      if (now >= this.deadlineOf(execution)) this.loseLease(execution, 'unreachable');
+    }
+    this.armDeadline();
+  }
+
+  private deadlineOf(execution: Execution): number {
+    return execution.leaseConfirmedAt + this.options.leaseMs - this.safetyMarginMs;
+  }
+
+  /** One timer, at the earliest local deadline of the leases held. */
+  private armDeadline(): void {
+    this.clock.clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    if (this.heartbeatTimer === undefined) return;
+    let earliest = Infinity;
+    for (const execution of this.table.leaseHolders()) earliest = Math.min(earliest, this.deadlineOf(execution));
+    if (earliest === Infinity) return;
+    this.deadlineTimer = this.clock.setTimeout(() => this.expireUnconfirmed(), Math.max(0, earliest - this.clock.now()));
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * The one place that decides the outcome of an attempt: SUCCESS /
+ * PARTIAL_SUCCESS (with the result serialized here, once), RETRY / FAILED,
+ * CANCELLED, ABANDONED — or nothing, when the lease is gone and nothing may
+ * be written. What each outcome does to the task row is the store's shared
+ * rule (outcome → status); this module only chooses the outcome.
+ */
+import { ErrorCode } from '../core/errors.js';
+import type { TaskResult } from '../core/definition.js';
+import { classifyFailure, newTraceId } from '../core/failure.js';
+import { retryDelayMs, type RetryOptions } from '../core/retry.js';
+import { attemptsLeft, type FailureRecord, type Lease } from '../core/task.js';
+import type { AttemptOutcome, RenewResult } from '../store/types.js';
+import type { Execution } from './execution.js';
+
+export interface FailureDecision {
+  /** The retry options of the task's type, merged once (core/retry.ts mergeRetry). */
+  retry: RetryOptions;
+  exposeErrorMessages: boolean;
+  /** Confirms the lease just before a failure is written (a cancel request may have arrived). */
+  checkLease: (lease: Lease) => Promise<RenewResult>;
+}
+
+/** A finished handler's result; a result that JSON cannot hold fails the task for good instead. */
+export function successOutcome(execution: Execution, result: TaskResult): AttemptOutcome {
+  const { lease } = execution;
+  const progress = execution.context?.finalProgress ?? null;
+  let resultJson: string | null;
+  try {
+    resultJson = serializeResult(result.result);
+  } catch (error) {
+    const failure: FailureRecord = {
+      errorCode: ErrorCode.RESULT_NOT_SERIALIZABLE, retryable: false, traceId: execution.task.traceId ?? newTraceId(),
+      message: `the handler's result cannot be stored as JSON: ${(error as Error).message}`,
+    };
+    return { kind: 'FAILED', lease, failure, progress };
+  }
+  return { kind: result.status === 'PARTIAL_SUCCESS' ? 'PARTIAL_SUCCESS' : 'SUCCESS', lease, artifactId: result.artifactId ?? null, resultJson, progress };
+}
+
+/** JSON text of a result, null for none; throws for what JSON cannot hold (BigInt, cycles). */
+export function serializeResult(result: unknown): string | null {
+  if (result === undefined || result === null) return null;
+  const text = JSON.stringify(result);
+  if (text === undefined) throw new TypeError(`a ${typeof result} is not a JSON value`);
+  return text;
+}
+
+/** The outcome of a thrown error or an abort; null when the lease is gone and nothing may be written. */
+export async function failureOutcome(execution: Execution, error: unknown, decision: FailureDecision): Promise<AttemptOutcome | null> {
+  const { lease, task } = execution;
+  const progress = execution.context?.finalProgress ?? null;
+  const reason = execution.abortReason;
+  if (execution.state === 'lost' || reason?.code === 'LEASE_LOST') return null;
+  if (reason?.code === 'SHUTDOWN') return { kind: 'ABANDONED', lease, progress };
+  if (reason?.code === 'CANCELLED') return { kind: 'CANCELLED', lease, progress };
+  const failure = classifyFailure(reason ?? error, { exposeErrorMessages: decision.exposeErrorMessages, traceId: task.traceId });
+  if (reason === null) {
+    // The handler failed on its own: a cancel request it never saw wins over a retry.
+    const state = await decision.checkLease(lease);
+    if (state.lost.includes(lease.taskId)) return null;
+    if (state.cancelRequested.includes(lease.taskId)) return { kind: 'CANCELLED', lease, progress };
+  }
+  if (!failure.retryable || attemptsLeft(task) <= 0) return { kind: 'FAILED', lease, failure, progress };
+  const delay = retryDelayMs(decision.retry, task.attemptCount - task.attemptBase);
+  return { kind: 'RETRY', lease, failure, retryDelayMs: delay, progress };
+}
