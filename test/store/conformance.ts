@@ -188,7 +188,7 @@ export function runStoreConformance(factory: StoreFactory): void {
       const [applied] = await store.finishAttempts({ outcomes: [{ kind: 'PARTIAL_SUCCESS', lease: leaseOf(task), artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress }] });
       expect(applied).toBe(true);
       const done = await store.getTask({ id: task.id, scope: G });
-      expect(done).toMatchObject({ status: 'PARTIAL_SUCCESS', artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress, leaseOwner: null });
+      expect(done).toMatchObject({ status: 'PARTIAL_SUCCESS', artifactId: 'file-7', result: { rows: 9 }, progress, leaseOwner: null });
       expect(done!.finishedAt).toBeInstanceOf(Date);
       const [attempt] = await store.listAttempts({ taskId: task.id });
       expect(attempt).toMatchObject({ attempt: 1, workerId: 'w1', outcome: 'PARTIAL_SUCCESS' });

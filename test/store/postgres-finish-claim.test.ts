@@ -37,7 +37,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: outcomes and the next cla
     expect(first.claimed).toHaveLength(1);
     const [c] = first.claimed;
     expect(c).toMatchObject({ taskType: 'fc', status: 'RUNNING', leaseOwner: 'w1', attemptCount: 1 });
-    expect(await store.getTask({ id: a!.id, scope: Scope.global() })).toMatchObject({ status: 'SUCCESS', artifactId: 'art-a', resultJson: JSON.stringify({ ok: true }) });
+    expect(await store.getTask({ id: a!.id, scope: Scope.global() })).toMatchObject({ status: 'SUCCESS', artifactId: 'art-a', result: { ok: true } });
     expect(await store.getTask({ id: b!.id, scope: Scope.global() })).toMatchObject({ status: 'RUNNING' });
     expect((await store.listAttempts({ taskId: c!.id })).map((x) => x.attempt)).toEqual([1]);
     expect((await store.listAttempts({ taskId: a!.id }))[0]).toMatchObject({ outcome: 'SUCCESS' });
