@@ -12,7 +12,7 @@
  * for a method. `Tx` is the dialect's transaction handle for submits that
  * join a caller's transaction.
  *
- * Rules every implementation keeps (DESIGN.md §3; the shared rules are in rules.ts):
+ * Rules every implementation keeps (DESIGN.md §3; the shared rules are in rules/):
  * - time is the database clock (`now()`), never a worker's;
  * - every write about a leased task is fenced: `lease_owner = workerId AND
  *   attempt_count = attempt AND status` one of the leased statuses, and the
@@ -122,7 +122,7 @@ export interface WorkerStore {
 export interface ControlStore {
   /**
    * Moves every task in `ids` that is in scope and in one of `from` to `to`,
-   * atomically per task, with the column rules of rules.ts
+   * atomically per task, with the column rules of rules/
    * (changeStatusAssignments). `availableAt` reschedules. Answers for every
    * id: whether this call changed it, and its status now (null when it does
    * not exist in scope).

@@ -36,7 +36,7 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
   const current = new Map(rows!.map((row) => [String(row.id), row]));
   const applied: boolean[] = [];
   const taken = new Set<string>();
-  /** Outcomes by the status they lead to (rules.ts: a cancel request turns failures and hand-backs into CANCELLED). */
+  /** Outcomes by the status they lead to (rules/: a cancel request turns failures and hand-backs into CANCELLED). */
   const byTarget = new Map<TaskStatus, AttemptOutcome[]>();
   for (const outcome of outcomes) {
     const row = current.get(outcome.lease.taskId);

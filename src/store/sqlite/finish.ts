@@ -1,7 +1,7 @@
 /**
  * Outcome writes for SQLite, inside the caller's transaction. Every write is
  * fenced by lease owner, attempt and a leased status; no row back means the
- * lease is gone. The status each kind leads to is rules.ts's
+ * lease is gone. The status each kind leads to is the shared rules' (rules/)
  * (statusAfterKindSql); SET expressions all read the row as it was, so
  * `status` in them is the old status.
  */

@@ -1,7 +1,7 @@
 /**
  * Fenced writes about held leases on SQLite: heartbeat, progress, hand-back.
  * Each WHERE carries lease owner, attempt and a leased status; the rows
- * touched decide the answer (rules.ts: renewalAnswer, releaseAssignments).
+ * touched decide the answer (rules/: renewalAnswer, releaseAssignments).
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
