@@ -22,7 +22,7 @@ export async function recoverExpired(db: MysqlDatabase, batchSize: number): Prom
 
 type Decided = { row: ExpiredLeaseRow & Row; decision: ExpiredLeaseDecision };
 
-/** What happens to each expired lease is the shared rules' (rules/) expiredLeaseDecision; one UPDATE per resulting status. */
+/** What happens to each expired lease is rules/: expiredLeaseDecision; one UPDATE per resulting status. */
 async function expiredLeases(db: MysqlDatabase, conn: Conn, batchSize: number): Promise<Partial<RecoveryResult>> {
   const rows = (await db.rows(
     conn,

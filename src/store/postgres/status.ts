@@ -1,6 +1,6 @@
 /**
  * Operator status changes (pause, resume, cancel, retry) in one statement:
- * lock the matching rows in id order, change them with the shared rules' (rules/) column
+ * lock the matching rows in id order, change them with rules/: column
  * rules, NOTIFY (cancel requests by id, in chunks under the payload limit;
  * requeues as a wake-up for every type), and answer for every id.
  */

@@ -1,6 +1,6 @@
 /**
  * The recovery sweep on SQLite, inside the caller's BEGIN IMMEDIATE: what
- * happens to each expired lease is the shared rules' (rules/) expiredLeaseDecision; overdue
+ * happens to each expired lease is rules/: expiredLeaseDecision; overdue
  * waiting tasks fail with DEADLINE_FAILURE; due retries go back to QUEUED.
  */
 import { CLAIMABLE_SQL, DEADLINE_FAILURE, expiredLeaseDecision, type ExpiredLeaseRow, LEASED_SQL, STATUS_SQL, tallyExpired } from '../rules/index.js';

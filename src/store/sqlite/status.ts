@@ -1,6 +1,6 @@
 /**
  * Operator status changes on SQLite, inside the caller's BEGIN IMMEDIATE:
- * per task, the check of `from` and the write with the shared rules' (rules/) column rules.
+ * per task, the check of `from` and the write with rules/: column rules.
  */
 import { scopeOwner } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
