@@ -254,6 +254,17 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(again).toMatchObject({ id: task.id, attemptCount: 2, status: 'RUNNING' });
     });
 
+    it('a success clears the task\u2019s last error; the failure history stays', async () => {
+      await insert();
+      const task = await claimOne();
+      await store.finishAttempts({ outcomes: [{ kind: 'RETRY', lease: leaseOf(task), failure: FAILURE, retryDelayMs: 0, progress: null }] });
+      expect((await store.getTask({ id: task.id, scope: G }))!.lastErrorCode).toBe('BOOM');
+      const again = await waitFor(async () => (await store.claimTasks(claimParams()))[0], 'the retry');
+      await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: leaseOf(again), artifactId: null, resultJson: null, progress: null }] });
+      expect(await store.getTask({ id: task.id, scope: G })).toMatchObject({ status: 'SUCCESS', lastErrorCode: null });
+      expect((await store.listFailures({ taskId: task.id })).map((f) => f.errorCode)).toEqual(['BOOM']);
+    });
+
     it('abandons a started task back to the queue and releases an unstarted one as if never claimed', async () => {
       await insert();
       await insert();

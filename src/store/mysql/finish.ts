@@ -85,6 +85,7 @@ function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: 
   if (TERMINAL_STATUSES.includes(target)) sets.push({ sql: 'finish_time = ?', values: [now] });
   if (SUCCESS_STATUSES.includes(target)) {
     sets.push(
+      'last_error_code = NULL', // a success clears the task's last error (rules/outcomes.ts lastErrorCodeSql)
       valueById('artifact_id', group.map((o) => [o.lease.taskId, isSuccess(o) ? o.artifactId : null] as const)),
       valueById('result_json', group.map((o) => [o.lease.taskId, isSuccess(o) ? o.resultJson : null] as const)),
     );

@@ -18,7 +18,7 @@ import { claimTasks } from './claim.js';
 import { run, sql, type PgContext } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
-import { attemptOutcomeSql, FAILURE_KINDS_SQL, hasFailure, isSuccess, STATUS_SQL, statusAfterOutcomeSql, SUCCESS_KINDS_SQL, TERMINAL_SQL } from '../rules/index.js';
+import { attemptOutcomeSql, FAILURE_KINDS_SQL, hasFailure, lastErrorCodeSql, isSuccess, STATUS_SQL, statusAfterOutcomeSql, SUCCESS_KINDS_SQL, TERMINAL_SQL } from '../rules/index.js';
 
 /**
  * The statement, installed by migrate() as a function, so that one round
@@ -58,7 +58,7 @@ updated AS (
     finish_time = CASE WHEN l.new_status IN ${TERMINAL_SQL} THEN now() ELSE t.finish_time END,
     artifact_id = CASE WHEN l.kind IN ${SUCCESS_KINDS_SQL} THEN l.artifact_id ELSE t.artifact_id END,
     result_json = CASE WHEN l.kind IN ${SUCCESS_KINDS_SQL} THEN l.result_json ELSE t.result_json END,
-    last_error_code = CASE WHEN l.kind IN ${FAILURE_KINDS_SQL} THEN l.error_code ELSE t.last_error_code END,
+    last_error_code = ${lastErrorCodeSql('l.kind', 'l.error_code', 't.last_error_code')},
     progress_total = CASE WHEN l.has_progress THEN l.p_total ELSE t.progress_total END,
     progress_processed = CASE WHEN l.has_progress THEN l.p_processed ELSE t.progress_processed END,
     progress_succeeded = CASE WHEN l.has_progress THEN l.p_succeeded ELSE t.progress_succeeded END,

@@ -29,10 +29,23 @@ export function isSuccess(outcome: AttemptOutcome): outcome is Extract<AttemptOu
 
 /** Outcomes that carry a failure: it is recorded (failure row, last_error_code, the attempt's error_code). */
 export function hasFailure(outcome: AttemptOutcome): outcome is Extract<AttemptOutcome, { failure: FailureRecord }> {
-  return outcome.kind === 'RETRY' || outcome.kind === 'FAILED';
+  return isFailureKind(outcome.kind);
+}
+export function isFailureKind(kind: OutcomeKind): kind is 'RETRY' | 'FAILED' {
+  return kind === 'RETRY' || kind === 'FAILED';
 }
 export const FAILURE_KINDS_SQL = `(${literal('RETRY')},${literal('FAILED')})`;
 export const SUCCESS_KINDS_SQL = `(${literal('SUCCESS')},${literal('PARTIAL_SUCCESS')})`;
+
+/**
+ * last_error_code after an outcome, as SQL over the kind (a column or a
+ * literal): a failure's code; a success clears it (the failure table keeps
+ * the history, and a SUCCESS row that still says LEASE_EXPIRED misleads);
+ * anything else leaves it.
+ */
+export function lastErrorCodeSql(kind: string, failureCode: string, current = 'last_error_code'): string {
+  return `CASE WHEN ${kind} IN ${FAILURE_KINDS_SQL} THEN ${failureCode} WHEN ${kind} IN ${SUCCESS_KINDS_SQL} THEN NULL ELSE ${current} END`;
+}
 
 // ---- outcome → status ------------------------------------------------------------
 

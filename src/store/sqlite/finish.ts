@@ -9,7 +9,9 @@ import { uuidv7 } from '../../core/ids.js';
 import type { FailureRecord, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
 import { TaskStatus } from '../../core/status.js';
-import { attemptOutcomeName, finishTimeAfterKindSql, hasFailure, isSuccess, LEASED_SQL, STATUS_SQL, statusAfterKindSql } from '../rules/index.js';
+import {
+  attemptOutcomeName, finishTimeAfterKindSql, hasFailure, isFailureKind, isSuccess, lastErrorCodeSql, LEASED_SQL, literal, STATUS_SQL, statusAfterKindSql,
+} from '../rules/index.js';
 import type { AttemptOutcome, AttemptOutcomeName } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { toSqliteTime } from './encode.js';
@@ -28,12 +30,13 @@ function finishSql(kind: Kind): string {
   const own: Record<Kind, string> = {
     SUCCESS: 'artifact_id = @artifact, result_json = @result,',
     PARTIAL_SUCCESS: 'artifact_id = @artifact, result_json = @result,',
-    RETRY: `available_at = CASE WHEN (${status}) = ${STATUS_SQL.RETRY_WAIT} THEN @availableAt ELSE available_at END, last_error_code = @code,`,
-    FAILED: 'last_error_code = @code,',
+    RETRY: `available_at = CASE WHEN (${status}) = ${STATUS_SQL.RETRY_WAIT} THEN @availableAt ELSE available_at END,`,
+    FAILED: '',
     CANCELLED: '',
     ABANDONED: '',
   };
-  return `UPDATE system_async_task SET status = ${status}, finish_time = ${finished}, ${own[kind]}
+  const lastError = lastErrorCodeSql(literal(kind), isFailureKind(kind) ? '@code' : 'NULL');
+  return `UPDATE system_async_task SET status = ${status}, finish_time = ${finished}, ${own[kind]} last_error_code = ${lastError},
     lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status`;
 }
 
