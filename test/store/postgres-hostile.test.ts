@@ -113,8 +113,8 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [schema.name],
     );
     expect(tables.map((t) => t.table_name)).toEqual([
-      'system_async_task', 'system_async_task_attempt', 'system_async_task_dead_letter', 'system_async_task_failure',
-      'system_async_task_policy', 'system_async_task_worker', 'tasklease_migrations',
+      'system_async_task', 'system_async_task_api_token', 'system_async_task_attempt', 'system_async_task_dead_letter',
+      'system_async_task_failure', 'system_async_task_policy', 'system_async_task_worker', 'tasklease_migrations',
     ]);
     expect(await store.schemaVersion()).toBe(store.expectedSchemaVersion);
     const counts = await store.countByStatus({ scope: G });

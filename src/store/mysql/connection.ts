@@ -7,6 +7,7 @@
  */
 import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import { StoreClosedError, StoreConnectTimeoutError, StoreError, TaskLeaseError } from '../../core/errors.js';
+import type { PoolStats } from '../pool-stats.js';
 import type { Row } from '../rows.js';
 import {
   causeOf, DEADLOCK, isConnectionError, isRefused, isRetryable, isSqlError, mapMysqlError, NamedLockTimeout, type ServerLabel,
@@ -328,4 +329,22 @@ function allowsMultipleStatements(conn: Conn): boolean {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** mysql2 exposes no pool counters: these are its core pool's internal queues, read defensively (null if a release renames them). */
+interface MysqlCorePoolInternals {
+  _allConnections?: { length: number };
+  _freeConnections?: { length: number };
+  _connectionQueue?: { length: number };
+  config?: { connectionLimit?: number };
+}
+
+export function mysqlPoolStats(pool: Pool): PoolStats | null {
+  const core = pool.pool as unknown as MysqlCorePoolInternals;
+  const all = core._allConnections?.length;
+  const free = core._freeConnections?.length;
+  const queued = core._connectionQueue?.length;
+  const max = core.config?.connectionLimit;
+  if (typeof all !== 'number' || typeof free !== 'number' || typeof queued !== 'number' || typeof max !== 'number') return null;
+  return { active: all - free, idle: free, max, pending: queued };
 }

@@ -23,7 +23,7 @@ import type {
   ReplayResult, Store, TaskPage, WorkerRecord, WorkerRegistration,
 } from '../types.js';
 import { claim, type CapCache } from './claim.js';
-import { MysqlDatabase, type Conn } from './connection.js';
+import { MysqlDatabase, mysqlPoolStats, type Conn } from './connection.js';
 import * as control from './control.js';
 import { decode } from './encode.js';
 import { finishAttempts } from './finish.js';
@@ -36,7 +36,7 @@ import * as reads from './reads.js';
 import { recoverExpired } from './recover.js';
 import { changeStatus } from './status.js';
 import { wakeupBus } from './wakeups.js';
-import { mysqlPoolStats, type PoolStats } from '../pool-stats.js';
+import type { PoolStats } from '../pool-stats.js';
 
 export type { MysqlStoreOptions } from './options.js';
 

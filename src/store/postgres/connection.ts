@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
+import type { PoolStats } from '../pool-stats.js';
 import { TimeTextCache } from '../time-cache.js';
 import { mapPgError } from './errors.js';
 import { quoteIdent } from './options.js';
@@ -113,3 +114,11 @@ const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
     oid === TIMESTAMPTZ_OID && format !== 'binary' ? parseTimestamptz : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
 };
+
+/** The pool's figures for the metrics (pool-stats.ts). */
+export function pgPoolStats(pool: pg.Pool): PoolStats {
+  return {
+    active: pool.totalCount - pool.idleCount, idle: pool.idleCount,
+    max: pool.options.max ?? 10, pending: pool.waitingCount,
+  };
+}

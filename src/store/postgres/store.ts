@@ -25,7 +25,7 @@ import type {
   ReplayResult, Store, StoreEvent, StoreListener, TaskPage, WorkerRecord, WorkerRegistration,
 } from '../types.js';
 import { claimTasks } from './claim.js';
-import { createContext, run, type PgContext, type Queryable } from './connection.js';
+import { createContext, pgPoolStats, run, type PgContext, type Queryable } from './connection.js';
 import * as control from './control.js';
 import { isConnectTimeout } from './errors.js';
 import { finishAndClaim, finishAttempts } from './finish.js';
@@ -38,7 +38,7 @@ import * as reads from './reads.js';
 import { recover } from './recover.js';
 import { changeStatus } from './status.js';
 import { notifyPayload, PgListener } from './wakeups.js';
-import { pgPoolStats, type PoolStats } from '../pool-stats.js';
+import type { PoolStats } from '../pool-stats.js';
 
 /** A caller's transaction: a pg Client or PoolClient inside BEGIN. */
 export type PostgresTransaction = pg.ClientBase;
