@@ -83,8 +83,8 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       const client = rig.server.client;
       rig.controls.broken = true;
       const { task } = await client.submit('ui.flaky', { order: 42 });
-      await client.submit('ui.flaky', { order: 43 });
-      await waitFor(async () => (await client.get(task.id))?.status === 'FAILED', 'the flaky task fails');
+      const { task: other } = await client.submit('ui.flaky', { order: 43 });
+      await waitFor(async () => (await client.get(task.id))?.status === 'FAILED' && (await client.get(other.id))?.status === 'FAILED', 'the flaky tasks fail');
       const { context, page } = await rig.open(rig.tokens.admin);
       await page.goto(`${rig.url}/ui/#/dead-letters`);
       const row = page.locator(`tr[data-task="${task.id}"]`);
@@ -95,6 +95,13 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await row.getByRole('button', { name: 'Replay' }).click();
       await page.locator('dialog [data-confirm]').click();
       await page.getByRole('status').filter({ hasText: 'Replayed 1' }).waitFor();
+      const otherRow = page.locator(`tr[data-task="${other.id}"]`);
+      await otherRow.getByRole('checkbox').check();
+      await page.getByRole('button', { name: 'Archive selected' }).click();
+      await page.locator('dialog [data-confirm]').click();
+      await page.getByRole('status').filter({ hasText: 'Archived 1' }).waitFor();
+      await otherRow.getByText('archived').waitFor();
+      expect(await client.deadLetters.size({ taskType: 'ui.flaky' })).toBe(0);
       await row.getByRole('link', { name: 'replayed' }).click();
       await page.locator('h1 .badge', { hasText: 'SUCCESS' }).waitFor({ timeout: 15_000 });
       expect((await client.get(task.id))?.status).toBe('SUCCESS');

@@ -18,14 +18,18 @@ interface Sample { t: number; stats: Stats }
 const done = (s: Stats): number => s.counts.SUCCESS + s.counts.PARTIAL_SUCCESS;
 const total = (s: Stats): number => Object.values(s.counts).reduce((sum, n) => sum + n, 0);
 
-/** Per minute over the last minute (or since the first sample, scaled): counts only grow, except by purge or replay. */
+/**
+ * Tasks in the minute before a sample (since the page opened, when that is
+ * shorter: a short span is not extrapolated). Counts only grow, except by
+ * purge or replay, hence the floor at zero.
+ */
 function perMinute(samples: Sample[], at: number, read: (s: Stats) => number): number {
   const now = samples[at]!;
   let from = at;
   while (from > 0 && now.t - samples[from - 1]!.t <= MINUTE) from -= 1;
   const then = samples[from]!;
   const span = now.t - then.t;
-  return span <= 0 ? 0 : Math.max(0, ((read(now.stats) - read(then.stats)) / span) * MINUTE);
+  return span <= 0 ? 0 : Math.max(0, ((read(now.stats) - read(then.stats)) / Math.max(span, MINUTE)) * MINUTE);
 }
 
 function chart(title: string, series: { label: string; stroke: string }[], unit: string): { element: HTMLElement; plot: uPlot } {
@@ -35,7 +39,7 @@ function chart(title: string, series: { label: string; stroke: string }[], unit:
     width: width(), height: 180, legend: { live: false },
     scales: { x: { time: true } },
     axes: [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }, { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' }, size: 56, values: (_u, ticks) => ticks.map((v) => `${v}${unit}`) }],
-    series: [{}, ...series.map((s) => ({ ...s, width: 2, points: { show: false } }))],
+    series: [{}, ...series.map((s) => ({ ...s, width: 2 }))],
   }, [[], ...series.map(() => [])], element);
   new ResizeObserver(() => plot.setSize({ width: width(), height: 180 })).observe(element);
   return { element, plot };
