@@ -33,13 +33,13 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await page.getByRole('button', { name: 'Log in' }).click();
       await page.getByRole('heading', { name: 'Overview' }).waitFor();
       const throughput = page.locator('[data-chart="Tasks per minute"]');
-      await page.waitForFunction(() => Number(document.querySelector<HTMLElement>('[data-chart="Tasks per minute"]')?.dataset.samples) >= 1);
+      await waitFor(async () => Number(await throughput.getAttribute('data-samples')) >= 1, 'the first stats sample drawn');
       await rig.server.client.submitMany(Array.from({ length: 30 }, (_v, i) => ({ type: 'ui.quick', payload: { i } })));
       // submitted and completed per minute both rise above zero in the drawn series
-      await page.waitForFunction(() => {
-        const [submitted = 0, completed = 0] = (document.querySelector<HTMLElement>('[data-chart="Tasks per minute"]')?.dataset.last ?? '').split(',').map(Number);
+      await waitFor(async () => {
+        const [submitted = 0, completed = 0] = ((await throughput.getAttribute('data-last')) ?? '').split(',').map(Number);
         return submitted > 0 && completed > 0;
-      }, undefined, { timeout: 20_000 });
+      }, 'submitted and completed per minute above zero in the chart', 20_000);
       expect(Number(await throughput.getAttribute('data-samples'))).toBeGreaterThanOrEqual(2);
       await page.locator('[data-tile="workers"] strong').filter({ hasText: /^1 \(8 slots\)$/ }).waitFor();
       await page.locator('tr[data-type="ui.quick"]').waitFor();

@@ -46,7 +46,10 @@ export const tasksPage: Page = (root, { me, params }) => {
     event.preventDefault();
     const id = search.value.trim();
     if (UUID.test(id)) location.hash = `#/tasks/${id}`;
-    else search.setCustomValidity('a task id is a UUID'), search.reportValidity();
+    else {
+      search.setCustomValidity('a task id is a UUID');
+      search.reportValidity();
+    }
   });
   search.addEventListener('input', () => search.setCustomValidity(''));
 
