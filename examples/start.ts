@@ -10,8 +10,9 @@ import { runFromCommandLine } from '../src/server/main.js';
 import { ImportLedger, importTask } from './import-task.js';
 
 const sleep = (ms: number, signal: AbortSignal): Promise<void> => new Promise((resolve, reject) => {
-  const timer = setTimeout(resolve, ms);
-  signal.addEventListener('abort', () => (clearTimeout(timer), reject(signal.reason)), { once: true });
+  const onAbort = (): void => (clearTimeout(timer), reject(signal.reason));
+  const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms);
+  signal.addEventListener('abort', onAbort, { once: true });
 });
 
 const tasks = [
@@ -31,7 +32,11 @@ const tasks = [
 
 const server = await runFromCommandLine({
   tasks, publicDocs: true, logger: { level: process.env.TASKLEASE_LOG_LEVEL ?? 'warn' },
-  worker: { concurrency: 4, pollIntervalMs: 500, heartbeatIntervalMs: 2000, leaseMs: 20_000, recoveryIntervalMs: 5000, progressFlushIntervalMs: 500, retry: { baseDelayMs: 2000 } },
+  // A short shutdown grace: Ctrl-C hands the long transcode back within seconds instead of waiting for it.
+  worker: {
+    concurrency: 4, pollIntervalMs: 500, heartbeatIntervalMs: 2000, leaseMs: 20_000, recoveryIntervalMs: 5000, progressFlushIntervalMs: 500,
+    retry: { baseDelayMs: 2000 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
+  },
 });
 await server.client.submitMany([
   { type: 'patients.import', payload: { fileName: 'patients-2026-11.csv', totalRows: 2000, batchSize: 100, batchDelayMs: 200 }, owner: 'clinic-7', idempotencyKey: `start-${Date.now()}` },

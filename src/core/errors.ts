@@ -34,6 +34,14 @@ export const ErrorCode = {
   RATE_LIMITED: 'RATE_LIMITED',
   /** HTTP: the request body is over the server's limit. */
   REQUEST_TOO_LARGE: 'REQUEST_TOO_LARGE',
+  /** A call on a store after close(). */
+  STORE_CLOSED: 'STORE_CLOSED',
+  /** The store's tables are missing: migrate() was never run on this database or schema. */
+  SCHEMA_NOT_MIGRATED: 'SCHEMA_NOT_MIGRATED',
+  /** The database server did not complete a connection within connectTimeoutMs. */
+  STORE_CONNECT_TIMEOUT: 'STORE_CONNECT_TIMEOUT',
+  /** One of the store's statements ran longer than statementTimeoutMs and was cancelled by the server. */
+  STORE_STATEMENT_TIMEOUT: 'STORE_STATEMENT_TIMEOUT',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -118,9 +126,37 @@ export class InvalidStateError extends TaskLeaseError {
   }
 }
 
+/** The database could not serve a call. Code STORE_UNAVAILABLE unless a subclass names the reason. */
 export class StoreError extends TaskLeaseError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(ErrorCode.STORE_UNAVAILABLE, message, options);
+  constructor(message: string, options?: { cause?: unknown; code?: ErrorCode }) {
+    super(options?.code ?? ErrorCode.STORE_UNAVAILABLE, message, options);
+  }
+}
+
+export class StoreClosedError extends StoreError {
+  constructor(storeName: string, method: string) {
+    super(`${storeName} is closed: ${method}() was called after close()`, { code: ErrorCode.STORE_CLOSED });
+  }
+}
+
+/** The tables are not there: say what to run, not which relation a driver missed. */
+export class SchemaMissingError extends StoreError {
+  constructor(where: string, options?: { cause?: unknown }) {
+    super(
+      `the tasklease schema is missing in ${where}: run \`await store.migrate()\` (or \`tasklease migrate\`) once before using the store`,
+      { ...options, code: ErrorCode.SCHEMA_NOT_MIGRATED },
+    );
+  }
+}
+
+/** `host` is the server as host:port (never with a password). */
+export class StoreConnectTimeoutError extends StoreError {
+  readonly host: string;
+  constructor(host: string, timeoutMs: number, options?: { cause?: unknown }) {
+    super(`could not connect to ${host} within ${timeoutMs} ms (option connectTimeoutMs): is the server up and answering?`, {
+      ...options, code: ErrorCode.STORE_CONNECT_TIMEOUT,
+    });
+    this.host = host;
   }
 }
 

@@ -92,11 +92,11 @@ export class OutcomeWriter<T> {
   private async write(batch: PendingOutcome<T>[]): Promise<boolean> {
     const { store, claimAlong } = this.options;
     const outcomes = batch.map((item) => item.outcome);
-    const claim = store.finishAndClaim && claimAlong ? claimAlong.begin() : null;
+    const claim = store.capabilities.finishAndClaim && claimAlong ? claimAlong.begin() : null;
     let results: boolean[];
     let claimed: Task[] = [];
     try {
-      if (claim) ({ applied: results, claimed } = await store.finishAndClaim!({ outcomes, claim }));
+      if (claim) ({ applied: results, claimed } = await store.finishAndClaim({ outcomes, claim }));
       else results = await store.finishAttempts({ outcomes });
     } catch (error) {
       if (claim) claimAlong!.end(null, claim);

@@ -76,7 +76,7 @@ export function cliSuite(target: CliTarget): void {
     try {
       const env = { TASKLEASE_DATABASE_URL: fresh.url };
       const before = await tl(['list'], { env });
-      expect([before.code, before.stderr]).toEqual([1, expect.stringContaining('(run: tasklease migrate)')]);
+      expect([before.code, before.stderr]).toEqual([1, expect.stringMatching(/error SCHEMA_NOT_MIGRATED: .*tasklease migrate/)]);
       const first = await tl(['migrate', '--json'], { env });
       expect(first.code, first.stderr).toBe(0);
       expect(first.json()).toMatchObject({ previousVersion: 0, schemaVersion: target.expectedSchemaVersion() });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ALL_STATUSES, canTransition, isTerminal, sourcesOf, TERMINAL_STATUSES, TRANSITIONS, type TaskStatus } from '../../src/core/status.js';
+import { ALL_STATUSES, assertTransition, canTransition, isTerminal, TERMINAL_STATUSES, TRANSITIONS, type TaskStatus } from '../../src/core/status.js';
 
 describe('the transition table', () => {
   it('lists every status, and only known statuses as targets', () => {
@@ -14,7 +14,7 @@ describe('the transition table', () => {
       'FAILED->QUEUED',
       'PAUSED->CANCELLED', 'PAUSED->QUEUED',
       'QUEUED->CANCELLED', 'QUEUED->FAILED', 'QUEUED->PAUSED', 'QUEUED->RUNNING',
-      'RETRY_WAIT->CANCELLED', 'RETRY_WAIT->FAILED', 'RETRY_WAIT->PAUSED', 'RETRY_WAIT->QUEUED',
+      'RETRY_WAIT->CANCELLED', 'RETRY_WAIT->FAILED', 'RETRY_WAIT->PAUSED', 'RETRY_WAIT->QUEUED', 'RETRY_WAIT->RUNNING',
       'RUNNING->CANCELLED', 'RUNNING->CANCEL_REQUESTED', 'RUNNING->FAILED', 'RUNNING->PARTIAL_SUCCESS',
       'RUNNING->QUEUED', 'RUNNING->RETRY_WAIT', 'RUNNING->SUCCESS',
     ].sort());
@@ -29,8 +29,9 @@ describe('the transition table', () => {
     expect(isTerminal('RUNNING')).toBe(false);
   });
 
-  it('reaches RUNNING only by a claim from QUEUED', () => {
-    expect(sourcesOf('RUNNING')).toEqual(['QUEUED']);
-    expect(canTransition('RETRY_WAIT', 'RUNNING')).toBe(false);
+  it('reaches RUNNING only by a claim, from QUEUED or a due RETRY_WAIT', () => {
+    expect(ALL_STATUSES.filter((from) => canTransition(from, 'RUNNING'))).toEqual(['QUEUED', 'RETRY_WAIT']);
+    expect(() => assertTransition('PAUSED', 'RUNNING')).toThrow(/PAUSED → RUNNING/);
+    expect(() => assertTransition('QUEUED', 'RUNNING')).not.toThrow();
   });
 });

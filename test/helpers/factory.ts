@@ -6,12 +6,26 @@ export interface StoreFactory {
   dialect: Store['dialect'];
   create(): Promise<Store>;
   destroy(store: Store): Promise<void>;
+  /** A store on a database (or schema) never migrated, and how to remove it. */
+  openUnmigrated(): Promise<UnmigratedStore>;
+}
+
+export interface UnmigratedStore {
+  store: Store;
+  /** Closes the store and drops whatever it or its test created. */
+  dispose(): Promise<void>;
 }
 
 /** A factory for the shared suites: every create() is a store opened, migrated, then emptied (`clean`). */
-export function migratedStoreFactory(dialect: Store['dialect'], open: () => Store, clean: () => Promise<void>): StoreFactory {
+export function migratedStoreFactory(
+  dialect: Store['dialect'],
+  open: () => Store,
+  clean: () => Promise<void>,
+  openUnmigrated: () => Promise<UnmigratedStore>,
+): StoreFactory {
   return {
     dialect,
+    openUnmigrated,
     async create(): Promise<Store> {
       const store = open();
       await store.migrate();

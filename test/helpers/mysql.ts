@@ -85,7 +85,11 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 
 /** A factory for the shared suites: every create() is a migrated, emptied database of this file. */
 export function mysqlStoreFactory(database: () => TestDatabase, poolSize = 4): StoreFactory {
-  return migratedStoreFactory('mysql', () => new MysqlStore({ uri: database().uri, poolSize }), () => database().clean());
+  return migratedStoreFactory('mysql', () => new MysqlStore({ uri: database().uri, poolSize }), () => database().clean(), async () => {
+    const fresh = await createTestDatabase();
+    const store = new MysqlStore({ uri: fresh.uri, poolSize: 2 });
+    return { store, dispose: async () => { await store.close(); await fresh.drop(); } };
+  });
 }
 
 function serverOptions(): mysql.ConnectionOptions {

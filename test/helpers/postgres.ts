@@ -99,7 +99,13 @@ export async function createTestSchema(name = uniqueSchemaName()): Promise<TestS
 
 /** A factory for the shared suites: every create() is a migrated, emptied schema of this file. */
 export function postgresStoreFactory(schema: () => TestSchema, poolSize = 4): StoreFactory {
-  return migratedStoreFactory('postgres', () => new PostgresStore({ connectionString: PG_URL, schema: schema().name, poolSize }), () => schema().clean());
+  return migratedStoreFactory('postgres', () => new PostgresStore({ connectionString: PG_URL, schema: schema().name, poolSize }), () => schema().clean(),
+    async () => {
+      // A schema name nobody created: its migrate() in the test creates it, dispose drops it.
+      const fresh = await createTestSchema();
+      const store = new PostgresStore({ connectionString: PG_URL, schema: fresh.name, poolSize: 2 });
+      return { store, dispose: async () => { await store.close(); await fresh.drop(); } };
+    });
 }
 
 function redacted(): string {

@@ -123,12 +123,12 @@ describe('structured logging', () => {
 
     plain.text();
     const line = plain.lines.find((l) => l.msg.startsWith('store operation failed') && l.operation === operation);
-    expect(line).toMatchObject({ level: ERROR, errorName: 'TypeError' });
+    expect(line).toMatchObject({ level: ERROR, errorName: 'StoreClosedError' });
     expect(line).not.toHaveProperty('err');
-    expect(JSON.stringify(line)).not.toContain('not open');
+    expect(JSON.stringify(line)).not.toContain('after close()');
     open.text();
     const detailed = open.lines.find((l) => l.msg.startsWith('store operation failed') && l.operation === operation);
-    expect(JSON.stringify(detailed)).toContain('not open');
+    expect(JSON.stringify(detailed)).toContain('after close()');
   });
 
   it('names the exception type of every kind of failure, without any message, whether messages are withheld or exposed', () => {

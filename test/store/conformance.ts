@@ -4,40 +4,24 @@
  * Time-dependent cases use short leases and wait on conditions judged by the
  * store's own clock, so they hold on a database clock too.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { uuidv7 } from '../../src/core/ids.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { Scope } from '../../src/core/scope.js';
-import type { FailureRecord, Lease, NewTask, Task } from '../../src/core/task.js';
-import type { ClaimParams, Store } from '../../src/store/types.js';
+import type { Lease, NewTask, Task } from '../../src/core/task.js';
+import type { ClaimParams } from '../../src/store/types.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { waitFor } from '../helpers/wait.js';
+import { runContractConformance } from './conformance-contract.js';
+import { runControlConformance } from './conformance-control.js';
+import { claimParams, FAILURE, leaseOf, newTask, useStore } from './fixtures.js';
 
-export function newTask(overrides: Partial<NewTask> = {}): NewTask {
-  return {
-    id: uuidv7(), taskType: 'alpha', payloadJson: '{"n":1}', priority: 0, delayMs: 0, availableAt: null, deadlineAt: null,
-    maxAttempts: 3, owner: null, idempotencyKey: null, traceId: null, ...overrides,
-  };
-}
-
-export function claimParams(overrides: Partial<ClaimParams> = {}): ClaimParams {
-  return { workerId: 'w1', taskTypes: ['alpha'], limit: 10, leaseMs: 30_000, globalConcurrency: 1000, typeConcurrency: 1000, ...overrides };
-}
-
-export function leaseOf(task: Task): Lease {
-  return { taskId: task.id, workerId: task.leaseOwner!, attempt: task.attemptCount };
-}
-
-const FAILURE: FailureRecord = { errorCode: 'BOOM', message: 'it broke', traceId: 'trace-1', retryable: true };
 const G = Scope.global();
 
 export function runStoreConformance(factory: StoreFactory): void {
   describe(`Store conformance: ${factory.dialect}`, () => {
-    let store: Store;
-    beforeEach(async () => {
-      store = await factory.create();
-    });
-    afterEach(async () => {
-      await factory.destroy(store);
+    const current = useStore(factory);
+    let store = current.store;
+    beforeEach(() => {
+      store = current.store;
     });
 
     const insert = async (overrides: Partial<NewTask> = {}): Promise<Task> => (await store.insertTasks({ tasks: [newTask(overrides)] }))[0]!.task;
@@ -204,7 +188,7 @@ export function runStoreConformance(factory: StoreFactory): void {
       const [applied] = await store.finishAttempts({ outcomes: [{ kind: 'PARTIAL_SUCCESS', lease: leaseOf(task), artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress }] });
       expect(applied).toBe(true);
       const done = await store.getTask({ id: task.id, scope: G });
-      expect(done).toMatchObject({ status: 'PARTIAL_SUCCESS', artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress, leaseOwner: null });
+      expect(done).toMatchObject({ status: 'PARTIAL_SUCCESS', artifactId: 'file-7', result: { rows: 9 }, progress, leaseOwner: null });
       expect(done!.finishedAt).toBeInstanceOf(Date);
       const [attempt] = await store.listAttempts({ taskId: task.id });
       expect(attempt).toMatchObject({ attempt: 1, workerId: 'w1', outcome: 'PARTIAL_SUCCESS' });
@@ -270,6 +254,17 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(again).toMatchObject({ id: task.id, attemptCount: 2, status: 'RUNNING' });
     });
 
+    it('a success clears the task\u2019s last error; the failure history stays', async () => {
+      await insert();
+      const task = await claimOne();
+      await store.finishAttempts({ outcomes: [{ kind: 'RETRY', lease: leaseOf(task), failure: FAILURE, retryDelayMs: 0, progress: null }] });
+      expect((await store.getTask({ id: task.id, scope: G }))!.lastErrorCode).toBe('BOOM');
+      const again = await waitFor(async () => (await store.claimTasks(claimParams()))[0], 'the retry');
+      await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: leaseOf(again), artifactId: null, resultJson: null, progress: null }] });
+      expect(await store.getTask({ id: task.id, scope: G })).toMatchObject({ status: 'SUCCESS', lastErrorCode: null });
+      expect((await store.listFailures({ taskId: task.id })).map((f) => f.errorCode)).toEqual(['BOOM']);
+    });
+
     it('abandons a started task back to the queue and releases an unstarted one as if never claimed', async () => {
       await insert();
       await insert();
@@ -330,14 +325,6 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(cancelled!.finishedAt).toBeInstanceOf(Date);
     });
 
-    it('tells subscribers about submits', async () => {
-      const events: unknown[] = [];
-      const off = store.subscribe((event) => events.push(event));
-      await insert({ taskType: 'beta' });
-      await waitFor(() => events.some((e) => (e as { kind: string; taskTypes: string[] }).kind === 'submitted'), 'a submitted event');
-      off();
-    });
-
     it('counts by status, per type and scope', async () => {
       await insert({ owner: 'alice' });
       await insert({ owner: 'bob', taskType: 'beta' });
@@ -348,4 +335,6 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect((await store.countByStatus({ scope: G, taskType: 'beta' })).RUNNING).toBe(0);
     });
   });
+  runContractConformance(factory);
+  runControlConformance(factory);
 }

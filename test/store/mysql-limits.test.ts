@@ -9,7 +9,7 @@ import { describeOnServer } from '../helpers/factory.js';
 import type { Task } from '../../src/core/task.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
-import { claimParams, leaseOf, newTask } from './conformance.js';
+import { claimParams, leaseOf, newTask } from './fixtures.js';
 
 const available = await mysqlAvailable('test/store/mysql-limits.test.ts');
 

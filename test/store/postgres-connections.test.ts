@@ -13,7 +13,7 @@ import { PostgresStore, quoteIdent } from '../../src/store/postgres/index.js';
 import type { StoreEvent } from '../../src/store/types.js';
 import { PG_URL, postgresAvailable, sharedPostgresStore, type TestSchema } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait.js';
-import { claimParams, leaseOf, newTask } from './conformance.js';
+import { claimParams, leaseOf, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-connections.test.ts');
 

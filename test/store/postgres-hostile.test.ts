@@ -9,7 +9,7 @@ import { ValidationError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { postgresAvailable, sharedPostgresStore, type TestSchema } from '../helpers/postgres.js';
-import { claimParams, leaseOf, newTask } from './conformance.js';
+import { claimParams, leaseOf, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-hostile.test.ts');
 const G = Scope.global();

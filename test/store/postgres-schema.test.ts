@@ -9,7 +9,7 @@ import { ErrorCode, TaskLeaseError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { createTestSchema, PG_URL, postgresAvailable, uniqueSchemaName, type TestSchema } from '../helpers/postgres.js';
-import { claimParams, newTask } from './conformance.js';
+import { claimParams, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-schema.test.ts');
 

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { parseTimestamptz } from '../../src/store/postgres/context.js';
+import { parseTimestamptz } from '../../src/store/postgres/connection.js';
 
 describe('the fast timestamptz parser', () => {
   const generic = pg.types.getTypeParser(1184, 'text');

@@ -399,7 +399,7 @@ export function runWorkerSuite(factory: StoreFactory): void {
       let standalone = 0;
       store.claimTasks = (params) => { claims += 1; standalone += 1; return claimTasks(params); };
       store.finishAttempts = (params) => { writes += 1; return finishAttempts(params); };
-      const finishAndClaim = store.finishAndClaim?.bind(store);
+      const finishAndClaim = store.capabilities.finishAndClaim ? store.finishAndClaim.bind(store) : null;
       if (finishAndClaim) store.finishAndClaim = (params) => { claims += 1; writes += 1; return finishAndClaim(params); };
       await client.submitMany(Array.from({ length: 100 }, () => ({ type: 'limited', payload: {} })));
       worker.start();

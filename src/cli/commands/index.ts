@@ -1,7 +1,6 @@
 /**
  * Every command of `tasklease`, in help order. A new command is one file in
  * this folder exporting a CliCommand, and one line here.
- * `start`, `serve` and `token` come with the HTTP server (src/server/).
  */
 import type { CliCommand } from '../command.js';
 import { analyzeCommand } from './analyze.js';
@@ -15,12 +14,15 @@ import { listCommand } from './list.js';
 import { migrateCommand } from './migrate.js';
 import { policyCommand } from './policy.js';
 import { rescheduleCommand } from './reschedule.js';
+import { serveCommands } from './serve.js';
 import { submitCommand } from './submit.js';
+import { tokenCommand } from './token.js';
 import { workerCommand } from './worker.js';
 import { workersCommand } from './workers.js';
 
 export const COMMANDS: readonly CliCommand[] = [
   migrateCommand,
+  serveCommands,
   workerCommand,
   submitCommand,
   getCommand,
@@ -34,4 +36,5 @@ export const COMMANDS: readonly CliCommand[] = [
   cleanupCommand,
   policyCommand,
   workersCommand,
+  tokenCommand,
 ];

@@ -7,11 +7,10 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
-import { decode, sqlTime, type Conn, type MysqlDatabase } from './connection.js';
-import { checkText } from './insert.js';
+import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
+import type { Conn, MysqlDatabase } from './connection.js';
+import { checkText, decode, sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';
-
-const TERMINAL = `('SUCCESS','PARTIAL_SUCCESS','FAILED','CANCELLED')`;
 
 export async function replayDeadLetters(db: MysqlDatabase, conn: Conn, ids: readonly string[], scope: Scope): Promise<ReplayResult[]> {
   const owner = scopeOwner(scope);
@@ -31,8 +30,7 @@ export async function replayDeadLetters(db: MysqlDatabase, conn: Conn, ids: read
       const taskId = String(letter.original_task_id);
       const requeued = await db.exec(
         conn,
-        `UPDATE system_async_task SET status = 'QUEUED', attempt_base = attempt_count, available_at = NOW(3), finish_time = NULL,
-           lease_owner = NULL, lease_until = NULL, update_time = NOW(3) WHERE id = ? AND status = 'FAILED'`,
+        `UPDATE system_async_task SET ${replayAssignments('NOW(3)').join(', ')} WHERE id = ? AND status = ${REPLAYABLE_STATUS}`,
         [taskId],
       );
       if (requeued.affectedRows === 1) {
@@ -87,7 +85,7 @@ export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finished
   const rows = await db.rows(
     conn,
     `SELECT id FROM system_async_task FORCE INDEX (ix_system_async_task_finished)
-     WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL} ORDER BY finish_time LIMIT ? FOR UPDATE SKIP LOCKED`,
+     WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL} ORDER BY finish_time LIMIT ? FOR UPDATE SKIP LOCKED`,
     [cutoff, batchSize],
   );
   const ids = rows.map((row) => String(row.id));
@@ -120,7 +118,7 @@ export async function listWorkers(db: MysqlDatabase, conn: Conn, seenWithinMs: n
 }
 
 export async function leasedCounts(db: MysqlDatabase, conn: Conn): Promise<Record<string, number>> {
-  const rows = await db.rows(conn, `SELECT task_type, COUNT(*) AS n FROM system_async_task WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`);
+  const rows = await db.rows(conn, `SELECT task_type, COUNT(*) AS n FROM system_async_task WHERE status IN ${LEASED_SQL} GROUP BY task_type`);
   return Object.fromEntries(rows.map((row) => [String(row.task_type), Number(row.n)]));
 }
 

@@ -7,7 +7,8 @@ import type { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow } from '../rows.js';
 import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskPage } from '../types.js';
-import { decode, sqlTime, type Conn, type MysqlDatabase } from './connection.js';
+import type { Conn, MysqlDatabase } from './connection.js';
+import { decode, sqlTime } from './encode.js';
 
 class Where {
   readonly terms: string[] = [];

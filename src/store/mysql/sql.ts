@@ -10,8 +10,6 @@ import { PROGRESS_COLUMNS, progressValues } from '../rows.js';
 import type { AttemptOutcomeName } from '../types.js';
 import type { Conn, MysqlDatabase, Statement } from './connection.js';
 
-export const LEASED = `('RUNNING','CANCEL_REQUESTED')`;
-
 export interface Fragment {
   sql: string;
   values: unknown[];

@@ -1,6 +1,6 @@
 /** API tokens on MySQL/MariaDB (see ../tokens.ts); DATETIME(3) in UTC like every table here. */
 import { TOKEN_COLUMNS, tokenFromRow, type ApiTokenRecord, type NewApiToken, type TokenStore } from '../tokens.js';
-import { decode, sqlTime } from './connection.js';
+import { decode, sqlTime } from './encode.js';
 import type { MysqlStore } from './store.js';
 
 export class MysqlTokenStore implements TokenStore {

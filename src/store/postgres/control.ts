@@ -7,13 +7,12 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
-import { run, type PgContext } from './context.js';
+import { run, type PgContext } from './connection.js';
 import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES } from './encode.js';
-
-const TERMINAL = `('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED')`;
+import { WAKE_ALL_PAYLOAD } from './wakeups.js';
+import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
 
 export async function replayDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope): Promise<ReplayResult[]> {
-  if (ids.length === 0) return [];
   const { task, deadLetter } = ctx.tables;
   const owner = scopeOwner(scope);
   const sql = `
@@ -28,9 +27,8 @@ eligible AS (
   WHERE l.replayed_at IS NULL AND l.archived_at IS NULL ORDER BY l.original_task_id, i.ord
 ),
 requeued AS (
-  UPDATE ${task} t SET status = 'QUEUED', attempt_base = t.attempt_count, available_at = now(), finish_time = NULL,
-    lease_owner = NULL, lease_until = NULL, update_time = now()
-  WHERE t.id = ANY (ARRAY(SELECT original_task_id FROM eligible)) AND t.status = 'FAILED'
+  UPDATE ${task} t SET ${replayAssignments('now()', 't.').join(', ')}
+  WHERE t.id = ANY (ARRAY(SELECT original_task_id FROM eligible)) AND t.status = ${REPLAYABLE_STATUS}
   RETURNING t.id
 ),
 marked AS (
@@ -38,7 +36,7 @@ marked AS (
   WHERE d.id = ANY (ARRAY(SELECT e.id FROM eligible e JOIN requeued r ON r.id = e.original_task_id))
   RETURNING d.id
 ),
-notified AS (SELECT pg_notify($3, '{"k":"s","t":[]}') FROM marked HAVING count(*) > 0)
+notified AS (SELECT pg_notify($3, '${WAKE_ALL_PAYLOAD}') FROM marked HAVING count(*) > 0)
 SELECT i.id,
   CASE WHEN l.id IS NULL THEN 'NOT_FOUND'
        WHEN l.replayed_at IS NOT NULL THEN 'ALREADY_REPLAYED'
@@ -64,7 +62,6 @@ ORDER BY i.ord`;
 }
 
 export async function archiveDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope): Promise<number> {
-  if (ids.length === 0) return 0;
   const result = await run(
     ctx.pool,
     'archiving dead letters',
@@ -111,7 +108,7 @@ export async function purgeTerminalTasks(ctx: PgContext, finishedBefore: Date, b
   const { task, attempt, failure, deadLetter } = ctx.tables;
   const sql = `
 WITH doomed AS MATERIALIZED (
-  SELECT id FROM ${task} WHERE finish_time IS NOT NULL AND finish_time < $1 AND status IN ${TERMINAL}
+  SELECT id FROM ${task} WHERE finish_time IS NOT NULL AND finish_time < $1 AND status IN ${TERMINAL_SQL}
   ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
 deleted AS (DELETE FROM ${task} t WHERE t.id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING t.id),
@@ -162,7 +159,7 @@ export async function leasedCounts(ctx: PgContext): Promise<Record<string, numbe
   const result = await run<{ task_type: string; n: number }>(
     ctx.pool,
     'counting leases',
-    `SELECT task_type, count(*)::integer AS n FROM ${ctx.tables.task} WHERE status IN ('RUNNING', 'CANCEL_REQUESTED') GROUP BY task_type`,
+    `SELECT task_type, count(*)::integer AS n FROM ${ctx.tables.task} WHERE status IN ${LEASED_SQL} GROUP BY task_type`,
   );
   return Object.fromEntries(result.rows.map((row) => [row.task_type, row.n]));
 }

@@ -15,9 +15,10 @@ import type { TaskProgress } from '../../core/task.js';
 import { progressValues, taskFromRow, type Row } from '../rows.js';
 import type { AttemptOutcome, ClaimParams, FinishAndClaimResult } from '../types.js';
 import { claimTasks } from './claim.js';
-import { run, sql, type PgContext } from './context.js';
+import { run, sql, type PgContext } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
+import { attemptOutcomeSql, FAILURE_KINDS_SQL, hasFailure, lastErrorCodeSql, isSuccess, STATUS_SQL, statusAfterOutcomeSql, SUCCESS_KINDS_SQL, TERMINAL_SQL } from '../rules/index.js';
 
 /**
  * The statement, installed by migrate() as a function, so that one round
@@ -45,11 +46,7 @@ WITH input AS MATERIALIZED (
 ),
 locked AS MATERIALIZED (
   SELECT i.*, t.id,
-    CASE WHEN i.kind IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN i.kind
-         WHEN t.status = 'CANCEL_REQUESTED' THEN 'CANCELLED'
-         WHEN i.kind = 'RETRY' THEN 'RETRY_WAIT'
-         WHEN i.kind = 'ABANDONED' THEN 'QUEUED'
-         ELSE i.kind END AS new_status
+    ${statusAfterOutcomeSql('i.kind', 't.status')} AS new_status
   FROM input i CROSS JOIN LATERAL (${fencedLookup(ctx, 'i')}) t
 ),
 updated AS (
@@ -57,11 +54,11 @@ updated AS (
     status = l.new_status,
     lease_owner = NULL,
     lease_until = NULL,
-    available_at = CASE WHEN l.new_status = 'RETRY_WAIT' THEN now() + l.delay_ms * interval '1 millisecond' ELSE t.available_at END,
-    finish_time = CASE WHEN l.new_status IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED') THEN now() ELSE t.finish_time END,
-    artifact_id = CASE WHEN l.kind IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN l.artifact_id ELSE t.artifact_id END,
-    result_json = CASE WHEN l.kind IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN l.result_json ELSE t.result_json END,
-    last_error_code = CASE WHEN l.kind IN ('RETRY', 'FAILED') THEN l.error_code ELSE t.last_error_code END,
+    available_at = CASE WHEN l.new_status = ${STATUS_SQL.RETRY_WAIT} THEN now() + l.delay_ms * interval '1 millisecond' ELSE t.available_at END,
+    finish_time = CASE WHEN l.new_status IN ${TERMINAL_SQL} THEN now() ELSE t.finish_time END,
+    artifact_id = CASE WHEN l.kind IN ${SUCCESS_KINDS_SQL} THEN l.artifact_id ELSE t.artifact_id END,
+    result_json = CASE WHEN l.kind IN ${SUCCESS_KINDS_SQL} THEN l.result_json ELSE t.result_json END,
+    last_error_code = ${lastErrorCodeSql('l.kind', 'l.error_code', 't.last_error_code')},
     progress_total = CASE WHEN l.has_progress THEN l.p_total ELSE t.progress_total END,
     progress_processed = CASE WHEN l.has_progress THEN l.p_processed ELSE t.progress_processed END,
     progress_succeeded = CASE WHEN l.has_progress THEN l.p_succeeded ELSE t.progress_succeeded END,
@@ -73,26 +70,26 @@ updated AS (
   -- "AND t.id = ANY(ARRAY(…))" looks safer but re-sorts the whole array on every probe: quadratic.)
   FROM locked l WHERE t.id = l.id
   -- The payload only where a dead letter needs it: copying every payload through the CTE costs as much as it weighs.
-  RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, CASE WHEN t.status = 'FAILED' THEN t.payload_json END AS payload_json,
+  RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, CASE WHEN t.status = ${STATUS_SQL.FAILED} THEN t.payload_json END AS payload_json,
     t.trace_id AS task_trace_id,
     l.kind, l.ord, l.error_code, l.error_message, l.trace_id, l.retryable
 ),
 attempts AS (
   UPDATE ${attempt} a SET finished_at = now(),
-    outcome = CASE u.kind WHEN 'RETRY' THEN 'FAILED' ELSE u.kind END,
-    error_code = CASE WHEN u.kind IN ('RETRY', 'FAILED') THEN u.error_code END
+    outcome = ${attemptOutcomeSql('u.kind')},
+    error_code = CASE WHEN u.kind IN ${FAILURE_KINDS_SQL} THEN u.error_code END
   FROM (${attemptRowsSql(ctx, 'updated', 'attempt_count')}) u WHERE a.ctid = u.attempt_ctid
 ),
 failures AS (
   INSERT INTO ${failure} (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at)
   SELECT ${uuid}, u.id, u.attempt_count, u.error_code, u.error_message, u.trace_id, u.retryable, now()
-  FROM updated u WHERE u.kind IN ('RETRY', 'FAILED')
+  FROM updated u WHERE u.kind IN ${FAILURE_KINDS_SQL}
 ),
 dead AS (
   INSERT INTO ${deadLetter} (id, original_task_id, task_type, owner, payload_json, error_code, error_message, trace_id, attempt_count, moved_at)
   SELECT ${uuid}, u.id, u.task_type, u.owner, u.payload_json, u.error_code, u.error_message, COALESCE(u.trace_id, u.task_trace_id),
     u.attempt_count, now()
-  FROM updated u WHERE u.status = 'FAILED'
+  FROM updated u WHERE u.status = ${STATUS_SQL.FAILED}
 )
 SELECT updated.ord FROM updated;
 END
@@ -154,8 +151,8 @@ function compareText(a: string, b: string): number {
 /** One outcome as the 18 column values of finishSql's unnest, in order. */
 function outcomeRow(outcome: AttemptOutcome): unknown[] {
   const { lease } = outcome;
-  const success = outcome.kind === 'SUCCESS' || outcome.kind === 'PARTIAL_SUCCESS';
-  const failure = outcome.kind === 'RETRY' || outcome.kind === 'FAILED' ? outcome.failure : null;
+  const success = isSuccess(outcome);
+  const failure = hasFailure(outcome) ? outcome.failure : null;
   return [
     lease.taskId,
     lease.workerId,

@@ -15,9 +15,11 @@ import { StoreError } from '../../core/errors.js';
 import type { NewTask, Task } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { InsertTaskResult } from '../types.js';
-import { run, sql, type PgContext, type Queryable } from './context.js';
+import { run, sql, type PgContext, type Queryable } from './connection.js';
 import { checkNewTask, decodePostgres, storableJson } from './encode.js';
-import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './listener.js';
+import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './wakeups.js';
+import { TaskStatus } from '../../core/status.js';
+import { STATUS_SQL } from '../rules/index.js';
 
 const MAX_ROUNDS = 3;
 
@@ -75,7 +77,7 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
 /** The Task a fresh insert made, without reading the row back. */
 function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
   return {
-    id: input.id, taskType: input.taskType, status: 'QUEUED', priority: input.priority, payload: JSON.parse(input.payloadJson) as unknown,
+    id: input.id, taskType: input.taskType, status: TaskStatus.QUEUED, priority: input.priority, payload: JSON.parse(input.payloadJson) as unknown,
     availableAt, deadlineAt: input.deadlineAt, leaseOwner: null, leaseUntil: null, attemptCount: 0, attemptBase: 0,
     maxAttempts: input.maxAttempts, artifactId: null, owner: input.owner, idempotencyKey: input.idempotencyKey, progress: null,
     result: null, lastErrorCode: null, traceId: input.traceId, createdAt, updatedAt: createdAt, startedAt: null, finishedAt: null,
@@ -94,7 +96,7 @@ WITH input AS (
 inserted AS (
   INSERT INTO ${task} (id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
                        max_attempts, owner, idempotency_key, trace_id, create_time, update_time)
-  SELECT id, task_type, 'QUEUED', priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
+  SELECT id, task_type, ${STATUS_SQL.QUEUED}, priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
          deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, now(), now()
   FROM input ORDER BY ord
   ${keyed ? "ON CONFLICT (task_type, COALESCE(owner, ''), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING" : ''}

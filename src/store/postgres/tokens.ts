@@ -1,6 +1,6 @@
 /** API tokens on PostgreSQL (see ../tokens.ts), in the store's schema, on its pool. */
 import { TOKEN_COLUMNS, tokenFromRow, type ApiTokenRecord, type NewApiToken, type TokenStore } from '../tokens.js';
-import { run } from './context.js';
+import { run } from './connection.js';
 import { quoteIdent } from './options.js';
 import type { PostgresStore } from './store.js';
 

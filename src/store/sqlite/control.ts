@@ -3,23 +3,20 @@
  * policies, cleanup, the worker registry and analysis data. Each function
  * runs inside a transaction the store opens.
  */
-import type Database from 'better-sqlite3';
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
-import { statement } from './statements.js';
-import { decodeSqlite, fromSqliteTime, toSqliteTime } from './time.js';
+import { REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
+import { statement, type Db } from './connection.js';
+import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 
-const TERMINAL = `('SUCCESS','PARTIAL_SUCCESS','FAILED','CANCELLED')`;
-
-export function replayDeadLetters(db: Database.Database, ids: readonly string[], scope: Scope, now: string): ReplayResult[] {
+export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string): ReplayResult[] {
   const owner = scopeOwner(scope);
   const find = statement(db, `SELECT * FROM system_async_task_dead_letter WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`);
   const requeue = statement(db,
-    `UPDATE system_async_task SET status = 'QUEUED', attempt_base = attempt_count, available_at = ?, finish_time = NULL,
-       lease_owner = NULL, lease_until = NULL, update_time = ? WHERE id = ? AND status = 'FAILED'`);
+    `UPDATE system_async_task SET ${replayAssignments('@now').join(', ')} WHERE id = @id AND status = ${REPLAYABLE_STATUS}`);
   const exists = statement(db, 'SELECT status FROM system_async_task WHERE id = ?');
   const mark = statement(db, 'UPDATE system_async_task_dead_letter SET replayed_at = ?, replay_task_id = ? WHERE id = ?');
   return ids.map((id): ReplayResult => {
@@ -28,7 +25,7 @@ export function replayDeadLetters(db: Database.Database, ids: readonly string[],
     if (letter.replayed_at !== null) return { id, outcome: 'ALREADY_REPLAYED', taskId: letter.replay_task_id as string };
     if (letter.archived_at !== null) return { id, outcome: 'ARCHIVED', taskId: null };
     const taskId = String(letter.original_task_id);
-    if (requeue.run(now, now, taskId).changes === 1) {
+    if (requeue.run({ now, id: taskId }).changes === 1) {
       mark.run(now, taskId, id);
       return { id, outcome: 'REPLAYED', taskId };
     }
@@ -36,14 +33,14 @@ export function replayDeadLetters(db: Database.Database, ids: readonly string[],
   });
 }
 
-export function archiveDeadLetters(db: Database.Database, ids: readonly string[], scope: Scope, now: string): number {
+export function archiveDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string): number {
   const owner = scopeOwner(scope);
   const archive = statement(db,
     `UPDATE system_async_task_dead_letter SET archived_at = ? WHERE id = ? AND archived_at IS NULL ${owner === null ? '' : 'AND owner = ?'}`);
   return ids.reduce((sum, id) => sum + archive.run(...(owner === null ? [now, id] : [now, id, owner])).changes, 0);
 }
 
-export function savePolicy(db: Database.Database, policy: PolicyInput, now: string): Policy {
+export function savePolicy(db: Db, policy: PolicyInput, now: string): Policy {
   statement(db,
     `INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time)
      VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -54,22 +51,22 @@ export function savePolicy(db: Database.Database, policy: PolicyInput, now: stri
   return { ...policy, updatedAt: fromSqliteTime(now) };
 }
 
-export function listPolicies(db: Database.Database): Policy[] {
+export function listPolicies(db: Db): Policy[] {
   const rows = statement(db, 'SELECT * FROM system_async_task_policy ORDER BY policy_key').all() as Row[];
   return rows.map((row) => policyFromRow(row, decodeSqlite));
 }
 
-export function purgeTerminalTasks(db: Database.Database, finishedBefore: Date, batchSize: number, now: string): PurgeResult {
+export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: number, now: string): PurgeResult {
   const cutoff = toSqliteTime(finishedBefore.getTime());
   const ids = (statement(db,
-    `SELECT id FROM system_async_task WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL} ORDER BY finish_time LIMIT ?`,
+    `SELECT id FROM system_async_task WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL} ORDER BY finish_time LIMIT ?`,
   ).all(cutoff, batchSize) as { id: string }[]).map((row) => row.id);
   const result: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
   const archive = statement(db, 'UPDATE system_async_task_dead_letter SET archived_at = ? WHERE original_task_id = ? AND archived_at IS NULL');
   const attempts = statement(db, 'DELETE FROM system_async_task_attempt WHERE task_id = ?');
   const failures = statement(db, 'DELETE FROM system_async_task_failure WHERE task_id = ?');
   // Re-checked: an operator may have retried the task since it was selected.
-  const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finish_time < ? AND status IN ${TERMINAL}`);
+  const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finish_time < ? AND status IN ${TERMINAL_SQL}`);
   for (const id of ids) {
     if (task.run(id, cutoff).changes === 0) continue;
     result.tasks += 1;
@@ -80,7 +77,7 @@ export function purgeTerminalTasks(db: Database.Database, finishedBefore: Date, 
   return result;
 }
 
-export function registerWorker(db: Database.Database, worker: WorkerRegistration, now: string): void {
+export function registerWorker(db: Db, worker: WorkerRegistration, now: string): void {
   statement(db,
     `INSERT INTO system_async_task_worker (worker_id, host, pid, task_types, concurrency, started_at, last_seen_at)
      VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -88,12 +85,12 @@ export function registerWorker(db: Database.Database, worker: WorkerRegistration
   ).run(worker.workerId, worker.host, worker.pid, JSON.stringify(worker.taskTypes), worker.concurrency, now, now);
 }
 
-export function listWorkers(db: Database.Database, seenAfter: string): WorkerRecord[] {
+export function listWorkers(db: Db, seenAfter: string): WorkerRecord[] {
   const rows = statement(db, 'SELECT * FROM system_async_task_worker WHERE last_seen_at >= ? ORDER BY worker_id').all(seenAfter) as Row[];
   return rows.map((row) => workerFromRow(row, decodeSqlite));
 }
 
-export function analysisData(db: Database.Database, taskType: string, since: Date, sampleLimit: number): AnalysisData {
+export function analysisData(db: Db, taskType: string, since: Date, sampleLimit: number): AnalysisData {
   const from = toSqliteTime(since.getTime());
   const statusCounts = emptyStatusCounts();
   const counts = statement(db, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status')
@@ -113,4 +110,12 @@ export function analysisData(db: Database.Database, taskType: string, since: Dat
      ${where} GROUP BY f.error_code ORDER BY n DESC, f.error_code`,
   ).all(...where.values) as { error_code: string; n: number }[]).map((row) => ({ errorCode: row.error_code, count: row.n }));
   return { statusCounts, attempts, failureCounts };
+}
+
+export function deletePolicy(db: Db, policyKey: string): boolean {
+  return statement(db, 'DELETE FROM system_async_task_policy WHERE policy_key = ?').run(policyKey).changes === 1;
+}
+
+export function unregisterWorker(db: Db, workerId: string): void {
+  statement(db, 'DELETE FROM system_async_task_worker WHERE worker_id = ?').run(workerId);
 }

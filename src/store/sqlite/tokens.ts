@@ -1,8 +1,8 @@
 /** API tokens on SQLite (see ../tokens.ts); times are the store's UTC text. */
 import { TOKEN_COLUMNS, tokenFromRow, type ApiTokenRecord, type NewApiToken, type TokenStore } from '../tokens.js';
-import { statement } from './statements.js';
+import { statement } from './connection.js';
 import type { SqliteStore } from './store.js';
-import { fromSqliteTime, toSqliteTime } from './time.js';
+import { fromSqliteTime, toSqliteTime } from './encode.js';
 
 export class SqliteTokenStore implements TokenStore {
   constructor(private readonly store: SqliteStore) {}

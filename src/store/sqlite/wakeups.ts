@@ -1,5 +1,6 @@
 /**
- * Cross-process wake-ups for SQLite: every commit, from any process on this
+ * Wake-ups on SQLite. In-process: the store publishes its own writes on a
+ * LocalBus (base.ts). Cross-process: every commit, from any process on this
  * machine, appends to the database's -wal file. Watching that file lets an
  * idle worker claim at once what another process submitted, instead of at its
  * next poll (polling stays the fallback where fs.watch is not supported).

@@ -1,5 +1,8 @@
 /**
- * LISTEN/NOTIFY wake-ups. One dedicated connection per store — never a pool
+ * Wake-ups on PostgreSQL: LISTEN/NOTIFY, heard by every process.
+ * Submits, status changes and replays NOTIFY inside their own statement (so
+ * a rolled-back submit wakes nobody); the other writes that owe a wake-up
+ * (base.ts) send one after they commit (notifyPayload). One dedicated connection per store — never a pool
  * client, so a busy pool cannot starve it and it never holds one — opened
  * lazily on the first subscribe. When it dies (server restart,
  * pg_terminate_backend, network) it reconnects with capped exponential
@@ -22,13 +25,14 @@ import { quoteIdent } from './options.js';
 export const MAX_NOTIFY_BYTES = 7900;
 export const WAKE_ALL_PAYLOAD = '{"k":"s","t":[]}';
 
+/** An event as its NOTIFY payload (see above); the caller keeps it under MAX_NOTIFY_BYTES. */
+export function notifyPayload(event: StoreEvent): string {
+  if (event.kind === 'cancelRequested') return JSON.stringify({ k: 'c', i: event.taskIds });
+  return event.taskTypes.length === 0 ? WAKE_ALL_PAYLOAD : JSON.stringify({ k: 's', t: event.taskTypes });
+}
+
 const MIN_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 5000;
-
-export interface ListenerHooks {
-  /** A connection problem (already handled by reconnecting); for logs. */
-  onError?: (error: unknown) => void;
-}
 
 export class PgListener {
   private readonly listeners = new Set<StoreListener>();
@@ -42,7 +46,6 @@ export class PgListener {
   constructor(
     private readonly config: pg.ClientConfig,
     private readonly channel: string,
-    private readonly hooks: ListenerHooks = {},
   ) {}
 
   /** True while the LISTEN connection is up (diagnostics and tests). */
@@ -73,18 +76,18 @@ export class PgListener {
 
   private async connect(): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({ keepAlive: true, keepAliveInitialDelayMillis: 10_000, ...this.config });
+    const client = new pg.Client(this.config);
     this.client = client;
-    client.on('error', (error) => this.lost(client, error));
-    client.on('end', () => this.lost(client, null));
+    client.on('error', () => this.lost(client));
+    client.on('end', () => this.lost(client));
     client.on('notification', (message) => {
       if (message.channel === this.channel && message.payload !== undefined) this.deliverPayload(message.payload);
     });
     try {
       await client.connect();
       await client.query(`LISTEN ${quoteIdent(this.channel)}`);
-    } catch (error) {
-      this.lost(client, error);
+    } catch {
+      this.lost(client);
       return;
     }
     if (this.client !== client) return; // closed or replaced while connecting
@@ -95,13 +98,12 @@ export class PgListener {
     this.deliver({ kind: 'submitted', taskTypes: [] });
   }
 
-  private lost(client: pg.Client, error: unknown): void {
+  private lost(client: pg.Client): void {
     if (this.client !== client) return; // an old connection's late event
     this.client = null;
     this.listeningNow = false;
     client.end().catch(() => undefined);
     if (this.closed) return;
-    if (error) this.hooks.onError?.(error);
     const backoff = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** this.failures);
     this.failures += 1;
     this.retryTimer = setTimeout(() => {

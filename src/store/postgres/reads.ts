@@ -1,19 +1,15 @@
 /**
- * Reads (tasks, history) and the operator's status changes. Filters are
- * added as SQL text only for their shape ("owner = $n"); every value is a
- * parameter.
+ * Read-only queries (tasks, counts, history). Filters are added as SQL text
+ * only for their shape ("owner = $n"); every value is a parameter. Scope is
+ * always a WHERE term, so a task outside it answers exactly like a missing one.
  */
-import { InvalidOptionsError } from '../../core/errors.js';
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
-import type {
-  AttemptRecord, ChangeStatusParams, ChangeStatusResult, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskPage,
-} from '../types.js';
-import { run, type PgContext } from './context.js';
+import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskPage } from '../types.js';
+import { run, type PgContext } from './connection.js';
 import { decodePostgres } from './encode.js';
-import { WAKE_ALL_PAYLOAD } from './listener.js';
 
 /** Collects WHERE conditions and their parameters. */
 class Where {
@@ -64,53 +60,6 @@ export async function countByStatus(ctx: PgContext, scope: Scope, taskType: stri
   const counts = emptyStatusCounts();
   for (const row of result.rows) if (isTaskStatus(row.status)) counts[row.status] = row.n;
   return counts;
-}
-
-/**
- * One statement: lock the matching rows in id order, change them, NOTIFY
- * (cancel requests by id in chunks under the payload limit; requeues as a
- * wake-up for every type), and answer for every id.
- */
-export async function changeStatus(ctx: PgContext, params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
-  if (!isTaskStatus(params.to)) throw new InvalidOptionsError('changeStatus', 'to', `is not a status: ${String(params.to)}`);
-  if (params.ids.length === 0) return [];
-  const owner = scopeOwner(params.scope);
-  const values: unknown[] = [[...params.ids], [...params.from], params.to, owner, params.availableAt ?? null, ctx.channel];
-  const sets = ['status = $3', 'update_time = now()'];
-  if (params.to === 'QUEUED' || params.to === 'CANCELLED') sets.push('lease_owner = NULL', 'lease_until = NULL');
-  if (params.to === 'QUEUED') sets.push('finish_time = NULL');
-  if (params.to === 'CANCELLED') sets.push('finish_time = now()');
-  if (params.newCycle) sets.push('attempt_base = t.attempt_count');
-  sets.push('available_at = COALESCE($5::timestamptz, t.available_at)'); // always referenced: every $n needs a type
-  const inScope = owner === null ? '$4::text IS NULL' : 'owner = $4';
-  const sql = `
-WITH input AS (SELECT * FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord)),
-locked AS MATERIALIZED (
-  SELECT id FROM ${ctx.tables.task} WHERE id = ANY($1::text[]) AND ${inScope} AND status = ANY($2::text[])
-  ORDER BY id COLLATE "C" FOR UPDATE
-),
-changed AS (
-  UPDATE ${ctx.tables.task} t SET ${sets.join(', ')} WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) RETURNING t.id, t.status
-),
-notified AS (${notifySql(params.to)})
-SELECT i.id, c.id IS NOT NULL AS applied, COALESCE(c.status, cur.status) AS status, note.n AS notified
-FROM input i
-LEFT JOIN changed c ON c.id = i.id
-LEFT JOIN ${ctx.tables.task} cur ON cur.id = i.id AND ${inScope.replace('owner', 'cur.owner')}
-CROSS JOIN (SELECT count(*) AS n FROM notified) AS note
-ORDER BY i.ord`;
-  const result = await run<{ id: string; applied: boolean; status: TaskStatus | null }>(ctx.pool, 'changing task status', sql, values);
-  return result.rows.map((row) => ({ id: row.id, applied: row.applied, status: row.status }));
-}
-
-function notifySql(to: TaskStatus): string {
-  if (to === 'CANCEL_REQUESTED') {
-    // Ids are ≤ 128 bytes (encode.ts); chunks of 7000 bytes stay under the payload limit.
-    return `SELECT pg_notify($6, json_build_object('k', 'c', 'i', array_agg(id))::text) FROM (
-      SELECT id, (sum(octet_length(id) + 3) OVER (ORDER BY id)) / 7000 AS chunk FROM changed) AS ids GROUP BY chunk`;
-  }
-  if (to === 'QUEUED') return `SELECT pg_notify($6, '${WAKE_ALL_PAYLOAD}') FROM changed HAVING count(*) > 0`;
-  return `SELECT 1 WHERE $6::text IS NOT NULL AND false`;
 }
 
 /** Dead letters neither replayed nor archived. */

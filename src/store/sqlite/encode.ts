@@ -1,3 +1,4 @@
+/** Values to and from SQLite: UTC times as sortable text, JSON as text. */
 import type { Decode } from '../rows.js';
 import { TimeTextCache } from '../time-cache.js';
 
