@@ -48,6 +48,7 @@ const { token } = await server.client.tokens.create({ name: `npm start ${new Dat
 
 console.log(`
 tasklease is running at ${server.url}
+  dashboard:  ${server.url}/ui/   (log in with the token below)
   API docs:   ${server.url}/docs   (OpenAPI: ${server.url}/openapi.json)
   admin token (shown once, valid 7 days):
     ${token}

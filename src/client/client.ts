@@ -19,6 +19,7 @@ import { diagnose, type Diagnosis } from './diagnose.js';
 import { GLOBAL_POLICY_KEY, PolicyApi, typePolicyKey } from './policies.js';
 import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core/definition.js';
 import { cutPage, windowCursor } from './time-window.js';
+import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
 import { prepareTask, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
@@ -236,6 +237,16 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   /** Counts, durations, queue waits and failure codes of a type over the last hours (seed article 2, analyze-performance.sh). */
   analyze(taskType: string, hours = 24): Promise<Analysis> {
     return analyze(this.store, taskType, hours);
+  }
+
+  /** A cluster-wide snapshot for dashboards: counts, limits in use, dead letters, workers, recent queue wait (stats.ts). */
+  stats(options: { queueWaitWindowMs?: number; workerSeenWithinMs?: number } = {}): Promise<ClusterStats> {
+    checkKnownKeys('stats', options, ['queueWaitWindowMs', 'workerSeenWithinMs']);
+    const queueWaitWindowMs = options.queueWaitWindowMs ?? 300_000;
+    const workerSeenWithinMs = options.workerSeenWithinMs ?? 60_000;
+    checkInteger('stats', 'queueWaitWindowMs', queueWaitWindowMs, { min: 1000, max: 86_400_000 });
+    checkInteger('stats', 'workerSeenWithinMs', workerSeenWithinMs, { min: 1000, max: 86_400_000 });
+    return clusterStats(this.store, { ...this.defaultLimits, queueWaitWindowMs, workerSeenWithinMs });
   }
 
   /** Workers seen within `seenWithinMs` (default 60 s) of the database clock, with the types they run. */

@@ -12,6 +12,7 @@ import { Scope } from '../core/scope.js';
 import { TOKEN_PREFIX, type TokenApi } from '../client/tokens.js';
 import { TOKEN_ROLES, type TokenRole } from '../store/tokens.js';
 import type { JwtOptions } from './options.js';
+import { sessionCredential } from './ui-session.js';
 
 export interface Principal {
   role: TokenRole;
@@ -40,6 +41,9 @@ export class Authenticator {
   /** The caller, or an AccessError saying what was wrong (never which part of a token). */
   async authenticate(request: FastifyRequest): Promise<Principal> {
     const header = request.headers.authorization;
+    // The dashboard's session cookie (ui-session.ts): checked for cross-site use before it counts.
+    const session = header === undefined ? sessionCredential(request) : null;
+    if (session !== null) return this.verifyCredential(session);
     if (header === undefined) {
       const elsewhere = CREDENTIAL_ELSEWHERE.find((name) => request.headers[name] !== undefined)
         ?? (/[?&](access_token|token|api_key)=/.test(request.url) ? 'the query string' : undefined);
@@ -48,7 +52,11 @@ export class Authenticator {
     }
     const match = /^Bearer ([\x21-\x7e]{1,4096})$/i.exec(header);
     if (!match) throw new AccessError('UNAUTHENTICATED', 'the Authorization header must be "Bearer <token>"');
-    const credential = match[1]!;
+    return this.verifyCredential(match[1]!);
+  }
+
+  /** An API token or a JWT, however it came (header, or the dashboard's login and session). */
+  async verifyCredential(credential: string): Promise<Principal> {
     if (credential.startsWith(TOKEN_PREFIX)) return this.fromToken(credential);
     if (this.jwtKey && credential.split('.').length === 3) return this.fromJwt(credential);
     throw new AccessError('UNAUTHENTICATED', 'unknown, expired or revoked token');

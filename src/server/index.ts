@@ -22,6 +22,7 @@ import { probeRoutes } from './probe-routes.js';
 import type { RouteContext } from './routes.js';
 import { SseStreams } from './sse.js';
 import { TaskEventHub } from './task-events.js';
+import { dashboardRoutes } from './ui-routes.js';
 import { userRoutes } from './user-routes.js';
 
 export type { ServerOptions, JwtOptions } from './options.js';
@@ -75,8 +76,10 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
   const streams = new SseStreams(sse);
   let started = false;
   const context: RouteContext = { client, worker, metrics, events, sse, backlogThreshold: options.backlogThreshold ?? 1000, started: () => started };
-  const routes = [...userRoutes(streams), ...adminRoutes(), ...adminOpsRoutes(), ...probeRoutes({ publicMetrics: options.publicMetrics ?? false })];
-  const app = await buildApp({ options, context, routes, authenticator: new Authenticator(client.tokens, options.jwt) });
+  const authenticator = new Authenticator(client.tokens, options.jwt);
+  const routes = [...userRoutes(streams), ...adminRoutes(), ...adminOpsRoutes(), ...probeRoutes({ publicMetrics: options.publicMetrics ?? false }),
+    ...dashboardRoutes({ authenticator })];
+  const app = await buildApp({ options, context, routes, authenticator });
   // Streams never end on their own while tasks run: end them first, or close() would wait for them.
   app.addHook('preClose', async () => streams.closeAll());
 

@@ -87,6 +87,14 @@ export const EXAMPLES: Record<string, Builder> = {
   'GET /metrics': get('/metrics'),
   'GET /actuator/prometheus': get('/actuator/prometheus'),
   'GET /openapi.json': get('/openapi.json'),
+
+  // The dashboard (src/server/ui-routes.ts): its files, its login session, the stats its overview polls.
+  'GET /ui': get('/ui'),
+  'GET /ui/*': get('/ui/index.html'),
+  'POST /api/v1/session': async (r) => ({ method: 'POST', path: '/api/v1/session', body: { token: r.tokens.operator } }),
+  'GET /api/v1/session': get('/api/v1/session'),
+  'DELETE /api/v1/session': async () => ({ method: 'DELETE', path: '/api/v1/session' }),
+  [`GET ${A}/stats`]: get(`${A}/stats`),
 };
 
 /** swagger-ui's own routes (all GET): their paths are the example, a wildcard asks for the page. */

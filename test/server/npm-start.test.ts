@@ -34,6 +34,9 @@ describe('npm start', () => {
       expect(listed.tasks.map((t) => t.taskType).sort()).toEqual(['email.send', 'patients.import', 'reminder.send', 'video.transcode']);
       expect((await fetch(`${url}/api/v1/tasks`)).status).toBe(401);
       expect((await fetch(`${url}/docs`)).status).toBe(200);
+      // The dashboard's URL is printed and serves (dist/ui: npm start's prestart builds it, the tests' globalSetup here).
+      expect(out).toContain(`dashboard:  ${url}/ui/`);
+      expect((await fetch(`${url}/ui/`)).status).toBe(200);
       await waitFor(async () => {
         const running = (await (await fetch(`${url}/api/v1/tasks?status=RUNNING`, { headers })).json()) as { tasks: unknown[] };
         return running.tasks.length > 0;
