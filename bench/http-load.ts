@@ -1,5 +1,5 @@
 /**
- * HTTP load check (issue 13), loopback only, bounded: a server on a fresh
+ * HTTP load check, loopback only, bounded: a server on a fresh
  * SQLite file (or BENCH_DATABASE_URL), no worker, autocannon against
  * POST /api/v1/tasks (submit) and GET /api/v1/tasks/:id (get).
  *
