@@ -53,7 +53,7 @@ const METHODS = [
   'migrate', 'now', 'schemaVersion', 'subscribe', 'insertTasks', 'getTask', 'listTasks', 'countByStatus', 'changeStatus',
   'claimTasks', 'renewLeases', 'saveProgress', 'finishAttempts', 'finishAndClaim', 'releaseTasks', 'recover', 'listAttempts',
   'listFailures', 'listDeadLetters', 'countDeadLetters', 'replayDeadLetters', 'archiveDeadLetters', 'savePolicy', 'listPolicies',
-  'deletePolicy', 'purgeTerminalTasks', 'registerWorker', 'unregisterWorker', 'listWorkers', 'leasedCounts', 'analysisData',
+  'deletePolicy', 'purgeTerminalTasks', 'purgeDeadLetters', 'registerWorker', 'unregisterWorker', 'listWorkers', 'leasedCounts', 'analysisData',
 ] as const satisfies readonly Method[];
 type Missing = Exclude<Method, (typeof METHODS)[number]>;
 const everyMethodListed: Missing extends never ? true : Missing = true;

@@ -155,6 +155,12 @@ export interface ControlStore {
    * delete re-checks status and finished_at.
    */
   purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult>;
+  /**
+   * One batch of dead-letter cleanup (the seed's archiveAndClean): deletes up
+   * to `batchSize` dead letters archived before `archivedBefore`; a dead
+   * letter never archived is never deleted. Returns how many were deleted.
+   */
+  purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number>;
   /** Workers seen within `seenWithinMs` of the database clock. */
   listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]>;
   /** RUNNING + CANCEL_REQUESTED rows per type (what the limits count). */

@@ -44,6 +44,7 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   listPolicies: (s) => s.listPolicies(),
   deletePolicy: (s) => s.deletePolicy({ policyKey: 'GLOBAL' }),
   purgeTerminalTasks: (s) => s.purgeTerminalTasks({ finishedBefore: new Date(), batchSize: 10 }),
+  purgeDeadLetters: (s) => s.purgeDeadLetters({ archivedBefore: new Date(), batchSize: 10 }),
   registerWorker: (s) => s.registerWorker({ worker: { workerId: 'w1', host: 'h', pid: 1, taskTypes: ['alpha'], concurrency: 1 } }),
   unregisterWorker: (s) => s.unregisterWorker({ workerId: 'w1' }),
   listWorkers: (s) => s.listWorkers({ seenWithinMs: 1000 }),

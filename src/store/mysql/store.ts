@@ -196,6 +196,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.db.transaction((conn) => control.purgeTerminalTasks(this.db, conn, params.finishedBefore, params.batchSize));
   }
 
+  purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {
+    return this.db.run((conn) => control.purgeDeadLetters(this.db, conn, params.archivedBefore, params.batchSize));
+  }
+
   listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]> {
     return this.db.run((conn) => control.listWorkers(this.db, conn, params.seenWithinMs));
   }

@@ -231,6 +231,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
   }
 
+  async purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {
+    return control.purgeDeadLetters(this.ctx, params.archivedBefore, params.batchSize);
+  }
+
   async listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]> {
     return control.listWorkers(this.ctx, params.seenWithinMs);
   }

@@ -216,6 +216,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.write(() => control.purgeTerminalTasks(this.db, params.finishedBefore, params.batchSize, this.nowText()));
   }
 
+  async purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {
+    return this.write(() => control.purgeDeadLetters(this.db, params.archivedBefore, params.batchSize));
+  }
+
   async listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]> {
     return control.listWorkers(this.db, toSqliteTime(this.clock() - params.seenWithinMs));
   }
