@@ -1,6 +1,6 @@
 /**
  * Admin API, continued: the dead-letter queue (list with type and time window,
- * replay one or a batch, archive), the worker registry, and API tokens (admin
+ * replay one or a batch, archive, clean the archived), the worker registry, and API tokens (admin
  * only: operators cannot mint themselves more power).
  */
 import type { FastifyRequest } from 'fastify';
@@ -56,6 +56,20 @@ export function adminOpsRoutes(): RouteSpec[] {
       async handler(request, _reply, { client }) {
         const parts = await inBatches(request.body as string[], (batch) => client.deadLetters.archive(batch));
         return ok({ archived: parts.reduce((sum, n) => sum + n, 0) });
+      },
+    },
+    {
+      method: 'POST', url: `${p}/dead-letters/clean`, access: 'operator', tags,
+      summary: 'Delete dead letters archived more than retentionDays ago (0: every archived one), in batches; waiting ones are never deleted (seed: archiveAndClean)',
+      schema: {
+        querystring: {
+          type: 'object', required: ['retentionDays'], additionalProperties: false,
+          properties: { retentionDays: { type: 'number', minimum: 0, maximum: 36500 }, batchSize: { type: 'integer', minimum: 1, maximum: 10_000, default: 500 } },
+        },
+      },
+      async handler(request, _reply, { client }) {
+        const q = request.query as { retentionDays: number; batchSize: number };
+        return ok(await client.deadLetters.clean({ retentionDays: q.retentionDays, batchSize: q.batchSize }));
       },
     },
     {
