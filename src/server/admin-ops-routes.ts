@@ -4,7 +4,7 @@
  * only: operators cannot mint themselves more power).
  */
 import type { FastifyRequest } from 'fastify';
-import { MAX_BATCH_IDS, ID_PATTERN, idList, idParams } from './schemas.js';
+import { MAX_BATCH_IDS, ID_PATTERN, idList, idParams, retentionQuery, type RetentionQuery } from './schemas.js';
 import { ADMIN_PREFIX, inBatches } from './admin-routes.js';
 import { ok, type RouteSpec } from './routes.js';
 import type { ReplayResult } from '../store/types.js';
@@ -61,15 +61,10 @@ export function adminOpsRoutes(): RouteSpec[] {
     {
       method: 'POST', url: `${p}/dead-letters/clean`, access: 'operator', tags,
       summary: 'Delete dead letters archived more than retentionDays ago (0: every archived one), in batches; waiting ones are never deleted (seed: archiveAndClean)',
-      schema: {
-        querystring: {
-          type: 'object', required: ['retentionDays'], additionalProperties: false,
-          properties: { retentionDays: { type: 'number', minimum: 0, maximum: 36500 }, batchSize: { type: 'integer', minimum: 1, maximum: 10_000, default: 500 } },
-        },
-      },
+      schema: { querystring: retentionQuery(0) },
       async handler(request, _reply, { client }) {
-        const q = request.query as { retentionDays: number; batchSize: number };
-        return ok(await client.deadLetters.clean({ retentionDays: q.retentionDays, batchSize: q.batchSize }));
+        const { retentionDays, batchSize } = request.query as RetentionQuery;
+        return ok(await client.deadLetters.clean({ retentionDays, batchSize }));
       },
     },
     {

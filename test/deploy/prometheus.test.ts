@@ -56,7 +56,7 @@ describeOnServer(pgAvailable, 'PostgreSQL (for the pool gauges)', 'a real Promet
   let sqlite: SqliteStore;
   let schema: TestSchema;
   let pg: PostgresStore;
-  let server: TaskleaseServer | undefined;
+  let server: (TaskleaseServer & { url: string }) | undefined;
   let detachPg: (() => void) | undefined;
   let prometheus: RunningPrometheus | undefined;
   let producer: NodeJS.Timeout | undefined;
