@@ -40,7 +40,7 @@ const spent = { claim: { ms: 0, rows: 0, calls: 0 }, finish: { ms: 0, rows: 0, c
 const claimTasks = store.claimTasks.bind(store); const finishAttempts = store.finishAttempts.bind(store); const finishAndClaim = store.finishAndClaim.bind(store);
 store.claimTasks = async (p) => { const s = performance.now(); const r = await claimTasks(p); spent.claim.ms += performance.now() - s; spent.claim.rows += r.length; spent.claim.calls++; return r; };
 store.finishAndClaim = async (p) => { const s = performance.now(); const r = await finishAndClaim(p); const x = spent['finish+claim']; x.ms += performance.now() - s; x.rows += r.applied.length + r.claimed.length; x.calls++; return r; };
-store.finishAttempts = async (p) => { const s = performance.now(); const r = await finishAttempts(p); spent.finish.ms += performance.now() - s; spent.finish.rows += r.length; spent.finish.calls++; return r; };
+store.finishAttempts = async (p) => { const s = performance.now(); const r = await finishAttempts(p); spent.finish.ms += performance.now() - s; spent.finish.rows += r.applied.length; spent.finish.calls++; return r; };
 const worker = createWorker({ store, tasks: [t], concurrency: 10, prefetch: 500, globalConcurrency: Number(process.env.LIMITS?.split('/')[0] ?? 1e6), typeConcurrency: Number(process.env.LIMITS?.split('/')[1] ?? 1e6), recoveryIntervalMs: 0 });
 let done = 0; const marks: number[] = [];
 let vac = false;

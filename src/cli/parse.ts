@@ -23,9 +23,18 @@ export function integerOrDefault(min: number, max: number): (value: string) => n
 }
 
 export function positiveNumber(max: number): (value: string) => number {
+  return decimal((number) => number > 0 && number <= max, `must be a number above 0 and at most ${max}`);
+}
+
+export function nonNegativeNumber(max: number): (value: string) => number {
+  return decimal((number) => number <= max, `must be a number from 0 to ${max}`);
+}
+
+/** A plain decimal (no sign, no exponent) that passes `accept`. */
+function decimal(accept: (number: number) => boolean, message: string): (value: string) => number {
   return (value) => {
     const number = /^\d+(\.\d+)?$/.test(value.trim()) ? Number(value) : NaN;
-    if (!(number > 0) || number > max) throw new InvalidArgumentError(`must be a number above 0 and at most ${max}`);
+    if (Number.isNaN(number) || !accept(number)) throw new InvalidArgumentError(message);
     return number;
   };
 }

@@ -6,6 +6,7 @@
 import { ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
 import type { DeadLetter, ReplayResult, Store } from '../store/types.js';
+import { inBatches, retentionCutoff } from './cleanup.js';
 
 export const MAX_IDS_PER_CALL = 1000;
 
@@ -19,6 +20,24 @@ export interface DeadLetterListOptions {
   /** 1–1000, default 50. */
   limit?: number;
   cursor?: string;
+}
+
+export interface DeadLetterCleanOptions {
+  /** Delete dead letters archived more than this many days ago (0: every archived one)… */
+  retentionDays?: number;
+  /** …or give the cut-off itself. */
+  archivedBefore?: Date;
+  /** Rows per transaction, 1–10000. Default 500. */
+  batchSize?: number;
+  /** Stop after this many batches (a bounded run); default: until nothing is left. */
+  maxBatches?: number;
+  /** Called after each batch with the running count (progress bars). */
+  onBatch?: (deleted: number) => void;
+}
+
+export interface DeadLetterCleanResult {
+  deleted: number;
+  batches: number;
 }
 
 export class DeadLetterApi {
@@ -53,6 +72,25 @@ export class DeadLetterApi {
   async archive(ids: readonly string[], options: { scope?: Scope } = {}): Promise<number> {
     checkIds(ids);
     return this.store.archiveDeadLetters({ ids, scope: options.scope ?? Scope.global() });
+  }
+
+  /**
+   * Deletes archived dead letters archived before the retention, in batches
+   * (the seed's archiveAndClean). Dead letters still waiting, or replayed but
+   * not archived, are never deleted: archiving is the operator's decision.
+   */
+  async clean(options: DeadLetterCleanOptions): Promise<DeadLetterCleanResult> {
+    const archivedBefore = await retentionCutoff(this.store, options?.retentionDays, options?.archivedBefore, {
+      name: 'deadLetters.clean', before: 'archivedBefore', minDays: 0, why: 'a retention cannot be negative',
+    });
+    let deleted = 0;
+    const batches = await inBatches(options, async (batchSize) => {
+      const rows = await this.store.purgeDeadLetters({ archivedBefore, batchSize });
+      deleted += rows;
+      options.onBatch?.(deleted);
+      return rows;
+    });
+    return { deleted, batches };
   }
 }
 

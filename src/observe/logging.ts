@@ -60,8 +60,8 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
       else log.debug(fields, 'task attempt failed for good');
     }),
     worker.on('retryScheduled', ({ task, retryDelayMs }) => log.debug({ ...taskFields(task), retryDelayMs }, 'task retry scheduled')),
-    worker.on('deadLettered', ({ task, failure }) =>
-      log.error({ ...taskFields(task), ...failureFields(failure), ...payloadOf(task) }, 'task failed and moved to the dead letter queue')),
+    worker.on('deadLettered', ({ task, failure, deadLetterId }) =>
+      log.error({ ...taskFields(task), ...failureFields(failure), deadLetterId, ...payloadOf(task) }, 'task failed and moved to the dead letter queue')),
     worker.on('timedOut', ({ task, durationMs }) =>
       log.error({ ...taskFields(task), errorCode: 'TIMEOUT', exceptionType: 'TaskAbortedError', durationMs }, 'task timed out')),
     worker.on('cancelled', ({ task, durationMs }) => log.info({ ...taskFields(task), durationMs }, 'task cancelled')),

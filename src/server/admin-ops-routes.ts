@@ -1,10 +1,10 @@
 /**
  * Admin API, continued: the dead-letter queue (list with type and time window,
- * replay one or a batch, archive), the worker registry, and API tokens (admin
+ * replay one or a batch, archive, clean the archived), the worker registry, and API tokens (admin
  * only: operators cannot mint themselves more power).
  */
 import type { FastifyRequest } from 'fastify';
-import { MAX_BATCH_IDS, ID_PATTERN, idList, idParams } from './schemas.js';
+import { MAX_BATCH_IDS, ID_PATTERN, idList, idParams, retentionQuery, type RetentionQuery } from './schemas.js';
 import { ADMIN_PREFIX, inBatches } from './admin-routes.js';
 import { ok, type RouteSpec } from './routes.js';
 import type { ReplayResult } from '../store/types.js';
@@ -56,6 +56,15 @@ export function adminOpsRoutes(): RouteSpec[] {
       async handler(request, _reply, { client }) {
         const parts = await inBatches(request.body as string[], (batch) => client.deadLetters.archive(batch));
         return ok({ archived: parts.reduce((sum, n) => sum + n, 0) });
+      },
+    },
+    {
+      method: 'POST', url: `${p}/dead-letters/clean`, access: 'operator', tags,
+      summary: 'Delete dead letters archived more than retentionDays ago (0: every archived one), in batches; waiting ones are never deleted (seed: archiveAndClean)',
+      schema: { querystring: retentionQuery(0) },
+      async handler(request, _reply, { client }) {
+        const { retentionDays, batchSize } = request.query as RetentionQuery;
+        return ok(await client.deadLetters.clean({ retentionDays, batchSize }));
       },
     },
     {

@@ -11,7 +11,7 @@ import type { CancelManyResult } from '../client/client.js';
 import { MAX_IDS_PER_CALL } from '../client/dead-letters.js';
 import type { PolicyChange } from '../client/policies.js';
 import { ok, type RouteSpec } from './routes.js';
-import { idList, idParams } from './schemas.js';
+import { idList, idParams, retentionQuery, type RetentionQuery } from './schemas.js';
 
 export const ADMIN_PREFIX = '/api/admin/async-task';
 const tags = ['admin'];
@@ -102,15 +102,10 @@ export function adminRoutes(): RouteSpec[] {
     },
     {
       method: 'POST', url: `${p}/cleanup`, access: 'operator', tags, summary: 'Delete terminal tasks finished more than retentionDays ago, in batches (seed)',
-      schema: {
-        querystring: {
-          type: 'object', required: ['retentionDays'], additionalProperties: false,
-          properties: { retentionDays: { type: 'integer', minimum: 1, maximum: 36500 }, batchSize: { type: 'integer', minimum: 1, maximum: 10_000, default: 500 } },
-        },
-      },
+      schema: { querystring: retentionQuery(1) },
       async handler(request, _reply, { client }) {
-        const q = request.query as { retentionDays: number; batchSize: number };
-        return ok(await client.cleanup({ retentionDays: q.retentionDays, batchSize: q.batchSize }));
+        const { retentionDays, batchSize } = request.query as RetentionQuery;
+        return ok(await client.cleanup({ retentionDays, batchSize }));
       },
     },
     {

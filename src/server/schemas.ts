@@ -14,6 +14,18 @@ export const MAX_BATCH_IDS = 10_000;
 
 export const idList = { type: 'array', maxItems: MAX_BATCH_IDS, items: { type: 'string', pattern: ID_PATTERN } } as const;
 
+/** A retention run (task cleanup, dead-letter clean): whole days kept, at least `minDays`, and rows per batch. */
+export function retentionQuery(minDays: number) {
+  return {
+    type: 'object', required: ['retentionDays'], additionalProperties: false,
+    properties: { retentionDays: { type: 'integer', minimum: minDays, maximum: 36500 }, batchSize: { type: 'integer', minimum: 1, maximum: 10_000, default: 500 } },
+  } as const;
+}
+export interface RetentionQuery {
+  retentionDays: number;
+  batchSize: number;
+}
+
 const dateTime = { type: 'string', format: 'date-time' } as const;
 const text = (maxLength: number) => ({ type: 'string', minLength: 1, maxLength }) as const;
 

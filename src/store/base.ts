@@ -22,7 +22,7 @@ const EMPTY_ANSWERS: { [M in Method]?: (params: Params<M>) => Answer<M> | undefi
   insertTasks: (p) => (p.tasks.length === 0 ? [] : undefined),
   claimTasks: (p) => (p.limit <= 0 || p.taskTypes.length === 0 ? [] : undefined),
   renewLeases: (p) => (p.leases.length === 0 ? { renewed: [], cancelRequested: [], lost: [] } : undefined),
-  finishAttempts: (p) => (p.outcomes.length === 0 ? [] : undefined),
+  finishAttempts: (p) => (p.outcomes.length === 0 ? { applied: [], deadLetters: [] } : undefined),
   releaseTasks: (p) => (p.leases.length === 0 ? 0 : undefined),
   changeStatus: (p) => (p.ids.length === 0 ? [] : undefined),
   replayDeadLetters: (p) => (p.ids.length === 0 ? [] : undefined),
@@ -53,7 +53,7 @@ const METHODS = [
   'migrate', 'now', 'schemaVersion', 'subscribe', 'insertTasks', 'getTask', 'listTasks', 'countByStatus', 'changeStatus',
   'claimTasks', 'renewLeases', 'saveProgress', 'finishAttempts', 'finishAndClaim', 'releaseTasks', 'recover', 'listAttempts',
   'listFailures', 'listDeadLetters', 'countDeadLetters', 'replayDeadLetters', 'archiveDeadLetters', 'savePolicy', 'listPolicies',
-  'deletePolicy', 'purgeTerminalTasks', 'registerWorker', 'unregisterWorker', 'listWorkers', 'leasedCounts', 'analysisData',
+  'deletePolicy', 'purgeTerminalTasks', 'purgeDeadLetters', 'registerWorker', 'unregisterWorker', 'listWorkers', 'leasedCounts', 'analysisData',
 ] as const satisfies readonly Method[];
 type Missing = Exclude<Method, (typeof METHODS)[number]>;
 const everyMethodListed: Missing extends never ? true : Missing = true;
@@ -87,8 +87,8 @@ export abstract class StoreBase {
   /** Two calls where a dialect has no one-round-trip form (capabilities.finishAndClaim is false). */
   async finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult> {
     const self = this as unknown as Store;
-    const applied = await self.finishAttempts({ outcomes: params.outcomes });
-    return { applied, claimed: await self.claimTasks(params.claim) };
+    const finished = await self.finishAttempts({ outcomes: params.outcomes });
+    return { ...finished, claimed: await self.claimTasks(params.claim) };
   }
 }
 

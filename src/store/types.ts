@@ -91,8 +91,12 @@ export interface WorkerStore {
   renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult>;
   /** Fenced progress write; false when the lease is lost. */
   saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean>;
-  /** Writes the outcome of many attempts in as few statements as the dialect allows; fenced; one boolean per outcome. */
-  finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]>;
+  /**
+   * Writes the outcome of many attempts in as few statements as the dialect
+   * allows; fenced; one boolean per outcome, and the dead letter each outcome
+   * that ended FAILED made.
+   */
+  finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult>;
   /**
    * finishAttempts, then claimTasks; the claim counts the slots those outcomes
    * freed. With capabilities.finishAndClaim both travel in one transaction and
@@ -155,6 +159,12 @@ export interface ControlStore {
    * delete re-checks status and finished_at.
    */
   purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult>;
+  /**
+   * One batch of dead-letter cleanup (the seed's archiveAndClean): deletes up
+   * to `batchSize` dead letters archived before `archivedBefore`; a dead
+   * letter never archived is never deleted. Returns how many were deleted.
+   */
+  purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number>;
   /** Workers seen within `seenWithinMs` of the database clock. */
   listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]>;
   /** RUNNING + CANCEL_REQUESTED rows per type (what the limits count). */
@@ -218,9 +228,23 @@ export interface ClaimParams {
   typeConcurrency: number;
 }
 
-export interface FinishAndClaimResult {
-  /** One boolean per outcome, as finishAttempts answers. */
+export interface FinishResult {
+  /** One boolean per outcome, in input order: whether its fenced write applied (false: the lease is gone). */
   applied: boolean[];
+  /**
+   * The dead letter of each applied outcome that left its task FAILED (a FAILED
+   * outcome on a task with a cancel request ends CANCELLED and makes none).
+   * Empty on the common path: only failures for good carry an entry.
+   */
+  deadLetters: DeadLetterRef[];
+}
+
+export interface DeadLetterRef {
+  taskId: string;
+  deadLetterId: string;
+}
+
+export interface FinishAndClaimResult extends FinishResult {
   /** As claimTasks answers. */
   claimed: Task[];
 }

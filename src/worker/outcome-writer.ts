@@ -18,7 +18,7 @@ import type { Clock } from '../core/clock.js';
 import { ErrorCode, TaskLeaseError, ValidationError, truncate } from '../core/errors.js';
 import { newTraceId } from '../core/failure.js';
 import type { Task } from '../core/task.js';
-import type { AttemptOutcome, ClaimParams, Store } from '../store/types.js';
+import type { AttemptOutcome, ClaimParams, FinishResult, Store } from '../store/types.js';
 
 /** The worker's side of claiming along with an outcome write. */
 export interface ClaimAlong {
@@ -36,8 +36,11 @@ export interface PendingOutcome<T> {
 export interface OutcomeWriterOptions<T> {
   store: Store;
   clock: Clock;
-  /** Called per outcome with whether the fenced write applied (false: the lease is gone, or the outcome could not be written), and whether a claim went with it. */
-  onWritten: (item: PendingOutcome<T>, applied: boolean, claimedAlong: boolean) => void;
+  /**
+   * Called per outcome with whether the fenced write applied (false: the lease is gone, or the outcome could
+   * not be written), whether a claim went with it, and the dead letter it made (null: none).
+   */
+  onWritten: (item: PendingOutcome<T>, applied: boolean, claimedAlong: boolean, deadLetterId: string | null) => void;
   onError: (error: unknown) => void;
   /** Wait before retrying a write that could not reach the database. */
   retryDelayMs: number;
@@ -93,10 +96,10 @@ export class OutcomeWriter<T> {
     const { store, claimAlong } = this.options;
     const outcomes = batch.map((item) => item.outcome);
     const claim = store.capabilities.finishAndClaim && claimAlong ? claimAlong.begin() : null;
-    let results: boolean[];
+    let results: FinishResult;
     let claimed: Task[] = [];
     try {
-      if (claim) ({ applied: results, claimed } = await store.finishAndClaim({ outcomes, claim }));
+      if (claim) ({ claimed, ...results } = await store.finishAndClaim({ outcomes, claim }));
       else results = await store.finishAttempts({ outcomes });
     } catch (error) {
       if (claim) claimAlong!.end(null, claim);
@@ -108,7 +111,10 @@ export class OutcomeWriter<T> {
       this.pending.unshift(...batch);
       return false;
     }
-    batch.forEach((item, index) => this.options.onWritten(item, results[index] === true, claim !== null));
+    // Only failures for good carry a dead letter: the common batch looks nothing up.
+    const letters = results.deadLetters.length === 0 ? null : new Map(results.deadLetters.map((d) => [d.taskId, d.deadLetterId]));
+    batch.forEach((item, index) =>
+      this.options.onWritten(item, results.applied[index] === true, claim !== null, letters?.get(item.outcome.lease.taskId) ?? null));
     if (claim) claimAlong!.end(claimed, claim);
     return true;
   }
@@ -122,7 +128,7 @@ export class OutcomeWriter<T> {
     const item = batch[0]!;
     const { outcome } = item;
     if (outcome.kind === 'FAILED' && outcome.failure.errorCode === ErrorCode.OUTCOME_NOT_WRITABLE) {
-      this.options.onWritten(item, false, false); // refused twice: the sweep will deal with it when the lease expires
+      this.options.onWritten(item, false, false, null); // refused twice: the sweep will deal with it when the lease expires
       return;
     }
     const reason = error instanceof Error ? error.message : String(error);

@@ -84,7 +84,7 @@ export class Worker extends Emitter<WorkerEvents> {
     this.claims = new ClaimScheduler(store, o, this.table, clock, events, this.taskTypes, (tasks, sentAt) => this.adopt(tasks, sentAt));
     this.writer = new OutcomeWriter({
       store, clock, retryDelayMs: o.pollIntervalMs, claimAlong: this.claims,
-      onWritten: (item, applied, claimedAlong) => this.written(item, applied, claimedAlong),
+      onWritten: (item, applied, claimedAlong, deadLetterId) => this.written(item, applied, claimedAlong, deadLetterId),
       onError: (error) => events.emit('error', { operation: 'finishAttempts', error }),
     });
     this.executor = new Executor(o, this.table, this.leases, this.policies, clock, events, {
@@ -149,10 +149,10 @@ export class Worker extends Emitter<WorkerEvents> {
     if (forgotten || (this.table.waiting === 0 && !this.claims.lastClaimShort)) this.claims.request();
   }
 
-  private written(item: PendingOutcome<Execution>, applied: boolean, claimedAlong: boolean): void {
+  private written(item: PendingOutcome<Execution>, applied: boolean, claimedAlong: boolean, deadLetterId: string | null): void {
     const execution = item.token;
     this.table.moveTo(execution, applied ? 'done' : 'lost');
-    if (applied) announceOutcome(this.announcer, execution.task, item.outcome, this.options.clock.now() - execution.startedAt);
+    if (applied) announceOutcome(this.announcer, execution.task, item.outcome, this.options.clock.now() - execution.startedAt, deadLetterId);
     else this.emit('leaseLost', { task: execution.task, reason: 'write' });
     this.table.forgetIfSettled(execution);
     // A claim that went with this write already counted the slot it freed.

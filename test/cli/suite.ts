@@ -308,6 +308,18 @@ export function cliSuite(target: CliTarget): void {
         expect((await tl(['dlq', 'list', '--json'])).json()).toMatchObject({ waiting: 0 });
         const archivedAgain = await tl(['dlq', 'archive', open[0]!]);
         expect([archivedAgain.code, archivedAgain.stdout]).toEqual([3, expect.stringContaining('archived 0 of 1')]);
+
+        const kept = await tl(['dlq', 'clean', '--retention-days', '1', '--json']);
+        expect(kept.code, kept.stderr).toBe(0);
+        expect(kept.json()).toMatchObject({ deleted: 0, batches: 1 });
+        const cleaned = await tl(['dlq', 'clean', '--retention-days', '0', '--batch-size', '2']);
+        expect([cleaned.code, cleaned.stdout]).toEqual([0, expect.stringMatching(/^deleted 3 archived dead letters in 2 batches/)]);
+        const left = (await tl(['dlq', 'list', '--type', 'cli.fail', '--json'])).json<{ deadLetters: { id: string; replayedAt: string | null }[] }>();
+        expect(left.deadLetters.map((d) => d.replayedAt === null)).toEqual([false, false]);
+        const negative = await tl(['dlq', 'clean', '--retention-days', '-1']);
+        expect([negative.code, negative.stderr]).toEqual([2, expect.stringContaining('must be a number from 0 to 100000')]);
+        const noRetention = await tl(['dlq', 'clean']);
+        expect([noRetention.code, noRetention.stderr]).toEqual([2, expect.stringContaining("required option '--retention-days <n>' not specified")]);
       } finally {
         stop('SIGTERM');
         const stopped = await worker;

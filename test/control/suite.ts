@@ -201,6 +201,26 @@ export function runControlSuite(factory: StoreFactory): void {
       expect((await client.deadLetters.replay(letters[0]!.id)).outcome).toBe('ARCHIVED');
     });
 
+    it('cleans archived dead letters older than the retention in batches, never waiting ones', async () => {
+      const t = defineTask({ type: 'doomed', execute: () => { throw new TaskFailure('no', { retryable: false }); } });
+      const client = createClient({ store, tasks: [t] });
+      worker([t]).start();
+      await client.submitMany(Array.from({ length: 4 }, () => ({ type: 'doomed', payload: {} })));
+      await waitFor(async () => (await client.deadLetters.size()) === 4, 'four dead letters');
+      const letters = await client.deadLetters.list();
+      expect(await client.deadLetters.archive(letters.slice(1).map((l) => l.id))).toBe(3);
+      expect(await client.deadLetters.clean({ retentionDays: 1 })).toEqual({ deleted: 0, batches: 1 });
+      await expect(client.deadLetters.clean({ retentionDays: -1 })).rejects.toThrow(/retentionDays/);
+      await expect(client.deadLetters.clean({})).rejects.toThrow(/exactly one of retentionDays or archivedBefore/);
+      await expect(client.deadLetters.clean({ retentionDays: 0, batchSize: 0 })).rejects.toThrow(/batchSize/);
+      const seen: number[] = [];
+      const archivedBefore = new Date((await store.now()).getTime() + 60_000);
+      expect(await client.deadLetters.clean({ archivedBefore, batchSize: 2, onBatch: (n) => seen.push(n) })).toEqual({ deleted: 3, batches: 2 });
+      expect(seen).toEqual([2, 3]);
+      expect((await client.deadLetters.list()).map((l) => l.id)).toEqual([letters[0]!.id]);
+      expect(await client.deadLetters.size()).toBe(1);
+    });
+
     it('an owner gets not-found for another owner\u2019s task on get, cancel, pause, retry, diagnose and dead letters', async () => {
       const t = defineTask({ type: 'private', execute: () => { throw new TaskFailure('x', { retryable: false }); } });
       const client = createClient({ store, tasks: [t] });

@@ -1,27 +1,21 @@
 /**
  * The seed's dashboard and alerts against the real thing: a Prometheus server
- * scrapes a running tasklease metrics endpoint while a real worker drains a
- * scripted workload on SQLite (a PostgreSQL store is attached too, for the
- * pool gauges SQLite does not have). Every dashboard query and every alert
+ * scrapes the running tasklease server (startServer, public /metrics, its
+ * in-process worker) while the worker drains a scripted workload on SQLite (a
+ * PostgreSQL store is attached to the server's metrics too, for the pool
+ * gauges SQLite does not have). Every dashboard query and every alert
  * expression is then evaluated through the Prometheus HTTP API: each must
  * return data, each alert rule must evaluate without error.
- *
- * The endpoint is a tiny node:http server over createMetrics' registry until
- * the HTTP server serves /metrics itself.
  */
-import { createServer, type Server } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Registry } from 'prom-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
 import { defineTask, TaskResult } from '../../src/core/definition.js';
 import { TaskFailure } from '../../src/core/errors.js';
-import { createMetrics } from '../../src/observe/metrics.js';
+import { startServer, type TaskleaseServer } from '../../src/server/index.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
-import { createWorker, type Worker } from '../../src/worker/worker.js';
 import { describeOnServer } from '../helpers/factory.js';
 import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait.js';
@@ -62,9 +56,8 @@ describeOnServer(pgAvailable, 'PostgreSQL (for the pool gauges)', 'a real Promet
   let sqlite: SqliteStore;
   let schema: TestSchema;
   let pg: PostgresStore;
-  let worker: Worker;
-  let client: TaskLeaseClient;
-  let endpoint: Server;
+  let server: (TaskleaseServer & { url: string }) | undefined;
+  let detachPg: (() => void) | undefined;
   let prometheus: RunningPrometheus | undefined;
   let producer: NodeJS.Timeout | undefined;
 
@@ -77,23 +70,13 @@ describeOnServer(pgAvailable, 'PostgreSQL (for the pool gauges)', 'a real Promet
     pg = new PostgresStore({ connectionString: PG_URL, schema: schema.name, poolSize: 4 });
     await pg.migrate();
 
-    const registry = new Registry();
-    const metrics = createMetrics({ registry });
-    client = createClient({ store: sqlite, tasks: TASKS });
-    worker = createWorker({ store: sqlite, tasks: TASKS, ...FAST, concurrency: 4 });
-    metrics.attachClient(client);
-    metrics.attachWorker(worker);
-    metrics.attachStore(sqlite);
-    metrics.attachStore(pg);
-    endpoint = createServer((req, res) => {
-      if (req.url !== '/metrics') return void res.writeHead(404).end();
-      registry.metrics().then((text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
-        (error: unknown) => res.writeHead(500).end(String(error)));
+    // The real server: its client, its worker (started by listen) and its /metrics, open to the scraper.
+    const running = await startServer({
+      store: sqlite, tasks: TASKS, worker: { ...FAST, concurrency: 4 }, port: 0, publicMetrics: true, logger: false,
     });
-    await new Promise<void>((resolve) => endpoint.listen(0, '127.0.0.1', resolve));
-    const { port } = endpoint.address() as { port: number };
-
-    worker.start();
+    server = running;
+    detachPg = running.metrics.attachStore(pg);
+    const { client } = running;
     // The scripted workload, a wave every 250 ms until the checks are done, so every rate has traffic in its window.
     const wave = (): void => void client.submitMany([
       { type: ok.type, payload: {} }, { type: ok.type, payload: { partial: true } }, { type: flaky.type, payload: {} },
@@ -101,14 +84,14 @@ describeOnServer(pgAvailable, 'PostgreSQL (for the pool gauges)', 'a real Promet
     ]).catch(() => undefined);
     wave();
     producer = setInterval(wave, 250);
-    prometheus = await startPrometheus({ binary, target: `127.0.0.1:${port}`, ruleFiles: [ALERT_RULES] });
+    prometheus = await startPrometheus({ binary, target: new URL(running.url).host, ruleFiles: [ALERT_RULES] });
   }, 120_000);
 
   afterAll(async () => {
     if (producer) clearInterval(producer);
     await prometheus?.stop();
-    await worker?.stop();
-    await new Promise((resolve) => endpoint?.close(resolve));
+    await server?.close();
+    detachPg?.();
     await pg?.close();
     await schema?.drop();
     await sqlite?.close();
@@ -133,7 +116,9 @@ describeOnServer(pgAvailable, 'PostgreSQL (for the pool gauges)', 'a real Promet
   it('evaluates every dashboard query with data', async () => {
     const queries = dashboardQueries(readFileSync(DASHBOARD, 'utf8')).map((q) => ({ name: q.panel, expr: q.expr }));
     expect(queries.length).toBe(22);
-    await expectData(queries);
+    // The target is the tasklease server itself: its probes answer next to the /metrics Prometheus scrapes.
+    expect((await fetch(`${server!.url}/actuator/health/liveness`)).status).toBe(200);
+    await expectData([...queries, { name: 'scrape target up', expr: 'up{job="tasklease"} == 1' }]);
   }, 120_000);
 
   it('loads the seven alert rules, evaluates them without error, and each one watches a signal with data', async () => {

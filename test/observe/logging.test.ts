@@ -92,8 +92,10 @@ describe('structured logging', () => {
     const retry = find(plain.lines, 'task attempt failed, will retry', leakyTask!.id);
     expect(retry).toMatchObject({ level: WARN, taskType: leaky.type, attempt: 1, status: 'RETRY_WAIT', errorCode: 'HANDLER_ERROR', exceptionType: 'LedgerLookupError', traceId: expect.any(String) });
     expect(retry).not.toHaveProperty('errorMessage');
-    expect(find(plain.lines, 'task failed and moved to the dead letter queue', leakyTask!.id))
-      .toMatchObject({ level: ERROR, attempt: 2, status: 'FAILED', errorCode: 'HANDLER_ERROR', exceptionType: 'LedgerLookupError' });
+    const [letter] = await client.deadLetters.list({ taskType: leaky.type });
+    expect(find(plain.lines, 'task failed and moved to the dead letter queue', leakyTask!.id)).toMatchObject({
+      level: ERROR, attempt: 2, status: 'FAILED', errorCode: 'HANDLER_ERROR', exceptionType: 'LedgerLookupError', deadLetterId: letter!.id,
+    });
     expect(find(plain.lines, 'task timed out', sleepyTask!.id)).toMatchObject({ level: ERROR, errorCode: 'TIMEOUT', exceptionType: 'TaskAbortedError', durationMs: expect.any(Number) });
     expect(plain.lines.find((l) => l.msg === 'worker stopping')).toMatchObject({ level: INFO, active: 0, buffered: 0 });
     expect(plain.lines.find((l) => l.msg === 'worker stopped')).toMatchObject({ level: INFO });

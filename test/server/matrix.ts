@@ -72,6 +72,7 @@ export const EXAMPLES: Record<string, Builder> = {
   [`POST ${A}/dead-letters/:id/replay`]: async (r) => ({ method: 'POST', path: `${A}/dead-letters/${(await failedTask(r)).deadLetterId}/replay` }),
   [`POST ${A}/dead-letters/replay-batch`]: async (r) => ({ method: 'POST', path: `${A}/dead-letters/replay-batch`, body: [(await failedTask(r)).deadLetterId] }),
   [`POST ${A}/dead-letters/archive`]: async (r) => ({ method: 'POST', path: `${A}/dead-letters/archive`, body: [(await failedTask(r)).deadLetterId] }),
+  [`POST ${A}/dead-letters/clean`]: async () => ({ method: 'POST', path: `${A}/dead-letters/clean?retentionDays=30&batchSize=100` }),
   [`GET ${A}/workers`]: get(`${A}/workers`),
   [`GET ${A}/tokens`]: get(`${A}/tokens`),
   [`POST ${A}/tokens`]: async () => ({ method: 'POST', path: `${A}/tokens`, body: { name: 'made by the matrix', role: 'user', owner: 'carol', expiresInDays: 1 } }),

@@ -10,7 +10,7 @@ import { ROLES_BY_ACCESS } from '../../src/server/routes.js';
 import { ADMIN_PREFIX } from '../../src/server/admin-routes.js';
 import type { Store } from '../../src/store/types.js';
 import { aliceTask, exampleFor, type ExampleRequest } from './matrix.js';
-import { gate, sseEvents, startTestServer, type Answer, type Role, type Running } from './harness.js';
+import { failedTask, gate, sseEvents, startTestServer, type Answer, type Role, type Running } from './harness.js';
 
 export interface ServerSuiteStores {
   create(): Promise<Store>;
@@ -152,6 +152,30 @@ export function serverSuite(stores: ServerSuiteStores): void {
         await remote.close();
         await twin.close();
       }
+    });
+  });
+
+  describe('the admin API', () => {
+    it('cleans archived dead letters older than the retention, never waiting ones', async () => {
+      const archived = await failedTask(running);
+      const waiting = await failedTask(running);
+      const archive = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/archive`, { as: 'operator', body: [archived.deadLetterId] });
+      expect(archive.body.data).toEqual({ archived: 1 });
+      const letterIds = async () => (await running.server.client.deadLetters.list({ taskType: 'test.fail', limit: 1000 })).map((l) => l.id);
+      const kept = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/clean?retentionDays=1`, { as: 'operator' });
+      expect([kept.status, kept.body.data.deleted]).toEqual([200, 0]);
+      expect(await letterIds()).toContain(archived.deadLetterId);
+      const cleaned = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/clean?retentionDays=0&batchSize=1`, { as: 'operator' });
+      expect(cleaned.status).toBe(200);
+      expect(cleaned.body.data.deleted).toBeGreaterThanOrEqual(1);
+      expect(cleaned.body.data.batches).toBe(cleaned.body.data.deleted + 1);
+      const left = await letterIds();
+      expect(left).not.toContain(archived.deadLetterId);
+      expect(left).toContain(waiting.deadLetterId);
+      const negative = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/clean?retentionDays=-1`, { as: 'operator' });
+      expect([negative.status, negative.body.code]).toEqual([400, 'VALIDATION']);
+      const forbidden = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/clean?retentionDays=0`, { as: 'alice' });
+      expect(forbidden.status).toBe(403);
     });
   });
 

@@ -44,6 +44,7 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   listPolicies: (s) => s.listPolicies(),
   deletePolicy: (s) => s.deletePolicy({ policyKey: 'GLOBAL' }),
   purgeTerminalTasks: (s) => s.purgeTerminalTasks({ finishedBefore: new Date(), batchSize: 10 }),
+  purgeDeadLetters: (s) => s.purgeDeadLetters({ archivedBefore: new Date(), batchSize: 10 }),
   registerWorker: (s) => s.registerWorker({ worker: { workerId: 'w1', host: 'h', pid: 1, taskTypes: ['alpha'], concurrency: 1 } }),
   unregisterWorker: (s) => s.unregisterWorker({ workerId: 'w1' }),
   listWorkers: (s) => s.listWorkers({ seenWithinMs: 1000 }),
@@ -107,7 +108,7 @@ export function runContractConformance(factory: StoreFactory): void {
       expect(await store.claimTasks(claimParams({ limit: 0 }))).toEqual([]);
       expect(await store.claimTasks(claimParams({ taskTypes: [] }))).toEqual([]);
       expect(await store.renewLeases({ leases: [], leaseMs: 1000 })).toEqual({ renewed: [], cancelRequested: [], lost: [] });
-      expect(await store.finishAttempts({ outcomes: [] })).toEqual([]);
+      expect(await store.finishAttempts({ outcomes: [] })).toEqual({ applied: [], deadLetters: [] });
       expect(await store.releaseTasks({ leases: [] })).toBe(0);
       expect(await store.changeStatus({ ids: [], scope: G, from: ['QUEUED'], to: 'PAUSED' })).toEqual([]);
       expect(await store.replayDeadLetters({ ids: [], scope: G })).toEqual([]);
@@ -118,11 +119,19 @@ export function runContractConformance(factory: StoreFactory): void {
       const { store } = current;
       expect(typeof store.capabilities.finishAndClaim).toBe('boolean');
       expect(typeof store.capabilities.transactionalSubmit).toBe('boolean');
-      await store.insertTasks({ tasks: [newTask(), newTask()] });
-      const [first] = await store.claimTasks(claimParams({ limit: 1 }));
-      const outcome = { kind: 'SUCCESS' as const, lease: leaseOf(first!), artifactId: null, resultJson: null, progress: null };
-      const { applied, claimed } = await store.finishAndClaim({ outcomes: [outcome], claim: claimParams({ limit: 5 }) });
-      expect(applied).toEqual([true]);
+      await store.insertTasks({ tasks: [newTask(), newTask(), newTask()] });
+      const [first, second] = await store.claimTasks(claimParams({ limit: 2 }));
+      const { applied, deadLetters, claimed } = await store.finishAndClaim({
+        outcomes: [
+          { kind: 'SUCCESS', lease: leaseOf(first!), artifactId: null, resultJson: null, progress: null },
+          { kind: 'FAILED', lease: leaseOf(second!), failure: { errorCode: 'BOOM', message: 'gone', traceId: null, retryable: false }, progress: null },
+        ],
+        claim: claimParams({ limit: 5 }),
+      });
+      expect(applied).toEqual([true, true]);
+      const [letter, ...more] = await store.listDeadLetters({ scope: G, limit: 10 });
+      expect(more).toEqual([]);
+      expect(deadLetters).toEqual([{ taskId: second!.id, deadLetterId: letter!.id }]);
       expect(claimed).toHaveLength(1);
     });
 

@@ -86,6 +86,42 @@ export function runControlConformance(factory: StoreFactory): void {
       expect(await store.listDeadLetters({ scope: G, limit: 10 })).toHaveLength(1);
     });
 
+    it('deletes dead letters archived before the retention, in batches, and never an unarchived one', async () => {
+      const { store } = current;
+      await failForGood(3);
+      const letters = await store.listDeadLetters({ scope: G, limit: 10 });
+      const kept = letters[0]!;
+      expect(await store.archiveDeadLetters({ ids: letters.slice(1).map((l) => l.id), scope: G })).toBe(2);
+      const now = (await store.now()).getTime();
+      expect(await store.purgeDeadLetters({ archivedBefore: new Date(now - 60_000), batchSize: 10 })).toBe(0);
+      const later = new Date(now + 60_000);
+      expect(await store.purgeDeadLetters({ archivedBefore: later, batchSize: 1 })).toBe(1);
+      expect(await store.purgeDeadLetters({ archivedBefore: later, batchSize: 10 })).toBe(1);
+      expect(await store.purgeDeadLetters({ archivedBefore: later, batchSize: 10 })).toBe(0);
+      expect((await store.listDeadLetters({ scope: G, limit: 10 })).map((l) => l.id)).toEqual([kept.id]);
+      expect(await store.countDeadLetters({ scope: G })).toBe(1);
+    });
+
+    it('lists dead letters moved within a time window: from inclusive, to exclusive', async () => {
+      const { store } = current;
+      await failForGood(2);
+      const letters = await store.listDeadLetters({ scope: G, limit: 10 });
+      const movedAt = letters.map((l) => l.movedAt.getTime());
+      const first = Math.min(...movedAt);
+      const last = Math.max(...movedAt);
+      const window = (movedAfter: number | null, movedBefore: number | null) => store.listDeadLetters({
+        scope: G, limit: 10, movedAfter: movedAfter === null ? null : new Date(movedAfter), movedBefore: movedBefore === null ? null : new Date(movedBefore),
+      }).then((found) => found.map((l) => l.id).sort());
+      const all = letters.map((l) => l.id).sort();
+      expect(await window(first, null)).toEqual(all);
+      expect(await window(first - 60_000, last + 1)).toEqual(all);
+      expect(await window(last + 1, null)).toEqual([]);
+      expect(await window(null, first)).toEqual([]);
+      expect(await window(first - 60_000, first - 1)).toEqual([]);
+      const newest = letters.filter((l) => l.movedAt.getTime() === last).map((l) => l.id).sort();
+      expect(await window(last, last + 1)).toEqual(newest);
+    });
+
     it('keeps a registry of live workers', async () => {
       const { store } = current;
       const worker = { workerId: 'w-7', host: 'host-a', pid: 42, taskTypes: ['alpha', 'beta'], concurrency: 3 };

@@ -168,8 +168,8 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(fresh.attemptCount).toBe(2);
       const zombie = leaseOf(stale);
       expect(await store.saveProgress({ lease: zombie, progress: { total: 1, processed: 1, succeeded: 1, failed: 0, skipped: 0, message: null } })).toBe(false);
-      expect(await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: zombie, artifactId: 'x', resultJson: null, progress: null }] })).toEqual([false]);
-      expect(await store.finishAttempts({ outcomes: [{ kind: 'FAILED', lease: zombie, failure: FAILURE, progress: null }] })).toEqual([false]);
+      expect(await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: zombie, artifactId: 'x', resultJson: null, progress: null }] })).toEqual({ applied: [false], deadLetters: [] });
+      expect(await store.finishAttempts({ outcomes: [{ kind: 'FAILED', lease: zombie, failure: FAILURE, progress: null }] })).toEqual({ applied: [false], deadLetters: [] });
       expect((await store.renewLeases({ leases: [zombie], leaseMs: 60_000 })).lost).toEqual([stale.id]);
       expect(await store.releaseTasks({ leases: [zombie] })).toBe(0);
       const now = await store.getTask({ id: stale.id, scope: G });
@@ -185,7 +185,7 @@ export function runStoreConformance(factory: StoreFactory): void {
       await insert();
       const task = await claimOne();
       const progress = { total: 10, processed: 10, succeeded: 9, failed: 1, skipped: 0, message: 'done' };
-      const [applied] = await store.finishAttempts({ outcomes: [{ kind: 'PARTIAL_SUCCESS', lease: leaseOf(task), artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress }] });
+      const { applied: [applied] } = await store.finishAttempts({ outcomes: [{ kind: 'PARTIAL_SUCCESS', lease: leaseOf(task), artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress }] });
       expect(applied).toBe(true);
       const done = await store.getTask({ id: task.id, scope: G });
       expect(done).toMatchObject({ status: 'PARTIAL_SUCCESS', artifactId: 'file-7', result: { rows: 9 }, progress, leaseOwner: null });
@@ -207,7 +207,7 @@ export function runStoreConformance(factory: StoreFactory): void {
           { kind: 'CANCELLED', lease: bogus, progress: null },
         ],
       });
-      expect(results).toEqual([true, true, true, false]);
+      expect(results.applied).toEqual([true, true, true, false]);
       const [s, r, f, c] = await Promise.all(tasks.map((t) => store.getTask({ id: t.id, scope: G })));
       expect(s!.status).toBe('SUCCESS');
       expect(r).toMatchObject({ status: 'RETRY_WAIT', lastErrorCode: 'BOOM', leaseOwner: null });
@@ -218,6 +218,8 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(failure).toMatchObject({ attempt: 1, errorCode: 'BOOM', message: 'it broke', traceId: 'trace-1', retryable: true });
       const letters = await store.listDeadLetters({ scope: G, limit: 10 });
       expect(letters).toHaveLength(1);
+      // the write names the dead letter it made: the worker's deadLettered event and log line carry it
+      expect(results.deadLetters).toEqual([{ taskId: tasks[2]!.id, deadLetterId: letters[0]!.id }]);
       expect(letters[0]).toMatchObject({ originalTaskId: tasks[2]!.id, taskType: 'alpha', errorCode: 'BOOM', payload: { n: 1 }, attemptCount: 1 });
     });
 
@@ -233,7 +235,7 @@ export function runStoreConformance(factory: StoreFactory): void {
           { kind: 'ABANDONED', lease: abandoned!, progress: null },
         ],
       });
-      expect(results).toEqual([true, true, true]);
+      expect(results).toEqual({ applied: [true, true, true], deadLetters: [] });
       for (const task of tasks) {
         const now = await store.getTask({ id: task.id, scope: G });
         expect(now).toMatchObject({ status: 'CANCELLED', leaseOwner: null });
@@ -269,7 +271,7 @@ export function runStoreConformance(factory: StoreFactory): void {
       await insert();
       await insert();
       const [started, prefetched] = await store.claimTasks(claimParams({ limit: 2 }));
-      expect(await store.finishAttempts({ outcomes: [{ kind: 'ABANDONED', lease: leaseOf(started!), progress: null }] })).toEqual([true]);
+      expect(await store.finishAttempts({ outcomes: [{ kind: 'ABANDONED', lease: leaseOf(started!), progress: null }] })).toEqual({ applied: [true], deadLetters: [] });
       expect(await store.releaseTasks({ leases: [leaseOf(prefetched!)] })).toBe(1);
       const a = await store.getTask({ id: started!.id, scope: G });
       const p = await store.getTask({ id: prefetched!.id, scope: G });

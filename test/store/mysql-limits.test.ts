@@ -73,7 +73,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: global and per-type l
         const applied = await store.finishAttempts({
           outcomes: claimed.map((task) => ({ kind: 'SUCCESS' as const, lease: leaseOf(task), artifactId: null, resultJson: null, progress: null })),
         });
-        expect(applied.every(Boolean)).toBe(true);
+        expect(applied.applied.every(Boolean)).toBe(true);
         finished += claimed.length;
       }
     };

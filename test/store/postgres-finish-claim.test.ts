@@ -58,7 +58,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: outcomes and the next cla
       outcomes: third.claimed.map((t) => ({ kind: 'SUCCESS', lease: leaseOf(t), artifactId: null, resultJson: null, progress: null }) as AttemptOutcome),
       claim: limited,
     });
-    expect(last).toEqual({ applied: [true], claimed: [] });
+    expect(last).toEqual({ applied: [true], deadLetters: [], claimed: [] });
     expect((await store.countByStatus({ scope: Scope.global(), taskType: 'fc' })).SUCCESS).toBe(6);
   });
 });

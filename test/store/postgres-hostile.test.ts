@@ -98,7 +98,8 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
         { kind: 'SUCCESS', lease: leaseOf(b!), artifactId: 'art\u0000', resultJson: JSON.stringify({ r: '\u0000\ud800' }), progress },
       ],
     });
-    expect(written).toEqual([true, true]);
+    expect(written.applied).toEqual([true, true]);
+    expect(written.deadLetters).toEqual([{ taskId: a!.id, deadLetterId: expect.any(String) }]);
     const failed = await store.getTask({ id: a!.id, scope: G });
     expect(failed!.status).toBe('FAILED');
     expect(failed!.progress!.message).toBe('half\uFFFDway \uFFFD');

@@ -88,7 +88,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: limits hold under concurr
         }
         const outcomes: AttemptOutcome[] = tasks.map((task) => ({ kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, resultJson: null, progress: null }));
         const written = await s.finishAttempts({ outcomes });
-        completed += written.filter(Boolean).length;
+        completed += written.applied.filter(Boolean).length;
       }
     }));
     done = true;

@@ -44,7 +44,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: heartbeats racing outcome
         n % 3 === 0
           ? { kind: 'RETRY', lease: leaseOf(task), failure: { errorCode: 'E', message: 'm', traceId: null, retryable: true }, retryDelayMs: 60_000, progress: null }
           : { kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, resultJson: JSON.stringify(n), progress: null });
-      results.push(...(await store.finishAttempts({ outcomes })));
+      results.push(...(await store.finishAttempts({ outcomes })).applied);
     }
     finishing = false;
     await Promise.all(heartbeats);

@@ -227,6 +227,7 @@ export function runWorkerSuite(factory: StoreFactory): void {
       const { client, worker } = setup([t]);
       const retries: number[] = [];
       worker.on('retryScheduled', (e) => retries.push(e.retryDelayMs));
+      const deadLettered = worker.waitFor('deadLettered');
       worker.start();
       const { task } = await client.submit(t, {}, { maxAttempts: 3 });
       await until(task.id, 'FAILED');
@@ -237,6 +238,8 @@ export function runWorkerSuite(factory: StoreFactory): void {
       for (const f of failures) expect(f.message).not.toContain('secret');
       const letters = await store.listDeadLetters({ scope: Scope.global(), limit: 5 });
       expect(letters.map((l) => l.originalTaskId)).toEqual([task.id]);
+      // the event names the dead letter the store made, so an operator can replay it from the alert
+      expect(await deadLettered).toMatchObject({ task: { id: task.id, status: 'FAILED' }, deadLetterId: letters[0]!.id });
       expect((await store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['FAILED', 'FAILED', 'FAILED']);
     });
 

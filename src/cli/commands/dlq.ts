@@ -1,14 +1,16 @@
 /**
- * `tasklease dlq list|replay|replay-batch|archive`: the dead-letter queue.
+ * `tasklease dlq list|replay|replay-batch|archive|clean`: the dead-letter queue.
  * Replays answer per id; exit 3 if any id was not found, 1 if any other
  * could not be replayed (already replayed, archived, task no longer FAILED).
+ * `clean` deletes archived dead letters older than the retention, in batches.
  */
 import type { Command } from 'commander';
 import type { ReplayResult } from '../../store/types.js';
 import { action, type CliCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { ExitCode } from '../exit-codes.js';
-import { integer, isoTime, nonEmpty } from '../parse.js';
+import { integer, isoTime, nonEmpty, nonNegativeNumber } from '../parse.js';
+import { startProgress } from '../progress.js';
 
 interface ListFlags {
   type?: string;
@@ -39,8 +41,41 @@ export const dlqCommand: CliCommand = {
         ctx.output.result({ archived, requested: ids.length }, () =>
           `archived ${archived} of ${ids.length}${archived < ids.length ? ' (the rest were not found or already archived)' : ''}`);
       }));
+    registerClean(dlq, ctx);
   },
 };
+
+interface CleanFlags {
+  retentionDays: number;
+  batchSize: number;
+  maxBatches?: number;
+}
+
+function registerClean(dlq: Command, ctx: CommandContext): void {
+  dlq.command('clean')
+    .description('delete archived dead letters archived longer ago than the retention, in batches (waiting ones are never deleted)')
+    .requiredOption('--retention-days <n>', 'keep dead letters archived within this many days (0: delete every archived one)', nonNegativeNumber(100_000))
+    .option('--batch-size <n>', 'rows per transaction, 1–10000', integer(1, 10_000), 500)
+    .option('--max-batches <n>', 'stop after this many batches (a bounded run)', integer(1, 1_000_000_000))
+    .action(action(ctx, async (flags: CleanFlags) => {
+      const client = await ctx.client();
+      const started = Date.now();
+      const progress = startProgress(ctx.io, { total: 0, format: 'dlq clean | {value} dead letters deleted | {duration_formatted}' });
+      let result;
+      try {
+        result = await client.deadLetters.clean({
+          retentionDays: flags.retentionDays, batchSize: flags.batchSize, ...(flags.maxBatches ? { maxBatches: flags.maxBatches } : {}),
+          onBatch: (deleted) => progress.update(deleted),
+        });
+      } finally {
+        progress.stop();
+      }
+      const elapsedMs = Date.now() - started;
+      const { deleted, batches } = result;
+      ctx.output.result({ deleted, batches, elapsedMs }, () =>
+        `deleted ${deleted} archived dead letters in ${batches} batches, ${(elapsedMs / 1000).toFixed(2)} s`);
+    }));
+}
 
 async function list(ctx: CommandContext, flags: ListFlags): Promise<void> {
   const client = await ctx.client();

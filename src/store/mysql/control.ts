@@ -98,6 +98,16 @@ export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finished
   return result;
 }
 
+/** One batch of dead-letter cleanup: a single-table DELETE with ORDER BY and LIMIT. */
+export async function purgeDeadLetters(db: MysqlDatabase, conn: Conn, archivedBefore: Date, batchSize: number): Promise<number> {
+  const result = await db.exec(
+    conn,
+    'DELETE FROM system_async_task_dead_letter WHERE archived_at IS NOT NULL AND archived_at < ? ORDER BY id LIMIT ?',
+    [sqlTime(archivedBefore), batchSize],
+  );
+  return result.affectedRows;
+}
+
 export async function registerWorker(db: MysqlDatabase, conn: Conn, worker: WorkerRegistration): Promise<void> {
   await db.exec(
     conn,

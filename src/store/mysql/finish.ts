@@ -15,15 +15,15 @@ import type { Row } from '../rows.js';
 import {
   attemptOutcomeName, hasFailure, isSuccess, LEASED_STATUSES_SET, LEASED_SQL, STATUS_SQL, statusAfterOutcome, SUCCESS_STATUSES,
 } from '../rules/index.js';
-import type { AttemptOutcome } from '../types.js';
+import type { AttemptOutcome, FinishResult } from '../types.js';
 import type { BatchedTransaction, Statement } from './connection.js';
 import { addMs } from './encode.js';
 import {
-  caseById, closeAttemptsStatement, insertDeadLettersStatement, insertFailuresStatement, joinAssignments, progressAssignments, sortedIds,
+  caseById, closeAttemptsStatement, deadLetterInserts, insertDeadLettersStatement, insertFailuresStatement, joinAssignments, progressAssignments, sortedIds,
   valueById, type AttemptClose, type FailureInsert, type Fragment,
 } from './sql.js';
 
-export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly AttemptOutcome[]): Promise<boolean[]> {
+export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly AttemptOutcome[]): Promise<FinishResult> {
   const ids = sortedIds(outcomes.map((o) => o.lease.taskId));
   const [rows] = (await tx.step([
     {
@@ -31,7 +31,7 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
       values: [ids],
     },
   ])) as Row[][];
-  if (rows!.length === 0) return outcomes.map(() => false);
+  if (rows!.length === 0) return { applied: outcomes.map(() => false), deadLetters: [] };
   const now = String(rows![0]!.db_now);
   const current = new Map(rows!.map((row) => [String(row.id), row]));
   const applied: boolean[] = [];
@@ -52,7 +52,7 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
     const target = statusAfterOutcome(outcome.kind, String(row.status) as TaskStatus);
     byTarget.set(target, [...(byTarget.get(target) ?? []), outcome]);
   }
-  if (taken.size === 0) return applied;
+  if (taken.size === 0) return { applied, deadLetters: [] };
 
   const won = outcomes.filter((_, index) => applied[index]);
   const closes: AttemptClose[] = won.map((o) => ({
@@ -63,12 +63,13 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
   }));
   const failures: FailureInsert[] = won.flatMap((o) => (hasFailure(o) ? [{ taskId: o.lease.taskId, attempt: o.lease.attempt, failure: o.failure }] : []));
   const failedForGood = new Set((byTarget.get(TaskStatus.FAILED) ?? []).map((o) => o.lease.taskId));
+  const letters = deadLetterInserts(failures.filter((f) => failedForGood.has(f.taskId)));
   const groups = [...byTarget];
   const statements: Statement[] = groups.map(([target, group]) => updateTasks(target, group, now));
   const written = await tx.last([
     ...statements,
     ...[closeAttemptsStatement(closes, now), insertFailuresStatement(failures, now),
-      insertDeadLettersStatement(failures.filter((f) => failedForGood.has(f.taskId)), now)].filter((s): s is Statement => s !== null),
+      insertDeadLettersStatement(letters, now)].filter((s): s is Statement => s !== null),
   ]);
   // An assertion, not the decision: the locked read above decided, and under its row locks the fenced UPDATEs
   // match exactly those rows. A mismatch would mean the locking contract broke; it is reported, never ignored.
@@ -76,7 +77,7 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
     const affected = (written[index] as ResultSetHeader).affectedRows;
     if (affected !== group.length) throw new StoreError(`MySQL store: a fenced outcome write changed ${affected} rows, expected ${group.length}`);
   });
-  return applied;
+  return { applied, deadLetters: letters.map((l) => ({ taskId: l.taskId, deadLetterId: l.deadLetterId })) };
 }
 
 /** One UPDATE for every task going to one status, fenced (lease owner, attempt, leased status); per-task values through valueById. */

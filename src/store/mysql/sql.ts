@@ -105,15 +105,25 @@ export function insertFailuresStatement(failures: readonly FailureInsert[], now:
   };
 }
 
+/** A failure for good, with the id its dead letter gets. */
+export interface DeadLetterInsert extends FailureInsert {
+  deadLetterId: string;
+}
+
+/** Names the dead letters of failures for good (ids made here, so the caller can report them). */
+export function deadLetterInserts(failures: readonly FailureInsert[]): DeadLetterInsert[] {
+  return failures.map((f) => ({ ...f, deadLetterId: uuidv7() }));
+}
+
 /** Copies FAILED tasks' payloads and last failures into the dead-letter table, server-side (payloads can be megabytes). */
 export async function insertDeadLetters(db: MysqlDatabase, conn: Conn, failures: readonly FailureInsert[], now: string): Promise<void> {
-  const statement = insertDeadLettersStatement(failures, now);
+  const statement = insertDeadLettersStatement(deadLetterInserts(failures), now);
   if (statement) await db.exec(conn, statement.sql, statement.values);
 }
 
-export function insertDeadLettersStatement(failures: readonly FailureInsert[], now: string): Statement | null {
+export function insertDeadLettersStatement(failures: readonly DeadLetterInsert[], now: string): Statement | null {
   if (failures.length === 0) return null;
-  const letterId = caseExpression('id', failures.map((f) => [f.taskId, uuidv7()] as const));
+  const letterId = caseExpression('id', failures.map((f) => [f.taskId, f.deadLetterId] as const));
   const code = caseExpression('id', failures.map((f) => [f.taskId, truncate(f.failure.errorCode, 250)] as const));
   const message = caseExpression('id', failures.map((f) => [f.taskId, f.failure.message] as const));
   const trace = caseExpression('id', failures.map((f) => [f.taskId, f.failure.traceId === null ? null : truncate(f.failure.traceId, 250)] as const));

@@ -18,7 +18,7 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase } from '../base.js';
 import type { LocalBus } from '../local-bus.js';
 import type {
-  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow,
+  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow, FinishResult,
   InsertTaskResult, ListDeadLettersParams, ListTasksParams, Policy, PolicyInput, PurgeResult, RecoveryResult, RenewResult,
   ReplayResult, Store, TaskPage, WorkerRecord, WorkerRegistration,
 } from '../types.js';
@@ -130,7 +130,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.db.run((conn) => saveProgress(this.db, conn, params.lease, params.progress));
   }
 
-  finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]> {
+  finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult> {
     return this.db.batchedTransaction((tx) => finishAttempts(tx, params.outcomes));
   }
 
@@ -194,6 +194,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
     return this.db.transaction((conn) => control.purgeTerminalTasks(this.db, conn, params.finishedBefore, params.batchSize));
+  }
+
+  purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {
+    return this.db.run((conn) => control.purgeDeadLetters(this.db, conn, params.archivedBefore, params.batchSize));
   }
 
   listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]> {

@@ -127,6 +127,21 @@ SELECT (SELECT count(*) FROM deleted)::integer AS tasks, (SELECT count(*) FROM a
   return { tasks: row.tasks, attempts: row.attempts, failures: row.failures, deadLettersArchived: row.archived };
 }
 
+/** One batch of dead-letter cleanup; SKIP LOCKED lets two cleaners share the work. */
+export async function purgeDeadLetters(ctx: PgContext, archivedBefore: Date, batchSize: number): Promise<number> {
+  const { deadLetter } = ctx.tables;
+  const result = await run(
+    ctx.pool,
+    'purging archived dead letters',
+    `WITH doomed AS MATERIALIZED (
+       SELECT id FROM ${deadLetter} WHERE archived_at IS NOT NULL AND archived_at < $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
+     )
+     DELETE FROM ${deadLetter} d WHERE d.id = ANY (ARRAY(SELECT id FROM doomed))`,
+    [archivedBefore, batchSize],
+  );
+  return result.rowCount ?? 0;
+}
+
 export async function registerWorker(ctx: PgContext, worker: WorkerRegistration): Promise<void> {
   checkStorableText('workerId', worker.workerId, 1000);
   checkStorableText('host', worker.host, 1000);

@@ -4,7 +4,7 @@
  * fence, updated by kind, and in the same statement their attempt rows are
  * closed, failure rows written (RETRY, FAILED) and dead letters made (FAILED).
  * An outcome whose fence no longer holds (the lease was lost) changes
- * nothing and answers false.
+ * nothing and answers false; one that made a dead letter answers its id.
  *
  * A task whose cancellation was requested cannot go back to waiting (the
  * transition table allows CANCEL_REQUESTED → CANCELLED, SUCCESS,
@@ -13,7 +13,7 @@
  */
 import type { TaskProgress } from '../../core/task.js';
 import { progressValues, taskFromRow, type Row } from '../rows.js';
-import type { AttemptOutcome, ClaimParams, FinishAndClaimResult } from '../types.js';
+import type { AttemptOutcome, ClaimParams, DeadLetterRef, FinishAndClaimResult, FinishResult } from '../types.js';
 import { claimTasks } from './claim.js';
 import { run, sql, type PgContext } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
@@ -25,15 +25,20 @@ import { attemptOutcomeSql, FAILURE_KINDS_SQL, hasFailure, lastErrorCodeSql, isS
  * trip can write outcomes and then claim (finishAndClaimSql): a VOLATILE
  * function's queries see what the functions called before them in the same
  * statement wrote, so the claim counts the slots the outcomes freed.
+ * It answers one row per applied outcome: its ordinal, and the id of the
+ * dead letter it made (null unless the task ended FAILED: the id is drawn
+ * in the UPDATE's RETURNING, so the common path pays nothing for it).
+ * Named after what it returns: tasklease_finish (ordinals only) stays for
+ * processes of the previous release during a rolling upgrade.
  */
 export function finishFunctionSql(ctx: PgContext): string {
   const { task, attempt, failure, deadLetter } = ctx.tables;
   const uuid = `${ctx.schema}.tasklease_uuid_v7()`;
   return `
-CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_finish(
+CREATE OR REPLACE FUNCTION ${ctx.schema}.${FINISH_FUNCTION}(
   text[], text[], integer[], text[], text[], text[], boolean[], bigint[], bigint[], bigint[], bigint[], bigint[], text[],
   text[], text[], text[], boolean[], double precision[]
-) RETURNS SETOF bigint LANGUAGE plpgsql VOLATILE AS $finish$
+) RETURNS TABLE (ord bigint, dead_letter_id text) LANGUAGE plpgsql VOLATILE AS $finish$
 BEGIN
 RETURN QUERY
 WITH input AS MATERIALIZED (
@@ -71,7 +76,7 @@ updated AS (
   FROM locked l WHERE t.id = l.id
   -- The payload only where a dead letter needs it: copying every payload through the CTE costs as much as it weighs.
   RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, CASE WHEN t.status = ${STATUS_SQL.FAILED} THEN t.payload_json END AS payload_json,
-    t.trace_id AS task_trace_id,
+    t.trace_id AS task_trace_id, CASE WHEN t.status = ${STATUS_SQL.FAILED} THEN ${uuid} END AS dead_letter_id,
     l.kind, l.ord, l.error_code, l.error_message, l.trace_id, l.retryable
 ),
 attempts AS (
@@ -87,15 +92,16 @@ failures AS (
 ),
 dead AS (
   INSERT INTO ${deadLetter} (id, original_task_id, task_type, owner, payload_json, error_code, error_message, trace_id, attempt_count, moved_at)
-  SELECT ${uuid}, u.id, u.task_type, u.owner, u.payload_json, u.error_code, u.error_message, COALESCE(u.trace_id, u.task_trace_id),
+  SELECT u.dead_letter_id, u.id, u.task_type, u.owner, u.payload_json, u.error_code, u.error_message, COALESCE(u.trace_id, u.task_trace_id),
     u.attempt_count, now()
   FROM updated u WHERE u.status = ${STATUS_SQL.FAILED}
 )
-SELECT updated.ord FROM updated;
+SELECT updated.ord, updated.dead_letter_id FROM updated;
 END
 $finish$;`;
 }
 
+const FINISH_FUNCTION = 'tasklease_finish_outcomes';
 const FINISH_ARGS = Array.from({ length: 18 }, (_, i) => `$${i + 1}`).join(', ');
 
 /**
@@ -105,27 +111,35 @@ const FINISH_ARGS = Array.from({ length: 18 }, (_, i) => `$${i + 1}`).join(', ')
  * columns when none was claimed; every row carries the applied ordinals.
  */
 function finishAndClaimSql(ctx: PgContext): string {
-  return `SELECT f.applied, c.* FROM (SELECT array_agg(o) AS applied FROM ${ctx.schema}.tasklease_finish(${FINISH_ARGS}) AS o) f
+  return `SELECT f.applied, f.dead_letters, c.* FROM (
+  SELECT array_agg(o.ord) AS applied, array_agg(o.ord || ':' || o.dead_letter_id) FILTER (WHERE o.dead_letter_id IS NOT NULL) AS dead_letters
+  FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o) f
 LEFT JOIN LATERAL ${ctx.schema}.tasklease_claim($19, $20, $21 + 0 * COALESCE(cardinality(f.applied), 0), $22, $23, $24) c ON true`;
 }
 
-export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptOutcome[]): Promise<boolean[]> {
-  if (outcomes.length === 0) return [];
+export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptOutcome[]): Promise<FinishResult> {
+  if (outcomes.length === 0) return { applied: [], deadLetters: [] };
   const { order, columns } = outcomeColumns(outcomes);
-  const text = sql(ctx, 'finish', () => `SELECT o AS ord FROM ${ctx.schema}.tasklease_finish(${FINISH_ARGS}) AS o`);
-  const result = await run<{ ord: string }>(ctx.pool, 'writing outcomes', text, columns, `${ctx.statementPrefix}finish`);
-  return appliedByInput(outcomes, order, result.rows.map((row) => row.ord));
+  const text = sql(ctx, 'finish', () => `SELECT o.ord, o.dead_letter_id FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o`);
+  const result = await run<{ ord: string; dead_letter_id: string | null }>(ctx.pool, 'writing outcomes', text, columns, `${ctx.statementPrefix}finish`);
+  const deadLetters = result.rows.flatMap((row) => (row.dead_letter_id === null ? [] : [deadLetterOf(outcomes, order, row.ord, row.dead_letter_id)]));
+  return { applied: appliedByInput(outcomes, order, result.rows.map((row) => row.ord)), deadLetters };
 }
 
 export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptOutcome[], claim: ClaimParams): Promise<FinishAndClaimResult> {
-  if (outcomes.length === 0) return { applied: [], claimed: await claimTasks(ctx, claim) };
+  if (outcomes.length === 0) return { applied: [], deadLetters: [], claimed: await claimTasks(ctx, claim) };
   const { order, columns } = outcomeColumns(outcomes);
   const params = [...columns, claim.workerId, claim.taskTypes, Math.max(0, claim.limit), claim.leaseMs, claim.globalConcurrency, claim.typeConcurrency];
   const result = await run<Row>(ctx.pool, 'writing outcomes and claiming', sql(ctx, 'finish_claim', finishAndClaimSql), params,
     `${ctx.statementPrefix}finish_claim`);
   const ords = (result.rows[0]?.applied as string[] | null | undefined) ?? [];
+  const letters = (result.rows[0]?.dead_letters as string[] | null | undefined) ?? [];
   return {
     applied: appliedByInput(outcomes, order, ords),
+    deadLetters: letters.map((entry) => {
+      const colon = entry.indexOf(':');
+      return deadLetterOf(outcomes, order, entry.slice(0, colon), entry.slice(colon + 1));
+    }),
     claimed: result.rows.filter((row) => row.id !== null).map((row) => taskFromRow(row, decodePostgres)),
   };
 }
@@ -142,6 +156,11 @@ function outcomeColumns(outcomes: readonly AttemptOutcome[]): { order: number[];
 function appliedByInput(outcomes: readonly AttemptOutcome[], order: number[], ords: readonly (string | number)[]): boolean[] {
   const applied = new Set(ords.map((ord) => order[Number(ord) - 1]));
   return outcomes.map((_, index) => applied.has(index));
+}
+
+/** The dead letter of the outcome at ordinal `ord` (1-based, in the sorted order). */
+function deadLetterOf(outcomes: readonly AttemptOutcome[], order: number[], ord: string | number, deadLetterId: string): DeadLetterRef {
+  return { taskId: outcomes[order[Number(ord) - 1]!]!.lease.taskId, deadLetterId };
 }
 
 function compareText(a: string, b: string): number {

@@ -189,4 +189,13 @@ CREATE TABLE ${s}.system_async_task_api_token (
 );
 `,
   },
+  {
+    version: 5,
+    name: 'outcome function naming dead letters',
+    // Outcomes are now written by tasklease_finish_outcomes (it answers the dead letter each failure for
+    // good made), which every migrate() installs. No table changes: the version tells a database whose
+    // functions predate it, so health reports the mismatch until migrate() runs. tasklease_finish stays
+    // for processes of the previous release during a rolling upgrade.
+    sql: () => 'SELECT 1',
+  },
 ];

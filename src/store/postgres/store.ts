@@ -20,7 +20,7 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase, type StoreMethod } from '../base.js';
 import { LocalBus } from '../local-bus.js';
 import type {
-  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow, FinishAndClaimResult,
+  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow, FinishAndClaimResult, FinishResult,
   InsertTaskResult, ListDeadLettersParams, ListTasksParams, Policy, PolicyInput, PurgeResult, RecoveryResult, RenewResult,
   ReplayResult, Store, StoreEvent, StoreListener, TaskPage, WorkerRecord, WorkerRegistration,
 } from '../types.js';
@@ -165,7 +165,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return saveProgress(this.ctx, params.lease, params.progress);
   }
 
-  async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]> {
+  async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult> {
     return finishAttempts(this.ctx, params.outcomes);
   }
 
@@ -229,6 +229,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
 
   async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
     return control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
+  }
+
+  async purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {
+    return control.purgeDeadLetters(this.ctx, params.archivedBefore, params.batchSize);
   }
 
   async listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]> {

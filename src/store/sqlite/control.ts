@@ -77,6 +77,13 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
   return result;
 }
 
+export function purgeDeadLetters(db: Db, archivedBefore: Date, batchSize: number): number {
+  return statement(db,
+    `DELETE FROM system_async_task_dead_letter WHERE id IN (
+       SELECT id FROM system_async_task_dead_letter WHERE archived_at IS NOT NULL AND archived_at < ? ORDER BY archived_at LIMIT ?)`,
+  ).run(toSqliteTime(archivedBefore.getTime()), batchSize).changes;
+}
+
 export function registerWorker(db: Db, worker: WorkerRegistration, now: string): void {
   statement(db,
     `INSERT INTO system_async_task_worker (worker_id, host, pid, task_types, concurrency, started_at, last_seen_at)

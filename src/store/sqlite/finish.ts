@@ -12,7 +12,7 @@ import { TaskStatus } from '../../core/status.js';
 import {
   attemptOutcomeName, finishTimeAfterKindSql, hasFailure, isFailureKind, isSuccess, lastErrorCodeSql, LEASED_SQL, literal, STATUS_SQL, statusAfterKindSql,
 } from '../rules/index.js';
-import type { AttemptOutcome, AttemptOutcomeName } from '../types.js';
+import type { AttemptOutcome, AttemptOutcomeName, DeadLetterRef } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { toSqliteTime } from './encode.js';
 
@@ -42,7 +42,8 @@ function finishSql(kind: Kind): string {
 
 const STATEMENTS = new Map<Kind, string>();
 
-export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowMs: number): boolean {
+/** Writes one outcome; false when the lease is gone. A dead letter it makes is added to `deadLetters`. */
+export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowMs: number, deadLetters: DeadLetterRef[]): boolean {
   const { lease } = outcome;
   let sql = STATEMENTS.get(outcome.kind);
   if (sql === undefined) STATEMENTS.set(outcome.kind, (sql = finishSql(outcome.kind)));
@@ -58,7 +59,7 @@ export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowM
   const failure = hasFailure(outcome) ? outcome.failure : null;
   closeAttempt(db, lease.taskId, lease.attempt, attemptOutcomeName(outcome.kind), failure?.errorCode ?? null, now);
   if (failure) insertFailure(db, lease.taskId, lease.attempt, failure, now);
-  if (failure && row.status === TaskStatus.FAILED) insertDeadLetter(db, lease.taskId, failure, now);
+  if (failure && row.status === TaskStatus.FAILED) deadLetters.push({ taskId: lease.taskId, deadLetterId: insertDeadLetter(db, lease.taskId, failure, now) });
   return true;
 }
 
@@ -82,11 +83,13 @@ export function insertFailure(db: Db, taskId: string, attempt: number, failure: 
   ).run(uuidv7(), taskId, attempt, failure.errorCode, failure.message, failure.traceId, failure.retryable ? 1 : 0, now);
 }
 
-/** Copies a FAILED task's payload and last failure into the dead-letter table. */
-export function insertDeadLetter(db: Db, taskId: string, failure: FailureRecord, now: string): void {
+/** Copies a FAILED task's payload and last failure into the dead-letter table; returns the dead letter's id. */
+export function insertDeadLetter(db: Db, taskId: string, failure: FailureRecord, now: string): string {
+  const id = uuidv7();
   statement(db,
     `INSERT INTO system_async_task_dead_letter (id, original_task_id, task_type, owner, payload_json, error_code, error_message,
        trace_id, attempt_count, moved_at)
      SELECT ?, id, task_type, owner, payload_json, ?, ?, COALESCE(?, trace_id), attempt_count, ? FROM system_async_task WHERE id = ?`,
-  ).run(uuidv7(), failure.errorCode, failure.message, failure.traceId, now, taskId);
+  ).run(id, failure.errorCode, failure.message, failure.traceId, now, taskId);
+  return id;
 }

@@ -16,7 +16,7 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase } from '../base.js';
 import { LocalBus } from '../local-bus.js';
 import type {
-  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow,
+  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, DeadLetterRef, FailureRow, FinishResult,
   InsertTaskResult, ListDeadLettersParams, ListTasksParams, Policy, PolicyInput, PurgeResult, RecoveryResult, RenewResult,
   ReplayResult, Store, StoreListener, TaskPage, WorkerRecord, WorkerRegistration,
 } from '../types.js';
@@ -152,10 +152,14 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return saveProgress(this.db, params.lease, params.progress, this.nowText());
   }
 
-  async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]> {
+  async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult> {
     const nowMs = this.clock();
     const now = toSqliteTime(nowMs);
-    return this.write(() => params.outcomes.map((outcome) => finishOutcome(this.db, outcome, now, nowMs)));
+    return this.write(() => {
+      const deadLetters: DeadLetterRef[] = [];
+      const applied = params.outcomes.map((outcome) => finishOutcome(this.db, outcome, now, nowMs, deadLetters));
+      return { applied, deadLetters };
+    });
   }
 
   async releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {
@@ -214,6 +218,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
     return this.write(() => control.purgeTerminalTasks(this.db, params.finishedBefore, params.batchSize, this.nowText()));
+  }
+
+  async purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {
+    return this.write(() => control.purgeDeadLetters(this.db, params.archivedBefore, params.batchSize));
   }
 
   async listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]> {
