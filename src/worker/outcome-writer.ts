@@ -13,12 +13,17 @@
  * split until the outcome at fault stands alone, so it cannot hold the others
  * hostage; that one is written as FAILED (OUTCOME_NOT_WRITABLE) instead, and
  * if even that is refused it is left to lease expiry.
+ *
+ * A write retried after an unreachable failure may have committed the first
+ * time: an outcome its retry reports as not applied is checked against the
+ * row before it is reported as a lost lease (commit-doubt.ts).
  */
 import type { Clock } from '../core/clock.js';
 import { ErrorCode, TaskLeaseError, ValidationError, truncate } from '../core/errors.js';
 import { newTraceId } from '../core/failure.js';
 import type { Task } from '../core/task.js';
 import type { AttemptOutcome, ClaimParams, FinishResult, Store } from '../store/types.js';
+import { outcomeCommitted } from './commit-doubt.js';
 
 /** The worker's side of claiming along with an outcome write. */
 export interface ClaimAlong {
@@ -31,6 +36,8 @@ export interface ClaimAlong {
 export interface PendingOutcome<T> {
   outcome: AttemptOutcome;
   token: T;
+  /** A write carrying it failed as unreachable: that write may have committed. */
+  inDoubt?: boolean;
 }
 
 export interface OutcomeWriterOptions<T> {
@@ -108,15 +115,30 @@ export class OutcomeWriter<T> {
         this.isolate(batch, error);
         return true;
       }
+      for (const item of batch) item.inDoubt = true;
       this.pending.unshift(...batch);
       return false;
     }
+    const applied = batch.some((item, index) => item.inDoubt && !results.applied[index]) ? await this.resolveDoubts(batch, results.applied) : results.applied;
     // Only failures for good carry a dead letter: the common batch looks nothing up.
     const letters = results.deadLetters.length === 0 ? null : new Map(results.deadLetters.map((d) => [d.taskId, d.deadLetterId]));
     batch.forEach((item, index) =>
-      this.options.onWritten(item, results.applied[index] === true, claim !== null, letters?.get(item.outcome.lease.taskId) ?? null));
+      this.options.onWritten(item, applied[index] === true, claim !== null, letters?.get(item.outcome.lease.taskId) ?? null));
     if (claim) claimAlong!.end(claimed, claim);
     return true;
+  }
+
+  /** Outcomes a retry found already closed: applied when the database shows they were ours. */
+  private async resolveDoubts(batch: PendingOutcome<T>[], results: boolean[]): Promise<boolean[]> {
+    return Promise.all(batch.map(async (item, index) => {
+      if (results[index] === true || !item.inDoubt) return results[index] === true;
+      try {
+        return await outcomeCommitted(this.options.store, item.outcome);
+      } catch (error) {
+        this.options.onError(error);
+        return false; // still in doubt: reported as lost, as before
+      }
+    }));
   }
 
   private isolate(batch: PendingOutcome<T>[], error: unknown): void {

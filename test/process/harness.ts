@@ -16,6 +16,9 @@ export interface ChildEvent {
   message?: string;
   completed?: string[];
   pid?: number;
+  /** Wall-clock milliseconds (Date.now()) in the child when it said this. */
+  at?: number;
+  attempt?: number;
 }
 
 const running = new Set<ChildWorker>();
@@ -26,8 +29,9 @@ export class ChildWorker {
   private readonly exited: Promise<number | null>;
   private stderr = '';
 
-  constructor(readonly config: ChildConfig) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'worker-child.ts')], {
+  /** `script`: another child program taking its JSON config from TL_CHILD (test/faults/fault-child.ts). */
+  constructor(readonly config: ChildConfig | { label: string }, script = join(import.meta.dirname, 'worker-child.ts')) {
+    this.child = spawn(process.execPath, ['--import', 'tsx', script], {
       env: { ...process.env, TL_CHILD: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -77,6 +81,11 @@ export class ChildWorker {
     const stopped = await this.until('stopped', timeoutMs);
     await this.exited;
     return stopped.completed ?? [];
+  }
+
+  /** The exit code once the process has exited (null: killed by a signal), undefined while it runs. */
+  exitCode(): number | null | undefined {
+    return this.child.exitCode ?? (this.child.signalCode !== null ? null : undefined);
   }
 
   async exit(): Promise<number | null> {

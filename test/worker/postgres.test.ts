@@ -1,8 +1,10 @@
 import { onPostgres } from '../helpers/postgres.js';
+import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runWorkerSuite } from './suite.js';
 
 await onPostgres('test/worker/postgres.test.ts', 'worker', (factory) => {
   runWorkerSuite(factory);
   runOutcomeSuite(factory);
+  runCommitDoubtSuite(factory);
 });

@@ -1,6 +1,8 @@
 import { sqliteFactory } from '../helpers/sqlite.js';
+import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runWorkerSuite } from './suite.js';
 
 runWorkerSuite(sqliteFactory);
 runOutcomeSuite(sqliteFactory);
+runCommitDoubtSuite(sqliteFactory);

@@ -1,0 +1,115 @@
+/**
+ * Faults of the database (FAULTS.md 7, 8, 9 and issue 11's B1), injected on
+ * the file's own PostgreSQL cluster only: frozen (SIGSTOP on all its
+ * processes), crashed (pg_ctl stop -m immediate) and restarted, made
+ * read-only, its connections terminated.
+ */
+import { expect, it } from 'vitest';
+import { waitFor } from '../helpers/wait.js';
+import type { ChildWorker } from '../process/harness.js';
+import { describeWithCluster } from './describe-cluster.js';
+import { TIMING, type FaultEnvironment } from './environment.js';
+
+const SETTLE_MS = 90_000;
+
+await describeWithCluster('database faults', (env) => {
+  it('B1: a database frozen for 4 leases: the worker aborts its handlers before their leases end, not when the database comes back', async () => {
+    const a = env().worker('frozen-a', ['work'], { concurrency: 4, recoveryIntervalMs: 0 });
+    await a.until('ready');
+    await env().submit('work', Array.from({ length: 4 }, () => ({ mode: 'hold' as const, ms: 600_000, onlyAttempt: 1 })));
+    await waitFor(async () => (await env().executions('frozen-a')) === 4, 'all 4 handlers to run');
+    const frozenAt = Date.now();
+    const pids = await env().cluster.freeze();
+    try {
+      await waitFor(() => a.count('aborted') === 4 || Date.now() - frozenAt > 4 * TIMING.leaseMs, 'the freeze to last 4 leases', 6 * TIMING.leaseMs, 50);
+    } finally {
+      env().cluster.thaw(pids);
+    }
+    const aborts = a.events.filter((e) => e.event === 'aborted');
+    expect(aborts.map((e) => e.reason)).toEqual(['LEASE_LOST', 'LEASE_LOST', 'LEASE_LOST', 'LEASE_LOST']);
+    // The last renewal was sent before the freeze: every lease ends at most leaseMs after it.
+    for (const abort of aborts) expect(abort.at! - frozenAt).toBeLessThan(TIMING.leaseMs);
+    const b = env().worker('frozen-b', ['work']);
+    await waitFor(async () => (await env().countStatus('SUCCESS')) === 4, 'the tasks to be run again', SETTLE_MS, 100);
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
+    await Promise.all([a.stop(), b.stop()]);
+  }, 120_000);
+
+  it('PostgreSQL crash under load and restart: every acknowledged enqueue survives, the workers resume unaided', async () => {
+    const workers = [env().worker('crash-a', ['work'], { concurrency: 8 }), env().worker('crash-b', ['work'], { concurrency: 8 })];
+    await Promise.all(workers.map((w) => w.until('ready')));
+    const load = submitUntilStopped(env());
+    await waitFor(async () => (await env().countStatus('SUCCESS')) >= 100, 'some progress before the crash', SETTLE_MS, 100);
+    await env().cluster.crash();
+    await waitFor(() => load.failures() > 0, 'a submit to fail during the outage', 30_000, 20);
+    await env().cluster.start();
+    await waitFor(() => load.acknowledgedSinceRestart() > 0, 'a submit to succeed after the restart', 60_000, 50);
+    await load.stop();
+    await waitForAllSucceeded(env());
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] });
+    await stopAll(workers); // both were still alive and stopped gracefully
+  }, 180_000);
+
+  it('read-only failover: the workers back off without crashing and resume when it is turned off', async () => {
+    const workers = [env().worker('ro-a', ['work'], { concurrency: 4 }), env().worker('ro-b', ['work'], { concurrency: 4 })];
+    await Promise.all(workers.map((w) => w.until('ready')));
+    await env().submit('work', Array.from({ length: 400 }, () => ({ mode: 'sleep' as const, ms: 20 })));
+    await waitFor(async () => (await env().countStatus('SUCCESS')) >= 50, 'some progress first', SETTLE_MS, 50);
+    await env().cluster.setReadOnly(true);
+    await waitFor(() => workers.every((w) => w.events.some((e) => e.event === 'error' && /read-only/.test(e.message ?? ''))), 'both workers to meet the read-only database', 30_000, 50);
+    const during = await env().countStatus('SUCCESS');
+    await waitFor(() => workers.every((w) => w.count('error') >= 3), 'a few failed tries each', 30_000, 50);
+    expect(await env().countStatus('SUCCESS')).toBe(during); // nothing was written meanwhile
+    await env().cluster.setReadOnly(false);
+    await waitForAllSucceeded(env());
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] });
+    await stopAll(workers);
+  }, 180_000);
+
+  it('killed connections (pg_terminate_backend on every worker backend, twice): the workers reconnect, no task is lost', async () => {
+    const workers = [env().worker('cut-a', ['work'], { concurrency: 4 }), env().worker('cut-b', ['work'], { concurrency: 4 })];
+    await Promise.all(workers.map((w) => w.until('ready')));
+    await env().submit('work', Array.from({ length: 600 }, () => ({ mode: 'sleep' as const, ms: 10 })));
+    for (const threshold of [100, 300]) {
+      await waitFor(async () => (await env().countStatus('SUCCESS')) >= threshold, `${threshold} successes`, SETTLE_MS, 50);
+      expect(await env().cluster.terminate('tlw-')).toBeGreaterThan(0);
+    }
+    await waitForAllSucceeded(env());
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] });
+    await stopAll(workers);
+  }, 180_000);
+});
+
+async function waitForAllSucceeded(env: FaultEnvironment): Promise<void> {
+  await waitFor(async () => (await env.countStatus('SUCCESS')) === env.acknowledged.length, `all ${env.acknowledged.length} acknowledged tasks to succeed`, SETTLE_MS, 200);
+}
+
+async function stopAll(workers: ChildWorker[]): Promise<void> {
+  await Promise.all(workers.map((w) => w.stop()));
+}
+
+/** Submits small batches back to back; a batch counts as acknowledged only when its insert returned. */
+function submitUntilStopped(env: FaultEnvironment): { stop(): Promise<void>; failures(): number; acknowledgedSinceRestart(): number } {
+  let running = true;
+  let failures = 0;
+  let afterFailure = 0;
+  const loop = (async () => {
+    while (running) {
+      try {
+        await env.submit('work', Array.from({ length: 20 }, () => ({ mode: 'sleep' as const, ms: 5 })));
+        if (failures > 0) afterFailure += 20;
+      } catch {
+        failures += 1;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+    },
+    failures: () => failures,
+    acknowledgedSinceRestart: () => afterFailure,
+  };
+}

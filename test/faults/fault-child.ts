@@ -1,0 +1,106 @@
+/**
+ * A worker process for the fault suite (spawned by test/process/harness.ts
+ * with this script; config as JSON in env TL_CHILD). Its handler follows
+ * FAULTS.md's conventions: it logs an `executions` row in autocommit when it
+ * starts, does what the task's payload says, and then writes the task's
+ * effect in its own transaction — unless its signal fired (lease lost,
+ * shutdown): a handler that honours its signal never writes a stale effect.
+ *
+ * Payload: { mode: 'sleep' | 'hold' | 'busy' | 'exit', ms, completeAnyway }
+ *  - sleep: waits ms (the signal ends the wait early);
+ *  - hold:  waits until the signal fires (or ms);
+ *  - busy:  blocks the event loop for ms;
+ *  - exit:  the poison pill, process.exit(1).
+ * completeAnyway: after an abort, return a result all the same (without the
+ * effect), so the fenced outcome write must be the one to drop it.
+ * onlyAttempt: the mode applies to that attempt only.
+ *
+ * stdout: JSON lines ready, started, aborted (with `at`, Date.now()), completed,
+ * leaseLost, error, sigterm, and on stop `stopped` with the ids it completed.
+ */
+import pg from 'pg';
+import { defineTask } from '../../src/core/definition.js';
+import type { TaskContext } from '../../src/core/context.js';
+import { PostgresStore } from '../../src/store/postgres/store.js';
+import type { WorkerOptions } from '../../src/worker/options.js';
+import { createWorker } from '../../src/worker/worker.js';
+
+export interface FaultChildConfig {
+  label: string;
+  url: string;
+  schema: string;
+  types: string[];
+  poolSize?: number;
+  worker: Partial<Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'logger' | 'workerId'>>;
+}
+
+export interface FaultPayload {
+  mode?: 'sleep' | 'hold' | 'busy' | 'exit';
+  ms?: number;
+  completeAnyway?: boolean;
+  /** The mode applies to this attempt only; other attempts sleep 10 ms (a rescuer is not caught by the same fault). */
+  onlyAttempt?: number;
+}
+
+const config = JSON.parse(process.env.TL_CHILD!) as FaultChildConfig;
+const say = (line: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify({ ...line, at: Date.now() })}\n`);
+const completed: string[] = [];
+const effects = new pg.Pool({ connectionString: config.url, max: 4, application_name: `tlh-${config.label}` });
+effects.on('error', () => undefined);
+const schema = `"${config.schema}"`;
+
+const wait = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+
+/** Resolves with the promise, or when the signal fires (a frozen database must not hold an aborted handler). */
+const orAbort = <T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> =>
+  Promise.race([promise, wait(2 ** 31 - 1, signal).then(() => undefined)]);
+
+async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status: 'SUCCESS'; result: unknown }> {
+  const { signal } = ctx;
+  const payload = given.onlyAttempt === undefined || given.onlyAttempt === ctx.attempt ? given : { ms: 10 };
+  await orAbort(effects.query(`INSERT INTO ${schema}.executions (task_id, attempt, worker) VALUES ($1, $2, $3)`, [ctx.taskId, ctx.attempt, config.label]), signal);
+  const ms = payload.ms ?? 10;
+  if (payload.mode === 'exit') process.exit(1);
+  if (payload.mode === 'busy') for (const end = Date.now() + ms; Date.now() < end;);
+  else await wait(payload.mode === 'hold' ? ms || 600_000 : ms, signal);
+  // Let due timers run first (the local lease deadline after a blocked loop).
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  if (signal.aborted) {
+    say({ event: 'aborted', id: ctx.taskId, attempt: ctx.attempt, reason: (signal.reason as { code?: string })?.code });
+    if (!payload.completeAnyway) throw signal.reason;
+    return { status: 'SUCCESS', result: { by: config.label, attempt: ctx.attempt, stale: true } };
+  }
+  await effects.query(
+    `INSERT INTO ${schema}.effects (task_id, attempt, worker) VALUES ($1, $2, $3)
+     ON CONFLICT (task_id) DO UPDATE SET attempt = EXCLUDED.attempt, worker = EXCLUDED.worker, writes = effects.writes + 1`,
+    [ctx.taskId, ctx.attempt, config.label]);
+  completed.push(ctx.taskId);
+  return { status: 'SUCCESS', result: { by: config.label, attempt: ctx.attempt } };
+}
+
+const store = new PostgresStore({ connectionString: config.url, schema: config.schema, poolSize: config.poolSize ?? 4, applicationName: `tlw-${config.label}` });
+const tasks = config.types.map((type) => defineTask({ type, execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload) }));
+const worker = createWorker({ store, tasks, workerId: config.label, ...config.worker });
+worker.on('started', ({ task }) => say({ event: 'started', id: task.id, attempt: task.attemptCount }));
+worker.on('completed', ({ task }) => say({ event: 'completed', id: task.id }));
+worker.on('leaseLost', ({ task, reason }) => say({ event: 'leaseLost', id: task.id, reason }));
+worker.on('error', ({ operation, error }) => say({ event: 'error', operation, message: String((error as Error)?.message ?? error) }));
+worker.start();
+say({ event: 'ready', pid: process.pid });
+
+let sigterms = 0;
+process.on('SIGTERM', () => {
+  say({ event: 'sigterm', n: ++sigterms });
+  if (sigterms > 1) return; // stop() is already under way: further SIGTERMs change nothing
+  void worker.stop().then(async () => {
+    await store.close().catch(() => undefined);
+    await effects.end().catch(() => undefined);
+    say({ event: 'stopped', completed });
+    process.exit(0);
+  });
+});

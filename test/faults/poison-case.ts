@@ -1,0 +1,32 @@
+/**
+ * The poison pill (FAULTS.md 13, issue 11's B3): one task whose handler
+ * kills its process (process.exit(1)) on every attempt, beside innocent
+ * tasks in flight in the same process; a supervisor restarts the process
+ * each time it dies, as systemd or Kubernetes would. Shared by the case that
+ * holds today (poison.slow.test.ts) and the one that holds after the store's
+ * B3 fix (pending/poison.test.ts).
+ */
+import { waitFor } from '../helpers/wait.js';
+import type { ChildWorker } from '../process/harness.js';
+import type { FaultEnvironment } from './environment.js';
+
+export interface PoisonRun {
+  poison: string;
+  innocent: string[];
+  restarts: number;
+}
+
+export async function runPoisonPill(env: FaultEnvironment, maxAttempts = 3): Promise<PoisonRun> {
+  const [poison] = await env.submit('work', [{ mode: 'exit' }], { maxAttempts });
+  const innocent = await env.submit('work', Array.from({ length: 3 }, () => ({ mode: 'sleep' as const, ms: 1500 })), { maxAttempts });
+  let restarts = 0;
+  let current: ChildWorker = env.worker('poison-0', ['work'], { concurrency: 4 });
+  const settled = async () => (await Promise.all([poison!, ...innocent].map((id) => env.statusOf(id)))).every((s) => s === 'SUCCESS' || s === 'FAILED');
+  await waitFor(async () => {
+    if (await settled()) return true;
+    if (current.exitCode() !== undefined) current = env.worker(`poison-${++restarts}`, ['work'], { concurrency: 4 });
+    return false;
+  }, 'the poison and its neighbours to settle', 120_000, 100);
+  await current.stop().catch(() => undefined);
+  return { poison: poison!, innocent, restarts };
+}

@@ -1,0 +1,18 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The whole fault suite (npm run test:faults): every case of test/faults/,
+ * fast and slow, each file against its own PostgreSQL cluster. One file at a
+ * time: the cases freeze and crash servers and time leases, and two clusters
+ * under load at once on a 2-core machine only blur the timings.
+ */
+export default defineConfig({
+  test: {
+    include: ['test/faults/*.test.ts'],
+    testTimeout: 180_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    maxWorkers: 1,
+    reporters: ['default'],
+  },
+});
