@@ -17,7 +17,10 @@ const duration = Number(process.env.DURATION ?? 10);
 const connections = Number(process.env.CONNECTIONS ?? 50);
 const dir = mkdtempSync(join(tmpdir(), 'tasklease-http-'));
 const server = await startServer({
-  databaseUrl: process.env.BENCH_DATABASE_URL ?? `sqlite:${join(dir, 'bench.db')}`, migrate: true, port: 0, logger: false,
+  databaseUrl: process.env.BENCH_DATABASE_URL ?? `sqlite:${join(dir, 'bench.db')}`,
+  migrate: true,
+  port: 0,
+  logger: false,
   tasks: [defineTask({ type: 'bench.noop', execute: () => undefined })],
 });
 const { token } = await server.client.tokens.create({ name: 'bench', role: 'user', owner: 'bench' });
@@ -27,7 +30,9 @@ const { task } = await server.client.submit('bench.noop', { hello: 'world' }, { 
 async function run(title: string, path: string, options: Partial<autocannon.Options>): Promise<void> {
   const result = await autocannon({ url: `${server.url}${path}`, connections, duration, headers, ...options });
   const errors = result.non2xx + result.errors;
-  console.log(`${title.padEnd(8)} ${Math.round(result.requests.average).toString().padStart(6)} req/s   p50 ${result.latency.p50} ms   p99 ${result.latency.p99} ms   ${result.requests.total} requests, ${errors} errors`);
+  console.log(
+    `${title.padEnd(8)} ${Math.round(result.requests.average).toString().padStart(6)} req/s   p50 ${result.latency.p50} ms   p99 ${result.latency.p99} ms   ${result.requests.total} requests, ${errors} errors`,
+  );
 }
 
 console.log(`tasklease HTTP load: ${server.store.dialect}, ${connections} connections, ${duration} s each, loopback`);

@@ -52,7 +52,9 @@ const tasks = [
     type: 'email.send',
     schema: z.object({ to: z.string() }),
     maxAttempts: 2,
-    execute: () => { throw new TaskFailure('mailbox does not exist', { code: 'MAILBOX_UNKNOWN' }); },
+    execute: () => {
+      throw new TaskFailure('mailbox does not exist', { code: 'MAILBOX_UNKNOWN' });
+    },
   }),
   defineTask({
     type: 'video.transcode',
@@ -68,28 +70,47 @@ const tasks = [
     },
   }),
   defineTask({ type: 'reminder.send', execute: () => ({ status: 'SUCCESS', result: { sent: true } }) }),
-  defineTask({ type: 'export.archive', timeoutMs: 500, execute: (ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))) }),
+  defineTask({
+    type: 'export.archive',
+    timeoutMs: 500,
+    execute: (ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))),
+  }),
 ];
 
 const client = createClient({ store, tasks });
 const worker = createWorker({
-  store, tasks, concurrency: 4, pollIntervalMs: 200, heartbeatIntervalMs: 1000, leaseMs: 10_000, recoveryIntervalMs: 1000,
-  retry: { baseDelayMs: 1000, multiplier: 2, jitter: 0.2, maxDelayMs: 5000 }, progressFlushIntervalMs: 250,
-  shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
+  store,
+  tasks,
+  concurrency: 4,
+  pollIntervalMs: 200,
+  heartbeatIntervalMs: 1000,
+  leaseMs: 10_000,
+  recoveryIntervalMs: 1000,
+  retry: { baseDelayMs: 1000, multiplier: 2, jitter: 0.2, maxDelayMs: 5000 },
+  progressFlushIntervalMs: 250,
+  shutdownGraceMs: 2000,
+  shutdownAbortWaitMs: 1000,
 });
 
 const name = (task: Task): string => `${task.taskType} ${task.id.slice(-6)}`;
 worker.on('started', ({ task }) => log(`▶ ${name(task)} started (attempt ${task.attemptCount}/${task.maxAttempts})`));
 worker.on('progress', ({ task, progress }) => log(`  ${name(task)} ${progress.processed}/${progress.total} ${progress.message ?? ''}`));
 worker.on('completed', ({ task, status, durationMs }) => log(`✔ ${name(task)} ${status} in ${durationMs} ms`));
-worker.on('retryScheduled', ({ task, failure, retryDelayMs }) => log(`↻ ${name(task)} failed (${failure.errorCode}), retry in ${(retryDelayMs / 1000).toFixed(1)} s`));
+worker.on('retryScheduled', ({ task, failure, retryDelayMs }) =>
+  log(`↻ ${name(task)} failed (${failure.errorCode}), retry in ${(retryDelayMs / 1000).toFixed(1)} s`),
+);
 worker.on('deadLettered', ({ task, failure }) => log(`✖ ${name(task)} FAILED (${failure.errorCode}) → dead-letter queue`));
 worker.on('cancelled', ({ task }) => log(`⊘ ${name(task)} CANCELLED`));
 worker.on('timedOut', ({ task }) => log(`⏱ ${name(task)} timed out`));
 worker.on('error', ({ operation, error }) => log(`! ${operation} failed: ${String(error)}`));
 
 const submitted = await client.submitMany([
-  { type: 'patients.import', payload: { fileName: 'patients-2026-11.csv', totalRows: 2000, batchSize: 100, batchDelayMs: 60 }, idempotencyKey: 'patients-2026-11', owner: 'clinic-7' },
+  {
+    type: 'patients.import',
+    payload: { fileName: 'patients-2026-11.csv', totalRows: 2000, batchSize: 100, batchDelayMs: 60 },
+    idempotencyKey: 'patients-2026-11',
+    owner: 'clinic-7',
+  },
   { type: 'report.render', payload: { reportId: 'monthly' }, priority: 5 },
   { type: 'email.send', payload: { to: 'nobody@example.invalid' } },
   { type: 'video.transcode', payload: {} },
@@ -97,7 +118,11 @@ const submitted = await client.submitMany([
   { type: 'export.archive', payload: {} },
 ]);
 // Submitting the same import again returns the same task: no second import.
-const again = await client.submit('patients.import', { fileName: 'patients-2026-11.csv', totalRows: 2000 }, { idempotencyKey: 'patients-2026-11', owner: 'clinic-7' });
+const again = await client.submit(
+  'patients.import',
+  { fileName: 'patients-2026-11.csv', totalRows: 2000 },
+  { idempotencyKey: 'patients-2026-11', owner: 'clinic-7' },
+);
 log(`submitted ${submitted.length} tasks; resubmitting the import returned the same task: ${again.task.id === submitted[0]!.task.id}`);
 const ids = submitted.map((s) => s.task.id);
 

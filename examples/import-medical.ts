@@ -83,7 +83,11 @@ async function importInBatches(ctx: TaskContext, rows: string[][], batchSize: nu
     counts.skipped += valid.length - written;
     const processed = Math.min(start + batchSize, rows.length);
     ctx.reportProgress({
-      total: rows.length, processed, succeeded: counts.imported, failed: counts.rejected.length, skipped: counts.skipped,
+      total: rows.length,
+      processed,
+      succeeded: counts.imported,
+      failed: counts.rejected.length,
+      skipped: counts.skipped,
       message: `batch ${start / batchSize + 1} of ${Math.ceil(rows.length / batchSize)}`,
     });
   }

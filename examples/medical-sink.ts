@@ -49,7 +49,12 @@ export class JsonLinesSink implements ClaimSink {
       if (error.code === 'ENOENT') return '';
       throw error;
     });
-    return new Set(text.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as { key: string }).key));
+    return new Set(
+      text
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => (JSON.parse(line) as { key: string }).key),
+    );
   }
 }
 

@@ -9,11 +9,12 @@ import { defineTask, TaskFailure } from '../src/index.js';
 import { runFromCommandLine } from '../src/server/main.js';
 import { ImportLedger, importTask } from './import-task.js';
 
-const sleep = (ms: number, signal: AbortSignal): Promise<void> => new Promise((resolve, reject) => {
-  const onAbort = (): void => (clearTimeout(timer), reject(signal.reason));
-  const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms);
-  signal.addEventListener('abort', onAbort, { once: true });
-});
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const onAbort = (): void => (clearTimeout(timer), reject(signal.reason));
+    const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 
 const tasks = [
   importTask(new ImportLedger()),
@@ -26,20 +27,40 @@ const tasks = [
       }
     },
   }),
-  defineTask({ type: 'email.send', maxAttempts: 2, execute: () => { throw new TaskFailure('mailbox does not exist', { code: 'MAILBOX_UNKNOWN' }); } }),
+  defineTask({
+    type: 'email.send',
+    maxAttempts: 2,
+    execute: () => {
+      throw new TaskFailure('mailbox does not exist', { code: 'MAILBOX_UNKNOWN' });
+    },
+  }),
   defineTask({ type: 'reminder.send', execute: () => ({ status: 'SUCCESS', result: { sent: true } }) }),
 ];
 
 const server = await runFromCommandLine({
-  tasks, publicDocs: true, logger: { level: process.env.TASKLEASE_LOG_LEVEL ?? 'warn' },
+  tasks,
+  publicDocs: true,
+  logger: { level: process.env.TASKLEASE_LOG_LEVEL ?? 'warn' },
   // A short shutdown grace: Ctrl-C hands the long transcode back within seconds instead of waiting for it.
   worker: {
-    concurrency: 4, pollIntervalMs: 500, heartbeatIntervalMs: 2000, leaseMs: 20_000, recoveryIntervalMs: 5000, progressFlushIntervalMs: 500,
-    retry: { baseDelayMs: 2000 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
+    concurrency: 4,
+    pollIntervalMs: 500,
+    heartbeatIntervalMs: 2000,
+    leaseMs: 20_000,
+    recoveryIntervalMs: 5000,
+    progressFlushIntervalMs: 500,
+    retry: { baseDelayMs: 2000 },
+    shutdownGraceMs: 2000,
+    shutdownAbortWaitMs: 1000,
   },
 });
 await server.client.submitMany([
-  { type: 'patients.import', payload: { fileName: 'patients-2026-11.csv', totalRows: 2000, batchSize: 100, batchDelayMs: 200 }, owner: 'clinic-7', idempotencyKey: `start-${Date.now()}` },
+  {
+    type: 'patients.import',
+    payload: { fileName: 'patients-2026-11.csv', totalRows: 2000, batchSize: 100, batchDelayMs: 200 },
+    owner: 'clinic-7',
+    idempotencyKey: `start-${Date.now()}`,
+  },
   { type: 'video.transcode', payload: {}, owner: 'clinic-7' },
   { type: 'email.send', payload: { to: 'nobody@example.invalid' } },
   { type: 'reminder.send', payload: {}, delayMs: 10_000 },

@@ -24,7 +24,8 @@ export interface CliConfig {
   worker: Partial<Record<WorkerField, number>>;
 }
 
-type WorkerField = 'concurrency' | 'prefetch' | 'leaseMs' | 'heartbeatIntervalMs' | 'pollIntervalMs' | 'shutdownGraceMs' | 'globalConcurrency' | 'typeConcurrency';
+type WorkerField =
+  'concurrency' | 'prefetch' | 'leaseMs' | 'heartbeatIntervalMs' | 'pollIntervalMs' | 'shutdownGraceMs' | 'globalConcurrency' | 'typeConcurrency';
 
 interface FieldSpec {
   /** Path in the config file; also the key of a flag override. */
@@ -70,10 +71,14 @@ export function resolveConfig(sources: ConfigSources): CliConfig {
   for (const field of FIELDS) {
     const flag = sources.flags[field.key];
     const fromEnv = sources.env[field.env];
-    const [raw, origin] = flag !== undefined ? [flag, `flag for ${field.key}`]
-      : fromEnv !== undefined && fromEnv !== '' ? [fromEnv, field.env]
-      : file.values.has(field.key) ? [file.values.get(field.key), `${file.path} field ${field.key}`]
-      : [undefined, ''];
+    const [raw, origin] =
+      flag !== undefined
+        ? [flag, `flag for ${field.key}`]
+        : fromEnv !== undefined && fromEnv !== ''
+          ? [fromEnv, field.env]
+          : file.values.has(field.key)
+            ? [file.values.get(field.key), `${file.path} field ${field.key}`]
+            : [undefined, ''];
     if (raw === undefined) continue;
     setPath(config, field.key, checkValue(field, raw, origin));
   }
@@ -86,7 +91,8 @@ function checkValue(field: FieldSpec, raw: unknown, origin: string): string | nu
   };
   if (field.kind === 'integer') {
     const number = typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw;
-    if (typeof number !== 'number' || !Number.isInteger(number) || number < field.min! || number > field.max!) fail(`an integer from ${field.min} to ${field.max}`);
+    if (typeof number !== 'number' || !Number.isInteger(number) || number < field.min! || number > field.max!)
+      fail(`an integer from ${field.min} to ${field.max}`);
     return number as number;
   }
   if (typeof raw !== 'string' || raw.length === 0) fail('a non-empty string');

@@ -49,7 +49,10 @@ export class CommandContext {
     if (this.resolved && Object.keys(commandFlags).length === 0) return this.resolved;
     const { databaseUrl, schema, poolSize } = this.globals;
     this.resolved = resolveConfig({
-      flags: { databaseUrl, schema, poolSize, ...commandFlags }, env: this.io.env, cwd: this.io.cwd, configPath: this.globals.config,
+      flags: { databaseUrl, schema, poolSize, ...commandFlags },
+      env: this.io.env,
+      cwd: this.io.cwd,
+      configPath: this.globals.config,
     });
     return this.resolved;
   }
@@ -58,7 +61,8 @@ export class CommandContext {
     if (this.store) return this.store;
     const config = this.config();
     this.store = await openStore(relativeTo(this.io.cwd, config.databaseUrl), {
-      ...(config.schema ? { schema: config.schema } : {}), ...(config.poolSize ? { poolSize: config.poolSize } : {}),
+      ...(config.schema ? { schema: config.schema } : {}),
+      ...(config.poolSize ? { poolSize: config.poolSize } : {}),
     });
     return this.store;
   }
@@ -67,7 +71,8 @@ export class CommandContext {
   async client(tasks: readonly AnyTaskDefinition[] = []): Promise<TaskLeaseClient> {
     const { worker } = this.config();
     return createClient({
-      store: await this.openStore(), tasks,
+      store: await this.openStore(),
+      tasks,
       ...(worker.globalConcurrency ? { globalConcurrency: worker.globalConcurrency } : {}),
       ...(worker.typeConcurrency ? { typeConcurrency: worker.typeConcurrency } : {}),
     });

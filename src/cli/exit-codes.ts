@@ -35,9 +35,12 @@ function codeAndMessage(error: unknown): { code: string; message: string; field?
   if (error instanceof TaskLeaseError) return { code: error.code, message: error.message };
   const code = (error as { code?: unknown })?.code;
   // Driver errors (ECONNREFUSED, 28P01, ER_ACCESS_DENIED_ERROR) keep their own code: it is what an operator searches for.
-  const message = error instanceof AggregateError && !error.message
-    ? error.errors.map((inner: unknown) => (inner instanceof Error ? inner.message : String(inner))).join('; ')
-    : error instanceof Error ? error.message || error.name : String(error);
+  const message =
+    error instanceof AggregateError && !error.message
+      ? error.errors.map((inner: unknown) => (inner instanceof Error ? inner.message : String(inner))).join('; ')
+      : error instanceof Error
+        ? error.message || error.name
+        : String(error);
   return { code: typeof code === 'string' && code.length > 0 ? code : 'ERROR', message };
 }
 

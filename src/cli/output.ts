@@ -9,9 +9,21 @@ const CODES = { red: 31, green: 32, yellow: 33, blue: 34, magenta: 35, cyan: 36,
 export type Colour = keyof typeof CODES;
 
 const STATUS_COLOURS: Record<string, Colour> = {
-  SUCCESS: 'green', PARTIAL_SUCCESS: 'yellow', FAILED: 'red', CANCELLED: 'gray', CANCEL_REQUESTED: 'magenta',
-  RUNNING: 'cyan', QUEUED: 'blue', RETRY_WAIT: 'yellow', PAUSED: 'magenta',
-  UP: 'green', DEGRADED: 'yellow', DOWN: 'red', ACTIVE: 'green', EXPIRED: 'red', NO_LEASE: 'gray',
+  SUCCESS: 'green',
+  PARTIAL_SUCCESS: 'yellow',
+  FAILED: 'red',
+  CANCELLED: 'gray',
+  CANCEL_REQUESTED: 'magenta',
+  RUNNING: 'cyan',
+  QUEUED: 'blue',
+  RETRY_WAIT: 'yellow',
+  PAUSED: 'magenta',
+  UP: 'green',
+  DEGRADED: 'yellow',
+  DOWN: 'red',
+  ACTIVE: 'green',
+  EXPIRED: 'red',
+  NO_LEASE: 'gray',
 };
 
 export interface Column<Row> {
@@ -25,7 +37,10 @@ export class Output {
   readonly json: boolean;
   private readonly colours: boolean;
 
-  constructor(private readonly io: CliIo, options: { json: boolean }) {
+  constructor(
+    private readonly io: CliIo,
+    options: { json: boolean },
+  ) {
     this.json = options.json;
     this.colours = io.stdout.isTTY === true && !io.env.NO_COLOR && io.env.TERM !== 'dumb';
   }
@@ -58,9 +73,19 @@ export class Output {
     const cells = rows.map((row) => columns.map((column) => formatValue(column.value(row))));
     const widths = columns.map((column, i) => Math.max(column.header.length, ...cells.map((line) => line[i]!.length)));
     const pad = (text: string, i: number): string => text.padEnd(widths[i]!);
-    const header = this.paint(columns.map((column, i) => pad(column.header, i)).join('  ').trimEnd(), 'bold');
+    const header = this.paint(
+      columns
+        .map((column, i) => pad(column.header, i))
+        .join('  ')
+        .trimEnd(),
+      'bold',
+    );
     const lines = cells.map((line) =>
-      line.map((text, i) => (columns[i]!.colourByValue ? this.status(text) + ' '.repeat(widths[i]! - text.length) : pad(text, i))).join('  ').trimEnd());
+      line
+        .map((text, i) => (columns[i]!.colourByValue ? this.status(text) + ' '.repeat(widths[i]! - text.length) : pad(text, i)))
+        .join('  ')
+        .trimEnd(),
+    );
     return [header, ...lines].join('\n');
   }
 

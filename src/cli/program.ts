@@ -24,7 +24,9 @@ export function buildProgram(ctx: CommandContext): Command {
       outputError: (text, write) => write(text.replace(/^error: /, 'error USAGE: ')),
     })
     .showSuggestionAfterError()
-    .addOption(new Option('-d, --database-url <url>', `store URL: sqlite:path.db, postgres://…, mysql://… (default ${DEFAULT_DATABASE_URL})`).argParser(nonEmpty))
+    .addOption(
+      new Option('-d, --database-url <url>', `store URL: sqlite:path.db, postgres://…, mysql://… (default ${DEFAULT_DATABASE_URL})`).argParser(nonEmpty),
+    )
     .addOption(new Option('--schema <name>', 'PostgreSQL schema (default tasklease)').argParser(nonEmpty))
     .addOption(new Option('--pool-size <n>', 'connections in the pool (PostgreSQL, MySQL)').argParser(integer(1, 1000)))
     .addOption(new Option('-c, --config <path>', 'JSON config file (default ./tasklease.config.json when present)'))
@@ -35,7 +37,9 @@ export function buildProgram(ctx: CommandContext): Command {
 }
 
 function helpFooter(): string {
-  const env = configFields().map(({ key, env }) => `  ${env.padEnd(32)} ${key}`).join('\n');
+  const env = configFields()
+    .map(({ key, env }) => `  ${env.padEnd(32)} ${key}`)
+    .join('\n');
   return `
 Configuration: flags > environment > config file > defaults.
 ${env}

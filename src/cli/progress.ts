@@ -16,9 +16,16 @@ const SILENT: Progress = { update: () => undefined, stop: () => undefined };
 /** `format` uses cli-progress tokens: {bar} {percentage} {value} {total} {eta_formatted} and the fields given to update. */
 export function startProgress(io: CliIo, options: { total: number; format: string; fields?: Record<string, unknown> }): Progress {
   if (io.stderr.isTTY !== true) return SILENT;
-  const bar = new cliProgress.SingleBar({
-    stream: io.stderr, format: options.format, hideCursor: true, clearOnComplete: false, etaBuffer: 20,
-  }, cliProgress.Presets.shades_classic);
+  const bar = new cliProgress.SingleBar(
+    {
+      stream: io.stderr,
+      format: options.format,
+      hideCursor: true,
+      clearOnComplete: false,
+      etaBuffer: 20,
+    },
+    cliProgress.Presets.shades_classic,
+  );
   bar.start(options.total, 0, options.fields ?? {});
   return {
     update: (value, fields) => bar.update(value, fields ?? {}),

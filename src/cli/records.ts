@@ -60,7 +60,8 @@ function parseJsonLine(text: string, path: string, line: number): unknown {
 function checkHeader(fields: string[], path: string): string[] {
   const names = fields.map((f) => f.trim());
   const duplicate = names.find((name, i) => name === '' || names.indexOf(name) !== i);
-  if (duplicate !== undefined) throw new UsageError(`${path}:1: the CSV header has ${duplicate === '' ? 'an empty' : `a duplicate (${duplicate})`} column name`, 'file');
+  if (duplicate !== undefined)
+    throw new UsageError(`${path}:1: the CSV header has ${duplicate === '' ? 'an empty' : `a duplicate (${duplicate})`} column name`, 'file');
   return names;
 }
 

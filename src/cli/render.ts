@@ -17,7 +17,12 @@ export function taskBlock(output: Output, task: Task): string {
     ['lease owner', task.leaseOwner],
     ['lease until', task.leaseUntil],
     ['last error', task.lastErrorCode],
-    ['progress', progress ? `${progress.processed}/${progress.total} (ok ${progress.succeeded}, failed ${progress.failed}, skipped ${progress.skipped})${progress.message ? ` ${progress.message}` : ''}` : null],
+    [
+      'progress',
+      progress
+        ? `${progress.processed}/${progress.total} (ok ${progress.succeeded}, failed ${progress.failed}, skipped ${progress.skipped})${progress.message ? ` ${progress.message}` : ''}`
+        : null,
+    ],
     ['artifact', task.artifactId],
     ['result', task.result ?? null],
     ['idempotency key', task.idempotencyKey],

@@ -38,7 +38,11 @@ export async function submitFile(ctx: CommandContext, flags: SubmitFlags & { typ
   const client = await ctx.client(await definitionsFor(ctx, flags, flags.type));
   const summary: FileSubmitSummary = { file: flags.file!, taskType: flags.type, submitted: 0, created: 0, existing: 0, batches: 0, elapsedMs: 0 };
   const started = Date.now();
-  const progress = startProgress(ctx.io, { total: statSync(path).size, format: 'submit |{bar}| {percentage}% | {tasks} tasks | {eta_formatted} left', fields: { tasks: 0 } });
+  const progress = startProgress(ctx.io, {
+    total: statSync(path).size,
+    format: 'submit |{bar}| {percentage}% | {tasks} tasks | {eta_formatted} left',
+    fields: { tasks: 0 },
+  });
   try {
     let batch: PayloadRecord[] = [];
     for await (const record of readRecords(path, format)) {
@@ -55,12 +59,16 @@ export async function submitFile(ctx: CommandContext, flags: SubmitFlags & { typ
     progress.stop();
   }
   summary.elapsedMs = Date.now() - started;
-  ctx.output.result(summary, () =>
-    `submitted ${summary.submitted} ${summary.taskType} tasks from ${summary.file} in ${summary.batches} batches (${summary.created} new, ${summary.existing} already there) in ${(summary.elapsedMs / 1000).toFixed(2)} s`);
+  ctx.output.result(
+    summary,
+    () =>
+      `submitted ${summary.submitted} ${summary.taskType} tasks from ${summary.file} in ${summary.batches} batches (${summary.created} new, ${summary.existing} already there) in ${(summary.elapsedMs / 1000).toFixed(2)} s`,
+  );
 }
 
 async function submitBatch(
-  client: TaskLeaseClient, batch: readonly PayloadRecord[],
+  client: TaskLeaseClient,
+  batch: readonly PayloadRecord[],
   run: { flags: SubmitFlags & { type: string }; shared: SubmitOptions; summary: FileSubmitSummary; progress: Progress },
 ): Promise<void> {
   const requests = batch.map((record) => request(record, run.flags, run.shared));
@@ -72,8 +80,10 @@ async function submitBatch(
   }
   const created = results.filter((r) => r.created).length;
   Object.assign(run.summary, {
-    submitted: run.summary.submitted + results.length, created: run.summary.created + created,
-    existing: run.summary.existing + results.length - created, batches: run.summary.batches + 1,
+    submitted: run.summary.submitted + results.length,
+    created: run.summary.created + created,
+    existing: run.summary.existing + results.length - created,
+    batches: run.summary.batches + 1,
   });
   run.progress.update(batch[batch.length - 1]!.bytesRead, { tasks: run.summary.submitted });
 }

@@ -34,10 +34,15 @@ export function submitOptions(ctx: CommandContext, flags: SubmitFlags): SubmitOp
   if (flags.delay !== undefined && flags.at !== undefined) throw new UsageError('give --delay or --at, not both', 'delay');
   const owner = flags.owner ?? ctx.config().owner;
   const options: SubmitOptions = {
-    priority: flags.priority, delayMs: flags.delay, availableAt: flags.at, deadlineAt: flags.deadline, maxAttempts: flags.maxAttempts,
-    owner, idempotencyKey: flags.idempotencyKey, traceId: flags.traceId,
+    priority: flags.priority,
+    delayMs: flags.delay,
+    availableAt: flags.at,
+    deadlineAt: flags.deadline,
+    maxAttempts: flags.maxAttempts,
+    owner,
+    idempotencyKey: flags.idempotencyKey,
+    traceId: flags.traceId,
   };
   for (const key of Object.keys(options) as (keyof SubmitOptions)[]) if (options[key] === undefined) delete options[key];
   return options;
 }
-

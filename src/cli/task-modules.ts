@@ -17,7 +17,10 @@ export async function loadTaskModules(paths: readonly string[], cwd: string): Pr
     const exports = await importModule(absolute, path);
     const found = definitionsIn(exports);
     if (found.length === 0) {
-      throw new UsageError(`task module ${path} exports no task definitions: export defineTask({ type, execute }) results, as named exports or a default array`, 'modules');
+      throw new UsageError(
+        `task module ${path} exports no task definitions: export defineTask({ type, execute }) results, as named exports or a default array`,
+        'modules',
+      );
     }
     for (const definition of found) {
       const seen = byType.get(definition.type);

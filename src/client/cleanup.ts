@@ -21,8 +21,12 @@ export interface CleanupOptions {
 }
 
 export async function cleanup(store: Store, options: CleanupOptions): Promise<PurgeResult> {
-  const cutoff = await retentionCutoff(store, options?.retentionDays, options?.finishedBefore, { name: 'cleanup', before: 'finishedBefore', minDays: 1,
-    why: 'a retention of 0 would delete tasks that just finished' });
+  const cutoff = await retentionCutoff(store, options?.retentionDays, options?.finishedBefore, {
+    name: 'cleanup',
+    before: 'finishedBefore',
+    minDays: 1,
+    why: 'a retention of 0 would delete tasks that just finished',
+  });
   const total: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
   await inBatches(options, async (batchSize) => {
     const result = await store.purgeTerminalTasks({ finishedBefore: cutoff, batchSize });
@@ -63,14 +67,13 @@ export async function retentionCutoff(
  * Runs `batch` (which answers how many rows it handled) until a batch comes
  * back short or `maxBatches` ran; returns how many batches ran.
  */
-export async function inBatches(
-  options: { batchSize?: number; maxBatches?: number },
-  batch: (batchSize: number) => Promise<number>,
-): Promise<number> {
+export async function inBatches(options: { batchSize?: number; maxBatches?: number }, batch: (batchSize: number) => Promise<number>): Promise<number> {
   const batchSize = options.batchSize ?? 500;
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) throw new ValidationError('batchSize must be an integer from 1 to 10000', 'batchSize');
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
+    throw new ValidationError('batchSize must be an integer from 1 to 10000', 'batchSize');
   const maxBatches = options.maxBatches ?? Infinity;
-  if (maxBatches !== Infinity && (!Number.isInteger(maxBatches) || maxBatches < 1)) throw new ValidationError('maxBatches must be a positive integer', 'maxBatches');
+  if (maxBatches !== Infinity && (!Number.isInteger(maxBatches) || maxBatches < 1))
+    throw new ValidationError('maxBatches must be a positive integer', 'maxBatches');
   let batches = 0;
   while (batches < maxBatches) {
     batches += 1;

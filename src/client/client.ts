@@ -106,11 +106,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   /** Submits one task. Resolves once it has committed (or, with `transaction`, once it is in the caller's transaction). */
-  async submit<P>(
-    type: TaskDefinition<P> | string,
-    payload: P,
-    options: SubmitOptions & SubmitManyOptions = {},
-  ): Promise<InsertTaskResult> {
+  async submit<P>(type: TaskDefinition<P> | string, payload: P, options: SubmitOptions & SubmitManyOptions = {}): Promise<InsertTaskResult> {
     const { transaction, ...rest } = options;
     const [result] = await this.submitMany([{ ...rest, type: typeof type === 'string' ? type : type.type, payload }], { transaction });
     return result!;
@@ -150,8 +146,12 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     for (const s of status ?? []) if (!isTaskStatus(s)) throw new ValidationError(`unknown status ${String(s)}`, 'status');
     const window = { createdAfter: options.createdAfter, createdBefore: options.createdBefore };
     const page = await this.store.listTasks({
-      scope: options.scope ?? Scope.global(), taskType: options.taskType ?? null, status, owner: options.owner ?? null,
-      limit, cursor: windowCursor(options.cursor ?? null, window),
+      scope: options.scope ?? Scope.global(),
+      taskType: options.taskType ?? null,
+      status,
+      owner: options.owner ?? null,
+      limit,
+      cursor: windowCursor(options.cursor ?? null, window),
     });
     return cutPage(page, window);
   }
@@ -215,7 +215,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   /** Moves a waiting task's start time (QUEUED, RETRY_WAIT or PAUSED; a paused one stays paused). */
   async reschedule(id: string, when: { delayMs: number } | { availableAt: Date }, options: ScopeOption = {}): Promise<void> {
     const availableAt = 'availableAt' in when ? when.availableAt : new Date((await this.store.now()).getTime() + when.delayMs);
-    if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime())) throw new ValidationError('reschedule needs a valid availableAt or delayMs', 'availableAt');
+    if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime()))
+      throw new ValidationError('reschedule needs a valid availableAt or delayMs', 'availableAt');
     const scope = options.scope ?? Scope.global();
     const [paused] = await this.store.changeStatus({ ids: [id], scope, from: ['PAUSED'], to: 'PAUSED', availableAt });
     if (paused?.applied) return;
@@ -230,7 +231,9 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   /** Why is this task where it is? (seed article 2, diagnose-task.sh) */
   diagnose(id: string, options: ScopeOption & { workerSeenWithinMs?: number } = {}): Promise<Diagnosis> {
     return diagnose(this.store, id, {
-      scope: options.scope ?? Scope.global(), ...this.defaultLimits, workerSeenWithinMs: options.workerSeenWithinMs ?? 60_000,
+      scope: options.scope ?? Scope.global(),
+      ...this.defaultLimits,
+      workerSeenWithinMs: options.workerSeenWithinMs ?? 60_000,
     });
   }
 
@@ -275,7 +278,11 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   private async transition(
-    id: string, options: ScopeOption, from: readonly TaskStatus[], to: TaskStatus, action: string,
+    id: string,
+    options: ScopeOption,
+    from: readonly TaskStatus[],
+    to: TaskStatus,
+    action: string,
     extra: { newCycle?: boolean; availableAt?: Date } = {},
   ): Promise<void> {
     const [result] = await this.store.changeStatus({ ids: [id], scope: options.scope ?? Scope.global(), from, to, ...extra });

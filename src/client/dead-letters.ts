@@ -47,8 +47,12 @@ export class DeadLetterApi {
     const limit = options.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit must be an integer from 1 to 1000', 'limit');
     return this.store.listDeadLetters({
-      scope: options.scope ?? Scope.global(), taskType: options.taskType ?? null, movedAfter: options.from ?? null,
-      movedBefore: options.to ?? null, limit, cursor: options.cursor ?? null,
+      scope: options.scope ?? Scope.global(),
+      taskType: options.taskType ?? null,
+      movedAfter: options.from ?? null,
+      movedBefore: options.to ?? null,
+      limit,
+      cursor: options.cursor ?? null,
     });
   }
 
@@ -81,7 +85,10 @@ export class DeadLetterApi {
    */
   async clean(options: DeadLetterCleanOptions): Promise<DeadLetterCleanResult> {
     const archivedBefore = await retentionCutoff(this.store, options?.retentionDays, options?.archivedBefore, {
-      name: 'deadLetters.clean', before: 'archivedBefore', minDays: 0, why: 'a retention cannot be negative',
+      name: 'deadLetters.clean',
+      before: 'archivedBefore',
+      minDays: 0,
+      why: 'a retention cannot be negative',
     });
     let deleted = 0;
     const batches = await inBatches(options, async (batchSize) => {
@@ -99,5 +106,6 @@ export function checkIds(ids: readonly string[]): void {
   if (ids.length > MAX_IDS_PER_CALL) {
     throw new ValidationError(`at most ${MAX_IDS_PER_CALL} ids per call, got ${ids.length}: split the batch`, 'ids');
   }
-  for (const id of ids) if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw new ValidationError('every id must be a non-empty string', 'ids');
+  for (const id of ids)
+    if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw new ValidationError('every id must be a non-empty string', 'ids');
 }

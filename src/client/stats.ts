@@ -49,29 +49,46 @@ export interface StatsOptions {
 export async function clusterStats(store: Store, options: StatsOptions): Promise<ClusterStats> {
   const global = Scope.global();
   const [at, counts, deadLetters, leased, policies, workers] = await Promise.all([
-    store.now(), store.countByStatus({ scope: global }), store.countDeadLetters({ scope: global }),
-    store.leasedCounts(), store.listPolicies(), store.listWorkers({ seenWithinMs: options.workerSeenWithinMs }),
+    store.now(),
+    store.countByStatus({ scope: global }),
+    store.countDeadLetters({ scope: global }),
+    store.leasedCounts(),
+    store.listPolicies(),
+    store.listWorkers({ seenWithinMs: options.workerSeenWithinMs }),
   ]);
-  const typeNames = [...new Set([
-    ...workers.flatMap((w) => w.taskTypes), ...Object.keys(leased),
-    ...policies.flatMap((p) => (p.taskType === null ? [] : [p.taskType])),
-  ])].sort();
+  const typeNames = [
+    ...new Set([...workers.flatMap((w) => w.taskTypes), ...Object.keys(leased), ...policies.flatMap((p) => (p.taskType === null ? [] : [p.taskType]))]),
+  ].sort();
   const since = new Date(at.getTime() - options.queueWaitWindowMs);
-  const perType = await Promise.all(typeNames.map(async (taskType) => ({
-    taskType,
-    counts: await store.countByStatus({ scope: global, taskType }),
-    waits: (await store.analysisData({ taskType, since, sampleLimit: 10_000 })).attempts
-      .filter((a) => a.attempt === 1).map((a) => a.startedAt.getTime() - a.taskCreatedAt.getTime()),
-  })));
+  const perType = await Promise.all(
+    typeNames.map(async (taskType) => ({
+      taskType,
+      counts: await store.countByStatus({ scope: global, taskType }),
+      waits: (await store.analysisData({ taskType, since, sampleLimit: 10_000 })).attempts
+        .filter((a) => a.attempt === 1)
+        .map((a) => a.startedAt.getTime() - a.taskCreatedAt.getTime()),
+    })),
+  );
   const policy = (key: string): Policy | undefined => policies.find((p) => p.policyKey === key);
-  const use = (key: string, running: number, fallback: number): LimitUse =>
-    ({ running, limit: policy(key)?.maxConcurrency ?? fallback, enabled: policy(key)?.enabled ?? true });
+  const use = (key: string, running: number, fallback: number): LimitUse => ({
+    running,
+    limit: policy(key)?.maxConcurrency ?? fallback,
+    enabled: policy(key)?.enabled ?? true,
+  });
   return {
-    at, counts, deadLetters,
+    at,
+    counts,
+    deadLetters,
     backlog: counts.QUEUED + counts.RETRY_WAIT,
-    global: use(GLOBAL_POLICY_KEY, Object.values(leased).reduce((sum, n) => sum + n, 0), options.globalConcurrency),
+    global: use(
+      GLOBAL_POLICY_KEY,
+      Object.values(leased).reduce((sum, n) => sum + n, 0),
+      options.globalConcurrency,
+    ),
     types: perType.map(({ taskType, counts: c }) => ({
-      taskType, backlog: c.QUEUED + c.RETRY_WAIT, ...use(typePolicyKey(taskType), leased[taskType] ?? 0, options.typeConcurrency),
+      taskType,
+      backlog: c.QUEUED + c.RETRY_WAIT,
+      ...use(typePolicyKey(taskType), leased[taskType] ?? 0, options.typeConcurrency),
     })),
     workers: { live: workers.length, concurrency: workers.reduce((sum, w) => sum + w.concurrency, 0) },
     queueWait: percentiles(perType.flatMap((t) => t.waits)),

@@ -41,8 +41,16 @@ export interface SubmitLimits {
 }
 
 const REQUEST_KEYS = keysOf<SubmitRequest>({
-  type: true, payload: true, priority: true, delayMs: true, availableAt: true, deadlineAt: true, maxAttempts: true, owner: true,
-  idempotencyKey: true, traceId: true,
+  type: true,
+  payload: true,
+  priority: true,
+  delayMs: true,
+  availableAt: true,
+  deadlineAt: true,
+  maxAttempts: true,
+  owner: true,
+  idempotencyKey: true,
+  traceId: true,
 });
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
 const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128 } as const;

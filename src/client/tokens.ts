@@ -40,17 +40,24 @@ export class TokenApi {
   private backing: Promise<TokenStore> | null = null;
   private readonly cache = new Map<string, { record: ApiTokenRecord; until: number }>();
 
-  constructor(private readonly store: Store, private readonly cacheMs = 5000) {}
+  constructor(
+    private readonly store: Store,
+    private readonly cacheMs = 5000,
+  ) {}
 
   async create(options: CreateTokenOptions): Promise<CreatedToken> {
     const { name, role } = options ?? ({} as CreateTokenOptions);
-    if (typeof name !== 'string' || name.trim().length === 0 || name.length > 255) throw new ValidationError('token name must be a string of 1 to 255 characters', 'name');
+    if (typeof name !== 'string' || name.trim().length === 0 || name.length > 255)
+      throw new ValidationError('token name must be a string of 1 to 255 characters', 'name');
     if (!TOKEN_ROLES.includes(role)) throw new ValidationError(`token role must be one of ${TOKEN_ROLES.join(', ')}`, 'role');
     const owner = options.owner ?? null;
-    if (role === 'user' && (typeof owner !== 'string' || owner.length === 0 || owner.length > 255)) throw new ValidationError('a user token needs an owner (1 to 255 characters)', 'owner');
+    if (role === 'user' && (typeof owner !== 'string' || owner.length === 0 || owner.length > 255))
+      throw new ValidationError('a user token needs an owner (1 to 255 characters)', 'owner');
     if (role !== 'user' && owner !== null) throw new ValidationError(`a ${role} token sees every owner: give no owner`, 'owner');
     const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
-    const record = await (await this.tokens()).insertToken({
+    const record = await (
+      await this.tokens()
+    ).insertToken({
       token: { id: uuidv7(), name: name.trim(), role, owner, tokenHash: hashToken(token), expiresAt: expiryOf(options) },
     });
     return { token, record };
@@ -101,7 +108,8 @@ function usable(record: ApiTokenRecord, now: number): boolean {
 }
 
 function expiryOf(options: CreateTokenOptions): Date | null {
-  if (options.expiresAt !== undefined && options.expiresAt !== null && options.expiresInMs !== undefined) throw new ValidationError('give expiresAt or expiresInMs, not both', 'expiresAt');
+  if (options.expiresAt !== undefined && options.expiresAt !== null && options.expiresInMs !== undefined)
+    throw new ValidationError('give expiresAt or expiresInMs, not both', 'expiresAt');
   if (options.expiresInMs !== undefined) {
     if (!Number.isInteger(options.expiresInMs) || options.expiresInMs < 1) throw new ValidationError('expiresInMs must be a positive integer', 'expiresInMs');
     return new Date(Date.now() + options.expiresInMs);

@@ -51,7 +51,15 @@ export interface TaskDefinition<Payload = unknown> {
 export type AnyTaskDefinition = TaskDefinition<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const DEFINITION_KEYS = keysOf<TaskDefinition>({
-  type: true, schema: true, validate: true, validateCompletion: true, execute: true, maxAttempts: true, timeoutMs: true, retry: true, priority: true,
+  type: true,
+  schema: true,
+  validate: true,
+  validateCompletion: true,
+  execute: true,
+  maxAttempts: true,
+  timeoutMs: true,
+  retry: true,
+  priority: true,
 });
 
 /** Declares a task; checks the definition's shape at once. */

@@ -74,7 +74,10 @@ export class UnknownTaskTypeError extends ValidationError {
 export class PayloadInvalidError extends ValidationError {
   readonly issues: readonly { message: string; path?: string }[];
   constructor(taskType: string, issues: readonly { message: string; path?: string }[]) {
-    const first = issues.slice(0, 3).map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ');
+    const first = issues
+      .slice(0, 3)
+      .map((i) => (i.path ? `${i.path}: ${i.message}` : i.message))
+      .join('; ');
     super(`payload for task type ${JSON.stringify(truncate(taskType, 80))} fails its schema: ${first}`, 'payload', ErrorCode.PAYLOAD_INVALID);
     this.issues = issues;
   }
@@ -142,10 +145,10 @@ export class StoreClosedError extends StoreError {
 /** The tables are not there: say what to run, not which relation a driver missed. */
 export class SchemaMissingError extends StoreError {
   constructor(where: string, options?: { cause?: unknown }) {
-    super(
-      `the tasklease schema is missing in ${where}: run \`await store.migrate()\` (or \`tasklease migrate\`) once before using the store`,
-      { ...options, code: ErrorCode.SCHEMA_NOT_MIGRATED },
-    );
+    super(`the tasklease schema is missing in ${where}: run \`await store.migrate()\` (or \`tasklease migrate\`) once before using the store`, {
+      ...options,
+      code: ErrorCode.SCHEMA_NOT_MIGRATED,
+    });
   }
 }
 
@@ -154,7 +157,8 @@ export class StoreConnectTimeoutError extends StoreError {
   readonly host: string;
   constructor(host: string, timeoutMs: number, options?: { cause?: unknown }) {
     super(`could not connect to ${host} within ${timeoutMs} ms (option connectTimeoutMs): is the server up and answering?`, {
-      ...options, code: ErrorCode.STORE_CONNECT_TIMEOUT,
+      ...options,
+      code: ErrorCode.STORE_CONNECT_TIMEOUT,
     });
     this.host = host;
   }

@@ -53,7 +53,10 @@ function classify(error: unknown, options: ClassifyOptions, traceId: string): Fa
 
 /** Error codes become metric labels: keep them short identifiers. */
 function boundedCode(code: string): string {
-  const clean = code.toUpperCase().replace(/[^A-Z0-9_.-]/g, '_').slice(0, 64);
+  const clean = code
+    .toUpperCase()
+    .replace(/[^A-Z0-9_.-]/g, '_')
+    .slice(0, 64);
   return clean.length > 0 ? clean : ErrorCode.HANDLER_ERROR;
 }
 

@@ -1,12 +1,7 @@
 import { InvalidOptionsError } from './errors.js';
 
 /** Option checks at a component's edge: a bad value fails at start, naming the field. */
-export function checkNumber(
-  component: string,
-  field: string,
-  value: unknown,
-  range: { min?: number; max?: number; integer?: boolean } = {},
-): void {
+export function checkNumber(component: string, field: string, value: unknown, range: { min?: number; max?: number; integer?: boolean } = {}): void {
   if (typeof value !== 'number' || Number.isNaN(value) || !Number.isFinite(value)) {
     throw new InvalidOptionsError(component, field, `must be a finite number, got ${describe(value)}`);
   }

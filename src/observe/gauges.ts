@@ -20,7 +20,7 @@ export interface GaugeSources {
 }
 
 const POOL_FIELDS = {
-  active: 'Database connections lent out now (the seed\'s hikaricp_connections_active), by dialect.',
+  active: "Database connections lent out now (the seed's hikaricp_connections_active), by dialect.",
   idle: 'Database connections open and free (hikaricp_connections_idle), by dialect.',
   max: 'The most connections the pools open (hikaricp_connections_max), by dialect.',
   pending: 'Callers waiting for a connection (hikaricp_connections_pending), by dialect.',
@@ -30,23 +30,35 @@ export function defineGauges(registry: Registry, sources: GaugeSources): void {
   const registers = [registry];
   const sumOfWorkers = (field: 'active' | 'concurrency'): number => sources.workers().reduce((sum, s) => sum + s[field], 0);
   new Gauge({
-    name: 'async_task_active_count', help: 'Handlers running now in this process (attached workers).', registers,
-    collect() { this.set(sumOfWorkers('active')); },
+    name: 'async_task_active_count',
+    help: 'Handlers running now in this process (attached workers).',
+    registers,
+    collect() {
+      this.set(sumOfWorkers('active'));
+    },
   });
   new Gauge({
-    name: 'async_task_local_max_concurrency', help: 'Handler slots in this process (sum of attached workers\' concurrency).', registers,
-    collect() { this.set(sumOfWorkers('concurrency')); },
+    name: 'async_task_local_max_concurrency',
+    help: "Handler slots in this process (sum of attached workers' concurrency).",
+    registers,
+    collect() {
+      this.set(sumOfWorkers('concurrency'));
+    },
   });
   new Gauge({
-    name: 'async_task_registered_types', help: 'Task types the attached workers run: one series per type, valued by how many workers run it.',
-    labelNames: ['task_type'], registers,
+    name: 'async_task_registered_types',
+    help: 'Task types the attached workers run: one series per type, valued by how many workers run it.',
+    labelNames: ['task_type'],
+    registers,
     collect() {
       this.reset(); // a type whose workers all stopped disappears
       for (const stats of sources.workers()) for (const type of stats.taskTypes) this.inc({ task_type: type });
     },
   });
   new Gauge({
-    name: 'async_task_dead_letter_queue_size', help: 'Dead letters neither replayed nor archived (attached stores).', registers,
+    name: 'async_task_dead_letter_queue_size',
+    help: 'Dead letters neither replayed nor archived (attached stores).',
+    registers,
     async collect() {
       const size = await sources.deadLetters();
       if (size !== null) this.set(size);
@@ -54,12 +66,18 @@ export function defineGauges(registry: Registry, sources: GaugeSources): void {
   });
   new Gauge({
     name: 'async_task_lease_renewal_success_rate',
-    help: 'Share of lease renewals in the last window (default 5 min) that kept their lease; 1 when none was attempted.', registers,
-    collect() { this.set(sources.renewalRate()); },
+    help: 'Share of lease renewals in the last window (default 5 min) that kept their lease; 1 when none was attempted.',
+    registers,
+    collect() {
+      this.set(sources.renewalRate());
+    },
   });
   for (const [field, help] of Object.entries(POOL_FIELDS) as [keyof PoolStats, string][]) {
     new Gauge({
-      name: `async_task_db_connections_${field}`, help, labelNames: ['dialect'], registers,
+      name: `async_task_db_connections_${field}`,
+      help,
+      labelNames: ['dialect'],
+      registers,
       collect() {
         this.reset();
         for (const { dialect, stats } of sources.pools()) this.inc({ dialect }, stats[field]);

@@ -44,14 +44,16 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
   const log = logger.child({ workerId: worker.workerId });
   const payloadOf = (task: Task): Fields => (exposePayloads ? { payload: task.payload } : {});
   const failureFields = (failure: FailureRecord): Fields => ({
-    errorCode: failure.errorCode, exceptionType: exceptionTypeOf(failure), traceId: failure.traceId ?? undefined, retryable: failure.retryable,
+    errorCode: failure.errorCode,
+    exceptionType: exceptionTypeOf(failure),
+    traceId: failure.traceId ?? undefined,
+    retryable: failure.retryable,
     ...(exposeMessages ? { errorMessage: failure.message } : {}),
   });
   const offs = [
     worker.on('claimed', ({ count }) => log.debug({ count }, 'tasks claimed')),
     worker.on('started', ({ task, queueWaitMs }) => log.debug({ ...taskFields(task), queueWaitMs, ...payloadOf(task) }, 'task started')),
-    worker.on('progress', ({ task, progress }) =>
-      log.trace({ ...taskFields(task), processed: progress.processed, total: progress.total }, 'task progress')),
+    worker.on('progress', ({ task, progress }) => log.trace({ ...taskFields(task), processed: progress.processed, total: progress.total }, 'task progress')),
     worker.on('completed', ({ task, durationMs }) => log.info({ ...taskFields(task), durationMs }, 'task completed')),
     worker.on('failed', ({ task, failure, durationMs, willRetry }) => {
       const fields = { ...taskFields(task), ...failureFields(failure), durationMs, willRetry, ...payloadOf(task) };
@@ -61,12 +63,13 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
     }),
     worker.on('retryScheduled', ({ task, retryDelayMs }) => log.debug({ ...taskFields(task), retryDelayMs }, 'task retry scheduled')),
     worker.on('deadLettered', ({ task, failure, deadLetterId }) =>
-      log.error({ ...taskFields(task), ...failureFields(failure), deadLetterId, ...payloadOf(task) }, 'task failed and moved to the dead letter queue')),
+      log.error({ ...taskFields(task), ...failureFields(failure), deadLetterId, ...payloadOf(task) }, 'task failed and moved to the dead letter queue'),
+    ),
     worker.on('timedOut', ({ task, durationMs }) =>
-      log.error({ ...taskFields(task), errorCode: 'TIMEOUT', exceptionType: 'TaskAbortedError', durationMs }, 'task timed out')),
+      log.error({ ...taskFields(task), errorCode: 'TIMEOUT', exceptionType: 'TaskAbortedError', durationMs }, 'task timed out'),
+    ),
     worker.on('cancelled', ({ task, durationMs }) => log.info({ ...taskFields(task), durationMs }, 'task cancelled')),
-    worker.on('leaseLost', ({ task, reason }) =>
-      log.error({ ...taskFields(task), reason }, 'lease lost: the task was aborted here and may run elsewhere')),
+    worker.on('leaseLost', ({ task, reason }) => log.error({ ...taskFields(task), reason }, 'lease lost: the task was aborted here and may run elsewhere')),
     worker.on('released', ({ task, started }) => {
       if (started) log.info({ ...taskFields(task), started }, 'task handed back (worker stopping)');
       else log.debug({ ...taskFields(task), started }, 'prefetched task handed back');
@@ -82,7 +85,8 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
       else log.trace({ ...result }, 'recovery sweep found nothing');
     }),
     worker.on('error', ({ operation, error }) =>
-      log.error({ operation, ...errorFields(error), ...(exposeMessages ? { err: error } : {}) }, 'store operation failed; the worker retries')),
+      log.error({ operation, ...errorFields(error), ...(exposeMessages ? { err: error } : {}) }, 'store operation failed; the worker retries'),
+    ),
     worker.on('stopping', ({ active, buffered }) => log.info({ active, buffered }, 'worker stopping')),
     worker.on('stopped', () => log.info('worker stopped')),
   ];

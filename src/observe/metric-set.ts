@@ -8,9 +8,7 @@ import { Counter, Histogram, type Registry } from 'prom-client';
 import { defineGauges, type GaugeSources } from './gauges.js';
 
 /** 5 ms … 1 h: sub-second handlers and the seed's 60 s queue-wait alert both land inside. */
-export const DEFAULT_SECONDS_BUCKETS: readonly number[] = [
-  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
-];
+export const DEFAULT_SECONDS_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 
 export const COMPLETED_STATUSES = ['SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED'] as const;
 
@@ -51,26 +49,36 @@ export function defineMetricSet(registry: Registry, sources: MetricSources): Met
 
   defineGauges(registry, sources);
 
-  const completed = counter('async_task_completed_total',
-    'Tasks that reached a terminal status through this process (worker outcomes and recovery sweeps), by status and task type.', ['status', 'task_type']);
+  const completed = counter(
+    'async_task_completed_total',
+    'Tasks that reached a terminal status through this process (worker outcomes and recovery sweeps), by status and task type.',
+    ['status', 'task_type'],
+  );
   // Every status from the start, so rate() and the seed's failure-rate ratio exist before the first failure.
   for (const status of COMPLETED_STATUSES) completed.inc({ status, task_type: UNKNOWN_TYPE }, 0);
 
   return {
     queueWait: new Histogram({
-      name: 'async_task_queue_wait_seconds', help: 'From submit (create time) to the start of each execution.',
-      buckets: [...(sources.queueWaitBuckets ?? DEFAULT_SECONDS_BUCKETS)], registers,
+      name: 'async_task_queue_wait_seconds',
+      help: 'From submit (create time) to the start of each execution.',
+      buckets: [...(sources.queueWaitBuckets ?? DEFAULT_SECONDS_BUCKETS)],
+      registers,
     }),
     execution: seconds('async_task_execution_seconds', 'Duration of each execution (attempt), by task type.', sources.executionBuckets),
-    leaseDuration: seconds('async_task_lease_duration_seconds',
-      'How long this process held each lease it ran: from the handler\'s start until the outcome was written, the task handed back or the lease lost.',
-      sources.executionBuckets),
+    leaseDuration: seconds(
+      'async_task_lease_duration_seconds',
+      "How long this process held each lease it ran: from the handler's start until the outcome was written, the task handed back or the lease lost.",
+      sources.executionBuckets,
+    ),
     submitted: counter('async_task_submitted_total', 'Tasks created by attached clients, by type (idempotent repeats excluded).', ['task_type']),
     completed,
     failures: counter('async_task_failures_total', 'Failed attempts (retried or not), by task type and error code.', ['task_type', 'error_code']),
     retries: counter('async_task_retries_total', 'Failed attempts scheduled for a retry, by task type.', ['task_type']),
-    deadLettered: counter('async_task_dead_letter_total',
-      'Tasks moved to the dead-letter queue by this process (failed outcomes and recovery sweeps), by task type and error code.', ['task_type', 'error_code']),
+    deadLettered: counter(
+      'async_task_dead_letter_total',
+      'Tasks moved to the dead-letter queue by this process (failed outcomes and recovery sweeps), by task type and error code.',
+      ['task_type', 'error_code'],
+    ),
     timeouts: counter('async_task_timeouts_total', 'Attempts aborted by their execution time limit or the task deadline.'),
     renewals: counter('async_task_lease_renewal_total', 'Lease renewals attempted by heartbeats.'),
     renewalSuccesses: counter('async_task_lease_renewal_success_total', 'Lease renewals that kept the lease (including those that found a cancel request).'),

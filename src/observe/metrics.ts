@@ -72,8 +72,10 @@ export function createMetrics(options: MetricsOptions = {}): TaskleaseMetrics {
 
 function checkBuckets(field: string, buckets: readonly number[] | undefined): void {
   if (buckets === undefined) return;
-  const ok = Array.isArray(buckets) && buckets.length > 0
-    && buckets.every((b, i) => typeof b === 'number' && Number.isFinite(b) && b > 0 && (i === 0 || b > buckets[i - 1]!));
+  const ok =
+    Array.isArray(buckets) &&
+    buckets.length > 0 &&
+    buckets.every((b, i) => typeof b === 'number' && Number.isFinite(b) && b > 0 && (i === 0 || b > buckets[i - 1]!));
   if (!ok) throw new InvalidOptionsError('Metrics', field, 'must be a non-empty, strictly increasing list of positive seconds');
 }
 
@@ -83,10 +85,14 @@ class MetricsHub implements TaskleaseMetrics {
   private readonly stores = new Map<Store, Scope>();
   private readonly renewals: RenewalWindow;
 
-  constructor(readonly registry: Registry, options: MetricsOptions) {
+  constructor(
+    readonly registry: Registry,
+    options: MetricsOptions,
+  ) {
     this.renewals = new RenewalWindow(options.renewalRateWindowMs ?? DEFAULT_RENEWAL_WINDOW_MS);
     this.m = defineMetricSet(registry, {
-      queueWaitBuckets: options.queueWaitBuckets, executionBuckets: options.executionBuckets,
+      queueWaitBuckets: options.queueWaitBuckets,
+      executionBuckets: options.executionBuckets,
       // A worker not started yet offers no slots; a stopped one has detached itself.
       workers: () => [...this.workers.keys()].map((w) => w.stats()).filter((s) => s.state !== 'idle'),
       deadLetters: () => this.countDeadLetters(),
@@ -137,8 +143,7 @@ class MetricsHub implements TaskleaseMetrics {
    * control-plane health check is where an outage shows).
    */
   private async countDeadLetters(): Promise<number | null> {
-    const counts = await Promise.all([...this.stores].map(([store, scope]) =>
-      withinScrape(store.countDeadLetters({ scope })).catch(() => null)));
+    const counts = await Promise.all([...this.stores].map(([store, scope]) => withinScrape(store.countDeadLetters({ scope })).catch(() => null)));
     if (counts.some((c) => c === null)) return null;
     return counts.reduce<number>((sum, c) => sum + (c ?? 0), 0);
   }

@@ -71,7 +71,9 @@ export async function buildApp({ options, context, routes, authenticator }: AppP
   app.addHook('onRequest', authorizer(authenticator, options));
 
   await app.register(helmet, {
-    contentSecurityPolicy: { directives: { defaultSrc: ["'self'"], scriptSrc: ["'self'"], styleSrc: ["'self'", "'unsafe-inline'"], imgSrc: ["'self'", 'data:'] } },
+    contentSecurityPolicy: {
+      directives: { defaultSrc: ["'self'"], scriptSrc: ["'self'"], styleSrc: ["'self'", "'unsafe-inline'"], imgSrc: ["'self'", 'data:'] },
+    },
   });
   if (options.corsOrigins && options.corsOrigins.length > 0) {
     const { default: cors } = await import('@fastify/cors');
@@ -81,10 +83,16 @@ export async function buildApp({ options, context, routes, authenticator }: AppP
   await registerDocs(app, docsAccess);
   for (const spec of routes) {
     app.route({
-      method: spec.method, url: spec.url,
+      method: spec.method,
+      url: spec.url,
       schema: {
-        ...spec.schema, summary: spec.summary, tags: spec.tags,
-        description: spec.access === 'public' ? 'Open: no token.' : `Roles: ${ROLES_BY_ACCESS[spec.access].join(', ')}.${spec.ownTask ? ' A user sees its own tasks only (another owner\'s answers 404).' : ''}`,
+        ...spec.schema,
+        summary: spec.summary,
+        tags: spec.tags,
+        description:
+          spec.access === 'public'
+            ? 'Open: no token.'
+            : `Roles: ${ROLES_BY_ACCESS[spec.access].join(', ')}.${spec.ownTask ? " A user sees its own tasks only (another owner's answers 404)." : ''}`,
         security: spec.access === 'public' ? [] : [{ bearerAuth: [] }],
       },
       config: { access: spec.access, ownTask: spec.ownTask ?? false },
@@ -112,7 +120,10 @@ function authorizer(authenticator: Authenticator, options: ServerOptions) {
       throw error;
     }
     if (!ROLES_BY_ACCESS[access].includes(request.principal.role)) {
-      throw new AccessError('FORBIDDEN', `role ${request.principal.role} may not ${request.method} ${request.routeOptions.url}; it needs ${ROLES_BY_ACCESS[access].join(' or ')}`);
+      throw new AccessError(
+        'FORBIDDEN',
+        `role ${request.principal.role} may not ${request.method} ${request.routeOptions.url}; it needs ${ROLES_BY_ACCESS[access].join(' or ')}`,
+      );
     }
   };
 }

@@ -32,7 +32,10 @@ const CREDENTIAL_ELSEWHERE = ['x-api-key', 'x-auth-token', 'api-key', 'x-tasklea
 export class Authenticator {
   private readonly jwtKey: Uint8Array | JWTVerifyGetKey | null;
 
-  constructor(private readonly tokens: TokenApi, private readonly jwt: JwtOptions | undefined) {
+  constructor(
+    private readonly tokens: TokenApi,
+    private readonly jwt: JwtOptions | undefined,
+  ) {
     if (!jwt) this.jwtKey = null;
     else if (jwt.secret !== undefined) this.jwtKey = new TextEncoder().encode(jwt.secret);
     else this.jwtKey = createRemoteJWKSet(new URL(jwt.jwksUrl!));
@@ -45,8 +48,9 @@ export class Authenticator {
     const session = header === undefined ? sessionCredential(request) : null;
     if (session !== null) return this.verifyCredential(session);
     if (header === undefined) {
-      const elsewhere = CREDENTIAL_ELSEWHERE.find((name) => request.headers[name] !== undefined)
-        ?? (/[?&](access_token|token|api_key)=/.test(request.url) ? 'the query string' : undefined);
+      const elsewhere =
+        CREDENTIAL_ELSEWHERE.find((name) => request.headers[name] !== undefined) ??
+        (/[?&](access_token|token|api_key)=/.test(request.url) ? 'the query string' : undefined);
       if (elsewhere) throw new AccessError('UNAUTHENTICATED', `credentials in ${elsewhere} are not accepted: send Authorization: Bearer <token>`);
       throw new AccessError('UNAUTHENTICATED', 'this route needs Authorization: Bearer <token>');
     }
@@ -79,7 +83,8 @@ export class Authenticator {
     }
     const role = payload[this.jwt!.roleClaim ?? 'role'];
     const owner = payload[this.jwt!.ownerClaim ?? 'sub'];
-    if (typeof role !== 'string' || !TOKEN_ROLES.includes(role as TokenRole)) throw new AccessError('UNAUTHENTICATED', `the JWT has no valid role claim (${TOKEN_ROLES.join(', ')})`);
+    if (typeof role !== 'string' || !TOKEN_ROLES.includes(role as TokenRole))
+      throw new AccessError('UNAUTHENTICATED', `the JWT has no valid role claim (${TOKEN_ROLES.join(', ')})`);
     if (role === 'user' && (typeof owner !== 'string' || owner.length === 0)) throw new AccessError('UNAUTHENTICATED', 'a user JWT needs an owner claim');
     return { role: role as TokenRole, owner: role === 'user' ? (owner as string) : null, name: String(payload.sub ?? 'jwt'), via: 'jwt' };
   }
@@ -89,7 +94,10 @@ export class Authenticator {
 export class FailureLimiter {
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
 
-  constructor(private readonly max: number, private readonly windowMs: number) {}
+  constructor(
+    private readonly max: number,
+    private readonly windowMs: number,
+  ) {}
 
   /** Seconds to wait when this address is blocked, else 0. */
   blockedFor(address: string): number {

@@ -12,13 +12,19 @@ export async function registerDocs(app: FastifyInstance, access: Access): Promis
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: 'tasklease HTTP API', version: '1', description: 'Durable async tasks: user API, the seed\'s admin API, probes and metrics. Errors: { success: false, code, message, field?, requestId }.' },
+      info: {
+        title: 'tasklease HTTP API',
+        version: '1',
+        description: "Durable async tasks: user API, the seed's admin API, probes and metrics. Errors: { success: false, code, message, field?, requestId }.",
+      },
       components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'An API token (tl_…) or, when configured, a JWT' } } },
     },
   });
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true, uiConfig: { persistAuthorization: false } });
   app.route({
-    method: 'GET', url: '/openapi.json', config: { access },
+    method: 'GET',
+    url: '/openapi.json',
+    config: { access },
     schema: { hide: true } as object,
     handler: async () => app.swagger(),
   });

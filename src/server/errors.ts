@@ -48,7 +48,9 @@ export function handleError(error: FastifyError | Error, request: FastifyRequest
   if (fastifyError.validation) {
     const first = fastifyError.validation[0];
     const where = fastifyError.validationContext ?? 'request';
-    const path = first?.instancePath ? first.instancePath.replace(/^\//, '').replaceAll('/', '.') : (first?.params as { missingProperty?: string } | undefined)?.missingProperty;
+    const path = first?.instancePath
+      ? first.instancePath.replace(/^\//, '').replaceAll('/', '.')
+      : (first?.params as { missingProperty?: string } | undefined)?.missingProperty;
     const field = path ? `${where}.${path}` : where;
     const extra = (first?.params as { additionalProperty?: string } | undefined)?.additionalProperty;
     const message = `${field} ${first?.message ?? 'is invalid'}${extra ? `: ${JSON.stringify(extra)}` : ''}`;

@@ -77,15 +77,24 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
   let started = false;
   const context: RouteContext = { client, worker, metrics, events, sse, backlogThreshold: options.backlogThreshold ?? 1000, started: () => started };
   const authenticator = new Authenticator(client.tokens, options.jwt);
-  const routes = [...userRoutes(streams), ...adminRoutes(), ...adminOpsRoutes(), ...probeRoutes({ publicMetrics: options.publicMetrics ?? false }),
-    ...dashboardRoutes({ authenticator })];
+  const routes = [
+    ...userRoutes(streams),
+    ...adminRoutes(),
+    ...adminOpsRoutes(),
+    ...probeRoutes({ publicMetrics: options.publicMetrics ?? false }),
+    ...dashboardRoutes({ authenticator }),
+  ];
   const app = await buildApp({ options, context, routes, authenticator });
   // Streams never end on their own while tasks run: end them first, or close() would wait for them.
   app.addHook('preClose', async () => streams.closeAll());
 
   let closing: Promise<void> | null = null;
   return {
-    app, client, store, worker, metrics,
+    app,
+    client,
+    store,
+    worker,
+    metrics,
     async listen() {
       const url = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
       worker?.start();

@@ -16,8 +16,13 @@ export interface MetricAnswer {
 
 type Computed = (context: RouteContext) => Promise<MetricAnswer> | MetricAnswer;
 
-const answer = (name: string, description: string, value: number, baseUnit: string | null = null, tags: MetricAnswer['availableTags'] = []): MetricAnswer =>
-  ({ name, description, baseUnit, measurements: [{ statistic: 'VALUE', value }], availableTags: tags });
+const answer = (name: string, description: string, value: number, baseUnit: string | null = null, tags: MetricAnswer['availableTags'] = []): MetricAnswer => ({
+  name,
+  description,
+  baseUnit,
+  measurements: [{ statistic: 'VALUE', value }],
+  availableTags: tags,
+});
 
 /** pg.Pool's counters when the store runs on one (PostgreSQL); the seed reads HikariCP's. */
 function pool(context: RouteContext): { totalCount: number; idleCount: number; waitingCount: number; options: { max?: number } } | null {
@@ -36,16 +41,25 @@ const COMPUTED: Record<string, Computed> = {
     answer('async.task.dead.letter.queue.size', 'Dead letters neither replayed nor archived', await context.client.deadLetters.size()),
   'async.task.registered.types': (context) => {
     const types = context.worker?.taskTypes ?? [];
-    return answer('async.task.registered.types', 'Task types the worker in this process has handlers for', types.length, null, [{ tag: 'task_type', values: types }]);
+    return answer('async.task.registered.types', 'Task types the worker in this process has handlers for', types.length, null, [
+      { tag: 'task_type', values: types },
+    ]);
   },
   'async.task.lease.renewal.success.rate': async (context) => {
     const [total, success] = [await counterSum(context, 'async_task_lease_renewal_total'), await counterSum(context, 'async_task_lease_renewal_success_total')];
-    return answer('async.task.lease.renewal.success.rate', 'Lease renewals that kept the lease, of all attempted (1 when none yet)', total === 0 ? 1 : success / total);
+    return answer(
+      'async.task.lease.renewal.success.rate',
+      'Lease renewals that kept the lease, of all attempted (1 when none yet)',
+      total === 0 ? 1 : success / total,
+    );
   },
 };
 
 const POOL_FIELDS: Record<string, (p: NonNullable<ReturnType<typeof pool>>) => number> = {
-  active: (p) => p.totalCount - p.idleCount, idle: (p) => p.idleCount, max: (p) => p.options.max ?? 10, pending: (p) => p.waitingCount,
+  active: (p) => p.totalCount - p.idleCount,
+  idle: (p) => p.idleCount,
+  max: (p) => p.options.max ?? 10,
+  pending: (p) => p.waitingCount,
 };
 for (const [field, read] of Object.entries(POOL_FIELDS)) {
   for (const prefix of ['hikaricp.connections', 'tasklease.pool.connections']) {
@@ -70,8 +84,15 @@ export async function lookUpMetric(context: RouteContext, name: string): Promise
   const { help, values } = await metric.get();
   const tagNames = [...new Set(values.flatMap((v) => Object.keys(v.labels)))];
   return {
-    name, description: help, baseUnit: name.endsWith('.seconds') ? 'seconds' : null,
-    measurements: [{ statistic: 'VALUE', value: values.filter((v) => !('metricName' in v) || !String(v.metricName).endsWith('_bucket')).reduce((sum, v) => sum + v.value, 0) }],
+    name,
+    description: help,
+    baseUnit: name.endsWith('.seconds') ? 'seconds' : null,
+    measurements: [
+      {
+        statistic: 'VALUE',
+        value: values.filter((v) => !('metricName' in v) || !String(v.metricName).endsWith('_bucket')).reduce((sum, v) => sum + v.value, 0),
+      },
+    ],
     availableTags: tagNames.map((tag) => ({ tag, values: [...new Set(values.map((v) => String(v.labels[tag] ?? '')).filter(Boolean))] })),
   };
 }

@@ -71,13 +71,33 @@ export interface ResolvedSse {
   keepAliveMs: number;
 }
 
-const KNOWN = ['store', 'databaseUrl', 'migrate', 'tasks', 'worker', 'host', 'port', 'bodyLimitBytes', 'maxPayloadBytes', 'jwt',
-  'failedAuthLimit', 'publicMetrics', 'publicDocs', 'corsOrigins', 'logger', 'trustProxy', 'registry', 'sse', 'backlogThreshold'];
+const KNOWN = [
+  'store',
+  'databaseUrl',
+  'migrate',
+  'tasks',
+  'worker',
+  'host',
+  'port',
+  'bodyLimitBytes',
+  'maxPayloadBytes',
+  'jwt',
+  'failedAuthLimit',
+  'publicMetrics',
+  'publicDocs',
+  'corsOrigins',
+  'logger',
+  'trustProxy',
+  'registry',
+  'sse',
+  'backlogThreshold',
+];
 
 export function checkServerOptions(options: ServerOptions): void {
   if (typeof options !== 'object' || options === null) throw new InvalidOptionsError('Server', 'options', 'must be an object');
   checkKnownKeys('Server', options, KNOWN);
-  if ((options.store === undefined) === (options.databaseUrl === undefined)) throw new InvalidOptionsError('Server', 'store', 'give exactly one of store or databaseUrl');
+  if ((options.store === undefined) === (options.databaseUrl === undefined))
+    throw new InvalidOptionsError('Server', 'store', 'give exactly one of store or databaseUrl');
   if (options.databaseUrl !== undefined) checkString('Server', 'databaseUrl', options.databaseUrl, { minLength: 1 });
   if (options.host !== undefined) checkString('Server', 'host', options.host, { minLength: 1, maxLength: 255 });
   if (options.port !== undefined) checkInteger('Server', 'port', options.port, { min: 0, max: 65535 });
@@ -96,14 +116,20 @@ export function checkServerOptions(options: ServerOptions): void {
 
 function checkJwtOptions(jwt: JwtOptions): void {
   checkKnownKeys('Server.jwt', jwt, ['secret', 'jwksUrl', 'issuer', 'audience', 'roleClaim', 'ownerClaim']);
-  if ((jwt.secret === undefined) === (jwt.jwksUrl === undefined)) throw new InvalidOptionsError('Server', 'jwt.secret', 'give exactly one of jwt.secret or jwt.jwksUrl');
+  if ((jwt.secret === undefined) === (jwt.jwksUrl === undefined))
+    throw new InvalidOptionsError('Server', 'jwt.secret', 'give exactly one of jwt.secret or jwt.jwksUrl');
   if (jwt.secret !== undefined) checkString('Server', 'jwt.secret', jwt.secret, { minLength: 32 });
   if (jwt.jwksUrl !== undefined && !/^https?:\/\//.test(jwt.jwksUrl)) throw new InvalidOptionsError('Server', 'jwt.jwksUrl', 'must be an http(s) URL');
 }
 
 export function resolveSse(sse: ServerOptions['sse'] = {}): ResolvedSse {
   checkKnownKeys('Server.sse', sse, ['maxStreams', 'minPollMs', 'maxPollMs', 'keepAliveMs']);
-  const resolved = { maxStreams: sse.maxStreams ?? 1000, minPollMs: sse.minPollMs ?? 100, maxPollMs: sse.maxPollMs ?? 2000, keepAliveMs: sse.keepAliveMs ?? 15_000 };
+  const resolved = {
+    maxStreams: sse.maxStreams ?? 1000,
+    minPollMs: sse.minPollMs ?? 100,
+    maxPollMs: sse.maxPollMs ?? 2000,
+    keepAliveMs: sse.keepAliveMs ?? 15_000,
+  };
   checkInteger('Server', 'sse.maxStreams', resolved.maxStreams, { min: 1 });
   checkInteger('Server', 'sse.minPollMs', resolved.minPollMs, { min: 10 });
   checkInteger('Server', 'sse.maxPollMs', resolved.maxPollMs, { min: resolved.minPollMs });

@@ -20,7 +20,10 @@ function send(reply: FastifyReply, report: { status: string }): FastifyReply {
 }
 
 function liveness(): HealthReport<{ uptimeSeconds: number; eventLoopDelayP99Ms: number }> {
-  return { status: 'UP', details: { uptimeSeconds: Math.round((Date.now() - startedAt) / 1000), eventLoopDelayP99Ms: Math.round(eventLoop.percentile(99) / 1e6) } };
+  return {
+    status: 'UP',
+    details: { uptimeSeconds: Math.round((Date.now() - startedAt) / 1000), eventLoopDelayP99Ms: Math.round(eventLoop.percentile(99) / 1e6) },
+  };
 }
 
 /** The seed's AsyncTaskWorkerHealthIndicator document, its field names included. */
@@ -31,8 +34,14 @@ function workerDocument(context: RouteContext): HealthReport<Record<string, unkn
   return {
     status: report.status,
     details: {
-      worker_id: d.workerId, state: d.state, active_tasks: d.active, buffered_tasks: d.buffered, max_concurrency: d.maxConcurrency,
-      utilization: `${(d.utilization * 100).toFixed(2)}%`, registered_task_types: d.registeredTaskTypes, ...(report.error ? { warning: report.error } : {}),
+      worker_id: d.workerId,
+      state: d.state,
+      active_tasks: d.active,
+      buffered_tasks: d.buffered,
+      max_concurrency: d.maxConcurrency,
+      utilization: `${(d.utilization * 100).toFixed(2)}%`,
+      registered_task_types: d.registeredTaskTypes,
+      ...(report.error ? { warning: report.error } : {}),
     },
   };
 }
@@ -48,7 +57,11 @@ async function readiness(context: RouteContext): Promise<HealthReport<Record<str
 export function probeRoutes(options: { publicMetrics: boolean }): RouteSpec[] {
   const metricsAccess: Access = options.publicMetrics ? 'public' : 'operator';
   const probe = (url: string, summary: string, check: (context: RouteContext) => Promise<HealthReport<unknown>> | HealthReport<unknown>): RouteSpec => ({
-    method: 'GET', url, access: 'public', tags, summary,
+    method: 'GET',
+    url,
+    access: 'public',
+    tags,
+    summary,
     handler: async (_request, reply, context) => send(reply, await check(context)),
   });
   return [
@@ -70,16 +83,28 @@ export function probeRoutes(options: { publicMetrics: boolean }): RouteSpec[] {
     }),
     probe('/actuator/health/asyncTaskWorker', 'The worker: id, active tasks, max concurrency, utilization (DEGRADED above 90 %)', workerDocument),
     {
-      method: 'GET', url: '/actuator/metrics', access: 'operator', tags, summary: 'Names of the metrics /actuator/metrics/<name> answers',
+      method: 'GET',
+      url: '/actuator/metrics',
+      access: 'operator',
+      tags,
+      summary: 'Names of the metrics /actuator/metrics/<name> answers',
       handler: async (_request, _reply, context) => ({ names: metricNames(context) }),
     },
     {
-      method: 'GET', url: '/actuator/metrics/:name', access: 'operator', tags, summary: 'One metric by dotted name (async.task.dead.letter.queue.size, …)',
+      method: 'GET',
+      url: '/actuator/metrics/:name',
+      access: 'operator',
+      tags,
+      summary: 'One metric by dotted name (async.task.dead.letter.queue.size, …)',
       schema: { params: { type: 'object', required: ['name'], properties: { name: { type: 'string', pattern: '^[a-zA-Z][a-zA-Z0-9_.]{0,199}$' } } } },
       handler: async (request, _reply, context) => lookUpMetric(context, (request.params as { name: string }).name),
     },
     ...['/metrics', '/actuator/prometheus'].map((url): RouteSpec => ({
-      method: 'GET', url, access: metricsAccess, tags, summary: 'Prometheus text exposition',
+      method: 'GET',
+      url,
+      access: metricsAccess,
+      tags,
+      summary: 'Prometheus text exposition',
       async handler(_request, reply, context) {
         const registry = context.metrics.registry;
         return reply.type(registry.contentType).send(await registry.metrics());

@@ -22,7 +22,8 @@ export class SseStreams {
   constructor(private readonly options: ResolvedSse) {}
 
   start(request: FastifyRequest, reply: FastifyReply): SseStream {
-    if (this.open.size >= this.options.maxStreams) throw new AccessError('RATE_LIMITED', `the server has ${this.open.size} open streams, its limit: retry later`);
+    if (this.open.size >= this.options.maxStreams)
+      throw new AccessError('RATE_LIMITED', `the server has ${this.open.size} open streams, its limit: retry later`);
     const stream = new SseStream(request, reply, this.options.keepAliveMs, () => this.open.delete(stream));
     this.open.add(stream);
     return stream;
@@ -43,11 +44,20 @@ export class SseStream {
   private wakeUp: (() => void) | null = null;
   private readonly keepAlive: NodeJS.Timeout;
 
-  constructor(request: FastifyRequest, private readonly reply: FastifyReply, keepAliveMs: number, private readonly onEnd: () => void) {
+  constructor(
+    request: FastifyRequest,
+    private readonly reply: FastifyReply,
+    keepAliveMs: number,
+    private readonly onEnd: () => void,
+  ) {
     reply.hijack();
     reply.raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive',
-      'x-accel-buffering': 'no', 'x-request-id': request.id, 'x-content-type-options': 'nosniff',
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+      'x-request-id': request.id,
+      'x-content-type-options': 'nosniff',
     });
     reply.raw.write(`retry: 2000\n\n`);
     this.keepAlive = setInterval(() => this.write(': keep-alive\n\n'), keepAliveMs);

@@ -14,8 +14,13 @@ import { ok, principalOf, type RouteSpec } from './routes.js';
 import { assertSameOrigin, clearSession, setSession } from './ui-session.js';
 
 const CONTENT_TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8',
-  '.svg': 'image/svg+xml', '.png': 'image/png', '.ico': 'image/x-icon', '.json': 'application/json; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json; charset=utf-8',
 };
 
 /** dist/ui of the package this module belongs to (from src/server or dist/src/server alike). */
@@ -46,11 +51,19 @@ function staticRoutes(root: string): RouteSpec[] {
   const tags = ['dashboard'];
   return [
     {
-      method: 'GET', url: '/ui', access: 'public', tags, summary: 'The dashboard (redirects to /ui/)',
+      method: 'GET',
+      url: '/ui',
+      access: 'public',
+      tags,
+      summary: 'The dashboard (redirects to /ui/)',
       handler: async (_request, reply) => reply.redirect('/ui/'),
     },
     {
-      method: 'GET', url: '/ui/*', access: 'public', tags, summary: 'The dashboard\'s built files',
+      method: 'GET',
+      url: '/ui/*',
+      access: 'public',
+      tags,
+      summary: "The dashboard's built files",
       async handler(request, reply) {
         if (!files || files.size === 0) files = loadFiles(root); // built after start: look again
         const path = (request.params as { '*': string })['*'] || 'index.html';
@@ -72,9 +85,14 @@ function sessionRoutes(authenticator: Authenticator): RouteSpec[] {
   const tags = ['dashboard'];
   return [
     {
-      method: 'POST', url: '/api/v1/session', access: 'public', tags,
+      method: 'POST',
+      url: '/api/v1/session',
+      access: 'public',
+      tags,
       summary: 'Log in with an API token (or JWT): sets the HttpOnly, SameSite=Strict session cookie the dashboard uses',
-      schema: { body: { type: 'object', required: ['token'], additionalProperties: false, properties: { token: { type: 'string', minLength: 1, maxLength: 4096 } } } },
+      schema: {
+        body: { type: 'object', required: ['token'], additionalProperties: false, properties: { token: { type: 'string', minLength: 1, maxLength: 4096 } } },
+      },
       async handler(request, reply) {
         assertSameOrigin(request);
         const blocked = limiter.blockedFor(request.ip);
@@ -95,11 +113,19 @@ function sessionRoutes(authenticator: Authenticator): RouteSpec[] {
       },
     },
     {
-      method: 'GET', url: '/api/v1/session', access: 'user', tags, summary: 'Who the caller is: role, owner, name',
+      method: 'GET',
+      url: '/api/v1/session',
+      access: 'user',
+      tags,
+      summary: 'Who the caller is: role, owner, name',
       handler: async (request) => whoIs(principalOf(request)),
     },
     {
-      method: 'DELETE', url: '/api/v1/session', access: 'public', tags, summary: 'Log out: clears the session cookie',
+      method: 'DELETE',
+      url: '/api/v1/session',
+      access: 'public',
+      tags,
+      summary: 'Log out: clears the session cookie',
       async handler(request, reply) {
         assertSameOrigin(request);
         clearSession(request, reply);
@@ -114,7 +140,10 @@ export function dashboardRoutes(options: { authenticator: Authenticator; uiDir?:
     ...staticRoutes(options.uiDir ?? builtUiDir()),
     ...sessionRoutes(options.authenticator),
     {
-      method: 'GET', url: `${ADMIN_PREFIX}/stats`, access: 'operator', tags: ['admin'],
+      method: 'GET',
+      url: `${ADMIN_PREFIX}/stats`,
+      access: 'operator',
+      tags: ['admin'],
       summary: 'Cluster snapshot: tasks by status, running against each limit, dead letters, workers, queue wait p50/p99 (last 5 min)',
       handler: async (_request, _reply, { client }) => ok(await client.stats()),
     },

@@ -9,9 +9,7 @@
 import { StoreClosedError } from '../core/errors.js';
 import { TaskStatus } from '../core/status.js';
 import { LocalBus } from './local-bus.js';
-import type {
-  AttemptOutcome, ClaimParams, Dialect, FinishAndClaimResult, Store, StoreCapabilities, StoreEvent, StoreListener,
-} from './types.js';
+import type { AttemptOutcome, ClaimParams, Dialect, FinishAndClaimResult, Store, StoreCapabilities, StoreEvent, StoreListener } from './types.js';
 
 type Method = Exclude<{ [K in keyof Store]: Store[K] extends (...args: never[]) => unknown ? K : never }[keyof Store], 'close'>;
 type Answer<M extends Method> = Awaited<ReturnType<Store[M]>>;
@@ -50,10 +48,38 @@ const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
 
 /** Every method of the contract, checked against it by the compiler. */
 const METHODS = [
-  'migrate', 'now', 'schemaVersion', 'subscribe', 'insertTasks', 'getTask', 'listTasks', 'countByStatus', 'changeStatus',
-  'claimTasks', 'renewLeases', 'saveProgress', 'finishAttempts', 'finishAndClaim', 'releaseTasks', 'recover', 'listAttempts',
-  'listFailures', 'listDeadLetters', 'countDeadLetters', 'replayDeadLetters', 'archiveDeadLetters', 'savePolicy', 'listPolicies',
-  'deletePolicy', 'purgeTerminalTasks', 'purgeDeadLetters', 'registerWorker', 'unregisterWorker', 'listWorkers', 'leasedCounts', 'analysisData',
+  'migrate',
+  'now',
+  'schemaVersion',
+  'subscribe',
+  'insertTasks',
+  'getTask',
+  'listTasks',
+  'countByStatus',
+  'changeStatus',
+  'claimTasks',
+  'renewLeases',
+  'saveProgress',
+  'finishAttempts',
+  'finishAndClaim',
+  'releaseTasks',
+  'recover',
+  'listAttempts',
+  'listFailures',
+  'listDeadLetters',
+  'countDeadLetters',
+  'replayDeadLetters',
+  'archiveDeadLetters',
+  'savePolicy',
+  'listPolicies',
+  'deletePolicy',
+  'purgeTerminalTasks',
+  'purgeDeadLetters',
+  'registerWorker',
+  'unregisterWorker',
+  'listWorkers',
+  'leasedCounts',
+  'analysisData',
 ] as const satisfies readonly Method[];
 type Missing = Exclude<Method, (typeof METHODS)[number]>;
 const everyMethodListed: Missing extends never ? true : Missing = true;

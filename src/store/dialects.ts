@@ -37,4 +37,3 @@ function isMissingPackage(error: unknown, name: string): boolean {
   if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') return false;
   return typeof message === 'string' && (message.includes(`'${name}'`) || message.includes(`'${name}/`));
 }
-

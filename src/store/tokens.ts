@@ -66,8 +66,13 @@ export async function tokenStoreOf(store: Store): Promise<TokenStore> {
 export function tokenFromRow(row: Record<string, unknown>, time: (value: unknown) => Date): ApiTokenRecord {
   const optionalTime = (value: unknown): Date | null => (value === null || value === undefined ? null : time(value));
   return {
-    id: String(row.id), name: String(row.name), role: row.role as TokenRole, owner: row.owner === null ? null : String(row.owner),
-    createdAt: time(row.created_at), expiresAt: optionalTime(row.expires_at), revokedAt: optionalTime(row.revoked_at),
+    id: String(row.id),
+    name: String(row.name),
+    role: row.role as TokenRole,
+    owner: row.owner === null ? null : String(row.owner),
+    createdAt: time(row.created_at),
+    expiresAt: optionalTime(row.expires_at),
+    revokedAt: optionalTime(row.revoked_at),
     lastUsedAt: optionalTime(row.last_used_at),
   };
 }

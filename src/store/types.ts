@@ -176,9 +176,7 @@ export interface ControlStore {
 /** Every role: what a dialect implements. */
 export interface Store<Tx = unknown> extends SchemaStore, ProducerStore<Tx>, WorkerStore, ControlStore {}
 
-export type StoreEvent =
-  | { kind: 'submitted'; taskTypes: readonly string[] }
-  | { kind: 'cancelRequested'; taskIds: readonly string[] };
+export type StoreEvent = { kind: 'submitted'; taskTypes: readonly string[] } | { kind: 'cancelRequested'; taskIds: readonly string[] };
 export type StoreListener = (event: StoreEvent) => void;
 
 export interface InsertTaskResult {

@@ -53,10 +53,20 @@ export class Executor {
     const { task } = execution;
     execution.startedAt = this.clock.now();
     this.table.runningHandlers += 1;
-    const context = new ExecutionContext(task, execution, {
-      save: (progress) => this.leases.saveProgress(execution, progress),
-      pollCancellation: () => this.leases.check(execution),
-    }, { flushIntervalMs: o.progressFlushIntervalMs, flushThreshold: o.progressFlushThreshold, cancelCheckIntervalMs: o.cancelCheckIntervalMs, now: () => this.clock.now() });
+    const context = new ExecutionContext(
+      task,
+      execution,
+      {
+        save: (progress) => this.leases.saveProgress(execution, progress),
+        pollCancellation: () => this.leases.check(execution),
+      },
+      {
+        flushIntervalMs: o.progressFlushIntervalMs,
+        flushThreshold: o.progressFlushThreshold,
+        cancelCheckIntervalMs: o.cancelCheckIntervalMs,
+        now: () => this.clock.now(),
+      },
+    );
     execution.context = context;
     this.armTimeout(execution);
     if (this.events.listening('started')) this.events.emit('started', { task, queueWaitMs: Math.max(0, Date.now() - task.createdAt.getTime()) });
@@ -83,8 +93,10 @@ export class Executor {
     } catch (error) {
       await context.settle();
       const decision = {
-        retry: this.policies.retryFor(execution.task.taskType), exposeErrorMessages: this.options.exposeErrorMessages,
-        classifier: this.options.failureClassifier, checkLease: this.leases.confirm.bind(this.leases),
+        retry: this.policies.retryFor(execution.task.taskType),
+        exposeErrorMessages: this.options.exposeErrorMessages,
+        classifier: this.options.failureClassifier,
+        checkLease: this.leases.confirm.bind(this.leases),
       };
       return failureOutcome(execution, error, decision).catch((checkError: unknown) => {
         this.events.emit('error', { operation: 'renewLeases', error: checkError });

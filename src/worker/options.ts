@@ -76,10 +76,32 @@ export interface WorkerOptions {
 export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry' | 'logger'>> & { retry: RetryOptions; logger: Logger | null };
 
 const KNOWN = [
-  'store', 'tasks', 'workerId', 'concurrency', 'prefetch', 'claimBatchSize', 'pollIntervalMs', 'minPollIntervalMs', 'leaseMs', 'heartbeatIntervalMs',
-  'recoveryIntervalMs', 'recoveryBatchSize', 'maxExecutionMs', 'slowTaskThresholdMs', 'shutdownGraceMs', 'shutdownAbortWaitMs',
-  'globalConcurrency', 'typeConcurrency', 'retry', 'progressFlushIntervalMs', 'progressFlushThreshold', 'cancelCheckIntervalMs',
-  'exposeErrorMessages', 'failureClassifier', 'clock', 'logger',
+  'store',
+  'tasks',
+  'workerId',
+  'concurrency',
+  'prefetch',
+  'claimBatchSize',
+  'pollIntervalMs',
+  'minPollIntervalMs',
+  'leaseMs',
+  'heartbeatIntervalMs',
+  'recoveryIntervalMs',
+  'recoveryBatchSize',
+  'maxExecutionMs',
+  'slowTaskThresholdMs',
+  'shutdownGraceMs',
+  'shutdownAbortWaitMs',
+  'globalConcurrency',
+  'typeConcurrency',
+  'retry',
+  'progressFlushIntervalMs',
+  'progressFlushThreshold',
+  'cancelCheckIntervalMs',
+  'exposeErrorMessages',
+  'failureClassifier',
+  'clock',
+  'logger',
 ] as const;
 
 export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOptions {
@@ -114,7 +136,7 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     exposeErrorMessages: input.exposeErrorMessages ?? false,
     failureClassifier: input.failureClassifier ?? null,
     clock: input.clock ?? systemClock,
-    logger: input.logger === false ? null : input.logger ?? defaultWorkerLogger(),
+    logger: input.logger === false ? null : (input.logger ?? defaultWorkerLogger()),
   };
   checkString(c, 'workerId', o.workerId, { minLength: 1, maxLength: 200 });
   checkInteger(c, 'concurrency', o.concurrency, { min: 1, max: 10_000 });
@@ -125,7 +147,11 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   checkInteger(c, 'leaseMs', o.leaseMs, { min: 100 });
   checkInteger(c, 'heartbeatIntervalMs', o.heartbeatIntervalMs, { min: 10 });
   if (o.heartbeatIntervalMs * 2 > o.leaseMs) {
-    throw new InvalidOptionsError(c, 'heartbeatIntervalMs', `must be at most half of leaseMs (${o.leaseMs}) so that one missed renewal does not lose the lease`);
+    throw new InvalidOptionsError(
+      c,
+      'heartbeatIntervalMs',
+      `must be at most half of leaseMs (${o.leaseMs}) so that one missed renewal does not lose the lease`,
+    );
   }
   checkInteger(c, 'recoveryIntervalMs', o.recoveryIntervalMs, { min: 0 });
   checkInteger(c, 'recoveryBatchSize', o.recoveryBatchSize, { min: 1, max: 100_000 });

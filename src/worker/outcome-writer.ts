@@ -122,23 +122,24 @@ export class OutcomeWriter<T> {
     const applied = batch.some((item, index) => item.inDoubt && !results.applied[index]) ? await this.resolveDoubts(batch, results.applied) : results.applied;
     // Only failures for good carry a dead letter: the common batch looks nothing up.
     const letters = results.deadLetters.length === 0 ? null : new Map(results.deadLetters.map((d) => [d.taskId, d.deadLetterId]));
-    batch.forEach((item, index) =>
-      this.options.onWritten(item, applied[index] === true, claim !== null, letters?.get(item.outcome.lease.taskId) ?? null));
+    batch.forEach((item, index) => this.options.onWritten(item, applied[index] === true, claim !== null, letters?.get(item.outcome.lease.taskId) ?? null));
     if (claim) claimAlong!.end(claimed, claim);
     return true;
   }
 
   /** Outcomes a retry found already closed: applied when the database shows they were ours. */
   private async resolveDoubts(batch: PendingOutcome<T>[], results: boolean[]): Promise<boolean[]> {
-    return Promise.all(batch.map(async (item, index) => {
-      if (results[index] === true || !item.inDoubt) return results[index] === true;
-      try {
-        return await outcomeCommitted(this.options.store, item.outcome);
-      } catch (error) {
-        this.options.onError(error);
-        return false; // still in doubt: reported as lost, as before
-      }
-    }));
+    return Promise.all(
+      batch.map(async (item, index) => {
+        if (results[index] === true || !item.inDoubt) return results[index] === true;
+        try {
+          return await outcomeCommitted(this.options.store, item.outcome);
+        } catch (error) {
+          this.options.onError(error);
+          return false; // still in doubt: reported as lost, as before
+        }
+      }),
+    );
   }
 
   private isolate(batch: PendingOutcome<T>[], error: unknown): void {
@@ -154,13 +155,22 @@ export class OutcomeWriter<T> {
       return;
     }
     const reason = error instanceof Error ? error.message : String(error);
-    this.isolated.unshift([{
-      token: item.token,
-      outcome: {
-        kind: 'FAILED', lease: outcome.lease, progress: null,
-        failure: { errorCode: ErrorCode.OUTCOME_NOT_WRITABLE, retryable: false, traceId: newTraceId(), message: truncate(`the database refused this attempt's ${outcome.kind} outcome: ${reason}`, 1000) },
+    this.isolated.unshift([
+      {
+        token: item.token,
+        outcome: {
+          kind: 'FAILED',
+          lease: outcome.lease,
+          progress: null,
+          failure: {
+            errorCode: ErrorCode.OUTCOME_NOT_WRITABLE,
+            retryable: false,
+            traceId: newTraceId(),
+            message: truncate(`the database refused this attempt's ${outcome.kind} outcome: ${reason}`, 1000),
+          },
+        },
       },
-    }]);
+    ]);
   }
 }
 

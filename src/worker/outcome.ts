@@ -31,7 +31,9 @@ export function successOutcome(execution: Execution, result: TaskResult): Attemp
     resultJson = serializeResult(result.result);
   } catch (error) {
     const failure: FailureRecord = {
-      errorCode: ErrorCode.RESULT_NOT_SERIALIZABLE, retryable: false, traceId: execution.task.traceId ?? newTraceId(),
+      errorCode: ErrorCode.RESULT_NOT_SERIALIZABLE,
+      retryable: false,
+      traceId: execution.task.traceId ?? newTraceId(),
       message: `the handler's result cannot be stored as JSON: ${(error as Error).message}`,
     };
     return { kind: 'FAILED', lease, failure, progress };
@@ -55,7 +57,11 @@ export async function failureOutcome(execution: Execution, error: unknown, decis
   if (execution.state === 'lost' || reason?.code === 'LEASE_LOST') return null;
   if (reason?.code === 'SHUTDOWN') return { kind: 'ABANDONED', lease, progress };
   if (reason?.code === 'CANCELLED') return { kind: 'CANCELLED', lease, progress };
-  const failure = classifyFailure(reason ?? error, { exposeErrorMessages: decision.exposeErrorMessages, traceId: task.traceId, classifier: decision.classifier });
+  const failure = classifyFailure(reason ?? error, {
+    exposeErrorMessages: decision.exposeErrorMessages,
+    traceId: task.traceId,
+    classifier: decision.classifier,
+  });
   if (reason === null) {
     // The handler failed on its own: a cancel request it never saw wins over a retry.
     const state = await decision.checkLease(lease);

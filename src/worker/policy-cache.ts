@@ -56,20 +56,25 @@ export class PolicyCache {
 
   limits(): EffectiveLimits {
     const globalPolicy = this.policies.get(GLOBAL_POLICY_KEY);
-    const global = globalPolicy?.enabled === false ? 0 : globalPolicy?.maxConcurrency ?? this.options.globalConcurrency;
+    const global = globalPolicy?.enabled === false ? 0 : (globalPolicy?.maxConcurrency ?? this.options.globalConcurrency);
     const perType: Record<string, number> = {};
     for (const type of this.registry.keys()) {
       const policy = this.policies.get(typePolicyKey(type));
-      perType[type] = policy?.enabled === false ? 0 : policy?.maxConcurrency ?? this.options.typeConcurrency;
+      perType[type] = policy?.enabled === false ? 0 : (policy?.maxConcurrency ?? this.options.typeConcurrency);
     }
-    const usable = Math.min(global, Object.values(perType).reduce((sum, limit) => sum + limit, 0));
+    const usable = Math.min(
+      global,
+      Object.values(perType).reduce((sum, limit) => sum + limit, 0),
+    );
     return { global, perType, usable };
   }
 
   private async load(): Promise<void> {
     try {
       const o = this.options;
-      await this.store.registerWorker({ worker: { workerId: o.workerId, host: hostname(), pid: process.pid, taskTypes: [...this.registry.keys()], concurrency: o.concurrency } });
+      await this.store.registerWorker({
+        worker: { workerId: o.workerId, host: hostname(), pid: process.pid, taskTypes: [...this.registry.keys()], concurrency: o.concurrency },
+      });
       this.policies = new Map((await this.store.listPolicies()).map((policy) => [policy.policyKey, policy]));
       this.retries.clear();
       this.events.storeAnswered();

@@ -83,7 +83,10 @@ export class Worker extends Emitter<WorkerEvents> {
     this.leases = new LeaseKeeper(store, o, this.table, clock, events);
     this.claims = new ClaimScheduler(store, o, this.table, clock, events, this.taskTypes, (tasks, sentAt) => this.adopt(tasks, sentAt));
     this.writer = new OutcomeWriter({
-      store, clock, retryDelayMs: o.pollIntervalMs, claimAlong: this.claims,
+      store,
+      clock,
+      retryDelayMs: o.pollIntervalMs,
+      claimAlong: this.claims,
       onWritten: (item, applied, claimedAlong, deadLetterId) => this.written(item, applied, claimedAlong, deadLetterId),
       onError: (error) => events.emit('error', { operation: 'finishAttempts', error }),
     });
@@ -106,8 +109,14 @@ export class Worker extends Emitter<WorkerEvents> {
 
   stats(): WorkerStats {
     return {
-      workerId: this.workerId, state: this.state, active: this.table.runningHandlers, buffered: this.table.waiting,
-      concurrency: this.options.concurrency, taskTypes: this.taskTypes, limits: this.policies.limits(), storeProblem: this.log.problem,
+      workerId: this.workerId,
+      state: this.state,
+      active: this.table.runningHandlers,
+      buffered: this.table.waiting,
+      concurrency: this.options.concurrency,
+      taskTypes: this.taskTypes,
+      limits: this.policies.limits(),
+      storeProblem: this.log.problem,
     };
   }
 
@@ -195,7 +204,12 @@ export class Worker extends Emitter<WorkerEvents> {
     this.emit('stopping', { workerId: this.workerId, active: this.table.runningHandlers, buffered: this.table.waiting });
     this.unsubscribe?.();
     await stopGracefully({
-      options: this.options, table: this.table, claims: this.claims, sweeper: this.sweeper, writer: this.writer, leases: this.leases,
+      options: this.options,
+      table: this.table,
+      claims: this.claims,
+      sweeper: this.sweeper,
+      writer: this.writer,
+      leases: this.leases,
       releaseWaiting: () => this.releaseWaiting(),
       waitForHandlers: (ms) => this.waitForHandlers(ms),
       stopRegistration: async () => {

@@ -23,14 +23,15 @@ describe('CLI configuration', () => {
 
   it('reads the database URL from the flag, else the environment, else the config file, else sqlite:tasklease.db', async () => {
     writeFileSync(join(dir, 'tasklease.config.json'), JSON.stringify({ databaseUrl: 'sqlite:from-file.db', worker: { concurrency: 3 } }));
-    const files = (): string[] => ['from-file.db', 'from-env.db', 'from-flag.db', 'tasklease.db'].filter((name) => {
-      try {
-        rmSync(join(dir, name));
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    const files = (): string[] =>
+      ['from-file.db', 'from-env.db', 'from-flag.db', 'tasklease.db'].filter((name) => {
+        try {
+          rmSync(join(dir, name));
+          return true;
+        } catch {
+          return false;
+        }
+      });
     await dbUsed([]);
     expect(files()).toEqual(['from-file.db']);
     await dbUsed([], { TASKLEASE_DATABASE_URL: 'sqlite:from-env.db' });
@@ -55,16 +56,23 @@ describe('CLI configuration', () => {
     writeFileSync(join(dir, 'tasklease.config.json'), JSON.stringify({ worker: { concurency: 3 } }));
     const typo = await cli(['list', '--json'], { cwd: dir });
     expect(typo.code).toBe(2);
-    expect(typo.json()).toMatchObject({ error: { code: 'USAGE', field: 'worker.concurency', message: expect.stringContaining('"worker.concurency" is not a configuration field') } });
+    expect(typo.json()).toMatchObject({
+      error: { code: 'USAGE', field: 'worker.concurency', message: expect.stringContaining('"worker.concurency" is not a configuration field') },
+    });
     writeFileSync(join(dir, 'tasklease.config.json'), JSON.stringify({ worker: { concurrency: 0 } }));
-    expect((await cli(['list'], { cwd: dir })).stderr).toMatch(/worker.concurrency \(from .*tasklease.config.json field worker.concurrency\) must be an integer from 1 to 10000, got 0/);
+    expect((await cli(['list'], { cwd: dir })).stderr).toMatch(
+      /worker.concurrency \(from .*tasklease.config.json field worker.concurrency\) must be an integer from 1 to 10000, got 0/,
+    );
     writeFileSync(join(dir, 'tasklease.config.json'), '{ not json');
     expect((await cli(['list'], { cwd: dir })).stderr).toMatch(/^error USAGE: config file .* is not valid JSON/);
     const missing = await cli(['list', '--config', 'nope.json'], { cwd: dir });
     expect([missing.code, missing.stderr]).toEqual([2, expect.stringContaining('nope.json does not exist')]);
     rmSync(join(dir, 'tasklease.config.json'));
     const badUrl = await cli(['list', '--database-url', 'redis://x'], { cwd: dir });
-    expect([badUrl.code, badUrl.stderr]).toEqual([2, expect.stringMatching(/^error INVALID_OPTIONS: openStore option "url" must start with sqlite:, postgres:\/\/ or mysql:\/\//)]);
+    expect([badUrl.code, badUrl.stderr]).toEqual([
+      2,
+      expect.stringMatching(/^error INVALID_OPTIONS: openStore option "url" must start with sqlite:, postgres:\/\/ or mysql:\/\//),
+    ]);
   });
 
   it('prints help and the version (exit 0); no command or an unknown one is a usage error (exit 2)', async () => {

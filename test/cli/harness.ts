@@ -44,7 +44,9 @@ export async function cli(argv: readonly string[], options: CliEnv = {}): Promis
 
 function result(code: number, stdout: string, stderr: string): CliResult {
   return {
-    code, stdout, stderr,
+    code,
+    stdout,
+    stderr,
     json<T>() {
       try {
         return JSON.parse(stdout) as T;
@@ -72,16 +74,20 @@ export interface SpawnedCli {
 /** The real `tasklease` process (node --import tsx src/cli/main.ts). */
 export function spawnCli(argv: readonly string[], options: { env?: Record<string, string | undefined> } = {}): SpawnedCli {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...argv], {
-    cwd: REPO_ROOT, env: { PATH: process.env.PATH, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<CliResult>((resolve) => child.on('close', (code, signal) => {
-    children.delete(child);
-    resolve(result(code ?? (signal ? 128 : -1), stdout, stderr));
-  }));
+  const exited = new Promise<CliResult>((resolve) =>
+    child.on('close', (code, signal) => {
+      children.delete(child);
+      resolve(result(code ?? (signal ? 128 : -1), stdout, stderr));
+    }),
+  );
   return { child, output: () => ({ stdout, stderr }), exited };
 }

@@ -36,9 +36,12 @@ describe('the tasklease process', () => {
       const env = { TASKLEASE_DATABASE_URL: target.url() };
       expect((await cli(['migrate'], { env })).code).toBe(0);
 
-      const worker = spawnCli(['worker', join(FIXTURES, 'tasks.ts'), '--concurrency', '2', '--poll', '50ms'], { env: { ...env, TASKLEASE_SHUTDOWN_GRACE_MS: '20000' } });
+      const worker = spawnCli(['worker', join(FIXTURES, 'tasks.ts'), '--concurrency', '2', '--poll', '50ms'], {
+        env: { ...env, TASKLEASE_SHUTDOWN_GRACE_MS: '20000' },
+      });
       const get = async (id: string): Promise<Task> => (await cli(['get', id, '--json'], { env })).json<Task>();
-      const submit = async (type: string, payload: unknown): Promise<string> => (await cli(['submit', type, JSON.stringify(payload), '--json'], { env })).json<{ id: string }>().id;
+      const submit = async (type: string, payload: unknown): Promise<string> =>
+        (await cli(['submit', type, JSON.stringify(payload), '--json'], { env })).json<{ id: string }>().id;
 
       const echo = await submit('cli.echo', { value: target.dialect });
       await waitFor(async () => (await get(echo)).status === 'SUCCESS', 'the echo task to succeed', 30_000, 50);
@@ -54,7 +57,10 @@ describe('the tasklease process', () => {
       const exited = await worker.exited;
       expect(exited.code, exited.stderr).toBe(0);
       expect((await get(slow)).status).toBe('SUCCESS');
-      const lines = exited.stdout.trim().split('\n').map((line) => JSON.parse(line) as { msg: string; active?: number; signal?: string });
+      const lines = exited.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { msg: string; active?: number; signal?: string });
       expect(lines.find((l) => l.msg === 'worker started')).toBeTruthy();
       expect(lines.find((l) => l.msg === 'worker stopping')).toMatchObject({ signal: 'SIGTERM', active: 1 });
       expect(lines.at(-1)!.msg).toBe('worker stopped');
@@ -72,6 +78,10 @@ describe('the tasklease process', () => {
     expect([listed.code, listed.json()]).toEqual([0, { tasks: [], nextCursor: null }]);
     expect([unknown.code, unknown.json()]).toEqual([3, { error: { code: 'NOT_FOUND', message: 'task "no-such-task" not found' } }]);
     expect(unknown.stderr).toBe('error NOT_FOUND: task "no-such-task" not found\n');
-    expect([badFlag.code, badFlag.stdout, badFlag.stderr]).toEqual([2, '', expect.stringContaining("error USAGE: option '-n, --limit <n>' argument 'many' is invalid")]);
+    expect([badFlag.code, badFlag.stdout, badFlag.stderr]).toEqual([
+      2,
+      '',
+      expect.stringContaining("error USAGE: option '-n, --limit <n>' argument 'many' is invalid"),
+    ]);
   });
 });

@@ -31,7 +31,9 @@ describe('tasklease start, serve and token', () => {
     const io: CliIo = {
       stdout: { write: (text: string) => (stdout += text) },
       stderr: new Writable({ write: (chunk, _encoding, done) => void ((stderr += String(chunk)), done()) }),
-      env: { ...env, ...extraEnv }, cwd: dir, waitForStopSignal: () => stopped,
+      env: { ...env, ...extraEnv },
+      cwd: dir,
+      waitForStopSignal: () => stopped,
     };
     const exited = run(argv, io);
     return { exited, stop: () => stop('SIGTERM'), output: () => ({ stdout, stderr }) };
@@ -39,14 +41,22 @@ describe('tasklease start, serve and token', () => {
 
   it('start migrates, serves the API with a worker for the module, prints an admin token, and stops on its signal', async () => {
     const server = background(['start', join(FIXTURES, 'tasks.ts'), '--port', '0', '--print-admin-token', '--json']);
-    const started = await waitFor(() => {
-      const { stdout } = server.output();
-      return stdout.includes('}') ? (JSON.parse(stdout) as { url: string; adminToken: string; worker: boolean }) : null;
-    }, 'the server to print its URL', 30_000);
+    const started = await waitFor(
+      () => {
+        const { stdout } = server.output();
+        return stdout.includes('}') ? (JSON.parse(stdout) as { url: string; adminToken: string; worker: boolean }) : null;
+      },
+      'the server to print its URL',
+      30_000,
+    );
     expect(started.worker).toBe(true);
     const headers = { authorization: `Bearer ${started.adminToken}`, 'content-type': 'application/json' };
     expect((await fetch(`${started.url}/actuator/health/liveness`)).status).toBe(200);
-    const submitted = await fetch(`${started.url}/api/v1/tasks`, { method: 'POST', headers, body: JSON.stringify({ type: 'cli.echo', payload: { value: 7 } }) });
+    const submitted = await fetch(`${started.url}/api/v1/tasks`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ type: 'cli.echo', payload: { value: 7 } }),
+    });
     expect(submitted.status).toBe(202);
     const { task } = (await submitted.json()) as { task: { id: string } };
     const done = await waitFor(async () => {
@@ -59,14 +69,20 @@ describe('tasklease start, serve and token', () => {
     const { token, record } = created.json<{ token: string; record: { id: string } }>();
     expect((await fetch(`${started.url}/api/v1/tasks`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
     expect((await cli(['token', 'revoke', record.id], { env, cwd: dir })).code).toBe(0);
-    await waitFor(async () => (await fetch(`${started.url}/api/v1/tasks`, { headers: { authorization: `Bearer ${token}` } })).status === 401, 'the revoked token to be refused');
+    await waitFor(
+      async () => (await fetch(`${started.url}/api/v1/tasks`, { headers: { authorization: `Bearer ${token}` } })).status === 401,
+      'the revoked token to be refused',
+    );
     server.stop();
     expect(await server.exited).toBe(0);
   });
 
   it('token create, list and revoke; a user token needs an owner', async () => {
     expect((await cli(['migrate'], { env, cwd: dir })).code).toBe(0);
-    const created = await cli(['token', 'create', '--name', 'alice app', '--role', 'user', '--owner', 'alice', '--expires-in', '30d', '--json'], { env, cwd: dir });
+    const created = await cli(['token', 'create', '--name', 'alice app', '--role', 'user', '--owner', 'alice', '--expires-in', '30d', '--json'], {
+      env,
+      cwd: dir,
+    });
     expect(created.code, created.stderr).toBe(0);
     const { token, record } = created.json<{ token: string; record: { id: string; role: string; owner: string; expiresAt: string } }>();
     expect(token).toMatch(/^tl_/);

@@ -90,8 +90,9 @@ export function cliSuite(target: CliTarget): void {
 
   describe('submit, get, list', () => {
     it('submits one task with its options and shows it as JSON and as a table', async () => {
-      const submitted = await tl(['submit', 'cli.echo', '{"value":42}', '--priority', '7', '--max-attempts', '2', '--trace-id', 'trace-1', '--json'],
-        { env: { TASKLEASE_OWNER: 'team-a' } });
+      const submitted = await tl(['submit', 'cli.echo', '{"value":42}', '--priority', '7', '--max-attempts', '2', '--trace-id', 'trace-1', '--json'], {
+        env: { TASKLEASE_OWNER: 'team-a' },
+      });
       expect(submitted.code, submitted.stderr).toBe(0);
       const { id, created, status } = submitted.json<{ id: string; created: boolean; status: string }>();
       expect({ created, status }).toEqual({ created: true, status: 'QUEUED' });
@@ -181,9 +182,13 @@ export function cliSuite(target: CliTarget): void {
       expect(human.code, human.stderr).toBe(0);
       expect(human.stdout).toMatch(/^submitted 3 cli.csv tasks from .*rows.csv in 1 batches \(3 new, 0 already there\)/);
       const payloads = (await tl(['list', '--type', 'cli.csv', '--json'])).json<{ tasks: Task[] }>().tasks.map((t) => t.payload);
-      expect(payloads).toEqual(expect.arrayContaining([
-        { id: '1', name: 'alpha', note: 'plain' }, { id: '2', name: 'beta', note: 'with, a comma' }, { id: '3', name: 'gamma', note: 'two\nlines' },
-      ]));
+      expect(payloads).toEqual(
+        expect.arrayContaining([
+          { id: '1', name: 'alpha', note: 'plain' },
+          { id: '2', name: 'beta', note: 'with, a comma' },
+          { id: '3', name: 'gamma', note: 'two\nlines' },
+        ]),
+      );
     });
 
     it('stops at a bad line, naming it, after submitting the earlier batches', async () => {
@@ -194,7 +199,10 @@ export function cliSuite(target: CliTarget): void {
       const schemaBad = join(dir, 'rows.jsonl');
       writeFileSync(schemaBad, '{"id":1,"name":"a"}\n{"id":2}\n');
       const invalid = await tl(['submit', '--file', schemaBad, '--type', 'cli.import', '--tasks', join(FIXTURES, 'schema-tasks.ts')]);
-      expect([invalid.code, invalid.stderr]).toEqual([2, expect.stringMatching(/error PAYLOAD_INVALID: lines 1–2: payload for task type "cli.import" fails its schema/)]);
+      expect([invalid.code, invalid.stderr]).toEqual([
+        2,
+        expect.stringMatching(/error PAYLOAD_INVALID: lines 1–2: payload for task type "cli.import" fails its schema/),
+      ]);
       expect((await tl(['list', '--type', 'cli.import', '--json'])).json<{ tasks: Task[] }>().tasks).toEqual([]);
       const noType = await tl(['submit', '--file', schemaBad]);
       expect([noType.code, noType.stderr]).toEqual([2, expect.stringContaining('--file needs the task type')]);
@@ -250,15 +258,22 @@ export function cliSuite(target: CliTarget): void {
       const diagnosis = await tl(['diagnose', waiting, '--json']);
       expect(diagnosis.code, diagnosis.stderr).toBe(0);
       expect(diagnosis.json()).toMatchObject({
-        task: { id: waiting, status: 'QUEUED' }, attempts: [], failures: [], lease: { status: 'NO_LEASE', remainingSeconds: null },
-        causes: [{ code: 'NO_WORKER' }], workers: { forType: [] }, controlPlane: { status: 'UP' },
+        task: { id: waiting, status: 'QUEUED' },
+        attempts: [],
+        failures: [],
+        lease: { status: 'NO_LEASE', remainingSeconds: null },
+        causes: [{ code: 'NO_WORKER' }],
+        workers: { forType: [] },
+        controlPlane: { status: 'UP' },
       });
       const missing = await tl(['diagnose', UNKNOWN_ID]);
       expect([missing.code, missing.stderr]).toEqual([3, `error NOT_FOUND: task "${UNKNOWN_ID}" not found\n`]);
 
       let stop!: (signal: string) => void;
-      const worker = tl(['worker', join(FIXTURES, 'tasks.ts'), '--concurrency', '2', '--poll', '50ms', '--worker-id', `cli-${Date.now()}`, '--log-level', 'warn'],
-        { stop: new Promise((resolve) => (stop = resolve)) });
+      const worker = tl(
+        ['worker', join(FIXTURES, 'tasks.ts'), '--concurrency', '2', '--poll', '50ms', '--worker-id', `cli-${Date.now()}`, '--log-level', 'warn'],
+        { stop: new Promise((resolve) => (stop = resolve)) },
+      );
       try {
         const [failing, failing2, echo] = [await submit('cli.fail', { n: 1 }), await submit('cli.fail', { n: 2 }), await submit('cli.echo', { value: 'hi' })];
         for (const id of [failing, failing2]) await waitFor(async () => (await get(id)).status === 'FAILED', `task ${id} FAILED`, 20_000, 50);
@@ -270,22 +285,41 @@ export function cliSuite(target: CliTarget): void {
 
         const failed = (await tl(['diagnose', failing, '--json'])).json<Record<string, unknown>>();
         expect(failed).toMatchObject({
-          task: { status: 'FAILED', lastErrorCode: 'FIXTURE_BROKEN' }, attempts: [{ attempt: 1, outcome: 'FAILED', errorCode: 'FIXTURE_BROKEN' }],
-          failures: [{ errorCode: 'FIXTURE_BROKEN', retryable: false }], causes: [{ code: 'DEAD_LETTERED' }],
+          task: { status: 'FAILED', lastErrorCode: 'FIXTURE_BROKEN' },
+          attempts: [{ attempt: 1, outcome: 'FAILED', errorCode: 'FIXTURE_BROKEN' }],
+          failures: [{ errorCode: 'FIXTURE_BROKEN', retryable: false }],
+          causes: [{ code: 'DEAD_LETTERED' }],
         });
         expect((failed.workers as { forType: unknown[] }).forType).toHaveLength(1);
         const human = (await tl(['diagnose', failing])).stdout;
-        for (const section of ['=== Task ===', '=== Attempts (1) ===', '=== Last failures ===', '=== Lease ===', '=== Workers for cli.fail (1 of', '=== Control plane ===', '=== Verdict ===']) {
+        for (const section of [
+          '=== Task ===',
+          '=== Attempts (1) ===',
+          '=== Last failures ===',
+          '=== Lease ===',
+          '=== Workers for cli.fail (1 of',
+          '=== Control plane ===',
+          '=== Verdict ===',
+        ]) {
           expect(human).toContain(section);
         }
         expect(human).toContain('the task failed for good (FIXTURE_BROKEN)');
 
         const analysis = (await tl(['analyze', 'cli.fail', '--hours', '1', '--json'])).json<Record<string, unknown>>();
-        expect(analysis).toMatchObject({ taskType: 'cli.fail', hours: 1, statusCounts: { FAILED: 2 }, execution: { count: 2 }, queueWait: { count: 2 },
-          failures: [{ errorCode: 'FIXTURE_BROKEN', count: 2, share: 1 }] });
+        expect(analysis).toMatchObject({
+          taskType: 'cli.fail',
+          hours: 1,
+          statusCounts: { FAILED: 2 },
+          execution: { count: 2 },
+          queueWait: { count: 2 },
+          failures: [{ errorCode: 'FIXTURE_BROKEN', count: 2, share: 1 }],
+        });
         expect((await tl(['analyze', 'cli.fail'])).stdout).toMatch(/FIXTURE_BROKEN\s+2\s+100.0 %/);
 
-        const list = (await tl(['dlq', 'list', '--type', 'cli.fail', '--json'])).json<{ deadLetters: { id: string; originalTaskId: string }[]; waiting: number }>();
+        const list = (await tl(['dlq', 'list', '--type', 'cli.fail', '--json'])).json<{
+          deadLetters: { id: string; originalTaskId: string }[];
+          waiting: number;
+        }>();
         expect(list.waiting).toBe(2);
         const letterOf = (task: string): string => list.deadLetters.find((d) => d.originalTaskId === task)!.id;
         const replayed = await tl(['dlq', 'replay', letterOf(failing), '--json']);
@@ -296,11 +330,15 @@ export function cliSuite(target: CliTarget): void {
         expect(batch.code).toBe(3);
         expect(batch.json<{ results: { outcome: string }[] }>().results.map((r) => r.outcome)).toEqual(['REPLAYED', 'NOT_FOUND']);
         // Replayed: the worker runs them again, and they fail again (a new dead letter each).
-        for (const id of [failing, failing2]) await waitFor(async () => (await get(id)).attemptCount === 2 && (await get(id)).status === 'FAILED', `task ${id} failed again`, 20_000, 50);
+        for (const id of [failing, failing2])
+          await waitFor(async () => (await get(id)).attemptCount === 2 && (await get(id)).status === 'FAILED', `task ${id} failed again`, 20_000, 50);
         const retried = await tl(['retry', failing, '--json']);
         expect(retried.json()).toMatchObject({ id: failing });
         await waitFor(async () => (await get(failing)).attemptCount === 3 && (await get(failing)).status === 'FAILED', 'retried task failed again', 20_000, 50);
-        const waitingLetters = (await tl(['dlq', 'list', '--type', 'cli.fail', '--json'])).json<{ deadLetters: { id: string; replayedAt: string | null }[]; waiting: number }>();
+        const waitingLetters = (await tl(['dlq', 'list', '--type', 'cli.fail', '--json'])).json<{
+          deadLetters: { id: string; replayedAt: string | null }[];
+          waiting: number;
+        }>();
         expect(waitingLetters.waiting).toBe(3);
         const open = waitingLetters.deadLetters.filter((d) => d.replayedAt === null).map((d) => d.id);
         const archived = await tl(['dlq', 'archive', ...open, '--json']);
@@ -329,14 +367,17 @@ export function cliSuite(target: CliTarget): void {
   });
 
   describe('policy, cleanup, workers', () => {
-    it('sets, shows and resets a type\'s policy and the global one', async () => {
+    it("sets, shows and resets a type's policy and the global one", async () => {
       const set = await tl(['policy', 'set', 'cli.p', '--max-concurrency', '3', '--enabled', 'false', '--json']);
       expect(set.code, set.stderr).toBe(0);
       expect(set.json()).toMatchObject({ policy: { policyKey: 'TYPE:cli.p', maxConcurrency: 3, enabled: false, maxAttempts: null } });
       const merged = await tl(['policy', 'set', 'cli.p', '--max-attempts', '4', '--max-concurrency', 'default', '--json']);
       expect(merged.json()).toMatchObject({ policy: { maxConcurrency: null, maxAttempts: 4, enabled: false } });
       await tl(['policy', 'set', '--retry-base-delay-ms', '500']);
-      const all = (await tl(['policy', 'get', '--json'])).json<{ policies: { policyKey: string }[] }>().policies.map((p) => p.policyKey).sort();
+      const all = (await tl(['policy', 'get', '--json']))
+        .json<{ policies: { policyKey: string }[] }>()
+        .policies.map((p) => p.policyKey)
+        .sort();
       expect(all).toEqual(['GLOBAL', 'TYPE:cli.p']);
       expect((await tl(['policy', 'get', 'cli.p', '--json'])).json()).toMatchObject({ policy: { maxAttempts: 4 } });
       expect((await tl(['policy', 'get', 'cli.p'])).stdout).toMatch(/^POLICY\s+MAX CONCURRENCY.*\nTYPE:cli.p\s+default\s+4\s+default\s+false/);

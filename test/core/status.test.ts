@@ -8,16 +8,35 @@ describe('the transition table', () => {
   });
 
   it('allows exactly the lifecycle edges', () => {
-    const edges = Object.entries(TRANSITIONS).flatMap(([from, targets]) => targets.map((to) => `${from}->${to}`)).sort();
-    expect(edges).toEqual([
-      'CANCEL_REQUESTED->CANCELLED', 'CANCEL_REQUESTED->PARTIAL_SUCCESS', 'CANCEL_REQUESTED->SUCCESS',
-      'FAILED->QUEUED',
-      'PAUSED->CANCELLED', 'PAUSED->QUEUED',
-      'QUEUED->CANCELLED', 'QUEUED->FAILED', 'QUEUED->PAUSED', 'QUEUED->RUNNING',
-      'RETRY_WAIT->CANCELLED', 'RETRY_WAIT->FAILED', 'RETRY_WAIT->PAUSED', 'RETRY_WAIT->QUEUED', 'RETRY_WAIT->RUNNING',
-      'RUNNING->CANCELLED', 'RUNNING->CANCEL_REQUESTED', 'RUNNING->FAILED', 'RUNNING->PARTIAL_SUCCESS',
-      'RUNNING->QUEUED', 'RUNNING->RETRY_WAIT', 'RUNNING->SUCCESS',
-    ].sort());
+    const edges = Object.entries(TRANSITIONS)
+      .flatMap(([from, targets]) => targets.map((to) => `${from}->${to}`))
+      .sort();
+    expect(edges).toEqual(
+      [
+        'CANCEL_REQUESTED->CANCELLED',
+        'CANCEL_REQUESTED->PARTIAL_SUCCESS',
+        'CANCEL_REQUESTED->SUCCESS',
+        'FAILED->QUEUED',
+        'PAUSED->CANCELLED',
+        'PAUSED->QUEUED',
+        'QUEUED->CANCELLED',
+        'QUEUED->FAILED',
+        'QUEUED->PAUSED',
+        'QUEUED->RUNNING',
+        'RETRY_WAIT->CANCELLED',
+        'RETRY_WAIT->FAILED',
+        'RETRY_WAIT->PAUSED',
+        'RETRY_WAIT->QUEUED',
+        'RETRY_WAIT->RUNNING',
+        'RUNNING->CANCELLED',
+        'RUNNING->CANCEL_REQUESTED',
+        'RUNNING->FAILED',
+        'RUNNING->PARTIAL_SUCCESS',
+        'RUNNING->QUEUED',
+        'RUNNING->RETRY_WAIT',
+        'RUNNING->SUCCESS',
+      ].sort(),
+    );
   });
 
   it('never leaves SUCCESS, PARTIAL_SUCCESS or CANCELLED; FAILED only by an operator retry', () => {

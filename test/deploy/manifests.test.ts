@@ -31,14 +31,17 @@ function probeBlock(yaml: string, probe: string): Record<string, string | number
   const text = block.join('\n');
   const number = (key: string): number => Number(new RegExp(`${key}: (\\d+)`).exec(text)?.[1]);
   return {
-    path: /path: (\S+),/.exec(text)?.[1] ?? '', port: number('port'),
-    initialDelaySeconds: number('initialDelaySeconds'), periodSeconds: number('periodSeconds'),
-    timeoutSeconds: number('timeoutSeconds'), failureThreshold: number('failureThreshold'),
+    path: /path: (\S+),/.exec(text)?.[1] ?? '',
+    port: number('port'),
+    initialDelaySeconds: number('initialDelaySeconds'),
+    periodSeconds: number('periodSeconds'),
+    timeoutSeconds: number('timeoutSeconds'),
+    failureThreshold: number('failureThreshold'),
   };
 }
 
 describe('deployment files', () => {
-  it('Kubernetes: the seed\'s probes, the database URL from a Secret, a Service', () => {
+  it("Kubernetes: the seed's probes, the database URL from a Secret, a Service", () => {
     const yaml = read('kubernetes/tasklease.yaml');
     for (const [probe, seed] of Object.entries(SEED_PROBES)) expect(probeBlock(yaml, probe), probe).toEqual({ ...seed, port: 8080 });
     expect(yaml).toMatch(/kind: Secret[\s\S]*TASKLEASE_DATABASE_URL:/);
@@ -57,7 +60,7 @@ describe('deployment files', () => {
     expect(runtime).toMatch(/ENTRYPOINT \["node", "dist\/src\/cli\/main.js"\]\nCMD \["start"\]/);
   });
 
-  it('systemd: runs `start` as its own user with a stop timeout above the worker\'s shutdown grace', () => {
+  it("systemd: runs `start` as its own user with a stop timeout above the worker's shutdown grace", () => {
     const unit = read('systemd/tasklease.service');
     expect(unit).toMatch(/^ExecStart=\/usr\/bin\/node dist\/src\/cli\/main.js start$/m);
     expect(unit).toMatch(/^User=tasklease$/m);

@@ -40,16 +40,28 @@ function freePort(): Promise<number> {
 export async function startPrometheus(options: { binary: string; target: string; ruleFiles: string[] }): Promise<RunningPrometheus> {
   const dir = mkdtempSync(join(tmpdir(), 'tasklease-prometheus-'));
   const config = join(dir, 'prometheus.yml');
-  writeFileSync(config, [
-    'global:', '  scrape_interval: 1s', '  evaluation_interval: 1s',
-    'rule_files:', ...options.ruleFiles.map((file) => `  - ${JSON.stringify(file)}`),
-    'scrape_configs:', '  - job_name: tasklease', '    static_configs:', `      - targets: [${JSON.stringify(options.target)}]`, '',
-  ].join('\n'));
+  writeFileSync(
+    config,
+    [
+      'global:',
+      '  scrape_interval: 1s',
+      '  evaluation_interval: 1s',
+      'rule_files:',
+      ...options.ruleFiles.map((file) => `  - ${JSON.stringify(file)}`),
+      'scrape_configs:',
+      '  - job_name: tasklease',
+      '    static_configs:',
+      `      - targets: [${JSON.stringify(options.target)}]`,
+      '',
+    ].join('\n'),
+  );
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(options.binary, [
-    `--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn',
-  ], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(
+    options.binary,
+    [`--config.file=${config}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--log.level=warn'],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let log = '';
   child.stderr!.on('data', (chunk: Buffer) => void (log = (log + chunk.toString()).slice(-4000)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -59,18 +71,25 @@ export async function startPrometheus(options: { binary: string; target: string;
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await waitFor(async () => {
-      if (child.exitCode !== null) throw new Error(`prometheus exited with ${child.exitCode}:\n${log}`);
-      return (await fetch(`${url}/-/ready`).catch(() => null))?.ok;
-    }, `prometheus at ${url} to be ready`, 60_000, 100);
+    await waitFor(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`prometheus exited with ${child.exitCode}:\n${log}`);
+        return (await fetch(`${url}/-/ready`).catch(() => null))?.ok;
+      },
+      `prometheus at ${url} to be ready`,
+      60_000,
+      100,
+    );
   } catch (error) {
     await stop();
     throw error;
   }
   const api = async <T>(path: string): Promise<T> => (await (await fetch(`${url}${path}`)).json()) as T;
   return {
-    url, pid: child.pid!, api, stop,
+    url,
+    pid: child.pid!,
+    api,
+    stop,
     query: (expr) => api<QueryResult>(`/api/v1/query?query=${encodeURIComponent(expr)}`),
   };
 }
-

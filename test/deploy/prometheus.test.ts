@@ -24,13 +24,35 @@ import { startPrometheus, type QueryResult, type RunningPrometheus } from './pro
 import { ALERT_NAMES, ALERT_RULES, DASHBOARD, dashboardQueries, requireTool } from './tools.js';
 
 const ok = defineTask<{ partial?: boolean }>({ type: 'e2e.ok', execute: (_ctx, p) => (p.partial ? TaskResult.partial() : undefined) });
-const flaky = defineTask({ type: 'e2e.flaky', execute: (ctx) => { if (ctx.attempt === 1) throw new Error('first attempt fails'); } });
-const doomed = defineTask({ type: 'e2e.doomed', maxAttempts: 2, execute: () => { throw new TaskFailure('upstream down', { code: 'UPSTREAM_DOWN' }); } });
+const flaky = defineTask({
+  type: 'e2e.flaky',
+  execute: (ctx) => {
+    if (ctx.attempt === 1) throw new Error('first attempt fails');
+  },
+});
+const doomed = defineTask({
+  type: 'e2e.doomed',
+  maxAttempts: 2,
+  execute: () => {
+    throw new TaskFailure('upstream down', { code: 'UPSTREAM_DOWN' });
+  },
+});
 /** Runs across several heartbeats, so leases are renewed and slots are busy when Prometheus looks. */
-const slow = defineTask({ type: 'e2e.slow', execute: (ctx) => new Promise<void>((resolve) => {
-  const timer = setTimeout(resolve, 300);
-  ctx.signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
-}) });
+const slow = defineTask({
+  type: 'e2e.slow',
+  execute: (ctx) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 300);
+      ctx.signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        { once: true },
+      );
+    }),
+});
 const TASKS = [ok, flaky, doomed, slow];
 
 /** A finite number: NaN (0/0 with no traffic) or a missing series is no data. */
@@ -72,16 +94,28 @@ describeOnServer(pgAvailable, 'PostgreSQL (for the pool gauges)', 'a real Promet
 
     // The real server: its client, its worker (started by listen) and its /metrics, open to the scraper.
     const running = await startServer({
-      store: sqlite, tasks: TASKS, worker: { ...FAST, concurrency: 4 }, port: 0, publicMetrics: true, logger: false,
+      store: sqlite,
+      tasks: TASKS,
+      worker: { ...FAST, concurrency: 4 },
+      port: 0,
+      publicMetrics: true,
+      logger: false,
     });
     server = running;
     detachPg = running.metrics.attachStore(pg);
     const { client } = running;
     // The scripted workload, a wave every 250 ms until the checks are done, so every rate has traffic in its window.
-    const wave = (): void => void client.submitMany([
-      { type: ok.type, payload: {} }, { type: ok.type, payload: { partial: true } }, { type: flaky.type, payload: {} },
-      { type: doomed.type, payload: {} }, { type: slow.type, payload: {} }, { type: slow.type, payload: {} },
-    ]).catch(() => undefined);
+    const wave = (): void =>
+      void client
+        .submitMany([
+          { type: ok.type, payload: {} },
+          { type: ok.type, payload: { partial: true } },
+          { type: flaky.type, payload: {} },
+          { type: doomed.type, payload: {} },
+          { type: slow.type, payload: {} },
+          { type: slow.type, payload: {} },
+        ])
+        .catch(() => undefined);
     wave();
     producer = setInterval(wave, 250);
     prometheus = await startPrometheus({ binary, target: new URL(running.url).host, ruleFiles: [ALERT_RULES] });
@@ -102,12 +136,17 @@ describeOnServer(pgAvailable, 'PostgreSQL (for the pool gauges)', 'a real Promet
   async function expectData(queries: { name: string; expr: string }[]): Promise<void> {
     let missing = queries;
     try {
-      await waitFor(async () => {
-        const answers = await Promise.all(missing.map(async (q) => ({ q, result: await prometheus!.query(q.expr) })));
-        for (const { q, result } of answers) expect(result.status, `${q.name}: ${result.error ?? ''}`).toBe('success');
-        missing = answers.filter((a) => !hasData(a.result)).map((a) => a.q);
-        return missing.length === 0;
-      }, 'every query to return data', 90_000, 500);
+      await waitFor(
+        async () => {
+          const answers = await Promise.all(missing.map(async (q) => ({ q, result: await prometheus!.query(q.expr) })));
+          for (const { q, result } of answers) expect(result.status, `${q.name}: ${result.error ?? ''}`).toBe('success');
+          missing = answers.filter((a) => !hasData(a.result)).map((a) => a.q);
+          return missing.length === 0;
+        },
+        'every query to return data',
+        90_000,
+        500,
+      );
     } catch (error) {
       throw new Error(`${(error as Error).message}; still without data: ${missing.map((q) => `${q.name} [${q.expr}]`).join('; ')}`);
     }
@@ -124,11 +163,17 @@ describeOnServer(pgAvailable, 'PostgreSQL (for the pool gauges)', 'a real Promet
   it('loads the seven alert rules, evaluates them without error, and each one watches a signal with data', async () => {
     const loaded = async () => (await prometheus!.api<RulesAnswer>('/api/v1/rules')).data.groups.flatMap((g) => g.rules).filter((r) => r.type === 'alerting');
     expect((await loaded()).map((r) => r.name)).toEqual(ALERT_NAMES);
-    const evaluated = await waitFor(async () => {
-      const rules = await loaded();
-      return rules.every((r) => !r.lastEvaluation.startsWith('0001-')) ? rules : null;
-    }, 'every alert rule to be evaluated', 60_000, 200);
-    for (const rule of evaluated) expect({ name: rule.name, health: rule.health, error: rule.lastError ?? '' }).toEqual({ name: rule.name, health: 'ok', error: '' });
+    const evaluated = await waitFor(
+      async () => {
+        const rules = await loaded();
+        return rules.every((r) => !r.lastEvaluation.startsWith('0001-')) ? rules : null;
+      },
+      'every alert rule to be evaluated',
+      60_000,
+      200,
+    );
+    for (const rule of evaluated)
+      expect({ name: rule.name, health: rule.health, error: rule.lastError ?? '' }).toEqual({ name: rule.name, health: 'ok', error: '' });
     for (const rule of evaluated) expect((await prometheus!.query(rule.query)).status, rule.name).toBe('success');
     await expectData(evaluated.map((rule) => ({ name: rule.name, expr: signalOf(rule.query) })));
   }, 120_000);

@@ -31,8 +31,14 @@ describe('promtool', () => {
     const tests = readFileSync(ALERT_TESTS, 'utf8');
     for (const name of ALERT_NAMES) {
       const cases = [...tests.matchAll(new RegExp(`alertname: ${name}\\n\\s+exp_alerts:( \\[\\])?`, 'g'))];
-      expect(cases.some((c) => c[1] === undefined), `${name} has a firing case`).toBe(true);
-      expect(cases.some((c) => c[1] !== undefined), `${name} has a silent case`).toBe(true);
+      expect(
+        cases.some((c) => c[1] === undefined),
+        `${name} has a firing case`,
+      ).toBe(true);
+      expect(
+        cases.some((c) => c[1] !== undefined),
+        `${name} has a silent case`,
+      ).toBe(true);
     }
   }, 60_000);
 
@@ -40,8 +46,10 @@ describe('promtool', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tasklease-promtool-'));
     try {
       // Each alert's threshold (the comparison ending an expression line, comments aside) made unreachable.
-      const rules = readFileSync(ALERT_RULES, 'utf8').replace(/^(?!\s*#)(.*?)([<>]) [\d.]+$/gm,
-        (_line, head: string, op: string) => `${head}${op} ${op === '>' ? '+Inf' : '-Inf'}`);
+      const rules = readFileSync(ALERT_RULES, 'utf8').replace(
+        /^(?!\s*#)(.*?)([<>]) [\d.]+$/gm,
+        (_line, head: string, op: string) => `${head}${op} ${op === '>' ? '+Inf' : '-Inf'}`,
+      );
       expect(rules).not.toEqual(readFileSync(ALERT_RULES, 'utf8'));
       writeFileSync(join(dir, 'tasklease-alerts.yml'), rules);
       copyFileSync(ALERT_TESTS, join(dir, 'tasklease-alerts.test.yml'));
@@ -59,8 +67,12 @@ describe('promtool', () => {
       const queries = dashboardQueries(readFileSync(DASHBOARD, 'utf8'));
       expect(queries.length).toBeGreaterThanOrEqual(8); // the seed's eight panels, and more
       // promtool parses PromQL in rule files: one recording rule per query.
-      const rules = ['groups:', '  - name: dashboard', '    rules:',
-        ...queries.flatMap((q, i) => [`      - record: dashboard_query_${i}`, `        expr: ${JSON.stringify(q.expr)}`])];
+      const rules = [
+        'groups:',
+        '  - name: dashboard',
+        '    rules:',
+        ...queries.flatMap((q, i) => [`      - record: dashboard_query_${i}`, `        expr: ${JSON.stringify(q.expr)}`]),
+      ];
       writeFileSync(join(dir, 'dashboard.yml'), `${rules.join('\n')}\n`);
       const { status, output } = runTool(promtool, ['check', 'rules', join(dir, 'dashboard.yml')]);
       expect(output).toContain(`SUCCESS: ${queries.length} rules found`);

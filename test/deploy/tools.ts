@@ -14,8 +14,13 @@ export const DASHBOARD = join(DEPLOY_DIR, 'grafana/tasklease-dashboard.json');
 
 /** The seed's six alerts and its lease-health alert. */
 export const ALERT_NAMES = [
-  'HighTaskQueueWait', 'TaskBacklogIncreasing', 'HighTaskFailureRate', 'DeadLetterQueueGrowing',
-  'HighConcurrencySaturation', 'DatabaseConnectionPoolExhausted', 'LeaseRenewalSuccessRateLow',
+  'HighTaskQueueWait',
+  'TaskBacklogIncreasing',
+  'HighTaskFailureRate',
+  'DeadLetterQueueGrowing',
+  'HighConcurrencySaturation',
+  'DatabaseConnectionPoolExhausted',
+  'LeaseRenewalSuccessRateLow',
 ];
 
 /** The absolute path of `name` on PATH (Debian puts both in /usr/bin); throws how to install it. */

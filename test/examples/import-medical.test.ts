@@ -29,9 +29,18 @@ const HEADER = 'patient_id,patient_name,insurance_no,visit_date,amount';
 
 /** 240 good claims, 6 bad rows and 4 repeats of earlier claims: 250 data rows. */
 function claimsCsv(): string {
-  const good = Array.from({ length: 240 }, (_, i) => `P${String(1000 + i)},"Patient, No. ${i}",INS${String(100000 + i)},2026-0${1 + (i % 9)}-1${i % 10},${i}.5`);
-  const bad = ['P1,Short Id,INS123456,2026-01-01,1', 'P2001,,INS123456,2026-01-01,1', 'P2002,Name,ins-lower,2026-01-01,1',
-    'P2003,Name,INS123456,2026-13-45,1', 'P2004,Name,INS123456,2026-01-01,-3', 'P2005,Name,INS123456,2026-01-01'];
+  const good = Array.from(
+    { length: 240 },
+    (_, i) => `P${String(1000 + i)},"Patient, No. ${i}",INS${String(100000 + i)},2026-0${1 + (i % 9)}-1${i % 10},${i}.5`,
+  );
+  const bad = [
+    'P1,Short Id,INS123456,2026-01-01,1',
+    'P2001,,INS123456,2026-01-01,1',
+    'P2002,Name,ins-lower,2026-01-01,1',
+    'P2003,Name,INS123456,2026-13-45,1',
+    'P2004,Name,INS123456,2026-01-01,-3',
+    'P2005,Name,INS123456,2026-01-01',
+  ];
   const lines = [...good.slice(0, 100), ...bad.slice(0, 3), good[5]!, good[6]!, ...good.slice(100), ...bad.slice(3), good[7]!, good[8]!];
   return `${HEADER}\n${lines.join('\n')}\n`;
 }
@@ -49,10 +58,15 @@ function runImportSuite(factory: StoreFactory): void {
     const run = (store: Store, definition: AnyTaskDefinition) => {
       const client = createClient({ store, tasks: [definition] });
       const worker = env.track(createWorker({ store, tasks: [definition], ...FAST, cancelCheckIntervalMs: 0 })).start();
-      const finished = async (id: string): Promise<Task> => waitFor(async () => {
-        const task = await store.getTask({ id, scope: Scope.global() });
-        return task && isTerminal(task.status) ? task : null;
-      }, `import ${id} to finish`, SETTLE_MS);
+      const finished = async (id: string): Promise<Task> =>
+        waitFor(
+          async () => {
+            const task = await store.getTask({ id, scope: Scope.global() });
+            return task && isTerminal(task.status) ? task : null;
+          },
+          `import ${id} to finish`,
+          SETTLE_MS,
+        );
       return { client, worker, finished };
     };
     const claimLines = (): string[] => readFileSync(join(dataDir, 'claims.jsonl'), 'utf8').trim().split('\n');
@@ -67,7 +81,11 @@ function runImportSuite(factory: StoreFactory): void {
       expect(first.progress).toMatchObject({ total: 250, processed: 250, succeeded: 240, failed: 6, skipped: 4, message: 'batch 5 of 5' });
       expect(first.artifactId).toBe(report);
       // Lines in the file (the header is line 1): the three bad rows after the first 100 claims, the last three near the end.
-      const reported = readFileSync(report, 'utf8').trim().split('\n').slice(2).map((line) => Number(line.split(',')[0]));
+      const reported = readFileSync(report, 'utf8')
+        .trim()
+        .split('\n')
+        .slice(2)
+        .map((line) => Number(line.split(',')[0]));
       expect(reported).toEqual([102, 103, 104, 247, 248, 249]);
       expect(readFileSync(report, 'utf8')).toContain('"visit_date must be a date YYYY-MM-DD"');
       expect(readFileSync(report, 'utf8')).not.toContain('Patient'); // no patient data in the artifact

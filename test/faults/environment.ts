@@ -63,7 +63,9 @@ export class FaultEnvironment {
 
   /** Rows the handlers logged when they started (of one worker, or all). */
   async executions(worker?: string): Promise<number> {
-    const rows = await this.cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${SCHEMA}".executions WHERE $1::text IS NULL OR worker = $1`, [worker ?? null]);
+    const rows = await this.cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${SCHEMA}".executions WHERE $1::text IS NULL OR worker = $1`, [
+      worker ?? null,
+    ]);
     return Number(rows[0]!.n);
   }
 
@@ -89,7 +91,16 @@ export class FaultEnvironment {
 
 export function newTask(type: string, payload: FaultPayload, maxAttempts: number): NewTask {
   return {
-    id: uuidv7(), taskType: type, payloadJson: JSON.stringify(payload), priority: 0, delayMs: 0, availableAt: null, deadlineAt: null,
-    maxAttempts, owner: null, idempotencyKey: null, traceId: null,
+    id: uuidv7(),
+    taskType: type,
+    payloadJson: JSON.stringify(payload),
+    priority: 0,
+    delayMs: 0,
+    availableAt: null,
+    deadlineAt: null,
+    maxAttempts,
+    owner: null,
+    idempotencyKey: null,
+    traceId: null,
   };
 }

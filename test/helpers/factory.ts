@@ -43,13 +43,16 @@ export function migratedStoreFactory(
  * database) for the test file, dropped afterwards. Without a server (outside
  * CI; `available` already failed on CI) one skipped test says what is needed.
  */
-export function onServerArea<Area extends { drop(): Promise<void> }>(options: {
-  available: boolean;
-  title: string;
-  needs: string;
-  create: () => Promise<Area>;
-  factory: (area: () => Area) => StoreFactory;
-}, suite: (factory: StoreFactory) => void): void {
+export function onServerArea<Area extends { drop(): Promise<void> }>(
+  options: {
+    available: boolean;
+    title: string;
+    needs: string;
+    create: () => Promise<Area>;
+    factory: (area: () => Area) => StoreFactory;
+  },
+  suite: (factory: StoreFactory) => void,
+): void {
   if (!options.available) {
     skipWithoutServer(options.title, options.needs);
     return;

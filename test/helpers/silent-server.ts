@@ -33,7 +33,10 @@ export async function expectConnectTimeout(open: (port: number) => Store, host: 
   const store = open(server.port);
   try {
     const started = Date.now();
-    const error = await store.migrate().then(() => null, (e: unknown) => e);
+    const error = await store.migrate().then(
+      () => null,
+      (e: unknown) => e,
+    );
     const elapsed = Date.now() - started;
     expect(error).toBeInstanceOf(StoreConnectTimeoutError);
     expect(error).toMatchObject({ code: ErrorCode.STORE_CONNECT_TIMEOUT, host: host(server.port) });

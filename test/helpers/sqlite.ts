@@ -20,7 +20,13 @@ export const sqliteFactory: StoreFactory = {
   async openUnmigrated() {
     const dir = mkdtempSync(join(tmpdir(), 'tasklease-'));
     const store = new SqliteStore({ path: join(dir, 'tasks.db') });
-    return { store, dispose: async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); } };
+    return {
+      store,
+      dispose: async () => {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   },
   async destroy(store: Store) {
     await store.close();

@@ -28,7 +28,8 @@ function capture(): { logger: pino.Logger; lines: Line[]; text: () => string } {
   const logger = pino({ level: 'trace' }, { write: (chunk: string) => void raw.push(chunk) });
   const lines: Line[] = [];
   return {
-    logger, lines,
+    logger,
+    lines,
     text: () => {
       lines.splice(0, lines.length, ...raw.map((chunk) => JSON.parse(chunk) as Line));
       return raw.join('');
@@ -55,7 +56,13 @@ describe('structured logging', () => {
 
   it('logs the seed fields at sensible levels and redacts payloads and messages unless opted in', async () => {
     const ok = defineTask({ type: 'log.ok', execute: () => undefined });
-    const leaky = defineTask({ type: 'log.leaky', maxAttempts: 2, execute: () => { throw new LedgerLookupError(`no customer with ${SECRET_MESSAGE}`); } });
+    const leaky = defineTask({
+      type: 'log.leaky',
+      maxAttempts: 2,
+      execute: () => {
+        throw new LedgerLookupError(`no customer with ${SECRET_MESSAGE}`);
+      },
+    });
     const sleepy = defineTask({ type: 'log.sleepy', timeoutMs: 100, execute: (ctx) => untilAborted(ctx.signal) });
     const tasks = [ok, leaky, sleepy];
     const client = createClient({ store, tasks });
@@ -70,12 +77,18 @@ describe('structured logging', () => {
 
     const payload = { note: SECRET_PAYLOAD };
     const results = await client.submitMany([
-      { type: ok.type, payload, traceId: 'trace-ok' }, { type: leaky.type, payload }, { type: sleepy.type, payload },
+      { type: ok.type, payload, traceId: 'trace-ok' },
+      { type: leaky.type, payload },
+      { type: sleepy.type, payload },
     ]);
     const [okTask, leakyTask, sleepyTask] = results.map((r) => r.task);
     worker.start();
-    await waitFor(async () => (await Promise.all(results.map((r) => store.getTask({ id: r.task.id, scope: Scope.global() }))))
-      .every((t) => t !== null && isTerminal(t.status)), 'the tasks to finish', SETTLE_MS);
+    await waitFor(
+      async () =>
+        (await Promise.all(results.map((r) => store.getTask({ id: r.task.id, scope: Scope.global() })))).every((t) => t !== null && isTerminal(t.status)),
+      'the tasks to finish',
+      SETTLE_MS,
+    );
     await worker.stop();
 
     // Default: neither secret anywhere, at any level.
@@ -87,16 +100,40 @@ describe('structured logging', () => {
     expect(find(plain.lines, 'task submitted', okTask!.id)).toMatchObject({ level: 20, taskType: ok.type, traceId: 'trace-ok' });
     expect(find(plain.lines, 'task started', okTask!.id)).toMatchObject({ level: 20, attempt: 1, queueWaitMs: expect.any(Number) });
     expect(find(plain.lines, 'task completed', okTask!.id)).toMatchObject({
-      level: INFO, taskType: ok.type, attempt: 1, status: 'SUCCESS', durationMs: expect.any(Number), traceId: 'trace-ok', workerId: worker.workerId,
+      level: INFO,
+      taskType: ok.type,
+      attempt: 1,
+      status: 'SUCCESS',
+      durationMs: expect.any(Number),
+      traceId: 'trace-ok',
+      workerId: worker.workerId,
     });
     const retry = find(plain.lines, 'task attempt failed, will retry', leakyTask!.id);
-    expect(retry).toMatchObject({ level: WARN, taskType: leaky.type, attempt: 1, status: 'RETRY_WAIT', errorCode: 'HANDLER_ERROR', exceptionType: 'LedgerLookupError', traceId: expect.any(String) });
+    expect(retry).toMatchObject({
+      level: WARN,
+      taskType: leaky.type,
+      attempt: 1,
+      status: 'RETRY_WAIT',
+      errorCode: 'HANDLER_ERROR',
+      exceptionType: 'LedgerLookupError',
+      traceId: expect.any(String),
+    });
     expect(retry).not.toHaveProperty('errorMessage');
     const [letter] = await client.deadLetters.list({ taskType: leaky.type });
     expect(find(plain.lines, 'task failed and moved to the dead letter queue', leakyTask!.id)).toMatchObject({
-      level: ERROR, attempt: 2, status: 'FAILED', errorCode: 'HANDLER_ERROR', exceptionType: 'LedgerLookupError', deadLetterId: letter!.id,
+      level: ERROR,
+      attempt: 2,
+      status: 'FAILED',
+      errorCode: 'HANDLER_ERROR',
+      exceptionType: 'LedgerLookupError',
+      deadLetterId: letter!.id,
     });
-    expect(find(plain.lines, 'task timed out', sleepyTask!.id)).toMatchObject({ level: ERROR, errorCode: 'TIMEOUT', exceptionType: 'TaskAbortedError', durationMs: expect.any(Number) });
+    expect(find(plain.lines, 'task timed out', sleepyTask!.id)).toMatchObject({
+      level: ERROR,
+      errorCode: 'TIMEOUT',
+      exceptionType: 'TaskAbortedError',
+      durationMs: expect.any(Number),
+    });
     expect(plain.lines.find((l) => l.msg === 'worker stopping')).toMatchObject({ level: INFO, active: 0, buffered: 0 });
     expect(plain.lines.find((l) => l.msg === 'worker stopped')).toMatchObject({ level: INFO });
 

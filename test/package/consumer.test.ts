@@ -67,7 +67,16 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 describe('the packed package in a fresh consumer project', () => {
   it('ships the built entry points, the sources its source maps name, LICENSE and CHANGELOG, and leaves the drivers to the user', () => {
     const installed = join(consumer, 'node_modules', 'tasklease');
-    for (const file of ['dist/src/index.js', 'dist/src/sqlite.d.ts', 'dist/src/postgres.js', 'dist/src/mysql.js', 'require.cjs', 'LICENSE', 'CHANGELOG.md', 'README.md']) {
+    for (const file of [
+      'dist/src/index.js',
+      'dist/src/sqlite.d.ts',
+      'dist/src/postgres.js',
+      'dist/src/mysql.js',
+      'require.cjs',
+      'LICENSE',
+      'CHANGELOG.md',
+      'README.md',
+    ]) {
       expect(existsSync(join(installed, file)), file).toBe(true);
     }
     expect(existsSync(join(installed, 'test'))).toBe(false);
@@ -115,7 +124,12 @@ describe('the packed package in a fresh consumer project', () => {
   it("runs the README's example to completion against SQLite", async () => {
     link('better-sqlite3');
     const { stdout } = await sh(process.execPath, ['out/example.js'], consumer);
-    expect(stdout.trim().split('\n').filter((line) => / SUCCESS$/.test(line))).toHaveLength(4);
+    expect(
+      stdout
+        .trim()
+        .split('\n')
+        .filter((line) => / SUCCESS$/.test(line)),
+    ).toHaveLength(4);
     expect(existsSync(join(consumer, 'tasks.db'))).toBe(true);
   });
 });

@@ -49,7 +49,10 @@ export function runUnknownOptionSuite(factory: StoreFactory, storeTypo: StoreTyp
         field: 'idempotency_key',
         message: expect.stringMatching(/^submit option "idempotency_key" is unknown: did you mean "idempotencyKey"\? \(known: type, payload, /),
       });
-      const requests = [{ type: 'echo', payload: {} }, { type: 'echo', payload: {}, delay: 5 }];
+      const requests = [
+        { type: 'echo', payload: {} },
+        { type: 'echo', payload: {}, delay: 5 },
+      ];
       expect(await caught(() => client.submitMany(requests))).toMatchObject({
         code: 'INVALID_OPTIONS',
         message: expect.stringMatching(/^submitMany task #1 option "delay" is unknown: did you mean "delayMs"\?/),
@@ -63,14 +66,19 @@ export function runUnknownOptionSuite(factory: StoreFactory, storeTypo: StoreTyp
 
     it('by defineTask and its nested retry', () => {
       expect(() => defineTask({ type: 'late', timeout: 5, execute: () => undefined } as object as Parameters<typeof defineTask>[0])).toThrowError(
-        expect.objectContaining({ code: 'INVALID_OPTIONS', field: 'timeout', message: expect.stringMatching(/^defineTask\(late\) option "timeout" is unknown: did you mean "timeoutMs"\?/) }),
+        expect.objectContaining({
+          code: 'INVALID_OPTIONS',
+          field: 'timeout',
+          message: expect.stringMatching(/^defineTask\(late\) option "timeout" is unknown: did you mean "timeoutMs"\?/),
+        }),
       );
       const retry = { baseDelay: 10 } as object;
       expect(() => defineTask({ type: 'late', retry, execute: () => undefined })).toThrowError(
         expect.objectContaining({
           code: 'INVALID_OPTIONS',
           field: 'retry.baseDelay',
-          message: 'defineTask(late) option "retry.baseDelay" is unknown: did you mean "retry.baseDelayMs"? (known: retry.baseDelayMs, retry.multiplier, retry.maxDelayMs, retry.jitter)',
+          message:
+            'defineTask(late) option "retry.baseDelay" is unknown: did you mean "retry.baseDelayMs"? (known: retry.baseDelayMs, retry.multiplier, retry.maxDelayMs, retry.jitter)',
         }),
       );
     });
@@ -78,7 +86,11 @@ export function runUnknownOptionSuite(factory: StoreFactory, storeTypo: StoreTyp
     it('by the Worker and its nested retry', () => {
       const options = { store: context.store, tasks: [echo], concurency: 2 } as object as Parameters<typeof createWorker>[0];
       expect(() => createWorker(options)).toThrowError(
-        expect.objectContaining({ code: 'INVALID_OPTIONS', field: 'concurency', message: expect.stringMatching(/^Worker option "concurency" is unknown: did you mean "concurrency"\?/) }),
+        expect.objectContaining({
+          code: 'INVALID_OPTIONS',
+          field: 'concurency',
+          message: expect.stringMatching(/^Worker option "concurency" is unknown: did you mean "concurrency"\?/),
+        }),
       );
       const retry = { max_delay_ms: 10 } as object;
       expect(() => createWorker({ store: context.store, tasks: [echo], retry })).toThrowError(

@@ -27,7 +27,13 @@ export const gate = new Gate();
 
 export const TEST_TASKS = [
   defineTask({ type: 'test.idle', execute: () => undefined }),
-  defineTask({ type: 'test.fail', maxAttempts: 1, execute: () => { throw new TaskFailure('always fails', { code: 'TEST_FAIL', retryable: false }); } }),
+  defineTask({
+    type: 'test.fail',
+    maxAttempts: 1,
+    execute: () => {
+      throw new TaskFailure('always fails', { code: 'TEST_FAIL', retryable: false });
+    },
+  }),
   defineTask({
     type: 'test.gated',
     execute: async (ctx) => {
@@ -46,7 +52,11 @@ export interface Running {
   server: TaskleaseServer;
   url: string;
   tokens: Record<Role, string>;
-  call(method: string, path: string, options?: { as?: Role | null; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> }): Promise<Answer>;
+  call(
+    method: string,
+    path: string,
+    options?: { as?: Role | null; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<Answer>;
   close(): Promise<void>;
 }
 
@@ -59,16 +69,37 @@ export interface Answer {
 
 export async function startTestServer(store: Store, options: Partial<ServerOptions> = {}): Promise<Running> {
   const server = await createServer({
-    store, tasks: TEST_TASKS, port: 0, logger: false,
-    worker: { pollIntervalMs: 50, minPollIntervalMs: 10, heartbeatIntervalMs: 500, leaseMs: 5000, progressFlushIntervalMs: 0, progressFlushThreshold: 1, recoveryIntervalMs: 0, concurrency: 8 },
-    failedAuthLimit: { max: 100_000, windowMs: 60_000 }, sse: { minPollMs: 20, maxPollMs: 200 }, ...options,
+    store,
+    tasks: TEST_TASKS,
+    port: 0,
+    logger: false,
+    worker: {
+      pollIntervalMs: 50,
+      minPollIntervalMs: 10,
+      heartbeatIntervalMs: 500,
+      leaseMs: 5000,
+      progressFlushIntervalMs: 0,
+      progressFlushThreshold: 1,
+      recoveryIntervalMs: 0,
+      concurrency: 8,
+    },
+    failedAuthLimit: { max: 100_000, windowMs: 60_000 },
+    sse: { minPollMs: 20, maxPollMs: 200 },
+    ...options,
   });
   const url = await server.listen();
   const mint = async (role: 'admin' | 'operator' | 'user', owner?: string) =>
     (await server.client.tokens.create({ name: `test ${owner ?? role}`, role, ...(owner ? { owner } : {}) })).token;
-  const tokens: Record<Role, string> = { admin: await mint('admin'), operator: await mint('operator'), alice: await mint('user', 'alice'), bob: await mint('user', 'bob') };
+  const tokens: Record<Role, string> = {
+    admin: await mint('admin'),
+    operator: await mint('operator'),
+    alice: await mint('user', 'alice'),
+    bob: await mint('user', 'bob'),
+  };
   return {
-    server, url, tokens,
+    server,
+    url,
+    tokens,
     async call(method, path, options = {}) {
       const headers: Record<string, string> = { ...options.headers };
       const token = options.token ?? (options.as ? tokens[options.as] : undefined);
@@ -100,7 +131,8 @@ export async function failedTask(running: Running): Promise<{ taskId: string; de
 }
 
 /** Reads an SSE response event by event. */
-export async function* sseEvents(response: Response): AsyncGenerator<{ event: string; data: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export async function* sseEvents(response: Response): AsyncGenerator<{ event: string; data: any }> {
   const decoder = new TextDecoder();
   let buffer = '';
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {

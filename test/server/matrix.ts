@@ -37,11 +37,17 @@ async function cancelledTask(running: Running): Promise<string> {
   return id;
 }
 
-const get = (path: string): Builder => async () => ({ method: 'GET', path });
+const get =
+  (path: string): Builder =>
+  async () => ({ method: 'GET', path });
 
 export const EXAMPLES: Record<string, Builder> = {
   'POST /api/v1/tasks': async () => ({ method: 'POST', path: '/api/v1/tasks', body: { type: 'test.idle', payload: { n: 1 }, delayMs: HOUR } }),
-  'POST /api/v1/tasks/batch': async () => ({ method: 'POST', path: '/api/v1/tasks/batch', body: { tasks: [{ type: 'test.idle', payload: {}, delayMs: HOUR }] } }),
+  'POST /api/v1/tasks/batch': async () => ({
+    method: 'POST',
+    path: '/api/v1/tasks/batch',
+    body: { tasks: [{ type: 'test.idle', payload: {}, delayMs: HOUR }] },
+  }),
   'GET /api/v1/tasks': get('/api/v1/tasks?limit=5'),
   'GET /api/v1/tasks/:id': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await aliceTask(r)}` }),
   'POST /api/v1/tasks/:id/cancel': async (r) => ({ method: 'POST', path: `/api/v1/tasks/${await aliceTask(r)}/cancel` }),
@@ -70,13 +76,24 @@ export const EXAMPLES: Record<string, Builder> = {
   [`GET ${A}/dead-letters`]: get(`${A}/dead-letters?taskType=test.fail&limit=10`),
   [`GET ${A}/dead-letters/size`]: get(`${A}/dead-letters/size`),
   [`POST ${A}/dead-letters/:id/replay`]: async (r) => ({ method: 'POST', path: `${A}/dead-letters/${(await failedTask(r)).deadLetterId}/replay` }),
-  [`POST ${A}/dead-letters/replay-batch`]: async (r) => ({ method: 'POST', path: `${A}/dead-letters/replay-batch`, body: [(await failedTask(r)).deadLetterId] }),
+  [`POST ${A}/dead-letters/replay-batch`]: async (r) => ({
+    method: 'POST',
+    path: `${A}/dead-letters/replay-batch`,
+    body: [(await failedTask(r)).deadLetterId],
+  }),
   [`POST ${A}/dead-letters/archive`]: async (r) => ({ method: 'POST', path: `${A}/dead-letters/archive`, body: [(await failedTask(r)).deadLetterId] }),
   [`POST ${A}/dead-letters/clean`]: async () => ({ method: 'POST', path: `${A}/dead-letters/clean?retentionDays=30&batchSize=100` }),
   [`GET ${A}/workers`]: get(`${A}/workers`),
   [`GET ${A}/tokens`]: get(`${A}/tokens`),
-  [`POST ${A}/tokens`]: async () => ({ method: 'POST', path: `${A}/tokens`, body: { name: 'made by the matrix', role: 'user', owner: 'carol', expiresInDays: 1 } }),
-  [`DELETE ${A}/tokens/:id`]: async (r) => ({ method: 'DELETE', path: `${A}/tokens/${(await r.server.client.tokens.create({ name: 'to revoke', role: 'operator' })).record.id}` }),
+  [`POST ${A}/tokens`]: async () => ({
+    method: 'POST',
+    path: `${A}/tokens`,
+    body: { name: 'made by the matrix', role: 'user', owner: 'carol', expiresInDays: 1 },
+  }),
+  [`DELETE ${A}/tokens/:id`]: async (r) => ({
+    method: 'DELETE',
+    path: `${A}/tokens/${(await r.server.client.tokens.create({ name: 'to revoke', role: 'operator' })).record.id}`,
+  }),
 
   'GET /actuator/health': get('/actuator/health'),
   'GET /actuator/health/liveness': get('/actuator/health/liveness'),

@@ -32,7 +32,12 @@ describeOnServer(available, 'MySQL/MariaDB', 'HTTP server on mysql (smoke)', () 
     expect((await running.call('GET', `/api/v1/tasks/${id}`, { as: 'alice' })).body.owner).toBe('alice');
     expect((await running.call('GET', `/api/v1/tasks/${id}`, { as: 'bob' })).status).toBe(404);
     expect((await running.call('GET', '/api/v1/tasks?status=QUEUED', { as: 'alice' })).body.tasks.map((t: { id: string }) => t.id)).toEqual([id]);
-    expect((await running.call('POST', `${ADMIN_PREFIX}/${id}/pause`, { as: 'operator' })).body).toEqual({ success: true, code: 'OK', message: 'OK', data: null });
+    expect((await running.call('POST', `${ADMIN_PREFIX}/${id}/pause`, { as: 'operator' })).body).toEqual({
+      success: true,
+      code: 'OK',
+      message: 'OK',
+      data: null,
+    });
     expect((await running.call('POST', `${ADMIN_PREFIX}/${id}/resume`, { as: 'alice' })).status).toBe(403);
     expect((await running.call('POST', `${ADMIN_PREFIX}/${id}/resume`, { as: 'admin' })).status).toBe(200);
     const now = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.idle', payload: {} } });

@@ -21,7 +21,9 @@ describe('npm start', () => {
     const script = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
     expect(script).toBe('node --import tsx examples/start.ts');
     const child = spawn(process.execPath, ['--import', 'tsx', 'examples/start.ts'], {
-      cwd: ROOT, env: { ...process.env, TASKLEASE_DATABASE_URL: `sqlite:${join(dir, 'tasks.db')}`, TASKLEASE_PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: ROOT,
+      env: { ...process.env, TASKLEASE_DATABASE_URL: `sqlite:${join(dir, 'tasks.db')}`, TASKLEASE_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -37,10 +39,14 @@ describe('npm start', () => {
       // The dashboard's URL is printed and serves (dist/ui: npm start's prestart builds it, the tests' globalSetup here).
       expect(out).toContain(`dashboard:  ${url}/ui/`);
       expect((await fetch(`${url}/ui/`)).status).toBe(200);
-      await waitFor(async () => {
-        const running = (await (await fetch(`${url}/api/v1/tasks?status=RUNNING`, { headers })).json()) as { tasks: unknown[] };
-        return running.tasks.length > 0;
-      }, 'the worker to run an example task', 30_000);
+      await waitFor(
+        async () => {
+          const running = (await (await fetch(`${url}/api/v1/tasks?status=RUNNING`, { headers })).json()) as { tasks: unknown[] };
+          return running.tasks.length > 0;
+        },
+        'the worker to run an example task',
+        30_000,
+      );
       child.kill('SIGINT');
       expect(await exited).toBe(0);
     } finally {

@@ -59,38 +59,42 @@ export function serverSuite(stores: ServerSuiteStores): void {
       await bare.close();
     });
 
-    it('each role × each route: 401 without a token, 403 for the wrong role, 404 for another owner\'s task, 2xx for the right one', { timeout: 120_000 }, async () => {
-      const failures: string[] = [];
-      const expectStatus = (label: string, answer: Answer, ok: (status: number) => boolean, want: string): void => {
-        if (!ok(answer.status)) failures.push(`${label}: got ${answer.status}, want ${want} (${answer.text.slice(0, 160)})`);
-      };
-      for (const rule of running.server.app.routeRules) {
-        const build = exampleFor(rule.method, rule.url)!;
-        const name = `${rule.method} ${rule.url}`;
-        if (rule.access === 'public') {
-          expectStatus(`${name} without a token`, await send(running, await build(running), null), (s) => s >= 200 && s < 300, '2xx');
-          continue;
+    it(
+      "each role × each route: 401 without a token, 403 for the wrong role, 404 for another owner's task, 2xx for the right one",
+      { timeout: 120_000 },
+      async () => {
+        const failures: string[] = [];
+        const expectStatus = (label: string, answer: Answer, ok: (status: number) => boolean, want: string): void => {
+          if (!ok(answer.status)) failures.push(`${label}: got ${answer.status}, want ${want} (${answer.text.slice(0, 160)})`);
+        };
+        for (const rule of running.server.app.routeRules) {
+          const build = exampleFor(rule.method, rule.url)!;
+          const name = `${rule.method} ${rule.url}`;
+          if (rule.access === 'public') {
+            expectStatus(`${name} without a token`, await send(running, await build(running), null), (s) => s >= 200 && s < 300, '2xx');
+            continue;
+          }
+          const unauthenticated = await send(running, await build(running), null);
+          expectStatus(`${name} without a token`, unauthenticated, (s) => s === 401, '401');
+          if (unauthenticated.status === 401 && unauthenticated.body?.code !== 'UNAUTHENTICATED') failures.push(`${name}: 401 without code UNAUTHENTICATED`);
+          for (const role of ['admin', 'operator', 'alice'] as const) {
+            const allowed = ROLES_BY_ACCESS[rule.access].includes(ROLE_OF[role]);
+            const answer = await send(running, await build(running), role);
+            expectStatus(`${name} as ${role}`, answer, allowed ? (s) => s >= 200 && s < 300 : (s) => s === 403, allowed ? '2xx' : '403');
+          }
+          if (rule.ownTask) {
+            const request = await build(running);
+            const foreign = await send(running, request, 'bob');
+            const id = /[0-9a-f-]{36}/.exec(request.path)![0];
+            const missing = await send(running, { ...request, path: request.path.replace(id, randomUUID()) }, 'bob');
+            expectStatus(`${name} as bob on alice's task`, foreign, (s) => s === 404, '404');
+            const shape = (a: Answer) => JSON.stringify({ ...a.body, requestId: null, message: String(a.body?.message).replace(/[0-9a-f-]{36}/, 'ID') });
+            if (shape(foreign) !== shape(missing)) failures.push(`${name}: another owner's task answers ${shape(foreign)}, a missing one ${shape(missing)}`);
+          }
         }
-        const unauthenticated = await send(running, await build(running), null);
-        expectStatus(`${name} without a token`, unauthenticated, (s) => s === 401, '401');
-        if (unauthenticated.status === 401 && unauthenticated.body?.code !== 'UNAUTHENTICATED') failures.push(`${name}: 401 without code UNAUTHENTICATED`);
-        for (const role of ['admin', 'operator', 'alice'] as const) {
-          const allowed = ROLES_BY_ACCESS[rule.access].includes(ROLE_OF[role]);
-          const answer = await send(running, await build(running), role);
-          expectStatus(`${name} as ${role}`, answer, allowed ? (s) => s >= 200 && s < 300 : (s) => s === 403, allowed ? '2xx' : '403');
-        }
-        if (rule.ownTask) {
-          const request = await build(running);
-          const foreign = await send(running, request, 'bob');
-          const id = /[0-9a-f-]{36}/.exec(request.path)![0];
-          const missing = await send(running, { ...request, path: request.path.replace(id, randomUUID()) }, 'bob');
-          expectStatus(`${name} as bob on alice's task`, foreign, (s) => s === 404, '404');
-          const shape = (a: Answer) => JSON.stringify({ ...a.body, requestId: null, message: String(a.body?.message).replace(/[0-9a-f-]{36}/, 'ID') });
-          if (shape(foreign) !== shape(missing)) failures.push(`${name}: another owner's task answers ${shape(foreign)}, a missing one ${shape(missing)}`);
-        }
-      }
-      expect(failures).toEqual([]);
-    });
+        expect(failures).toEqual([]);
+      },
+    );
 
     it('a user submits for its own owner only and lists only its own tasks', async () => {
       const forged = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.idle', payload: {}, owner: 'bob' } });
@@ -110,10 +114,14 @@ export function serverSuite(stores: ServerSuiteStores): void {
       const before = new Date(Date.now() - 1);
       const ids = [];
       for (let i = 0; i < 3; i++) ids.push(await aliceTask(running));
-      const first = await running.call('GET', `/api/v1/tasks?type=test.idle&status=QUEUED,PAUSED&createdAfter=${before.toISOString()}&limit=2`, { as: 'alice' });
+      const first = await running.call('GET', `/api/v1/tasks?type=test.idle&status=QUEUED,PAUSED&createdAfter=${before.toISOString()}&limit=2`, {
+        as: 'alice',
+      });
       expect(first.status).toBe(200);
       expect(first.body.tasks.map((t: { id: string }) => t.id)).toEqual([ids[2], ids[1]]);
-      const second = await running.call('GET', `/api/v1/tasks?type=test.idle&createdAfter=${before.toISOString()}&limit=2&cursor=${first.body.nextCursor}`, { as: 'alice' });
+      const second = await running.call('GET', `/api/v1/tasks?type=test.idle&createdAfter=${before.toISOString()}&limit=2&cursor=${first.body.nextCursor}`, {
+        as: 'alice',
+      });
       expect(second.body.tasks.map((t: { id: string }) => t.id)).toEqual([ids[0]]);
       expect(second.body.nextCursor).toBeNull();
     });
@@ -191,7 +199,11 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect([malformed.status, malformed.body.code]).toEqual([400, 'VALIDATION']);
       const unknown = await running.call('POST', '/api/v1/tasks', { as: 'admin', body: { type: 'test.idle', payload: {}, evil: true } });
       expect([unknown.status, unknown.body.field]).toEqual([400, 'body']);
-      const media = await running.call('POST', '/api/v1/tasks', { as: 'admin', rawBody: 'type=test.idle', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const media = await running.call('POST', '/api/v1/tasks', {
+        as: 'admin',
+        rawBody: 'type=test.idle',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       expect(media.status).toBe(415);
       const unknownType = await running.call('POST', '/api/v1/tasks', { as: 'admin', body: { type: 'nope', payload: {} } });
       expect([unknownType.status, unknownType.body.code]).toEqual([400, 'UNKNOWN_TASK_TYPE']);
@@ -201,7 +213,12 @@ export function serverSuite(stores: ServerSuiteStores): void {
     it('path ids that are not ids and SQL in query strings get clear 400s or harmless answers', async () => {
       const long = await running.call('GET', `/api/v1/tasks/${'a'.repeat(300)}`, { as: 'admin' });
       expect(long.status).toBe(414);
-      for (const path of ['/api/v1/tasks/1%20OR%201=1', '/api/v1/tasks/..%2F..%2Fetc', `/api/v1/tasks/${'a'.repeat(90)}`, `${ADMIN_PREFIX}/%27%3B%20DROP%20TABLE%20x/pause`]) {
+      for (const path of [
+        '/api/v1/tasks/1%20OR%201=1',
+        '/api/v1/tasks/..%2F..%2Fetc',
+        `/api/v1/tasks/${'a'.repeat(90)}`,
+        `${ADMIN_PREFIX}/%27%3B%20DROP%20TABLE%20x/pause`,
+      ]) {
         const answer = await running.call(path.endsWith('pause') ? 'POST' : 'GET', path, { as: 'admin' });
         expect(answer.status, path).toBe(400);
         expect(answer.body.field, path).toBe('params.id');
@@ -270,7 +287,7 @@ export function serverSuite(stores: ServerSuiteStores): void {
   });
 
   describe('probes, metrics and docs', () => {
-    it('answers the seed\'s worker document and metric look-ups, Prometheus text and OpenAPI', async () => {
+    it("answers the seed's worker document and metric look-ups, Prometheus text and OpenAPI", async () => {
       const worker = await running.call('GET', '/actuator/health/asyncTaskWorker');
       expect(worker.body).toMatchObject({ status: 'UP', details: { max_concurrency: 8, registered_task_types: ['test.idle', 'test.fail', 'test.gated'] } });
       expect(worker.body.details.utilization).toMatch(/^\d+\.\d\d%$/);
@@ -286,7 +303,9 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(prometheus.text).toMatch(/^async_task_submitted_total\{task_type="test.idle"\} \d+/m);
       const openapi = await running.call('GET', '/openapi.json', { as: 'alice' });
       expect(openapi.body.openapi).toBe('3.0.3');
-      expect(Object.keys(openapi.body.paths)).toEqual(expect.arrayContaining(['/api/v1/tasks', '/api/admin/async-task/{id}/pause', '/actuator/health/readiness']));
+      expect(Object.keys(openapi.body.paths)).toEqual(
+        expect.arrayContaining(['/api/v1/tasks', '/api/admin/async-task/{id}/pause', '/actuator/health/readiness']),
+      );
       expect(openapi.body.paths['/api/v1/tasks'].post.security).toEqual([{ bearerAuth: [] }]);
       const docs = await running.call('GET', '/docs/static/index.html', { as: 'alice' });
       expect(docs.text).toContain('swagger-ui');
@@ -296,7 +315,8 @@ export function serverSuite(stores: ServerSuiteStores): void {
   });
 }
 
-async function readUntil<T extends { event: string; data: any }>(stream: AsyncGenerator<T>, found: (event: T) => boolean): Promise<T> { // eslint-disable-line @typescript-eslint/no-explicit-any
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function readUntil<T extends { event: string; data: any }>(stream: AsyncGenerator<T>, found: (event: T) => boolean): Promise<T> {
   for (;;) {
     const next = await stream.next();
     if (next.done) throw new Error('the stream ended before the awaited event');

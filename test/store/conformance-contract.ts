@@ -40,7 +40,8 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   countDeadLetters: (s) => s.countDeadLetters({ scope: G }),
   replayDeadLetters: (s) => s.replayDeadLetters({ ids: ['x'], scope: G }),
   archiveDeadLetters: (s) => s.archiveDeadLetters({ ids: ['x'], scope: G }),
-  savePolicy: (s) => s.savePolicy({ policy: { policyKey: 'GLOBAL', taskType: null, maxConcurrency: 5, maxAttempts: null, retryBaseDelayMs: null, enabled: true } }),
+  savePolicy: (s) =>
+    s.savePolicy({ policy: { policyKey: 'GLOBAL', taskType: null, maxConcurrency: 5, maxAttempts: null, retryBaseDelayMs: null, enabled: true } }),
   listPolicies: (s) => s.listPolicies(),
   deletePolicy: (s) => s.deletePolicy({ policyKey: 'GLOBAL' }),
   purgeTerminalTasks: (s) => s.purgeTerminalTasks({ finishedBefore: new Date(), batchSize: 10 }),
@@ -159,12 +160,23 @@ export function runContractConformance(factory: StoreFactory): void {
       const { store } = current;
       await store.insertTasks({ tasks: [newTask(), newTask()] });
       const [a, b] = await store.claimTasks(claimParams({ limit: 2 }));
-      await store.finishAttempts({ outcomes: [{ kind: 'RETRY', lease: leaseOf(a!), failure: { errorCode: 'X', message: 'x', traceId: null, retryable: true }, retryDelayMs: 0, progress: null }] });
+      await store.finishAttempts({
+        outcomes: [
+          { kind: 'RETRY', lease: leaseOf(a!), failure: { errorCode: 'X', message: 'x', traceId: null, retryable: true }, retryDelayMs: 0, progress: null },
+        ],
+      });
       await store.changeStatus({ ids: [b!.id], scope: G, from: ['RUNNING'], to: 'CANCEL_REQUESTED' });
       await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: leaseOf(b!), artifactId: null, resultJson: null, progress: null }] });
       await waitFor(async () => (await store.claimTasks(claimParams()))[0], 'the retry to be claimed again');
       const seen = current.transitions.map((t) => `${t.from}→${t.to}`);
-      expect(seen).toEqual(['QUEUED→RUNNING', 'QUEUED→RUNNING', 'RUNNING→RETRY_WAIT', 'RUNNING→CANCEL_REQUESTED', 'CANCEL_REQUESTED→SUCCESS', 'RETRY_WAIT→RUNNING']);
+      expect(seen).toEqual([
+        'QUEUED→RUNNING',
+        'QUEUED→RUNNING',
+        'RUNNING→RETRY_WAIT',
+        'RUNNING→CANCEL_REQUESTED',
+        'CANCEL_REQUESTED→SUCCESS',
+        'RETRY_WAIT→RUNNING',
+      ]);
       expect(current.transitions.every((t) => t.allowed)).toBe(true);
     });
   });

@@ -25,7 +25,9 @@ export function runControlConformance(factory: StoreFactory): void {
       const { store } = current;
       await store.insertTasks({ tasks: Array.from({ length: n }, () => newTask()) });
       const tasks = await store.claimTasks(claimParams({ limit: n }));
-      await store.finishAttempts({ outcomes: tasks.map((t) => ({ kind: 'FAILED' as const, lease: leaseOf(t), failure: { ...FAILURE, retryable: false }, progress: null })) });
+      await store.finishAttempts({
+        outcomes: tasks.map((t) => ({ kind: 'FAILED' as const, lease: leaseOf(t), failure: { ...FAILURE, retryable: false }, progress: null })),
+      });
       return tasks;
     };
 
@@ -35,7 +37,10 @@ export function runControlConformance(factory: StoreFactory): void {
       const [letter] = await store.listDeadLetters({ scope: G, limit: 10 });
       expect(await store.countDeadLetters({ scope: G })).toBe(1);
       const replay = await store.replayDeadLetters({ ids: [letter!.id, 'missing'], scope: G });
-      expect(replay).toEqual([{ id: letter!.id, outcome: 'REPLAYED', taskId: task!.id }, { id: 'missing', outcome: 'NOT_FOUND', taskId: null }]);
+      expect(replay).toEqual([
+        { id: letter!.id, outcome: 'REPLAYED', taskId: task!.id },
+        { id: 'missing', outcome: 'NOT_FOUND', taskId: null },
+      ]);
       expect(await store.getTask({ id: task!.id, scope: G })).toMatchObject({ status: 'QUEUED', attemptCount: 1, attemptBase: 1, finishedAt: null });
       expect(await store.replayDeadLetters({ ids: [letter!.id], scope: G })).toEqual([{ id: letter!.id, outcome: 'ALREADY_REPLAYED', taskId: task!.id }]);
       expect(await store.countDeadLetters({ scope: G })).toBe(0);
@@ -109,16 +114,25 @@ export function runControlConformance(factory: StoreFactory): void {
       const movedAt = letters.map((l) => l.movedAt.getTime());
       const first = Math.min(...movedAt);
       const last = Math.max(...movedAt);
-      const window = (movedAfter: number | null, movedBefore: number | null) => store.listDeadLetters({
-        scope: G, limit: 10, movedAfter: movedAfter === null ? null : new Date(movedAfter), movedBefore: movedBefore === null ? null : new Date(movedBefore),
-      }).then((found) => found.map((l) => l.id).sort());
+      const window = (movedAfter: number | null, movedBefore: number | null) =>
+        store
+          .listDeadLetters({
+            scope: G,
+            limit: 10,
+            movedAfter: movedAfter === null ? null : new Date(movedAfter),
+            movedBefore: movedBefore === null ? null : new Date(movedBefore),
+          })
+          .then((found) => found.map((l) => l.id).sort());
       const all = letters.map((l) => l.id).sort();
       expect(await window(first, null)).toEqual(all);
       expect(await window(first - 60_000, last + 1)).toEqual(all);
       expect(await window(last + 1, null)).toEqual([]);
       expect(await window(null, first)).toEqual([]);
       expect(await window(first - 60_000, first - 1)).toEqual([]);
-      const newest = letters.filter((l) => l.movedAt.getTime() === last).map((l) => l.id).sort();
+      const newest = letters
+        .filter((l) => l.movedAt.getTime() === last)
+        .map((l) => l.id)
+        .sort();
       expect(await window(last, last + 1)).toEqual(newest);
     });
 

@@ -41,8 +41,20 @@ export function runStoreConformance(factory: StoreFactory): void {
       const payload = { text: "o'brien; DROP TABLE x; -- a$$b \u00e9\u4e2d\ud83d\ude00", nested: [1, { two: 2.5, nil: null, t: true }] };
       const created = await insert({ payloadJson: JSON.stringify(payload), owner: 'alice', priority: 7, traceId: 'tr', maxAttempts: 5 });
       const read = await store.getTask({ id: created.id, scope: G });
-      expect(read).toMatchObject({ id: created.id, taskType: 'alpha', status: 'QUEUED', priority: 7, owner: 'alice', traceId: 'tr',
-        maxAttempts: 5, attemptCount: 0, attemptBase: 0, leaseOwner: null, progress: null, result: null });
+      expect(read).toMatchObject({
+        id: created.id,
+        taskType: 'alpha',
+        status: 'QUEUED',
+        priority: 7,
+        owner: 'alice',
+        traceId: 'tr',
+        maxAttempts: 5,
+        attemptCount: 0,
+        attemptBase: 0,
+        leaseOwner: null,
+        progress: null,
+        result: null,
+      });
       expect(read!.payload).toEqual(payload);
       expect(read!.createdAt).toBeInstanceOf(Date);
       const dbNow = await store.now();
@@ -52,9 +64,9 @@ export function runStoreConformance(factory: StoreFactory): void {
     it('answers an insert with the task exactly as a read of it gives, keyed or not', async () => {
       const at = new Date(Date.now() + 3_600_000);
       const deadline = new Date(Date.now() + 7_200_000);
-      const results = await store.insertTasks({ tasks: [
-        newTask({}), newTask({ delayMs: 90_000, priority: -3 }), newTask({ availableAt: at, deadlineAt: deadline, owner: 'o' }),
-      ] });
+      const results = await store.insertTasks({
+        tasks: [newTask({}), newTask({ delayMs: 90_000, priority: -3 }), newTask({ availableAt: at, deadlineAt: deadline, owner: 'o' })],
+      });
       const keyed = await store.insertTasks({ tasks: [newTask({ idempotencyKey: 'same-as-read', delayMs: 1_500 })] });
       for (const { task, created } of [...results, ...keyed]) {
         expect(created).toBe(true);
@@ -140,7 +152,9 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(first).toHaveLength(3);
       const again = await store.claimTasks(claimParams({ workerId: 'w2', taskTypes: ['alpha', 'beta'], limit: 100, typeConcurrency: 2, globalConcurrency: 3 }));
       expect(again).toHaveLength(0);
-      const wider = await store.claimTasks(claimParams({ workerId: 'w2', taskTypes: ['alpha', 'beta'], limit: 100, typeConcurrency: 2, globalConcurrency: 10 }));
+      const wider = await store.claimTasks(
+        claimParams({ workerId: 'w2', taskTypes: ['alpha', 'beta'], limit: 100, typeConcurrency: 2, globalConcurrency: 10 }),
+      );
       expect(wider).toHaveLength(1);
       const counts = await store.countByStatus({ scope: G, taskType: 'alpha' });
       expect(counts.RUNNING).toBe(2);
@@ -168,15 +182,24 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(fresh.attemptCount).toBe(2);
       const zombie = leaseOf(stale);
       expect(await store.saveProgress({ lease: zombie, progress: { total: 1, processed: 1, succeeded: 1, failed: 0, skipped: 0, message: null } })).toBe(false);
-      expect(await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: zombie, artifactId: 'x', resultJson: null, progress: null }] })).toEqual({ applied: [false], deadLetters: [] });
-      expect(await store.finishAttempts({ outcomes: [{ kind: 'FAILED', lease: zombie, failure: FAILURE, progress: null }] })).toEqual({ applied: [false], deadLetters: [] });
+      expect(await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: zombie, artifactId: 'x', resultJson: null, progress: null }] })).toEqual({
+        applied: [false],
+        deadLetters: [],
+      });
+      expect(await store.finishAttempts({ outcomes: [{ kind: 'FAILED', lease: zombie, failure: FAILURE, progress: null }] })).toEqual({
+        applied: [false],
+        deadLetters: [],
+      });
       expect((await store.renewLeases({ leases: [zombie], leaseMs: 60_000 })).lost).toEqual([stale.id]);
       expect(await store.releaseTasks({ leases: [zombie] })).toBe(0);
       const now = await store.getTask({ id: stale.id, scope: G });
       expect(now).toMatchObject({ status: 'RUNNING', leaseOwner: 'healthy', attemptCount: 2, progress: null, artifactId: null });
       expect(await store.listDeadLetters({ scope: G, limit: 10 })).toEqual([]);
       const attempts = await store.listAttempts({ taskId: stale.id });
-      expect(attempts.map((a) => [a.attempt, a.workerId, a.outcome])).toEqual([[1, 'zombie', 'LEASE_EXPIRED'], [2, 'healthy', null]]);
+      expect(attempts.map((a) => [a.attempt, a.workerId, a.outcome])).toEqual([
+        [1, 'zombie', 'LEASE_EXPIRED'],
+        [2, 'healthy', null],
+      ]);
       const failures = await store.listFailures({ taskId: stale.id });
       expect(failures.map((f) => f.errorCode)).toEqual(['LEASE_EXPIRED']);
     });
@@ -185,7 +208,11 @@ export function runStoreConformance(factory: StoreFactory): void {
       await insert();
       const task = await claimOne();
       const progress = { total: 10, processed: 10, succeeded: 9, failed: 1, skipped: 0, message: 'done' };
-      const { applied: [applied] } = await store.finishAttempts({ outcomes: [{ kind: 'PARTIAL_SUCCESS', lease: leaseOf(task), artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress }] });
+      const {
+        applied: [applied],
+      } = await store.finishAttempts({
+        outcomes: [{ kind: 'PARTIAL_SUCCESS', lease: leaseOf(task), artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress }],
+      });
       expect(applied).toBe(true);
       const done = await store.getTask({ id: task.id, scope: G });
       expect(done).toMatchObject({ status: 'PARTIAL_SUCCESS', artifactId: 'file-7', result: { rows: 9 }, progress, leaseOwner: null });
@@ -271,7 +298,10 @@ export function runStoreConformance(factory: StoreFactory): void {
       await insert();
       await insert();
       const [started, prefetched] = await store.claimTasks(claimParams({ limit: 2 }));
-      expect(await store.finishAttempts({ outcomes: [{ kind: 'ABANDONED', lease: leaseOf(started!), progress: null }] })).toEqual({ applied: [true], deadLetters: [] });
+      expect(await store.finishAttempts({ outcomes: [{ kind: 'ABANDONED', lease: leaseOf(started!), progress: null }] })).toEqual({
+        applied: [true],
+        deadLetters: [],
+      });
       expect(await store.releaseTasks({ leases: [leaseOf(prefetched!)] })).toBe(1);
       const a = await store.getTask({ id: started!.id, scope: G });
       const p = await store.getTask({ id: prefetched!.id, scope: G });
@@ -293,7 +323,10 @@ export function runStoreConformance(factory: StoreFactory): void {
       const total = { requeued: 0, failed: 0, cancelled: 0, deadlineExpired: 0 };
       await waitFor(async () => {
         const r = await store.recover({ batchSize: 10 });
-        total.requeued += r.requeued; total.failed += r.failed; total.cancelled += r.cancelled; total.deadlineExpired += r.deadlineExpired;
+        total.requeued += r.requeued;
+        total.failed += r.failed;
+        total.cancelled += r.cancelled;
+        total.deadlineExpired += r.deadlineExpired;
         return total.requeued === 1 && total.failed === 1 && total.cancelled === 1 && total.deadlineExpired === 1;
       }, 'all four recoveries');
       const status = async (t: Task) => (await store.getTask({ id: t.id, scope: G }))!;
@@ -314,7 +347,10 @@ export function runStoreConformance(factory: StoreFactory): void {
     it('changes status only from the allowed statuses, with the target\u2019s column rules', async () => {
       const a = await insert();
       const paused = await store.changeStatus({ ids: [a.id, 'missing'], scope: G, from: ['QUEUED'], to: 'PAUSED' });
-      expect(paused).toEqual([{ id: a.id, applied: true, status: 'PAUSED' }, { id: 'missing', applied: false, status: null }]);
+      expect(paused).toEqual([
+        { id: a.id, applied: true, status: 'PAUSED' },
+        { id: 'missing', applied: false, status: null },
+      ]);
       expect(await store.claimTasks(claimParams())).toEqual([]);
       const again = await store.changeStatus({ ids: [a.id], scope: G, from: ['QUEUED'], to: 'PAUSED' });
       expect(again).toEqual([{ id: a.id, applied: false, status: 'PAUSED' }]);

@@ -12,8 +12,18 @@ import { observeTransitions, type Transition } from './transitions.js';
 
 export function newTask(overrides: Partial<NewTask> = {}): NewTask {
   return {
-    id: uuidv7(), taskType: 'alpha', payloadJson: '{"n":1}', priority: 0, delayMs: 0, availableAt: null, deadlineAt: null,
-    maxAttempts: 3, owner: null, idempotencyKey: null, traceId: null, ...overrides,
+    id: uuidv7(),
+    taskType: 'alpha',
+    payloadJson: '{"n":1}',
+    priority: 0,
+    delayMs: 0,
+    availableAt: null,
+    deadlineAt: null,
+    maxAttempts: 3,
+    owner: null,
+    idempotencyKey: null,
+    traceId: null,
+    ...overrides,
   };
 }
 

@@ -40,7 +40,10 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL: statement timeout', () => {
     try {
       await store.migrate();
       await locker.query('LOCK TABLES system_async_task WRITE');
-      const error = await store.getTask({ id: 'x', scope: Scope.global() }).then(() => null, (e: unknown) => e);
+      const error = await store.getTask({ id: 'x', scope: Scope.global() }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(error).toMatchObject({ code: ErrorCode.STORE_STATEMENT_TIMEOUT });
       await locker.query('UNLOCK TABLES');
       expect(await store.getTask({ id: 'x', scope: Scope.global() })).toBeNull();

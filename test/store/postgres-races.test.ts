@@ -42,8 +42,15 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: heartbeats racing outcome
       const batch = claimed.slice(i, i + 20);
       const outcomes: AttemptOutcome[] = batch.map((task, n) =>
         n % 3 === 0
-          ? { kind: 'RETRY', lease: leaseOf(task), failure: { errorCode: 'E', message: 'm', traceId: null, retryable: true }, retryDelayMs: 60_000, progress: null }
-          : { kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, resultJson: JSON.stringify(n), progress: null });
+          ? {
+              kind: 'RETRY',
+              lease: leaseOf(task),
+              failure: { errorCode: 'E', message: 'm', traceId: null, retryable: true },
+              retryDelayMs: 60_000,
+              progress: null,
+            }
+          : { kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, resultJson: JSON.stringify(n), progress: null },
+      );
       results.push(...(await store.finishAttempts({ outcomes })).applied);
     }
     finishing = false;

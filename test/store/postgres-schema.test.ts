@@ -60,7 +60,9 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: migrations', () => {
       await store.migrate();
       await store.insertTasks({ tasks: [newTask(), newTask()] });
       const [task] = await store.claimTasks(claimParams({ limit: 1 }));
-      await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: { taskId: task!.id, workerId: 'w1', attempt: 1 }, artifactId: null, resultJson: '1', progress: null }] });
+      await store.finishAttempts({
+        outcomes: [{ kind: 'SUCCESS', lease: { taskId: task!.id, workerId: 'w1', attempt: 1 }, artifactId: null, resultJson: '1', progress: null }],
+      });
       expect((await store.countByStatus({ scope: Scope.global() })).SUCCESS).toBe(1);
       expect(await store.recover({ batchSize: 10 })).toMatchObject({ requeued: 0 });
     } finally {

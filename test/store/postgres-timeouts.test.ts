@@ -46,7 +46,10 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: statement timeout', () =>
       await store.migrate();
       await locker.query('BEGIN');
       await locker.query(`LOCK TABLE "${schema.name}".system_async_task IN ACCESS EXCLUSIVE MODE`);
-      const error = await store.getTask({ id: 'x', scope: Scope.global() }).then(() => null, (e: unknown) => e);
+      const error = await store.getTask({ id: 'x', scope: Scope.global() }).then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(error).toMatchObject({ code: ErrorCode.STORE_STATEMENT_TIMEOUT });
       await locker.query('ROLLBACK');
       expect(await store.getTask({ id: 'x', scope: Scope.global() })).toBeNull();

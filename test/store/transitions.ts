@@ -17,8 +17,16 @@ export interface Transition {
 }
 
 const WRITES = new Set<string>([
-  'claimTasks', 'renewLeases', 'saveProgress', 'finishAttempts', 'finishAndClaim', 'releaseTasks', 'recover', 'changeStatus',
-  'replayDeadLetters', 'purgeTerminalTasks',
+  'claimTasks',
+  'renewLeases',
+  'saveProgress',
+  'finishAttempts',
+  'finishAndClaim',
+  'releaseTasks',
+  'recover',
+  'changeStatus',
+  'replayDeadLetters',
+  'purgeTerminalTasks',
 ]);
 
 async function statuses(store: Store): Promise<Map<string, TaskStatus> | null> {

@@ -37,7 +37,8 @@ export function uiTasks(controls: Controls) {
     }),
     defineTask({ type: 'ui.hold', execute: async (ctx) => void (await Promise.race([controls.holds.pass(), aborted(ctx.signal)])) }),
     defineTask({
-      type: 'ui.flaky', maxAttempts: 1,
+      type: 'ui.flaky',
+      maxAttempts: 1,
       execute: () => {
         if (controls.broken) throw new TaskFailure('the upstream service refused the request', { code: 'UPSTREAM_REFUSED', retryable: false });
         return { status: 'SUCCESS', result: { fixed: true } };
@@ -64,23 +65,53 @@ export interface Rig {
 export async function startRig(store: Store): Promise<Rig> {
   const controls = new Controls();
   const server = await createServer({
-    store, tasks: uiTasks(controls), port: 0, logger: false,
-    worker: { concurrency: 8, pollIntervalMs: 50, minPollIntervalMs: 10, heartbeatIntervalMs: 500, leaseMs: 10_000, progressFlushIntervalMs: 0, progressFlushThreshold: 1, recoveryIntervalMs: 0 },
+    store,
+    tasks: uiTasks(controls),
+    port: 0,
+    logger: false,
+    worker: {
+      concurrency: 8,
+      pollIntervalMs: 50,
+      minPollIntervalMs: 10,
+      heartbeatIntervalMs: 500,
+      leaseMs: 10_000,
+      progressFlushIntervalMs: 0,
+      progressFlushThreshold: 1,
+      recoveryIntervalMs: 0,
+    },
     sse: { minPollMs: 50, maxPollMs: 300 },
   });
   const url = await server.listen();
-  const mint = async (role: 'admin' | 'user', owner?: string) => (await server.client.tokens.create({ name: owner ?? role, role, ...(owner ? { owner } : {}) })).token;
+  const mint = async (role: 'admin' | 'user', owner?: string) =>
+    (await server.client.tokens.create({ name: owner ?? role, role, ...(owner ? { owner } : {}) })).token;
   const tokens = { admin: await mint('admin'), alice: await mint('user', 'alice'), bob: await mint('user', 'bob') };
   // Playwright starts Chromium with a fresh temporary --user-data-dir of its own each launch.
   const browser = await chromium.launch({
-    executablePath: CHROMIUM, headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   mkdirSync(SCREENSHOTS, { recursive: true });
   return {
-    server, url, controls, tokens, browser,
+    server,
+    url,
+    controls,
+    tokens,
+    browser,
     async open(token, options = {}) {
-      const context = await browser.newContext({ viewport: { width: options.width ?? 1280, height: options.height ?? 860 }, colorScheme: options.dark ? 'dark' : 'light' });
+      const context = await browser.newContext({
+        viewport: { width: options.width ?? 1280, height: options.height ?? 860 },
+        colorScheme: options.dark ? 'dark' : 'light',
+      });
       const page = await context.newPage();
       await page.goto(`${url}/ui/`);
       if (token) await logIn(page, token);

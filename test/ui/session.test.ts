@@ -53,7 +53,11 @@ describe('login session', () => {
     const cookie = await logIn(running.tokens.admin);
     const task = (await running.server.client.submit('test.idle', {}, { delayMs: HOUR })).task;
     const cancel = (headers: Record<string, string>) => running.call('POST', `/api/v1/tasks/${task.id}/cancel`, { headers: { cookie, ...headers } });
-    const crossSite: Record<string, string>[] = [{ origin: 'https://evil.example' }, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site', origin: 'http://127.0.0.1:1' }];
+    const crossSite: Record<string, string>[] = [
+      { origin: 'https://evil.example' },
+      { 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-site': 'same-site', origin: 'http://127.0.0.1:1' },
+    ];
     for (const headers of crossSite) {
       const refused = await cancel(headers);
       expect(refused.status).toBe(403);

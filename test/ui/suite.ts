@@ -28,7 +28,10 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await shoot(page, `${name}-login`);
       await page.getByLabel('API token').fill('tl_not-a-real-token');
       await page.getByRole('button', { name: 'Log in' }).click();
-      await page.getByRole('alert').filter({ hasText: /unknown, expired or revoked/ }).waitFor();
+      await page
+        .getByRole('alert')
+        .filter({ hasText: /unknown, expired or revoked/ })
+        .waitFor();
       await page.getByLabel('API token').fill(rig.tokens.admin);
       await page.getByRole('button', { name: 'Log in' }).click();
       await page.getByRole('heading', { name: 'Overview' }).waitFor();
@@ -36,12 +39,19 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await waitFor(async () => Number(await throughput.getAttribute('data-samples')) >= 1, 'the first stats sample drawn');
       await rig.server.client.submitMany(Array.from({ length: 30 }, (_v, i) => ({ type: 'ui.quick', payload: { i } })));
       // submitted and completed per minute both rise above zero in the drawn series
-      await waitFor(async () => {
-        const [submitted = 0, completed = 0] = ((await throughput.getAttribute('data-last')) ?? '').split(',').map(Number);
-        return submitted > 0 && completed > 0;
-      }, 'submitted and completed per minute above zero in the chart', 20_000);
+      await waitFor(
+        async () => {
+          const [submitted = 0, completed = 0] = ((await throughput.getAttribute('data-last')) ?? '').split(',').map(Number);
+          return submitted > 0 && completed > 0;
+        },
+        'submitted and completed per minute above zero in the chart',
+        20_000,
+      );
       expect(Number(await throughput.getAttribute('data-samples'))).toBeGreaterThanOrEqual(2);
-      await page.locator('[data-tile="workers"] strong').filter({ hasText: /^1 \(8 slots\)$/ }).waitFor();
+      await page
+        .locator('[data-tile="workers"] strong')
+        .filter({ hasText: /^1 \(8 slots\)$/ })
+        .waitFor();
       await page.locator('tr[data-type="ui.quick"]').waitFor();
       await shoot(page, `${name}-overview`);
       await context.close();
@@ -50,7 +60,10 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
     it('filters tasks, opens one, watches its progress bar move over SSE, and cancels it', async () => {
       const client = rig.server.client;
       const { task } = await client.submit('ui.steps', { video: 'intro.mp4' }, { owner: 'alice' });
-      await client.submitMany([{ type: 'ui.quick', payload: {} }, { type: 'ui.quick', payload: {}, owner: 'alice' }]);
+      await client.submitMany([
+        { type: 'ui.quick', payload: {} },
+        { type: 'ui.quick', payload: {}, owner: 'alice' },
+      ]);
       await waitFor(async () => (await client.get(task.id))?.status === 'RUNNING', 'the steps task runs');
       const { context, page } = await rig.open(rig.tokens.admin);
       await page.goto(`${rig.url}/ui/#/tasks`);
@@ -157,12 +170,16 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await page.getByRole('button', { name: 'Cancel' }).waitFor();
       expect(await page.getByRole('button', { name: 'Reschedule' }).count()).toBe(0);
       expect(await page.locator('[data-diagnosis]').count()).toBe(0);
-      const answers = await page.evaluate(async ([bobId]) => Promise.all([
-        fetch('/api/admin/async-task/policies').then((r) => r.status),
-        fetch(`/api/v1/tasks/${bobId}`).then((r) => r.status),
-        fetch(`/api/v1/tasks/${bobId}/cancel`, { method: 'POST' }).then((r) => r.status),
-        fetch('/api/admin/async-task/stats').then((r) => r.status),
-      ]), [bobs.id]);
+      const answers = await page.evaluate(
+        async ([bobId]) =>
+          Promise.all([
+            fetch('/api/admin/async-task/policies').then((r) => r.status),
+            fetch(`/api/v1/tasks/${bobId}`).then((r) => r.status),
+            fetch(`/api/v1/tasks/${bobId}/cancel`, { method: 'POST' }).then((r) => r.status),
+            fetch('/api/admin/async-task/stats').then((r) => r.status),
+          ]),
+        [bobs.id],
+      );
       expect(answers).toEqual([403, 404, 404, 403]);
       expect((await client.get(bobs.id))?.status).toBe('QUEUED');
       await context.close();
@@ -171,7 +188,9 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
     it('refuses a cross-site POST that carries the session cookie', async () => {
       const { task } = await rig.server.client.submit('ui.quick', {}, { delayMs: 3_600_000 });
       // Another origin on the same host (another port): same-site, so the SameSite cookie goes along; the origin check must stop it.
-      const attacker = await serve(`<form id="f" method="POST" action="${rig.url}/api/v1/tasks/${task.id}/cancel"></form><script>document.getElementById('f').submit()</script>`);
+      const attacker = await serve(
+        `<form id="f" method="POST" action="${rig.url}/api/v1/tasks/${task.id}/cancel"></form><script>document.getElementById('f').submit()</script>`,
+      );
       const { context, page } = await rig.open(rig.tokens.admin, { dark: true });
       await page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
       await page.getByRole('heading', { name: /ui\.quick/ }).waitFor();

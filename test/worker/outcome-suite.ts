@@ -17,9 +17,17 @@ import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
 
 const FAST: Partial<WorkerOptions> = {
-  pollIntervalMs: 20, heartbeatIntervalMs: 100, leaseMs: 5000, recoveryIntervalMs: 0, cancelCheckIntervalMs: 0,
-  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
-  globalConcurrency: 1000, typeConcurrency: 1000, logger: false,
+  pollIntervalMs: 20,
+  heartbeatIntervalMs: 100,
+  leaseMs: 5000,
+  recoveryIntervalMs: 0,
+  cancelCheckIntervalMs: 0,
+  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 },
+  shutdownGraceMs: 2000,
+  shutdownAbortWaitMs: 1000,
+  globalConcurrency: 1000,
+  typeConcurrency: 1000,
+  logger: false,
 };
 
 export function runOutcomeSuite(factory: StoreFactory): void {
@@ -29,7 +37,11 @@ export function runOutcomeSuite(factory: StoreFactory): void {
     beforeEach(() => {
       store = env.store;
     });
-    const setup = (tasks: AnyTaskDefinition[], options: Partial<WorkerOptions> = {}, workerStore: Store = store): { client: TaskLeaseClient; worker: Worker } => {
+    const setup = (
+      tasks: AnyTaskDefinition[],
+      options: Partial<WorkerOptions> = {},
+      workerStore: Store = store,
+    ): { client: TaskLeaseClient; worker: Worker } => {
       const client = createClient({ store, tasks });
       const worker = env.track(createWorker({ store: workerStore, tasks, ...FAST, ...options }));
       return { client, worker };
@@ -40,8 +52,11 @@ export function runOutcomeSuite(factory: StoreFactory): void {
     it("a runtime policy's retry base delay wins over the definition's", async () => {
       let calls = 0;
       const t = defineTask({
-        type: 'policy-retry', retry: { baseDelayMs: 60_000, maxDelayMs: 120_000 },
-        execute: () => { if (++calls === 1) throw new Error('once'); },
+        type: 'policy-retry',
+        retry: { baseDelayMs: 60_000, maxDelayMs: 120_000 },
+        execute: () => {
+          if (++calls === 1) throw new Error('once');
+        },
       });
       const { client, worker } = setup([t]);
       await client.policies.update('policy-retry', { retryBaseDelayMs: 5 });
@@ -59,7 +74,10 @@ export function runOutcomeSuite(factory: StoreFactory): void {
       const { client, worker } = setup([bad, good], { concurrency: 4 });
       const errors: unknown[] = [];
       worker.on('error', (event) => errors.push(event.error));
-      const [badTask, goodTask] = await client.submitMany([{ type: 'bigint-result', payload: {}, maxAttempts: 3 }, { type: 'plain-result', payload: {} }]);
+      const [badTask, goodTask] = await client.submitMany([
+        { type: 'bigint-result', payload: {}, maxAttempts: 3 },
+        { type: 'plain-result', payload: {} },
+      ]);
       worker.start();
       await until(badTask!.task.id, 'FAILED');
       await until(goodTask!.task.id, 'SUCCESS');
@@ -73,7 +91,11 @@ export function runOutcomeSuite(factory: StoreFactory): void {
 
     it('an outcome the database refuses does not hold the others in its batch hostage', async () => {
       const t = defineTask({ type: 'refused', execute: () => undefined });
-      const { client, worker } = setup([t], { concurrency: 12 }, refusingStore(store, (outcome) => outcome.kind === 'SUCCESS' && culprit.has(outcome.lease.taskId)));
+      const { client, worker } = setup(
+        [t],
+        { concurrency: 12 },
+        refusingStore(store, (outcome) => outcome.kind === 'SUCCESS' && culprit.has(outcome.lease.taskId)),
+      );
       const culprit = new Set<string>();
       const errors: unknown[] = [];
       worker.on('error', (event) => errors.push(event.error));
@@ -89,7 +111,12 @@ export function runOutcomeSuite(factory: StoreFactory): void {
     });
 
     it('a failure classifier maps foreign errors to a code and retryability, without wrapping', async () => {
-      const t = defineTask({ type: 'upstream', execute: () => { throw Object.assign(new Error('Service Unavailable'), { status: 503 }); } });
+      const t = defineTask({
+        type: 'upstream',
+        execute: () => {
+          throw Object.assign(new Error('Service Unavailable'), { status: 503 });
+        },
+      });
       const classifier = (error: unknown) => ((error as { status?: number }).status === 503 ? { errorCode: 'UPSTREAM_503', retryable: false } : null);
       const { client, worker } = setup([t], { failureClassifier: classifier });
       worker.start();
@@ -125,13 +152,14 @@ export function runOutcomeSuite(factory: StoreFactory): void {
       const aborted: { code: string; afterMs: number }[] = [];
       const t = defineTask({
         type: 'hung-db',
-        execute: (ctx) => new Promise<void>((resolve) => {
-          startedAt = performance.now();
-          ctx.signal.addEventListener('abort', () => {
-            aborted.push({ code: (ctx.signal.reason as { code: string }).code, afterMs: performance.now() - startedAt });
-            resolve();
-          });
-        }),
+        execute: (ctx) =>
+          new Promise<void>((resolve) => {
+            startedAt = performance.now();
+            ctx.signal.addEventListener('abort', () => {
+              aborted.push({ code: (ctx.signal.reason as { code: string }).code, afterMs: performance.now() - startedAt });
+              resolve();
+            });
+          }),
       });
       const hanging: Store = Object.create(store, { renewLeases: { value: () => new Promise(() => undefined) } });
       const { client, worker } = setup([t], { leaseMs, heartbeatIntervalMs: 200, shutdownGraceMs: 100 }, hanging);
@@ -156,7 +184,9 @@ function refusingStore(store: Store, refuse: (outcome: AttemptOutcome) => boolea
     finishAttempts: { value: async (params: { outcomes: readonly AttemptOutcome[] }) => (check(params.outcomes), store.finishAttempts(params)) },
   };
   if (store.finishAndClaim) {
-    overrides.finishAndClaim = { value: async (params: Parameters<NonNullable<Store['finishAndClaim']>>[0]) => (check(params.outcomes), store.finishAndClaim!(params)) };
+    overrides.finishAndClaim = {
+      value: async (params: Parameters<NonNullable<Store['finishAndClaim']>>[0]) => (check(params.outcomes), store.finishAndClaim!(params)),
+    };
   }
   return Object.create(store, overrides) as Store;
 }

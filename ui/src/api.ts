@@ -4,33 +4,121 @@
  * API's one error shape turned into an ApiError with its stable code.
  */
 export type Role = 'admin' | 'operator' | 'user';
-export interface Me { role: Role; owner: string | null; name: string }
+export interface Me {
+  role: Role;
+  owner: string | null;
+  name: string;
+}
 
 export type TaskStatus = 'QUEUED' | 'RUNNING' | 'RETRY_WAIT' | 'PAUSED' | 'CANCEL_REQUESTED' | 'SUCCESS' | 'PARTIAL_SUCCESS' | 'FAILED' | 'CANCELLED';
 export const STATUSES: TaskStatus[] = ['QUEUED', 'RUNNING', 'RETRY_WAIT', 'PAUSED', 'CANCEL_REQUESTED', 'SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED'];
 
-export interface Progress { total: number; processed: number; succeeded: number; failed: number; skipped: number; message: string | null }
-export interface Task {
-  id: string; taskType: string; status: TaskStatus; priority: number; payload: unknown; availableAt: string; deadlineAt: string | null;
-  leaseOwner: string | null; leaseUntil: string | null; attemptCount: number; attemptBase: number; maxAttempts: number; owner: string | null;
-  idempotencyKey: string | null; progress: Progress | null; result: unknown; lastErrorCode: string | null; createdAt: string; updatedAt: string;
-  startedAt: string | null; finishedAt: string | null;
+export interface Progress {
+  total: number;
+  processed: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  message: string | null;
 }
-export interface Attempt { attempt: number; workerId: string; startedAt: string; finishedAt: string | null; outcome: string | null; errorCode: string | null }
-export interface Failure { attempt: number; errorCode: string; message: string; failedAt: string; retryable: boolean }
-export interface Diagnosis { task: Task; attempts: Attempt[]; failures: Failure[]; lease: { status: string; remainingSeconds: number | null }; causes: { code: string; message: string }[]; verdict: string }
-export interface DeadLetter { id: string; originalTaskId: string; taskType: string; owner: string | null; errorCode: string; errorMessage: string; attemptCount: number; movedAt: string; replayedAt: string | null; replayTaskId: string | null; archivedAt: string | null }
-export interface Policy { policyKey: string; taskType: string | null; maxConcurrency: number | null; maxAttempts: number | null; retryBaseDelayMs: number | null; enabled: boolean }
-export interface LimitUse { running: number; limit: number; enabled: boolean }
+export interface Task {
+  id: string;
+  taskType: string;
+  status: TaskStatus;
+  priority: number;
+  payload: unknown;
+  availableAt: string;
+  deadlineAt: string | null;
+  leaseOwner: string | null;
+  leaseUntil: string | null;
+  attemptCount: number;
+  attemptBase: number;
+  maxAttempts: number;
+  owner: string | null;
+  idempotencyKey: string | null;
+  progress: Progress | null;
+  result: unknown;
+  lastErrorCode: string | null;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+export interface Attempt {
+  attempt: number;
+  workerId: string;
+  startedAt: string;
+  finishedAt: string | null;
+  outcome: string | null;
+  errorCode: string | null;
+}
+export interface Failure {
+  attempt: number;
+  errorCode: string;
+  message: string;
+  failedAt: string;
+  retryable: boolean;
+}
+export interface Diagnosis {
+  task: Task;
+  attempts: Attempt[];
+  failures: Failure[];
+  lease: { status: string; remainingSeconds: number | null };
+  causes: { code: string; message: string }[];
+  verdict: string;
+}
+export interface DeadLetter {
+  id: string;
+  originalTaskId: string;
+  taskType: string;
+  owner: string | null;
+  errorCode: string;
+  errorMessage: string;
+  attemptCount: number;
+  movedAt: string;
+  replayedAt: string | null;
+  replayTaskId: string | null;
+  archivedAt: string | null;
+}
+export interface Policy {
+  policyKey: string;
+  taskType: string | null;
+  maxConcurrency: number | null;
+  maxAttempts: number | null;
+  retryBaseDelayMs: number | null;
+  enabled: boolean;
+}
+export interface LimitUse {
+  running: number;
+  limit: number;
+  enabled: boolean;
+}
 export interface Stats {
-  at: string; counts: Record<TaskStatus, number>; backlog: number; deadLetters: number; global: LimitUse;
-  types: (LimitUse & { taskType: string; backlog: number })[]; workers: { live: number; concurrency: number };
+  at: string;
+  counts: Record<TaskStatus, number>;
+  backlog: number;
+  deadLetters: number;
+  global: LimitUse;
+  types: (LimitUse & { taskType: string; backlog: number })[];
+  workers: { live: number; concurrency: number };
   queueWait: { count: number; p50Ms: number; p99Ms: number } | null;
 }
-export interface WorkerRecord { workerId: string; host: string; pid: number; taskTypes: string[]; concurrency: number; startedAt: string; lastSeenAt: string }
+export interface WorkerRecord {
+  workerId: string;
+  host: string;
+  pid: number;
+  taskTypes: string[];
+  concurrency: number;
+  startedAt: string;
+  lastSeenAt: string;
+}
 
 export class ApiError extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -39,7 +127,8 @@ export const ADMIN = '/api/admin/async-task';
 
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const response = await fetch(path, {
-    method, credentials: 'same-origin',
+    method,
+    credentials: 'same-origin',
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });

@@ -19,7 +19,8 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = 
 
 export function clear(element: Element, ...children: (Child | Child[])[]): void {
   element.replaceChildren();
-  for (const child of children.flat()) if (child !== null && child !== undefined && child !== false) element.append(child instanceof Node ? child : String(child));
+  for (const child of children.flat())
+    if (child !== null && child !== undefined && child !== false) element.append(child instanceof Node ? child : String(child));
 }
 
 export const when = (iso: string | null): string => (iso ? new Date(iso).toLocaleString() : '—');
@@ -36,11 +37,17 @@ export const statusBadge = (status: string): HTMLElement => h('span', { class: `
 /** A modal confirmation (the native <dialog>: focus trapped, Escape cancels). */
 export function confirmAction(question: string, confirmLabel: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const dialog = h('dialog', { class: 'confirm', 'aria-label': 'Confirm' },
+    const dialog = h(
+      'dialog',
+      { class: 'confirm', 'aria-label': 'Confirm' },
       h('p', {}, question),
-      h('div', { class: 'row' },
+      h(
+        'div',
+        { class: 'row' },
         h('button', { type: 'button', class: 'secondary', onclick: () => dialog.close('no') }, 'Cancel'),
-        h('button', { type: 'button', class: 'danger', 'data-confirm': '', onclick: () => dialog.close('yes') }, confirmLabel)));
+        h('button', { type: 'button', class: 'danger', 'data-confirm': '', onclick: () => dialog.close('yes') }, confirmLabel),
+      ),
+    );
     dialog.addEventListener('close', () => {
       dialog.remove();
       resolve(dialog.returnValue === 'yes');

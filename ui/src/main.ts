@@ -14,10 +14,20 @@ import { deadLettersPage } from './pages/dead-letters.js';
 import { policiesPage } from './pages/policies.js';
 import { workersPage } from './pages/workers.js';
 
-export interface PageContext { me: Me; params: URLSearchParams; path: string[] }
+export interface PageContext {
+  me: Me;
+  params: URLSearchParams;
+  path: string[];
+}
 export type Page = (root: HTMLElement, context: PageContext) => (() => void) | void;
 
-interface Route { name: string; label: string; page: Page; operator: boolean; nav: boolean }
+interface Route {
+  name: string;
+  label: string;
+  page: Page;
+  operator: boolean;
+  nav: boolean;
+}
 const ROUTES: Route[] = [
   { name: 'overview', label: 'Overview', page: overviewPage, operator: true, nav: true },
   { name: 'tasks', label: 'Tasks', page: tasksPage, operator: false, nav: true },
@@ -32,13 +42,18 @@ let me: Me | null = null;
 let cleanup: (() => void) | void;
 
 function shell(current: Me, active: string): HTMLElement {
-  const links = ROUTES.filter((r) => r.nav && (!r.operator || isOperator(current)))
-    .map((r) => h('a', { href: `#/${r.name}`, ...(r.name === active ? { 'aria-current': 'page' } : {}) }, r.label));
+  const links = ROUTES.filter((r) => r.nav && (!r.operator || isOperator(current))).map((r) =>
+    h('a', { href: `#/${r.name}`, ...(r.name === active ? { 'aria-current': 'page' } : {}) }, r.label),
+  );
   const logout = h('button', { type: 'button', class: 'secondary', onclick: () => void logOut() }, 'Log out');
-  return h('header', { class: 'top' },
+  return h(
+    'header',
+    { class: 'top' },
     h('a', { class: 'brand', href: '#/' }, 'tasklease'),
     h('nav', { 'aria-label': 'Pages' }, links),
-    h('span', { class: 'who' }, `${current.name} · ${current.role}${current.owner ? ` (${current.owner})` : ''}`), logout);
+    h('span', { class: 'who' }, `${current.name} · ${current.role}${current.owner ? ` (${current.owner})` : ''}`),
+    logout,
+  );
 }
 
 function render(): void {
@@ -46,13 +61,16 @@ function render(): void {
   cleanup = undefined;
   if (!me) {
     clear(app, h('main', { id: 'main' }));
-    cleanup = loginPage(app.querySelector('main')!, (who) => { me = who; render(); });
+    cleanup = loginPage(app.querySelector('main')!, (who) => {
+      me = who;
+      render();
+    });
     return;
   }
   const [pathPart = '', query = ''] = location.hash.replace(/^#\/?/, '').split('?');
   const path = pathPart.split('/').filter(Boolean).map(decodeURIComponent);
   const fallback = isOperator(me) ? 'overview' : 'tasks';
-  let route = ROUTES.find((r) => r.name === (path[0] === 'tasks' && path[1] ? 'task' : path[0] ?? fallback));
+  let route = ROUTES.find((r) => r.name === (path[0] === 'tasks' && path[1] ? 'task' : (path[0] ?? fallback)));
   if (!route || (route.operator && !isOperator(me))) route = ROUTES.find((r) => r.name === fallback)!;
   const main = h('main', { id: 'main', tabindex: '-1' });
   clear(app, shell(me, route.name === 'task' ? 'tasks' : route.name), h('p', { id: 'notice', class: 'notice', role: 'status' }), main);
@@ -66,6 +84,11 @@ async function logOut(): Promise<void> {
 }
 
 window.addEventListener('hashchange', render);
-window.addEventListener('tasklease:logged-out', () => { if (me) { me = null; render(); } });
+window.addEventListener('tasklease:logged-out', () => {
+  if (me) {
+    me = null;
+    render();
+  }
+});
 me = await api<Me>('GET', '/api/v1/session').catch(() => null);
 render();

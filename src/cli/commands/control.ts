@@ -15,12 +15,14 @@ export const controlCommands: CliCommand = {
         .command(name)
         .description(description)
         .argument('<id>', 'task id')
-        .action(action(ctx, async (id: string) => {
-          const client: TaskLeaseClient = await ctx.client();
-          await client[name](id);
-          const task = await client.get(id);
-          ctx.output.result({ id, status: task?.status ?? null }, () => `task ${id} ${done} (now ${task ? ctx.output.status(task.status) : 'gone'})`);
-        }));
+        .action(
+          action(ctx, async (id: string) => {
+            const client: TaskLeaseClient = await ctx.client();
+            await client[name](id);
+            const task = await client.get(id);
+            ctx.output.result({ id, status: task?.status ?? null }, () => `task ${id} ${done} (now ${task ? ctx.output.status(task.status) : 'gone'})`);
+          }),
+        );
     }
   },
 };

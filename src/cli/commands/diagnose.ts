@@ -26,16 +26,19 @@ export const diagnoseCommand: CliCommand = {
       .description('why is this task where it is? task, attempts, failures, lease, worker health and a verdict')
       .argument('<id>', 'task id')
       .option('--seen-within <duration>', 'count a worker as alive if seen this recently', duration, 60_000)
-      .action(action(ctx, async (id: string, flags: { seenWithin: number }) => {
-        const client = await ctx.client();
-        const diagnosis = await client.diagnose(id, { workerSeenWithinMs: flags.seenWithin });
-        const [workers, controlPlane] = await Promise.all([client.workers({ seenWithinMs: flags.seenWithin }), controlPlaneHealth(client.store)]);
-        const report: Report = {
-          ...diagnosis, controlPlane,
-          workers: { forType: workers.filter((w) => w.taskTypes.includes(diagnosis.task.taskType)), total: workers.length },
-        };
-        ctx.output.result(report, () => render(ctx.output, report));
-      }));
+      .action(
+        action(ctx, async (id: string, flags: { seenWithin: number }) => {
+          const client = await ctx.client();
+          const diagnosis = await client.diagnose(id, { workerSeenWithinMs: flags.seenWithin });
+          const [workers, controlPlane] = await Promise.all([client.workers({ seenWithinMs: flags.seenWithin }), controlPlaneHealth(client.store)]);
+          const report: Report = {
+            ...diagnosis,
+            controlPlane,
+            workers: { forType: workers.filter((w) => w.taskTypes.includes(diagnosis.task.taskType)), total: workers.length },
+          };
+          ctx.output.result(report, () => render(ctx.output, report));
+        }),
+      );
   },
 };
 
@@ -43,20 +46,39 @@ function render(output: Output, report: Report): string {
   const { task, lease, controlPlane } = report;
   const cp = controlPlane.details;
   return [
-    output.heading('Task'), taskBlock(output, task), '',
-    output.heading(`Attempts (${report.attempts.length})`), output.table(report.attempts, ATTEMPT_COLUMNS), '',
-    output.heading('Last failures'), output.table(report.failures, FAILURE_COLUMNS), '',
+    output.heading('Task'),
+    taskBlock(output, task),
+    '',
+    output.heading(`Attempts (${report.attempts.length})`),
+    output.table(report.attempts, ATTEMPT_COLUMNS),
+    '',
+    output.heading('Last failures'),
+    output.table(report.failures, FAILURE_COLUMNS),
+    '',
     output.heading('Lease'),
-    output.fields([['status', lease.status], ['owner', task.leaseOwner], ['until', task.leaseUntil], ['remaining', lease.remainingSeconds === null ? null : `${lease.remainingSeconds} s`]]), '',
+    output.fields([
+      ['status', lease.status],
+      ['owner', task.leaseOwner],
+      ['until', task.leaseUntil],
+      ['remaining', lease.remainingSeconds === null ? null : `${lease.remainingSeconds} s`],
+    ]),
+    '',
     output.heading(`Workers for ${task.taskType} (${report.workers.forType.length} of ${report.workers.total} live)`),
-    output.table(report.workers.forType, WORKER_COLUMNS, `no live worker runs ${task.taskType}`), '',
+    output.table(report.workers.forType, WORKER_COLUMNS, `no live worker runs ${task.taskType}`),
+    '',
     output.heading('Control plane'),
     output.fields([
-      ['health', controlPlane.status], ['schema', `${cp.schemaVersion ?? '?'} (expected ${cp.expectedSchemaVersion})`],
-      ['queued', cp.queued], ['running', cp.running], ['retry wait', cp.retryWait], ['dead letters', cp.deadLetters],
+      ['health', controlPlane.status],
+      ['schema', `${cp.schemaVersion ?? '?'} (expected ${cp.expectedSchemaVersion})`],
+      ['queued', cp.queued],
+      ['running', cp.running],
+      ['retry wait', cp.retryWait],
+      ['dead letters', cp.deadLetters],
       ...(controlPlane.error ? [['problem', controlPlane.error] as [string, unknown]] : []),
-    ]), '',
-    output.heading('Verdict'), output.paint(report.verdict, 'bold'),
+    ]),
+    '',
+    output.heading('Verdict'),
+    output.paint(report.verdict, 'bold'),
     ...report.causes.slice(1).map((cause) => `also: ${cause.message} (${cause.code})`),
   ].join('\n');
 }

@@ -9,10 +9,12 @@ export const getCommand: CliCommand = {
       .command('get')
       .description('show one task')
       .argument('<id>', 'task id')
-      .action(action(ctx, async (id: string) => {
-        const task = await (await ctx.client()).get(id);
-        if (!task) throw new NotFoundError('task', id);
-        ctx.output.result(task, () => taskBlock(ctx.output, task));
-      }));
+      .action(
+        action(ctx, async (id: string) => {
+          const task = await (await ctx.client()).get(id);
+          if (!task) throw new NotFoundError('task', id);
+          ctx.output.result(task, () => taskBlock(ctx.output, task));
+        }),
+      );
   },
 };

@@ -22,18 +22,22 @@ export const listCommand: CliCommand = {
       .option('--owner <owner>', 'only tasks of this owner', nonEmpty)
       .option('-n, --limit <n>', 'page size, 1–1000', integer(1, 1000), 50)
       .option('--cursor <cursor>', 'the next-page cursor a previous list printed', nonEmpty)
-      .action(action(ctx, async (flags: ListFlags) => {
-        const client = await ctx.client();
-        const statuses = flags.status?.flatMap((s) => s.split(',')).map((s) => s.trim().toUpperCase()) as TaskStatus[] | undefined;
-        const page = await client.list({
-          limit: flags.limit,
-          ...(flags.type ? { taskType: flags.type } : {}), ...(statuses ? { status: statuses } : {}),
-          ...(flags.owner ? { owner: flags.owner } : {}), ...(flags.cursor ? { cursor: flags.cursor } : {}),
-        });
-        ctx.output.result(page, () => {
-          const table = ctx.output.table(page.tasks, TASK_COLUMNS, 'no tasks match');
-          return page.nextCursor ? `${table}\n\nmore: tasklease list --cursor ${page.nextCursor}` : table;
-        });
-      }));
+      .action(
+        action(ctx, async (flags: ListFlags) => {
+          const client = await ctx.client();
+          const statuses = flags.status?.flatMap((s) => s.split(',')).map((s) => s.trim().toUpperCase()) as TaskStatus[] | undefined;
+          const page = await client.list({
+            limit: flags.limit,
+            ...(flags.type ? { taskType: flags.type } : {}),
+            ...(statuses ? { status: statuses } : {}),
+            ...(flags.owner ? { owner: flags.owner } : {}),
+            ...(flags.cursor ? { cursor: flags.cursor } : {}),
+          });
+          ctx.output.result(page, () => {
+            const table = ctx.output.table(page.tasks, TASK_COLUMNS, 'no tasks match');
+            return page.nextCursor ? `${table}\n\nmore: tasklease list --cursor ${page.nextCursor}` : table;
+          });
+        }),
+      );
   },
 };

@@ -26,44 +26,60 @@ const scopeName = (type: string | undefined): string => (type === undefined ? 'G
 export const policyCommand: CliCommand = {
   register(program, ctx) {
     const policy = program.command('policy').description('runtime limits per task type or global: concurrency, attempts, retry delay, enabled');
-    policy.command('get')
-      .description('show a type\'s policy (or, without a type, every policy)')
+    policy
+      .command('get')
+      .description("show a type's policy (or, without a type, every policy)")
       .argument('[type]', 'task type')
-      .action(action(ctx, async (type: string | undefined) => {
-        const client = await ctx.client();
-        if (type === undefined) {
-          const policies = await client.policies.list();
-          return ctx.output.result({ policies }, () => ctx.output.table(policies, POLICY_COLUMNS, 'no policies: the workers\' defaults apply'));
-        }
-        const found = await client.policies.get(type);
-        ctx.output.result({ policy: found }, () => (found ? ctx.output.table([found], POLICY_COLUMNS) : `no policy for ${type}: the workers' defaults apply`));
-      }));
+      .action(
+        action(ctx, async (type: string | undefined) => {
+          const client = await ctx.client();
+          if (type === undefined) {
+            const policies = await client.policies.list();
+            return ctx.output.result({ policies }, () => ctx.output.table(policies, POLICY_COLUMNS, "no policies: the workers' defaults apply"));
+          }
+          const found = await client.policies.get(type);
+          ctx.output.result({ policy: found }, () =>
+            found ? ctx.output.table([found], POLICY_COLUMNS) : `no policy for ${type}: the workers' defaults apply`,
+          );
+        }),
+      );
     registerSet(policy, ctx);
-    policy.command('reset')
-      .description('delete a type\'s policy (or, without a type, the GLOBAL one): the workers\' defaults apply again')
+    policy
+      .command('reset')
+      .description("delete a type's policy (or, without a type, the GLOBAL one): the workers' defaults apply again")
       .argument('[type]', 'task type')
-      .action(action(ctx, async (type: string | undefined) => {
-        const removed = await (await ctx.client()).policies.reset(type ?? null);
-        ctx.output.result({ policyKey: scopeName(type), removed }, () => (removed ? `${scopeName(type)} reset to the defaults` : `${scopeName(type)} had no policy: nothing to reset`));
-      }));
+      .action(
+        action(ctx, async (type: string | undefined) => {
+          const removed = await (await ctx.client()).policies.reset(type ?? null);
+          ctx.output.result({ policyKey: scopeName(type), removed }, () =>
+            removed ? `${scopeName(type)} reset to the defaults` : `${scopeName(type)} had no policy: nothing to reset`,
+          );
+        }),
+      );
   },
 };
 
 function registerSet(policy: Command, ctx: CommandContext): void {
-  policy.command('set')
+  policy
+    .command('set')
     .description('change a type\'s policy (or, without a type, the GLOBAL one); unnamed fields keep their value; "default" clears one')
     .argument('[type]', 'task type')
     .option('--max-concurrency <n>', 'running tasks at once across the cluster, 1–100000, or default', integerOrDefault(1, 100_000))
     .option('--max-attempts <n>', 'attempts of tasks submitted from now on, 1–100, or default', integerOrDefault(1, 100))
     .option('--retry-base-delay-ms <ms>', 'first retry delay, 0–604800000, or default', integerOrDefault(0, 7 * 86_400_000))
     .option('--enabled <bool>', 'false: tasks of the type (or all, for GLOBAL) are not claimed; they wait', boolean)
-    .action(action(ctx, async (type: string | undefined, flags: Record<string, number | boolean | 'default' | undefined>) => {
-      const change = Object.fromEntries(Object.entries(flags).filter(([, value]) => value !== undefined)
-        .map(([key, value]) => [key, value === 'default' ? null : value])) as PolicyChange;
-      if (Object.keys(change).length === 0) {
-        throw new UsageError('policy set needs at least one of --max-concurrency, --max-attempts, --retry-base-delay-ms, --enabled', 'change');
-      }
-      const saved = await (await ctx.client()).policies.update(type ?? null, change);
-      ctx.output.result({ policy: saved }, () => ctx.output.table([saved], POLICY_COLUMNS));
-    }));
+    .action(
+      action(ctx, async (type: string | undefined, flags: Record<string, number | boolean | 'default' | undefined>) => {
+        const change = Object.fromEntries(
+          Object.entries(flags)
+            .filter(([, value]) => value !== undefined)
+            .map(([key, value]) => [key, value === 'default' ? null : value]),
+        ) as PolicyChange;
+        if (Object.keys(change).length === 0) {
+          throw new UsageError('policy set needs at least one of --max-concurrency, --max-attempts, --retry-base-delay-ms, --enabled', 'change');
+        }
+        const saved = await (await ctx.client()).policies.update(type ?? null, change);
+        ctx.output.result({ policy: saved }, () => ctx.output.table([saved], POLICY_COLUMNS));
+      }),
+    );
 }

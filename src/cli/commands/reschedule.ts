@@ -11,13 +11,17 @@ export const rescheduleCommand: CliCommand = {
       .argument('<id>', 'task id')
       .option('--at <time>', 'start no earlier than this ISO 8601 time', isoTime)
       .option('--in <duration>', 'start no earlier than this long from now (database clock): 90s, 10m, 2h', duration)
-      .action(action(ctx, async (id: string, flags: { at?: Date; in?: number }) => {
-        if ((flags.at === undefined) === (flags.in === undefined)) throw new UsageError('reschedule needs exactly one of --at or --in', 'at');
-        const client = await ctx.client();
-        await client.reschedule(id, flags.at ? { availableAt: flags.at } : { delayMs: flags.in! });
-        const task = await client.get(id);
-        ctx.output.result({ id, status: task?.status ?? null, availableAt: task?.availableAt ?? null }, () =>
-          `task ${id} rescheduled: available at ${task?.availableAt.toISOString()} (${task?.status})`);
-      }));
+      .action(
+        action(ctx, async (id: string, flags: { at?: Date; in?: number }) => {
+          if ((flags.at === undefined) === (flags.in === undefined)) throw new UsageError('reschedule needs exactly one of --at or --in', 'at');
+          const client = await ctx.client();
+          await client.reschedule(id, flags.at ? { availableAt: flags.at } : { delayMs: flags.in! });
+          const task = await client.get(id);
+          ctx.output.result(
+            { id, status: task?.status ?? null, availableAt: task?.availableAt ?? null },
+            () => `task ${id} rescheduled: available at ${task?.availableAt.toISOString()} (${task?.status})`,
+          );
+        }),
+      );
   },
 };

@@ -51,16 +51,26 @@ async function serve(ctx: CommandContext, name: 'serve' | 'start', modules: stri
   const store = await ctx.openStore();
   const { startServer } = await import('../../server/index.js');
   const server = await startServer({
-    store, tasks, migrate: name === 'start', host: flags.host, port: flags.port,
+    store,
+    tasks,
+    migrate: name === 'start',
+    host: flags.host,
+    port: flags.port,
     worker: runWorker ? ctx.config().worker : false,
-    publicMetrics: flags.publicMetrics === true, publicDocs: flags.publicDocs === true, logger: { level: ctx.config().logLevel },
+    publicMetrics: flags.publicMetrics === true,
+    publicDocs: flags.publicDocs === true,
+    logger: { level: ctx.config().logLevel },
   });
-  const token = flags.printAdminToken ? (await server.client.tokens.create({ name: `tasklease start ${new Date().toISOString()}`, role: 'admin', expiresInMs: 7 * 86_400_000 })).token : null;
-  ctx.output.result({ url: server.url, docs: `${server.url}/docs`, worker: runWorker, ...(token ? { adminToken: token } : {}) }, () => [
-    `tasklease ${name === 'start' ? 'started' : 'serving'} at ${server.url} (docs: ${server.url}/docs)`
-      + (runWorker ? ` with a worker for ${server.worker!.taskTypes.join(', ')}` : ', no worker'),
-    ...(token ? [`admin token (shown once, valid 7 days): ${token}`] : []),
-  ].join('\n'));
+  const token = flags.printAdminToken
+    ? (await server.client.tokens.create({ name: `tasklease start ${new Date().toISOString()}`, role: 'admin', expiresInMs: 7 * 86_400_000 })).token
+    : null;
+  ctx.output.result({ url: server.url, docs: `${server.url}/docs`, worker: runWorker, ...(token ? { adminToken: token } : {}) }, () =>
+    [
+      `tasklease ${name === 'start' ? 'started' : 'serving'} at ${server.url} (docs: ${server.url}/docs)` +
+        (runWorker ? ` with a worker for ${server.worker!.taskTypes.join(', ')}` : ', no worker'),
+      ...(token ? [`admin token (shown once, valid 7 days): ${token}`] : []),
+    ].join('\n'),
+  );
   await ctx.io.waitForStopSignal();
   await server.close();
 }

@@ -31,22 +31,31 @@ export const submitCommand: CliCommand = {
       .option('--type <type>', 'with --file: the task type (or give it as the first argument)', nonEmpty)
       .addOption(new Option('--format <format>', 'with --file: the file format (default: by extension)').choices(['jsonl', 'csv']))
       .option('--batch-size <n>', 'with --file: tasks per submit statement, 1–50000', integer(1, 50_000), 1000)
-      .option('--idempotency-key-field <field>', 'with --file: take each task\'s idempotency key from this payload field (re-runs skip rows already submitted)', nonEmpty)
-      .action(action(ctx, async (type: string | undefined, payloadJson: string | undefined, flags: SubmitFlags) => {
-        if (flags.file !== undefined) return submitFile(ctx, { ...flags, type: pickType(type, flags.type) }, payloadJson);
-        if (type === undefined) throw new UsageError('submit needs a task type: tasklease submit <type> [payload-json]', 'type');
-        const payload = parsePayload(payloadJson ?? '{}');
-        const client = await ctx.client(await definitionsFor(ctx, flags, type));
-        const { task, created } = await client.submit(type, payload, submitOptions(ctx, flags));
-        ctx.output.result({ id: task.id, taskType: task.taskType, status: task.status, created }, () =>
-          created ? `submitted task ${task.id} (${task.taskType}, ${ctx.output.status(task.status)})`
-            : `task ${task.id} already exists for this idempotency key (${ctx.output.status(task.status)}): nothing submitted`);
-      }));
+      .option(
+        '--idempotency-key-field <field>',
+        "with --file: take each task's idempotency key from this payload field (re-runs skip rows already submitted)",
+        nonEmpty,
+      )
+      .action(
+        action(ctx, async (type: string | undefined, payloadJson: string | undefined, flags: SubmitFlags) => {
+          if (flags.file !== undefined) return submitFile(ctx, { ...flags, type: pickType(type, flags.type) }, payloadJson);
+          if (type === undefined) throw new UsageError('submit needs a task type: tasklease submit <type> [payload-json]', 'type');
+          const payload = parsePayload(payloadJson ?? '{}');
+          const client = await ctx.client(await definitionsFor(ctx, flags, type));
+          const { task, created } = await client.submit(type, payload, submitOptions(ctx, flags));
+          ctx.output.result({ id: task.id, taskType: task.taskType, status: task.status, created }, () =>
+            created
+              ? `submitted task ${task.id} (${task.taskType}, ${ctx.output.status(task.status)})`
+              : `task ${task.id} already exists for this idempotency key (${ctx.output.status(task.status)}): nothing submitted`,
+          );
+        }),
+      );
   },
 };
 
 function pickType(positional: string | undefined, flag: string | undefined): string {
-  if (positional !== undefined && flag !== undefined && positional !== flag) throw new UsageError(`two task types given: ${positional} and --type ${flag}`, 'type');
+  if (positional !== undefined && flag !== undefined && positional !== flag)
+    throw new UsageError(`two task types given: ${positional} and --type ${flag}`, 'type');
   const type = flag ?? positional;
   if (type === undefined) throw new UsageError('--file needs the task type: --type <type>', 'type');
   return type;
@@ -59,4 +68,3 @@ function parsePayload(text: string): unknown {
     throw new UsageError(`payload is not valid JSON (${(error as Error).message}); quote it for the shell: '{"id": 1}'`, 'payload');
   }
 }
-

@@ -26,29 +26,47 @@ export const tokenCommand: CliCommand = {
       .command('create')
       .description('create a token and print its secret (shown once)')
       .requiredOption('--name <name>', 'what the token is for', nonEmpty)
-      .addOption(new Option('--role <role>', 'admin (everything), operator (operations and reads), user (its owner\'s tasks)').choices(['admin', 'operator', 'user']).makeOptionMandatory())
+      .addOption(
+        new Option('--role <role>', "admin (everything), operator (operations and reads), user (its owner's tasks)")
+          .choices(['admin', 'operator', 'user'])
+          .makeOptionMandatory(),
+      )
       .option('--owner <owner>', 'the owner a user token sees (required for --role user)', nonEmpty)
       .option('--expires-in <duration>', 'lifetime, e.g. 30d (default: never expires)', duration)
-      .action(action(ctx, async (flags: { name: string; role: TokenRole; owner?: string; expiresIn?: number }) => {
-        const created = await (await ctx.client()).tokens.create({
-          name: flags.name, role: flags.role, owner: flags.owner ?? null, ...(flags.expiresIn ? { expiresInMs: flags.expiresIn } : {}),
-        });
-        ctx.output.result(created, () => `${created.token}\n(token ${created.record.id}, role ${created.record.role}: the secret is shown once, store it now)`);
-      }));
+      .action(
+        action(ctx, async (flags: { name: string; role: TokenRole; owner?: string; expiresIn?: number }) => {
+          const created = await (
+            await ctx.client()
+          ).tokens.create({
+            name: flags.name,
+            role: flags.role,
+            owner: flags.owner ?? null,
+            ...(flags.expiresIn ? { expiresInMs: flags.expiresIn } : {}),
+          });
+          ctx.output.result(
+            created,
+            () => `${created.token}\n(token ${created.record.id}, role ${created.record.role}: the secret is shown once, store it now)`,
+          );
+        }),
+      );
     token
       .command('list')
       .description('list tokens (never their secrets)')
-      .action(action(ctx, async () => {
-        const tokens = await (await ctx.client()).tokens.list();
-        ctx.output.result({ tokens }, () => ctx.output.table(tokens, COLUMNS, 'no tokens'));
-      }));
+      .action(
+        action(ctx, async () => {
+          const tokens = await (await ctx.client()).tokens.list();
+          ctx.output.result({ tokens }, () => ctx.output.table(tokens, COLUMNS, 'no tokens'));
+        }),
+      );
     token
       .command('revoke')
       .description('revoke a token at once')
       .argument('<id>', 'the token id (from token list)')
-      .action(action(ctx, async (id: string) => {
-        await (await ctx.client()).tokens.revoke(id);
-        ctx.output.result({ revoked: id }, () => `revoked ${id}`);
-      }));
+      .action(
+        action(ctx, async (id: string) => {
+          await (await ctx.client()).tokens.revoke(id);
+          ctx.output.result({ revoked: id }, () => `revoked ${id}`);
+        }),
+      );
   },
 };

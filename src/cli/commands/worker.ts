@@ -46,14 +46,22 @@ export const workerCommand: CliCommand = {
 
 async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFlags): Promise<void> {
   const config = ctx.config({
-    'worker.concurrency': flags.concurrency, 'worker.prefetch': flags.prefetch, 'worker.leaseMs': flags.lease,
-    'worker.heartbeatIntervalMs': flags.heartbeat, 'worker.pollIntervalMs': flags.poll, 'worker.shutdownGraceMs': flags.shutdownGrace,
-    'worker.globalConcurrency': flags.globalConcurrency, 'worker.typeConcurrency': flags.typeConcurrency, logLevel: flags.logLevel,
+    'worker.concurrency': flags.concurrency,
+    'worker.prefetch': flags.prefetch,
+    'worker.leaseMs': flags.lease,
+    'worker.heartbeatIntervalMs': flags.heartbeat,
+    'worker.pollIntervalMs': flags.poll,
+    'worker.shutdownGraceMs': flags.shutdownGrace,
+    'worker.globalConcurrency': flags.globalConcurrency,
+    'worker.typeConcurrency': flags.typeConcurrency,
+    logLevel: flags.logLevel,
   });
   const tasks = await loadTaskModules(modules, ctx.io.cwd);
   // Loaded here, not at start-up: the other commands never need the worker or the logger.
   const [{ createWorker }, { attachLogger }, { default: pino }] = await Promise.all([
-    import('../../worker/worker.js'), import('../../observe/logging.js'), import('pino'),
+    import('../../worker/worker.js'),
+    import('../../observe/logging.js'),
+    import('pino'),
   ]);
   const store = await ctx.openStore();
   const worker = createWorker({ store, tasks, ...config.worker, ...(flags.workerId ? { workerId: flags.workerId } : {}) });

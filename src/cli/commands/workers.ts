@@ -20,9 +20,11 @@ export const workersCommand: CliCommand = {
       .command('workers')
       .description('list the workers seen recently (each refreshes its row at every heartbeat)')
       .option('--seen-within <duration>', 'count a worker as alive if seen this recently', duration, 60_000)
-      .action(action(ctx, async (flags: { seenWithin: number }) => {
-        const workers = await (await ctx.client()).workers({ seenWithinMs: flags.seenWithin });
-        ctx.output.result({ workers }, () => ctx.output.table(workers, WORKER_COLUMNS, 'no worker seen recently'));
-      }));
+      .action(
+        action(ctx, async (flags: { seenWithin: number }) => {
+          const workers = await (await ctx.client()).workers({ seenWithinMs: flags.seenWithin });
+          ctx.output.result({ workers }, () => ctx.output.table(workers, WORKER_COLUMNS, 'no worker seen recently'));
+        }),
+      );
   },
 };

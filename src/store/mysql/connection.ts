@@ -9,9 +9,7 @@ import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import { StoreClosedError, StoreConnectTimeoutError, StoreError, TaskLeaseError } from '../../core/errors.js';
 import type { PoolStats } from '../pool-stats.js';
 import type { Row } from '../rows.js';
-import {
-  causeOf, DEADLOCK, isConnectionError, isRefused, isRetryable, isSqlError, mapMysqlError, NamedLockTimeout, type ServerLabel,
-} from './errors.js';
+import { causeOf, DEADLOCK, isConnectionError, isRefused, isRetryable, isSqlError, mapMysqlError, NamedLockTimeout, type ServerLabel } from './errors.js';
 
 export { NamedLockTimeout } from './errors.js';
 
@@ -91,7 +89,11 @@ export class MysqlDatabase {
       return results;
     }
     const sql = statements.map((statement) => statement.sql).join(';\n');
-    return this.query<unknown[]>(conn, sql, statements.flatMap((statement) => statement.values ?? []));
+    return this.query<unknown[]>(
+      conn,
+      sql,
+      statements.flatMap((statement) => statement.values ?? []),
+    );
   }
 
   /**

@@ -90,8 +90,9 @@ export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finished
   );
   const ids = rows.map((row) => String(row.id));
   if (ids.length === 0) return result;
-  result.deadLettersArchived = (await db.exec(conn,
-    'UPDATE system_async_task_dead_letter SET archived_at = NOW(3) WHERE original_task_id IN (?) AND archived_at IS NULL', [ids])).affectedRows;
+  result.deadLettersArchived = (
+    await db.exec(conn, 'UPDATE system_async_task_dead_letter SET archived_at = NOW(3) WHERE original_task_id IN (?) AND archived_at IS NULL', [ids])
+  ).affectedRows;
   result.attempts = (await db.exec(conn, 'DELETE FROM system_async_task_attempt WHERE task_id IN (?)', [ids])).affectedRows;
   result.failures = (await db.exec(conn, 'DELETE FROM system_async_task_failure WHERE task_id IN (?)', [ids])).affectedRows;
   result.tasks = (await db.exec(conn, 'DELETE FROM system_async_task WHERE id IN (?)', [ids])).affectedRows;
@@ -100,11 +101,10 @@ export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finished
 
 /** One batch of dead-letter cleanup: a single-table DELETE with ORDER BY and LIMIT. */
 export async function purgeDeadLetters(db: MysqlDatabase, conn: Conn, archivedBefore: Date, batchSize: number): Promise<number> {
-  const result = await db.exec(
-    conn,
-    'DELETE FROM system_async_task_dead_letter WHERE archived_at IS NOT NULL AND archived_at < ? ORDER BY id LIMIT ?',
-    [sqlTime(archivedBefore), batchSize],
-  );
+  const result = await db.exec(conn, 'DELETE FROM system_async_task_dead_letter WHERE archived_at IS NOT NULL AND archived_at < ? ORDER BY id LIMIT ?', [
+    sqlTime(archivedBefore),
+    batchSize,
+  ]);
   return result.affectedRows;
 }
 
@@ -119,11 +119,9 @@ export async function registerWorker(db: MysqlDatabase, conn: Conn, worker: Work
 }
 
 export async function listWorkers(db: MysqlDatabase, conn: Conn, seenWithinMs: number): Promise<WorkerRecord[]> {
-  const rows = await db.rows(
-    conn,
-    'SELECT * FROM system_async_task_worker WHERE last_seen_at >= NOW(3) - INTERVAL ? MICROSECOND ORDER BY worker_id',
-    [Math.max(0, Math.round(seenWithinMs)) * 1000],
-  );
+  const rows = await db.rows(conn, 'SELECT * FROM system_async_task_worker WHERE last_seen_at >= NOW(3) - INTERVAL ? MICROSECOND ORDER BY worker_id', [
+    Math.max(0, Math.round(seenWithinMs)) * 1000,
+  ]);
   return rows.map((row) => workerFromRow(row, decode));
 }
 
@@ -135,7 +133,10 @@ export async function leasedCounts(db: MysqlDatabase, conn: Conn): Promise<Recor
 export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: string, since: Date, sampleLimit: number): Promise<AnalysisData> {
   const from = sqlTime(since);
   const statusCounts = emptyStatusCounts();
-  const counts = await db.rows(conn, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status', [taskType, from]);
+  const counts = await db.rows(conn, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status', [
+    taskType,
+    from,
+  ]);
   for (const row of counts) statusCounts[String(row.status) as TaskStatus] = Number(row.n);
   const attemptRows = await db.rows(
     conn,
@@ -145,8 +146,10 @@ export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: stri
     [taskType, from, Math.max(0, Math.floor(sampleLimit))],
   );
   const attempts = attemptRows.map((row) => ({
-    startedAt: decode.time(row.started_at), finishedAt: decode.time(row.finished_at),
-    taskCreatedAt: decode.time(row.create_time), attempt: Number(row.attempt),
+    startedAt: decode.time(row.started_at),
+    finishedAt: decode.time(row.finished_at),
+    taskCreatedAt: decode.time(row.create_time),
+    attempt: Number(row.attempt),
   }));
   const failureRows = await db.rows(
     conn,

@@ -63,4 +63,3 @@ export function isRefused(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code;
   return code === 'ECONNREFUSED' || code === 'ENOTFOUND';
 }
-

@@ -13,14 +13,31 @@ import { TaskStatus, TERMINAL_STATUSES } from '../../core/status.js';
 import type { ResultSetHeader } from 'mysql2/promise';
 import type { Row } from '../rows.js';
 import {
-  attemptOutcomeName, hasFailure, isSuccess, LEASED_STATUSES_SET, LEASED_SQL, STATUS_SQL, statusAfterOutcome, SUCCESS_STATUSES,
+  attemptOutcomeName,
+  hasFailure,
+  isSuccess,
+  LEASED_STATUSES_SET,
+  LEASED_SQL,
+  STATUS_SQL,
+  statusAfterOutcome,
+  SUCCESS_STATUSES,
 } from '../rules/index.js';
 import type { AttemptOutcome, FinishResult } from '../types.js';
 import type { BatchedTransaction, Statement } from './connection.js';
 import { addMs } from './encode.js';
 import {
-  caseById, closeAttemptsStatement, deadLetterInserts, insertDeadLettersStatement, insertFailuresStatement, joinAssignments, progressAssignments, sortedIds,
-  valueById, type AttemptClose, type FailureInsert, type Fragment,
+  caseById,
+  closeAttemptsStatement,
+  deadLetterInserts,
+  insertDeadLettersStatement,
+  insertFailuresStatement,
+  joinAssignments,
+  progressAssignments,
+  sortedIds,
+  valueById,
+  type AttemptClose,
+  type FailureInsert,
+  type Fragment,
 } from './sql.js';
 
 export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly AttemptOutcome[]): Promise<FinishResult> {
@@ -68,8 +85,9 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
   const statements: Statement[] = groups.map(([target, group]) => updateTasks(target, group, now));
   const written = await tx.last([
     ...statements,
-    ...[closeAttemptsStatement(closes, now), insertFailuresStatement(failures, now),
-      insertDeadLettersStatement(letters, now)].filter((s): s is Statement => s !== null),
+    ...[closeAttemptsStatement(closes, now), insertFailuresStatement(failures, now), insertDeadLettersStatement(letters, now)].filter(
+      (s): s is Statement => s !== null,
+    ),
   ]);
   // An assertion, not the decision: the locked read above decided, and under its row locks the fenced UPDATEs
   // match exactly those rows. A mismatch would mean the locking contract broke; it is reported, never ignored.
@@ -87,12 +105,23 @@ function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: 
   if (SUCCESS_STATUSES.includes(target)) {
     sets.push(
       'last_error_code = NULL', // a success clears the task's last error (rules/outcomes.ts lastErrorCodeSql)
-      valueById('artifact_id', group.map((o) => [o.lease.taskId, isSuccess(o) ? o.artifactId : null] as const)),
-      valueById('result_json', group.map((o) => [o.lease.taskId, isSuccess(o) ? o.resultJson : null] as const)),
+      valueById(
+        'artifact_id',
+        group.map((o) => [o.lease.taskId, isSuccess(o) ? o.artifactId : null] as const),
+      ),
+      valueById(
+        'result_json',
+        group.map((o) => [o.lease.taskId, isSuccess(o) ? o.resultJson : null] as const),
+      ),
     );
   }
   if (target === TaskStatus.RETRY_WAIT) {
-    sets.push(valueById('available_at', group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? addMs(now, Math.max(0, o.retryDelayMs)) : now] as const)));
+    sets.push(
+      valueById(
+        'available_at',
+        group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? addMs(now, Math.max(0, o.retryDelayMs)) : now] as const),
+      ),
+    );
   }
   const failing = group.filter(hasFailure).map((o) => [o.lease.taskId, o.failure.errorCode.slice(0, 250)] as const);
   if (failing.length === group.length) sets.push(valueById('last_error_code', failing));

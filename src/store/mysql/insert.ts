@@ -26,9 +26,21 @@ export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly
   const now = String(nowRow!.now);
   for (const chunk of chunks(tasks)) {
     const rows = chunk.map((task) => [
-      task.id, task.taskType, TaskStatus.QUEUED, task.priority, task.payloadJson,
+      task.id,
+      task.taskType,
+      TaskStatus.QUEUED,
+      task.priority,
+      task.payloadJson,
       task.availableAt ? sqlTime(task.availableAt) : sqlTime(new Date(decode.time(now).getTime() + Math.max(0, Math.round(task.delayMs)))),
-      task.deadlineAt ? sqlTime(task.deadlineAt) : null, 0, 0, task.maxAttempts, task.owner, task.idempotencyKey, task.traceId, now, now,
+      task.deadlineAt ? sqlTime(task.deadlineAt) : null,
+      0,
+      0,
+      task.maxAttempts,
+      task.owner,
+      task.idempotencyKey,
+      task.traceId,
+      now,
+      now,
     ]);
     await db.exec(conn, `INSERT INTO system_async_task (${COLUMNS}) VALUES ? ON DUPLICATE KEY UPDATE id = id`, [rows]);
   }

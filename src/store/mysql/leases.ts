@@ -21,11 +21,10 @@ const FENCE = `id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status 
 export async function renewLeases(db: MysqlDatabase, conn: Conn, leases: readonly Lease[], leaseMs: number): Promise<RenewResult> {
   const ordered = [...leases].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
   // One statement for every lease of the worker; the new expiry is the database's now + leaseMs.
-  await db.exec(
-    conn,
-    `UPDATE system_async_task SET lease_until = NOW(3) + INTERVAL ? MICROSECOND, update_time = NOW(3) WHERE ${FENCE}`,
-    [Math.round(leaseMs) * 1000, ...fenceValues(ordered)],
-  );
+  await db.exec(conn, `UPDATE system_async_task SET lease_until = NOW(3) + INTERVAL ? MICROSECOND, update_time = NOW(3) WHERE ${FENCE}`, [
+    Math.round(leaseMs) * 1000,
+    ...fenceValues(ordered),
+  ]);
   const rows = await db.rows(conn, `SELECT id, status, lease_owner, attempt_count FROM system_async_task WHERE ${FENCE}`, fenceValues(ordered));
   const held = rows.map((row) => [leaseKey(String(row.id), String(row.lease_owner), Number(row.attempt_count)), String(row.status)] as const);
   return renewalAnswer(leases, new Map(held));

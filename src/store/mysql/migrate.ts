@@ -30,7 +30,10 @@ async function applyPending(db: MysqlDatabase, conn: Conn): Promise<void> {
   const current = Number(rows[0]?.v ?? 0);
   const newest = MYSQL_MIGRATIONS[MYSQL_MIGRATIONS.length - 1]?.version ?? 0;
   if (current > newest) {
-    throw new TaskLeaseError(ErrorCode.SCHEMA_MISMATCH, `the database schema is at version ${current}, newer than this tasklease (${newest}): upgrade tasklease`);
+    throw new TaskLeaseError(
+      ErrorCode.SCHEMA_MISMATCH,
+      `the database schema is at version ${current}, newer than this tasklease (${newest}): upgrade tasklease`,
+    );
   }
   for (const migration of MYSQL_MIGRATIONS) {
     if (migration.version <= current) continue;

@@ -77,8 +77,7 @@ function fromPool(input: MysqlStoreOptions): PoolPart {
     throw new InvalidOptionsError(COMPONENT, 'pool', 'must be a mysql2/promise Pool (it has no getConnection())');
   }
   if (input.poolSize !== undefined) throw new InvalidOptionsError(COMPONENT, 'poolSize', 'only applies to a pool the store creates from uri');
-  const config = (pool as { pool?: { config?: { connectionConfig?: { host?: string; port?: number; database?: string } } } }).pool?.config
-    ?.connectionConfig;
+  const config = (pool as { pool?: { config?: { connectionConfig?: { host?: string; port?: number; database?: string } } } }).pool?.config?.connectionConfig;
   const database = input.database ?? config?.database ?? null;
   return { pool: pool as Pool, ownsPool: false, database, identity: identityOf(config?.host, config?.port, database) };
 }

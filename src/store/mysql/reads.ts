@@ -60,11 +60,10 @@ export async function listAttempts(db: MysqlDatabase, conn: Conn, taskId: string
 }
 
 export async function listFailures(db: MysqlDatabase, conn: Conn, taskId: string, limit: number | undefined): Promise<FailureRow[]> {
-  const rows = await db.rows(
-    conn,
-    'SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC, id DESC LIMIT ?',
-    [taskId, Math.max(0, Math.floor(limit ?? 100))],
-  );
+  const rows = await db.rows(conn, 'SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC, id DESC LIMIT ?', [
+    taskId,
+    Math.max(0, Math.floor(limit ?? 100)),
+  ]);
   return rows.map((row) => failureFromRow(row, decode));
 }
 

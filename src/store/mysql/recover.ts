@@ -5,7 +5,14 @@
  * lease (lease_until in the future by the database's clock) is never touched.
  */
 import {
-  CLAIMABLE_SQL, DEADLINE_FAILURE, expiredLeaseDecision, type ExpiredLeaseDecision, type ExpiredLeaseRow, LEASED_SQL, STATUS_SQL, tallyExpired,
+  CLAIMABLE_SQL,
+  DEADLINE_FAILURE,
+  expiredLeaseDecision,
+  type ExpiredLeaseDecision,
+  type ExpiredLeaseRow,
+  LEASED_SQL,
+  STATUS_SQL,
+  tallyExpired,
 } from '../rules/index.js';
 import type { Row } from '../rows.js';
 import type { RecoveryResult } from '../types.js';
@@ -43,9 +50,17 @@ async function expiredLeases(db: MysqlDatabase, conn: Conn, batchSize: number): 
       [decision.failure?.errorCode ?? null, decision.finished ? now : null, now, group.map((d) => String(d.row.id))],
     );
   }
-  await closeAttempts(db, conn, decided.map(({ row, decision }) => ({
-    taskId: String(row.id), attempt: Number(row.attempt_count), outcome: decision.attemptOutcome, errorCode: decision.failure?.errorCode ?? null,
-  })), now);
+  await closeAttempts(
+    db,
+    conn,
+    decided.map(({ row, decision }) => ({
+      taskId: String(row.id),
+      attempt: Number(row.attempt_count),
+      outcome: decision.attemptOutcome,
+      errorCode: decision.failure?.errorCode ?? null,
+    })),
+    now,
+  );
   const failureOf = ({ row, decision }: Decided): FailureInsert => ({ taskId: String(row.id), attempt: Number(row.attempt_count), failure: decision.failure! });
   await insertFailures(db, conn, decided.filter((d) => d.decision.failure !== null).map(failureOf), now);
   await insertDeadLetters(db, conn, decided.filter((d) => d.decision.deadLetter).map(failureOf), now);

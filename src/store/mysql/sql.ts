@@ -42,7 +42,12 @@ export function valueById(column: string, entries: readonly (readonly [string, u
 export function progressAssignments(entries: readonly (readonly [string, TaskProgress | null])[]): Fragment[] {
   const reported = entries.filter((entry): entry is readonly [string, TaskProgress] => entry[1] !== null);
   if (reported.length === 0) return [];
-  return PROGRESS_COLUMNS.map((column, index) => caseById(column, reported.map(([id, progress]) => [id, progressValues(progress)[index]] as const)));
+  return PROGRESS_COLUMNS.map((column, index) =>
+    caseById(
+      column,
+      reported.map(([id, progress]) => [id, progressValues(progress)[index]] as const),
+    ),
+  );
 }
 
 export function joinAssignments(fragments: readonly (Fragment | string)[]): Fragment {
@@ -73,8 +78,16 @@ export async function closeAttempts(db: MysqlDatabase, conn: Conn, closes: reado
 
 export function closeAttemptsStatement(closes: readonly AttemptClose[], now: string): Statement | null {
   if (closes.length === 0) return null;
-  const outcome = valueById('outcome', closes.map((c) => [c.taskId, c.outcome] as const), 'task_id');
-  const code = valueById('error_code', closes.map((c) => [c.taskId, c.errorCode === null ? null : truncate(c.errorCode, 250)] as const), 'task_id');
+  const outcome = valueById(
+    'outcome',
+    closes.map((c) => [c.taskId, c.outcome] as const),
+    'task_id',
+  );
+  const code = valueById(
+    'error_code',
+    closes.map((c) => [c.taskId, c.errorCode === null ? null : truncate(c.errorCode, 250)] as const),
+    'task_id',
+  );
   return {
     sql: `UPDATE system_async_task_attempt SET finished_at = ?, ${outcome.sql}, ${code.sql}
      WHERE task_id IN (?) AND (task_id, attempt) IN (?)`,
@@ -96,8 +109,14 @@ export async function insertFailures(db: MysqlDatabase, conn: Conn, failures: re
 export function insertFailuresStatement(failures: readonly FailureInsert[], now: string): Statement | null {
   if (failures.length === 0) return null;
   const rows = failures.map(({ taskId, attempt, failure }) => [
-    uuidv7(), taskId, attempt, truncate(failure.errorCode, 250), failure.message,
-    failure.traceId === null ? null : truncate(failure.traceId, 250), failure.retryable ? 1 : 0, now,
+    uuidv7(),
+    taskId,
+    attempt,
+    truncate(failure.errorCode, 250),
+    failure.message,
+    failure.traceId === null ? null : truncate(failure.traceId, 250),
+    failure.retryable ? 1 : 0,
+    now,
   ]);
   return {
     sql: 'INSERT INTO system_async_task_failure (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at) VALUES ?',
@@ -123,10 +142,22 @@ export async function insertDeadLetters(db: MysqlDatabase, conn: Conn, failures:
 
 export function insertDeadLettersStatement(failures: readonly DeadLetterInsert[], now: string): Statement | null {
   if (failures.length === 0) return null;
-  const letterId = caseExpression('id', failures.map((f) => [f.taskId, f.deadLetterId] as const));
-  const code = caseExpression('id', failures.map((f) => [f.taskId, truncate(f.failure.errorCode, 250)] as const));
-  const message = caseExpression('id', failures.map((f) => [f.taskId, f.failure.message] as const));
-  const trace = caseExpression('id', failures.map((f) => [f.taskId, f.failure.traceId === null ? null : truncate(f.failure.traceId, 250)] as const));
+  const letterId = caseExpression(
+    'id',
+    failures.map((f) => [f.taskId, f.deadLetterId] as const),
+  );
+  const code = caseExpression(
+    'id',
+    failures.map((f) => [f.taskId, truncate(f.failure.errorCode, 250)] as const),
+  );
+  const message = caseExpression(
+    'id',
+    failures.map((f) => [f.taskId, f.failure.message] as const),
+  );
+  const trace = caseExpression(
+    'id',
+    failures.map((f) => [f.taskId, f.failure.traceId === null ? null : truncate(f.failure.traceId, 250)] as const),
+  );
   return {
     sql: `INSERT INTO system_async_task_dead_letter (id, original_task_id, task_type, owner, payload_json, error_code, error_message,
        trace_id, attempt_count, moved_at)

@@ -18,9 +18,28 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase } from '../base.js';
 import type { LocalBus } from '../local-bus.js';
 import type {
-  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow, FinishResult,
-  InsertTaskResult, ListDeadLettersParams, ListTasksParams, Policy, PolicyInput, PurgeResult, RecoveryResult, RenewResult,
-  ReplayResult, Store, TaskPage, WorkerRecord, WorkerRegistration,
+  AnalysisData,
+  AttemptOutcome,
+  AttemptRecord,
+  ChangeStatusParams,
+  ChangeStatusResult,
+  ClaimParams,
+  DeadLetter,
+  FailureRow,
+  FinishResult,
+  InsertTaskResult,
+  ListDeadLettersParams,
+  ListTasksParams,
+  Policy,
+  PolicyInput,
+  PurgeResult,
+  RecoveryResult,
+  RenewResult,
+  ReplayResult,
+  Store,
+  TaskPage,
+  WorkerRecord,
+  WorkerRegistration,
 } from '../types.js';
 import { claim, type CapCache } from './claim.js';
 import { MysqlDatabase, mysqlPoolStats, type Conn } from './connection.js';

@@ -8,9 +8,14 @@ export class MysqlTokenStore implements TokenStore {
 
   async insertToken({ token }: { token: NewApiToken }): Promise<ApiTokenRecord> {
     const db = this.store.db;
-    await db.run((conn) => db.exec(conn, `INSERT INTO system_async_task_api_token (id, name, role, owner, token_hash, created_at, expires_at)
-      VALUES (?, ?, ?, ?, ?, NOW(3), ?)`, [token.id, token.name, token.role, token.owner, token.tokenHash,
-      token.expiresAt === null ? null : sqlTime(token.expiresAt)]));
+    await db.run((conn) =>
+      db.exec(
+        conn,
+        `INSERT INTO system_async_task_api_token (id, name, role, owner, token_hash, created_at, expires_at)
+      VALUES (?, ?, ?, ?, ?, NOW(3), ?)`,
+        [token.id, token.name, token.role, token.owner, token.tokenHash, token.expiresAt === null ? null : sqlTime(token.expiresAt)],
+      ),
+    );
     return (await this.select('WHERE id = ?', [token.id]))[0]!;
   }
 
@@ -24,7 +29,9 @@ export class MysqlTokenStore implements TokenStore {
 
   async revokeToken({ id }: { id: string }): Promise<boolean> {
     const db = this.store.db;
-    const result = await db.run((conn) => db.exec(conn, 'UPDATE system_async_task_api_token SET revoked_at = NOW(3) WHERE id = ? AND revoked_at IS NULL', [id]));
+    const result = await db.run((conn) =>
+      db.exec(conn, 'UPDATE system_async_task_api_token SET revoked_at = NOW(3) WHERE id = ? AND revoked_at IS NULL', [id]),
+    );
     return result.affectedRows === 1;
   }
 

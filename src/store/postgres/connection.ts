@@ -118,7 +118,9 @@ const TYPES = {
 /** The pool's figures for the metrics (pool-stats.ts). */
 export function pgPoolStats(pool: pg.Pool): PoolStats {
   return {
-    active: pool.totalCount - pool.idleCount, idle: pool.idleCount,
-    max: pool.options.max ?? 10, pending: pool.waitingCount,
+    active: pool.totalCount - pool.idleCount,
+    idle: pool.idleCount,
+    max: pool.options.max ?? 10,
+    pending: pool.waitingCount,
   };
 }

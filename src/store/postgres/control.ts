@@ -55,9 +55,11 @@ LEFT JOIN marked m ON m.id = i.id
 LEFT JOIN ${task} t ON t.id = l.original_task_id
 CROSS JOIN (SELECT count(*) AS n FROM notified) AS note
 ORDER BY i.ord`;
-  const result = await run<{ id: string; outcome: ReplayResult['outcome']; task_id: string | null }>(
-    ctx.pool, 'replaying dead letters', sql, [[...ids], owner, ctx.channel],
-  );
+  const result = await run<{ id: string; outcome: ReplayResult['outcome']; task_id: string | null }>(ctx.pool, 'replaying dead letters', sql, [
+    [...ids],
+    owner,
+    ctx.channel,
+  ]);
   return result.rows.map((row) => ({ id: row.id, outcome: row.outcome, taskId: row.task_id }));
 }
 
@@ -120,9 +122,10 @@ attempts AS (DELETE FROM ${attempt} a WHERE a.task_id = ANY (ARRAY(SELECT id FRO
 failures AS (DELETE FROM ${failure} f WHERE f.task_id = ANY (ARRAY(SELECT id FROM deleted)) RETURNING 1)
 SELECT (SELECT count(*) FROM deleted)::integer AS tasks, (SELECT count(*) FROM attempts)::integer AS attempts,
        (SELECT count(*) FROM failures)::integer AS failures, (SELECT count(*) FROM archived)::integer AS archived`;
-  const result = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(
-    ctx.pool, 'purging finished tasks', sql, [finishedBefore, batchSize],
-  );
+  const result = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(ctx.pool, 'purging finished tasks', sql, [
+    finishedBefore,
+    batchSize,
+  ]);
   const row = result.rows[0]!;
   return { tasks: row.tasks, attempts: row.attempts, failures: row.failures, deadLettersArchived: row.archived };
 }
@@ -182,19 +185,23 @@ export async function leasedCounts(ctx: PgContext): Promise<Record<string, numbe
 export async function analysisData(ctx: PgContext, taskType: string, since: Date, sampleLimit: number): Promise<AnalysisData> {
   const { task, attempt, failure } = ctx.tables;
   const counts = await run<{ status: TaskStatus; n: number }>(
-    ctx.pool, 'analysing tasks',
-    `SELECT status, count(*)::integer AS n FROM ${task} WHERE task_type = $1 AND create_time > $2 GROUP BY status`, [taskType, since],
+    ctx.pool,
+    'analysing tasks',
+    `SELECT status, count(*)::integer AS n FROM ${task} WHERE task_type = $1 AND create_time > $2 GROUP BY status`,
+    [taskType, since],
   );
   const statusCounts = emptyStatusCounts();
   for (const row of counts.rows) if (isTaskStatus(row.status)) statusCounts[row.status] = row.n;
   const attempts = await run<Row>(
-    ctx.pool, 'analysing attempts',
+    ctx.pool,
+    'analysing attempts',
     `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM ${attempt} a JOIN ${task} t ON a.task_id = t.id
      WHERE t.task_type = $1 AND a.started_at > $2 AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT $3`,
     [taskType, since, sampleLimit],
   );
   const failures = await run<{ error_code: string; n: number }>(
-    ctx.pool, 'analysing failures',
+    ctx.pool,
+    'analysing failures',
     `SELECT f.error_code, count(*)::integer AS n FROM ${failure} f JOIN ${task} t ON f.task_id = t.id
      WHERE t.task_type = $1 AND f.failed_at > $2 GROUP BY f.error_code ORDER BY n DESC, f.error_code COLLATE "C" LIMIT 10`,
     [taskType, since],

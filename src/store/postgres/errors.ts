@@ -12,8 +12,25 @@ import { ErrorCode, SchemaMissingError, StoreError, TaskLeaseError, ValidationEr
 
 /** Socket-level errors and SQLSTATE classes 08 (connection), 57P0x (shutdown, cannot connect now), 53300 (too many connections). */
 const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED',
-  '57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08004', '08006', '08P01',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  '08P01',
 ]);
 const UNREACHABLE_MESSAGES = [
   'Connection terminated',
@@ -62,7 +79,8 @@ export function mapPgError(error: unknown, action: string): Error {
   if (isSchemaMissing(code, messageOf(error))) return new SchemaMissingError(`PostgreSQL (${messageOf(error)})`, { cause: error });
   if (code === '57014' && messageOf(error).includes('statement timeout')) {
     return new StoreError(`PostgreSQL cancelled a statement while ${action}: it ran past statementTimeoutMs`, {
-      cause: error, code: ErrorCode.STORE_STATEMENT_TIMEOUT,
+      cause: error,
+      code: ErrorCode.STORE_STATEMENT_TIMEOUT,
     });
   }
   if (typeof code === 'string' && REJECTED_VALUE_CODES[code] !== undefined) {

@@ -18,7 +18,17 @@ import { claimTasks } from './claim.js';
 import { run, sql, type PgContext } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
-import { attemptOutcomeSql, FAILURE_KINDS_SQL, hasFailure, lastErrorCodeSql, isSuccess, STATUS_SQL, statusAfterOutcomeSql, SUCCESS_KINDS_SQL, TERMINAL_SQL } from '../rules/index.js';
+import {
+  attemptOutcomeSql,
+  FAILURE_KINDS_SQL,
+  hasFailure,
+  lastErrorCodeSql,
+  isSuccess,
+  STATUS_SQL,
+  statusAfterOutcomeSql,
+  SUCCESS_KINDS_SQL,
+  TERMINAL_SQL,
+} from '../rules/index.js';
 
 /**
  * The statement, installed by migrate() as a function, so that one round
@@ -123,15 +133,27 @@ export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptO
   const text = sql(ctx, 'finish', () => `SELECT o.ord, o.dead_letter_id FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o`);
   const result = await run<{ ord: string; dead_letter_id: string | null }>(ctx.pool, 'writing outcomes', text, columns, `${ctx.statementPrefix}finish`);
   const deadLetters = result.rows.flatMap((row) => (row.dead_letter_id === null ? [] : [deadLetterOf(outcomes, order, row.ord, row.dead_letter_id)]));
-  return { applied: appliedByInput(outcomes, order, result.rows.map((row) => row.ord)), deadLetters };
+  return {
+    applied: appliedByInput(
+      outcomes,
+      order,
+      result.rows.map((row) => row.ord),
+    ),
+    deadLetters,
+  };
 }
 
 export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptOutcome[], claim: ClaimParams): Promise<FinishAndClaimResult> {
   if (outcomes.length === 0) return { applied: [], deadLetters: [], claimed: await claimTasks(ctx, claim) };
   const { order, columns } = outcomeColumns(outcomes);
   const params = [...columns, claim.workerId, claim.taskTypes, Math.max(0, claim.limit), claim.leaseMs, claim.globalConcurrency, claim.typeConcurrency];
-  const result = await run<Row>(ctx.pool, 'writing outcomes and claiming', sql(ctx, 'finish_claim', finishAndClaimSql), params,
-    `${ctx.statementPrefix}finish_claim`);
+  const result = await run<Row>(
+    ctx.pool,
+    'writing outcomes and claiming',
+    sql(ctx, 'finish_claim', finishAndClaimSql),
+    params,
+    `${ctx.statementPrefix}finish_claim`,
+  );
   const ords = (result.rows[0]?.applied as string[] | null | undefined) ?? [];
   const letters = (result.rows[0]?.dead_letters as string[] | null | undefined) ?? [];
   return {

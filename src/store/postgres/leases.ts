@@ -81,7 +81,11 @@ FROM locked WHERE t.id = locked.id
 RETURNING t.id, t.status, t.lease_owner, t.attempt_count`,
   );
   const updated = await run<{ id: string; status: string; lease_owner: string; attempt_count: number }>(
-    ctx.pool, 'renewing leases', text, [...leaseArrays(leases), leaseMs], `${ctx.statementPrefix}renew`,
+    ctx.pool,
+    'renewing leases',
+    text,
+    [...leaseArrays(leases), leaseMs],
+    `${ctx.statementPrefix}renew`,
   );
   return renewalAnswer(leases, new Map(updated.rows.map((row) => [leaseKey(row.id, row.lease_owner, row.attempt_count), row.status])));
 }
@@ -103,7 +107,10 @@ export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskP
 
 /** Never-started prefetched tasks go back as if never claimed (a cancel request turns them CANCELLED). */
 export async function releaseTasks(ctx: PgContext, leases: readonly Lease[]): Promise<number> {
-  const text = sql(ctx, 'release', () => `WITH ${lockLeasesSql(ctx)},
+  const text = sql(
+    ctx,
+    'release',
+    () => `WITH ${lockLeasesSql(ctx)},
 released AS (
   UPDATE ${ctx.tables.task} t SET ${releaseAssignments('now()', 't.').join(', ')}
   FROM locked WHERE t.id = locked.id
@@ -112,7 +119,8 @@ released AS (
 dropped AS (
   DELETE FROM ${ctx.tables.attempt} a USING (${attemptRowsSql(ctx, 'released', 'attempt')}) r WHERE a.ctid = r.attempt_ctid
 )
-SELECT count(*)::integer AS n FROM released`);
+SELECT count(*)::integer AS n FROM released`,
+  );
   const result = await run<{ n: number }>(ctx.pool, 'releasing tasks', text, leaseArrays(leases));
   return result.rows[0]?.n ?? 0;
 }

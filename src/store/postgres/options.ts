@@ -108,7 +108,11 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
 
 export function checkSchemaName(schema: unknown): asserts schema is string {
   if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-    throw new InvalidOptionsError(COMPONENT, 'schema', `must match ${String(SCHEMA_NAME)} (letters, digits, underscore; at most 63), got ${JSON.stringify(schema)}`);
+    throw new InvalidOptionsError(
+      COMPONENT,
+      'schema',
+      `must match ${String(SCHEMA_NAME)} (letters, digits, underscore; at most 63), got ${JSON.stringify(schema)}`,
+    );
   }
 }
 

@@ -55,7 +55,10 @@ export async function countByStatus(ctx: PgContext, scope: Scope, taskType: stri
   const where = new Where().scope(scope);
   if (taskType != null) where.add((p) => `task_type = ${p}`, taskType);
   const result = await run<{ status: TaskStatus; n: number }>(
-    ctx.pool, 'counting tasks', `SELECT status, count(*)::integer AS n FROM ${ctx.tables.task} ${where.sql} GROUP BY status`, where.values,
+    ctx.pool,
+    'counting tasks',
+    `SELECT status, count(*)::integer AS n FROM ${ctx.tables.task} ${where.sql} GROUP BY status`,
+    where.values,
   );
   const counts = emptyStatusCounts();
   for (const row of result.rows) if (isTaskStatus(row.status)) counts[row.status] = row.n;
@@ -68,7 +71,10 @@ export async function countDeadLetters(ctx: PgContext, scope: Scope, taskType: s
   if (taskType != null) where.add((p) => `task_type = ${p}`, taskType);
   where.conditions.push('replayed_at IS NULL AND archived_at IS NULL');
   const result = await run<{ n: number }>(
-    ctx.pool, 'counting dead letters', `SELECT count(*)::integer AS n FROM ${ctx.tables.deadLetter} ${where.sql}`, where.values,
+    ctx.pool,
+    'counting dead letters',
+    `SELECT count(*)::integer AS n FROM ${ctx.tables.deadLetter} ${where.sql}`,
+    where.values,
   );
   return result.rows[0]?.n ?? 0;
 }
@@ -96,7 +102,10 @@ export async function listDeadLetters(ctx: PgContext, params: ListDeadLettersPar
   if (params.cursor != null) where.add((p) => `id < ${p}`, params.cursor);
   const limit = where.next(params.limit);
   const result = await run<Row>(
-    ctx.pool, 'listing dead letters', `SELECT * FROM ${ctx.tables.deadLetter} ${where.sql} ORDER BY id DESC LIMIT ${limit}`, where.values,
+    ctx.pool,
+    'listing dead letters',
+    `SELECT * FROM ${ctx.tables.deadLetter} ${where.sql} ORDER BY id DESC LIMIT ${limit}`,
+    where.values,
   );
   return result.rows.map((row) => deadLetterFromRow(row, decodePostgres));
 }

@@ -8,15 +8,25 @@
  * rather than being queued again.
  */
 import {
-  CLAIMABLE_SQL, DEADLINE_EXCEEDED_SQL, DEADLINE_MESSAGE, expiredLeaseStatusSql, LEASE_EXPIRED_MESSAGE, LEASE_EXPIRED_OUTCOME_SQL,
-  LEASE_EXPIRED_SQL, LEASED_SQL, STATUS_SQL,
+  CLAIMABLE_SQL,
+  DEADLINE_EXCEEDED_SQL,
+  DEADLINE_MESSAGE,
+  expiredLeaseStatusSql,
+  LEASE_EXPIRED_MESSAGE,
+  LEASE_EXPIRED_OUTCOME_SQL,
+  LEASE_EXPIRED_SQL,
+  LEASED_SQL,
+  STATUS_SQL,
 } from '../rules/index.js';
 import type { RecoveryResult } from '../types.js';
 import { run, sql, type PgContext } from './connection.js';
 
 export async function recover(ctx: PgContext, batchSize: number): Promise<RecoveryResult> {
   const expired = await run<{ requeued: number; failed: number; cancelled: number }>(
-    ctx.pool, 'recovering expired leases', sql(ctx, 'recover-expired', expiredLeasesSql), [batchSize, LEASE_EXPIRED_MESSAGE],
+    ctx.pool,
+    'recovering expired leases',
+    sql(ctx, 'recover-expired', expiredLeasesSql),
+    [batchSize, LEASE_EXPIRED_MESSAGE],
   );
   const overdue = await run<{ n: number }>(ctx.pool, 'failing overdue tasks', sql(ctx, 'recover-deadline', deadlineSql), [batchSize, DEADLINE_MESSAGE]);
   const due = await run(

@@ -20,9 +20,31 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase, type StoreMethod } from '../base.js';
 import { LocalBus } from '../local-bus.js';
 import type {
-  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow, FinishAndClaimResult, FinishResult,
-  InsertTaskResult, ListDeadLettersParams, ListTasksParams, Policy, PolicyInput, PurgeResult, RecoveryResult, RenewResult,
-  ReplayResult, Store, StoreEvent, StoreListener, TaskPage, WorkerRecord, WorkerRegistration,
+  AnalysisData,
+  AttemptOutcome,
+  AttemptRecord,
+  ChangeStatusParams,
+  ChangeStatusResult,
+  ClaimParams,
+  DeadLetter,
+  FailureRow,
+  FinishAndClaimResult,
+  FinishResult,
+  InsertTaskResult,
+  ListDeadLettersParams,
+  ListTasksParams,
+  Policy,
+  PolicyInput,
+  PurgeResult,
+  RecoveryResult,
+  RenewResult,
+  ReplayResult,
+  Store,
+  StoreEvent,
+  StoreListener,
+  TaskPage,
+  WorkerRecord,
+  WorkerRegistration,
 } from '../types.js';
 import { claimTasks } from './claim.js';
 import { createContext, pgPoolStats, run, type PgContext, type Queryable } from './connection.js';

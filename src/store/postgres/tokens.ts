@@ -14,10 +14,13 @@ export class PostgresTokenStore implements TokenStore {
   }
 
   async insertToken({ token }: { token: NewApiToken }): Promise<ApiTokenRecord> {
-    const result = await run(this.store.pool, 'creating an API token',
+    const result = await run(
+      this.store.pool,
+      'creating an API token',
       `INSERT INTO ${this.table} (id, name, role, owner, token_hash, created_at, expires_at)
        VALUES ($1, $2, $3, $4, $5, clock_timestamp(), $6) RETURNING ${TOKEN_COLUMNS}`,
-      [token.id, token.name, token.role, token.owner, token.tokenHash, token.expiresAt]);
+      [token.id, token.name, token.role, token.owner, token.tokenHash, token.expiresAt],
+    );
     return tokenFromRow(result.rows[0]!, asDate);
   }
 
@@ -32,8 +35,12 @@ export class PostgresTokenStore implements TokenStore {
   }
 
   async revokeToken({ id }: { id: string }): Promise<boolean> {
-    const result = await run(this.store.pool, 'revoking an API token',
-      `UPDATE ${this.table} SET revoked_at = clock_timestamp() WHERE id = $1 AND revoked_at IS NULL`, [id]);
+    const result = await run(
+      this.store.pool,
+      'revoking an API token',
+      `UPDATE ${this.table} SET revoked_at = clock_timestamp() WHERE id = $1 AND revoked_at IS NULL`,
+      [id],
+    );
     return result.rowCount === 1;
   }
 

@@ -106,10 +106,13 @@ export class PgListener {
     if (this.closed) return;
     const backoff = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** this.failures);
     this.failures += 1;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = null;
-      void this.connect();
-    }, backoff * (0.5 + Math.random() / 2));
+    this.retryTimer = setTimeout(
+      () => {
+        this.retryTimer = null;
+        void this.connect();
+      },
+      backoff * (0.5 + Math.random() / 2),
+    );
   }
 
   private deliverPayload(payload: string): void {

@@ -75,10 +75,7 @@ export function leaseKey(taskId: string, workerId: string, attempt: number): str
  * leaseKey, with their status): RUNNING → renewed, CANCEL_REQUESTED → renewed
  * but cancel requested, not touched → lost.
  */
-export function renewalAnswer(
-  leases: readonly { taskId: string; workerId: string; attempt: number }[],
-  held: ReadonlyMap<string, string>,
-): RenewResult {
+export function renewalAnswer(leases: readonly { taskId: string; workerId: string; attempt: number }[], held: ReadonlyMap<string, string>): RenewResult {
   const result: RenewResult = { renewed: [], cancelRequested: [], lost: [] };
   for (const lease of leases) {
     const status = held.get(leaseKey(lease.taskId, lease.workerId, lease.attempt));

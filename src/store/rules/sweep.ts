@@ -21,7 +21,10 @@ export function leaseExpiredFailure(retryable: boolean): FailureRecord {
 }
 
 export const DEADLINE_FAILURE: FailureRecord = Object.freeze({
-  errorCode: ErrorCode.DEADLINE_EXCEEDED, message: DEADLINE_MESSAGE, traceId: null, retryable: false,
+  errorCode: ErrorCode.DEADLINE_EXCEEDED,
+  message: DEADLINE_MESSAGE,
+  traceId: null,
+  retryable: false,
 });
 
 export interface ExpiredLeaseRow {
@@ -50,8 +53,11 @@ export function expiredLeaseDecision(row: ExpiredLeaseRow): ExpiredLeaseDecision
   }
   const spent = Number(row.attempt_count) - Number(row.attempt_base) >= Number(row.max_attempts);
   return {
-    status: spent ? 'FAILED' : 'QUEUED', finished: spent, deadLetter: spent,
-    attemptOutcome: AttemptOutcomeName.LEASE_EXPIRED, failure: leaseExpiredFailure(!spent),
+    status: spent ? 'FAILED' : 'QUEUED',
+    finished: spent,
+    deadLetter: spent,
+    attemptOutcome: AttemptOutcomeName.LEASE_EXPIRED,
+    failure: leaseExpiredFailure(!spent),
   };
 }
 

@@ -64,15 +64,20 @@ export function claim(db: Db, params: ClaimParams, nowMs: number): Task[] {
 
 function readPolicies(db: Db, taskTypes: readonly string[]): Map<string, PolicyRow> {
   const keys = [GLOBAL_POLICY_KEY, ...taskTypes.map(typePolicyKey)];
-  const rows = statement(db, `SELECT policy_key, task_type, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (${keys.map(() => '?').join(',')})`)
-    .all(...keys) as PolicyRow[];
+  const rows = statement(
+    db,
+    `SELECT policy_key, task_type, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (${keys.map(() => '?').join(',')})`,
+  ).all(...keys) as PolicyRow[];
   return new Map(rows.map((row) => [row.policy_key, row]));
 }
 
 /** RUNNING + CANCEL_REQUESTED rows per type: what the limits count. */
 export function leasedByType(db: Db): Map<string, number> {
   // INDEXED BY: left alone, the planner may scan a wider index or the table — every finished row, on every claim.
-  const rows = statement(db, `SELECT task_type, COUNT(*) AS n FROM system_async_task INDEXED BY ix_system_async_task_leased
-    WHERE status IN ${LEASED_SQL} GROUP BY task_type`).all() as { task_type: string; n: number }[];
+  const rows = statement(
+    db,
+    `SELECT task_type, COUNT(*) AS n FROM system_async_task INDEXED BY ix_system_async_task_leased
+    WHERE status IN ${LEASED_SQL} GROUP BY task_type`,
+  ).all() as { task_type: string; n: number }[];
   return new Map(rows.map((row) => [row.task_type, row.n]));
 }

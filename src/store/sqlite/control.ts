@@ -15,8 +15,7 @@ import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string): ReplayResult[] {
   const owner = scopeOwner(scope);
   const find = statement(db, `SELECT * FROM system_async_task_dead_letter WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`);
-  const requeue = statement(db,
-    `UPDATE system_async_task SET ${replayAssignments('@now').join(', ')} WHERE id = @id AND status = ${REPLAYABLE_STATUS}`);
+  const requeue = statement(db, `UPDATE system_async_task SET ${replayAssignments('@now').join(', ')} WHERE id = @id AND status = ${REPLAYABLE_STATUS}`);
   const exists = statement(db, 'SELECT status FROM system_async_task WHERE id = ?');
   const mark = statement(db, 'UPDATE system_async_task_dead_letter SET replayed_at = ?, replay_task_id = ? WHERE id = ?');
   return ids.map((id): ReplayResult => {
@@ -35,13 +34,16 @@ export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, 
 
 export function archiveDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string): number {
   const owner = scopeOwner(scope);
-  const archive = statement(db,
-    `UPDATE system_async_task_dead_letter SET archived_at = ? WHERE id = ? AND archived_at IS NULL ${owner === null ? '' : 'AND owner = ?'}`);
+  const archive = statement(
+    db,
+    `UPDATE system_async_task_dead_letter SET archived_at = ? WHERE id = ? AND archived_at IS NULL ${owner === null ? '' : 'AND owner = ?'}`,
+  );
   return ids.reduce((sum, id) => sum + archive.run(...(owner === null ? [now, id] : [now, id, owner])).changes, 0);
 }
 
 export function savePolicy(db: Db, policy: PolicyInput, now: string): Policy {
-  statement(db,
+  statement(
+    db,
     `INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time)
      VALUES (?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (policy_key) DO UPDATE SET task_type = excluded.task_type, max_concurrency = excluded.max_concurrency,
@@ -58,9 +60,12 @@ export function listPolicies(db: Db): Policy[] {
 
 export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: number, now: string): PurgeResult {
   const cutoff = toSqliteTime(finishedBefore.getTime());
-  const ids = (statement(db,
-    `SELECT id FROM system_async_task WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL} ORDER BY finish_time LIMIT ?`,
-  ).all(cutoff, batchSize) as { id: string }[]).map((row) => row.id);
+  const ids = (
+    statement(
+      db,
+      `SELECT id FROM system_async_task WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL} ORDER BY finish_time LIMIT ?`,
+    ).all(cutoff, batchSize) as { id: string }[]
+  ).map((row) => row.id);
   const result: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
   const archive = statement(db, 'UPDATE system_async_task_dead_letter SET archived_at = ? WHERE original_task_id = ? AND archived_at IS NULL');
   const attempts = statement(db, 'DELETE FROM system_async_task_attempt WHERE task_id = ?');
@@ -78,14 +83,16 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
 }
 
 export function purgeDeadLetters(db: Db, archivedBefore: Date, batchSize: number): number {
-  return statement(db,
+  return statement(
+    db,
     `DELETE FROM system_async_task_dead_letter WHERE id IN (
        SELECT id FROM system_async_task_dead_letter WHERE archived_at IS NOT NULL AND archived_at < ? ORDER BY archived_at LIMIT ?)`,
   ).run(toSqliteTime(archivedBefore.getTime()), batchSize).changes;
 }
 
 export function registerWorker(db: Db, worker: WorkerRegistration, now: string): void {
-  statement(db,
+  statement(
+    db,
     `INSERT INTO system_async_task_worker (worker_id, host, pid, task_types, concurrency, started_at, last_seen_at)
      VALUES (?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (worker_id) DO UPDATE SET task_types = excluded.task_types, concurrency = excluded.concurrency, last_seen_at = excluded.last_seen_at`,
@@ -100,22 +107,32 @@ export function listWorkers(db: Db, seenAfter: string): WorkerRecord[] {
 export function analysisData(db: Db, taskType: string, since: Date, sampleLimit: number): AnalysisData {
   const from = toSqliteTime(since.getTime());
   const statusCounts = emptyStatusCounts();
-  const counts = statement(db, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status')
-    .all(taskType, from) as { status: TaskStatus; n: number }[];
+  const counts = statement(db, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status').all(
+    taskType,
+    from,
+  ) as { status: TaskStatus; n: number }[];
   for (const row of counts) statusCounts[row.status] = row.n;
-  const attempts = (statement(db,
-    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM system_async_task_attempt a
+  const attempts = (
+    statement(
+      db,
+      `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM system_async_task_attempt a
      JOIN system_async_task t ON a.task_id = t.id
      WHERE t.task_type = ? AND a.started_at > ? AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT ?`,
-  ).all(taskType, from, sampleLimit) as Row[]).map((row) => ({
-    startedAt: fromSqliteTime(row.started_at), finishedAt: fromSqliteTime(row.finished_at),
-    taskCreatedAt: fromSqliteTime(row.create_time), attempt: Number(row.attempt),
+    ).all(taskType, from, sampleLimit) as Row[]
+  ).map((row) => ({
+    startedAt: fromSqliteTime(row.started_at),
+    finishedAt: fromSqliteTime(row.finished_at),
+    taskCreatedAt: fromSqliteTime(row.create_time),
+    attempt: Number(row.attempt),
   }));
   const where = new Where().add('t.task_type = ?', taskType).add('f.failed_at > ?', from);
-  const failureCounts = (statement(db,
-    `SELECT f.error_code, COUNT(*) AS n FROM system_async_task_failure f JOIN system_async_task t ON f.task_id = t.id
+  const failureCounts = (
+    statement(
+      db,
+      `SELECT f.error_code, COUNT(*) AS n FROM system_async_task_failure f JOIN system_async_task t ON f.task_id = t.id
      ${where} GROUP BY f.error_code ORDER BY n DESC, f.error_code`,
-  ).all(...where.values) as { error_code: string; n: number }[]).map((row) => ({ errorCode: row.error_code, count: row.n }));
+    ).all(...where.values) as { error_code: string; n: number }[]
+  ).map((row) => ({ errorCode: row.error_code, count: row.n }));
   return { statusCounts, attempts, failureCounts };
 }
 

@@ -10,7 +10,16 @@ import type { FailureRecord, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
 import { TaskStatus } from '../../core/status.js';
 import {
-  attemptOutcomeName, finishTimeAfterKindSql, hasFailure, isFailureKind, isSuccess, lastErrorCodeSql, LEASED_SQL, literal, STATUS_SQL, statusAfterKindSql,
+  attemptOutcomeName,
+  finishTimeAfterKindSql,
+  hasFailure,
+  isFailureKind,
+  isSuccess,
+  lastErrorCodeSql,
+  LEASED_SQL,
+  literal,
+  STATUS_SQL,
+  statusAfterKindSql,
 } from '../rules/index.js';
 import type { AttemptOutcome, AttemptOutcomeName, DeadLetterRef } from '../types.js';
 import { statement, type Db } from './connection.js';
@@ -72,12 +81,18 @@ function progressParams(progress: TaskProgress | null): Record<string, unknown> 
 }
 
 export function closeAttempt(db: Db, taskId: string, attempt: number, outcome: AttemptOutcomeName, errorCode: string | null, now: string): void {
-  statement(db, 'UPDATE system_async_task_attempt SET finished_at = ?, outcome = ?, error_code = ? WHERE task_id = ? AND attempt = ?')
-    .run(now, outcome, errorCode, taskId, attempt);
+  statement(db, 'UPDATE system_async_task_attempt SET finished_at = ?, outcome = ?, error_code = ? WHERE task_id = ? AND attempt = ?').run(
+    now,
+    outcome,
+    errorCode,
+    taskId,
+    attempt,
+  );
 }
 
 export function insertFailure(db: Db, taskId: string, attempt: number, failure: FailureRecord, now: string): void {
-  statement(db,
+  statement(
+    db,
     `INSERT INTO system_async_task_failure (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   ).run(uuidv7(), taskId, attempt, failure.errorCode, failure.message, failure.traceId, failure.retryable ? 1 : 0, now);
@@ -86,7 +101,8 @@ export function insertFailure(db: Db, taskId: string, attempt: number, failure: 
 /** Copies a FAILED task's payload and last failure into the dead-letter table; returns the dead letter's id. */
 export function insertDeadLetter(db: Db, taskId: string, failure: FailureRecord, now: string): string {
   const id = uuidv7();
-  statement(db,
+  statement(
+    db,
     `INSERT INTO system_async_task_dead_letter (id, original_task_id, task_type, owner, payload_json, error_code, error_message,
        trace_id, attempt_count, moved_at)
      SELECT ?, id, task_type, owner, payload_json, ?, ?, COALESCE(?, trace_id), attempt_count, ? FROM system_async_task WHERE id = ?`,

@@ -13,10 +13,9 @@ import { decodeSqlite, toSqliteTime } from './encode.js';
 
 export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): InsertTaskResult[] {
   const now = toSqliteTime(nowMs);
-  const findExisting = statement(db,
-    `SELECT * FROM system_async_task WHERE task_type = ? AND COALESCE(owner, '') = COALESCE(?, '') AND idempotency_key = ?`,
-  );
-  const insert = statement(db,
+  const findExisting = statement(db, `SELECT * FROM system_async_task WHERE task_type = ? AND COALESCE(owner, '') = COALESCE(?, '') AND idempotency_key = ?`);
+  const insert = statement(
+    db,
     `INSERT INTO system_async_task (id, task_type, status, priority, payload_json, available_at, deadline_at,
        attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, create_time, update_time)
      VALUES (?, ?, ${STATUS_SQL.QUEUED}, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?) RETURNING *`,
@@ -28,9 +27,18 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
     }
     const availableAt = task.availableAt ? toSqliteTime(task.availableAt.getTime()) : toSqliteTime(nowMs + task.delayMs);
     const row = insert.get(
-      task.id, task.taskType, task.priority, task.payloadJson, availableAt,
+      task.id,
+      task.taskType,
+      task.priority,
+      task.payloadJson,
+      availableAt,
       task.deadlineAt ? toSqliteTime(task.deadlineAt.getTime()) : null,
-      task.maxAttempts, task.owner, task.idempotencyKey, task.traceId, now, now,
+      task.maxAttempts,
+      task.owner,
+      task.idempotencyKey,
+      task.traceId,
+      now,
+      now,
     ) as Row;
     return { task: taskFromRow(row, decodeSqlite), created: true };
   });

@@ -11,20 +11,25 @@ import { statement, type Db } from './connection.js';
 
 export function renewLeases(db: Db, leases: readonly Lease[], leaseUntil: string, now: string): RenewResult {
   // One statement for every lease: the leases travel as one JSON array.
-  const rows = statement(db,
+  const rows = statement(
+    db,
     `UPDATE system_async_task AS t SET lease_until = ?, update_time = ?
      FROM (SELECT json_extract(value, '$[0]') AS lease_id, json_extract(value, '$[1]') AS lease_worker,
              json_extract(value, '$[2]') AS lease_attempt FROM json_each(?)) AS l
      WHERE t.id = l.lease_id AND t.lease_owner = l.lease_worker AND t.attempt_count = l.lease_attempt AND t.status IN ${LEASED_SQL}
      RETURNING id, lease_owner AS owner, attempt_count AS attempt, status`,
   ).all(leaseUntil, now, JSON.stringify(leases.map((lease) => [lease.taskId, lease.workerId, lease.attempt]))) as {
-    id: string; owner: string; attempt: number; status: string;
+    id: string;
+    owner: string;
+    attempt: number;
+    status: string;
   }[];
   return renewalAnswer(leases, new Map(rows.map((row) => [leaseKey(row.id, row.owner, row.attempt), row.status])));
 }
 
 export function saveProgress(db: Db, lease: Lease, progress: TaskProgress, now: string): boolean {
-  const info = statement(db,
+  const info = statement(
+    db,
     `UPDATE system_async_task SET progress_total = ?, progress_processed = ?, progress_succeeded = ?, progress_failed = ?,
        progress_skipped = ?, progress_message = ?, update_time = ?
      WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED_SQL}`,
@@ -34,7 +39,8 @@ export function saveProgress(db: Db, lease: Lease, progress: TaskProgress, now: 
 
 /** Never-started prefetched tasks go back as if never claimed; inside the caller's transaction. */
 export function releaseTasks(db: Db, leases: readonly Lease[], now: string): number {
-  const release = statement(db,
+  const release = statement(
+    db,
     `UPDATE system_async_task SET ${releaseAssignments('@now').join(', ')}
      WHERE id = @id AND lease_owner = @worker AND attempt_count = @attempt AND status IN ${LEASED_SQL}`,
   );

@@ -14,7 +14,10 @@ export function migrate(db: Db, now: string): void {
   db.transaction(() => {
     const current = appliedVersion(db);
     if (current > EXPECTED_SCHEMA_VERSION) {
-      throw new TaskLeaseError(ErrorCode.SCHEMA_MISMATCH, `the database schema is at version ${current}, newer than this tasklease knows (${EXPECTED_SCHEMA_VERSION}): upgrade tasklease`);
+      throw new TaskLeaseError(
+        ErrorCode.SCHEMA_MISMATCH,
+        `the database schema is at version ${current}, newer than this tasklease knows (${EXPECTED_SCHEMA_VERSION}): upgrade tasklease`,
+      );
     }
     for (const migration of SQLITE_MIGRATIONS) {
       if (migration.version <= current) continue;

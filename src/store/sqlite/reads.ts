@@ -13,8 +13,9 @@ import { decodeSqlite, toSqliteTime } from './encode.js';
 
 export function getTask(db: Db, id: string, scope: Scope): Task | null {
   const owner = scopeOwner(scope);
-  const row = statement(db, `SELECT * FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`)
-    .get(...(owner === null ? [id] : [id, owner])) as Row | undefined;
+  const row = statement(db, `SELECT * FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`).get(
+    ...(owner === null ? [id] : [id, owner]),
+  ) as Row | undefined;
   return row ? taskFromRow(row, decodeSqlite) : null;
 }
 
@@ -32,8 +33,10 @@ export function listTasks(db: Db, params: ListTasksParams): TaskPage {
 
 export function countByStatus(db: Db, scope: Scope, taskType: string | null | undefined): Record<TaskStatus, number> {
   const where = new Where().optional('owner = ?', scopeOwner(scope)).optional('task_type = ?', taskType);
-  const rows = statement(db, `SELECT status, COUNT(*) AS n FROM system_async_task ${where} GROUP BY status`)
-    .all(...where.values) as { status: TaskStatus; n: number }[];
+  const rows = statement(db, `SELECT status, COUNT(*) AS n FROM system_async_task ${where} GROUP BY status`).all(...where.values) as {
+    status: TaskStatus;
+    n: number;
+  }[];
   const counts = emptyStatusCounts();
   for (const row of rows) counts[row.status] = row.n;
   return counts;
@@ -45,17 +48,16 @@ export function listAttempts(db: Db, taskId: string): AttemptRecord[] {
 }
 
 export function listFailures(db: Db, taskId: string, limit: number | undefined): FailureRow[] {
-  const rows = statement(db, 'SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC LIMIT ?')
-    .all(taskId, limit ?? 100) as Row[];
+  const rows = statement(db, 'SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC LIMIT ?').all(
+    taskId,
+    limit ?? 100,
+  ) as Row[];
   return rows.map((row) => failureFromRow(row, decodeSqlite));
 }
 
 /** Dead letters neither replayed nor archived. */
 export function countDeadLetters(db: Db, scope: Scope, taskType: string | null | undefined): number {
-  const where = new Where()
-    .add('replayed_at IS NULL AND archived_at IS NULL')
-    .optional('owner = ?', scopeOwner(scope))
-    .optional('task_type = ?', taskType);
+  const where = new Where().add('replayed_at IS NULL AND archived_at IS NULL').optional('owner = ?', scopeOwner(scope)).optional('task_type = ?', taskType);
   return (statement(db, `SELECT COUNT(*) AS n FROM system_async_task_dead_letter ${where}`).get(...where.values) as { n: number }).n;
 }
 

@@ -15,7 +15,8 @@ export function recover(db: Db, batchSize: number, nowMs: number): RecoveryResul
   const result: RecoveryResult = { requeued: 0, failed: 0, cancelled: 0, retriesDue: 0, deadlineExpired: 0 };
   expiredLeases(db, batchSize, now, result);
   result.deadlineExpired = pastDeadline(db, batchSize, now);
-  result.retriesDue = statement(db,
+  result.retriesDue = statement(
+    db,
     `UPDATE system_async_task SET status = ${STATUS_SQL.QUEUED}, update_time = ?
      WHERE id IN (SELECT id FROM system_async_task WHERE status = ${STATUS_SQL.RETRY_WAIT} AND available_at <= ? LIMIT ?)`,
   ).run(now, now, batchSize).changes;
@@ -23,11 +24,13 @@ export function recover(db: Db, batchSize: number, nowMs: number): RecoveryResul
 }
 
 function expiredLeases(db: Db, batchSize: number, now: string, result: RecoveryResult): void {
-  const expired = statement(db,
+  const expired = statement(
+    db,
     `SELECT id, status, attempt_count, attempt_base, max_attempts FROM system_async_task
      WHERE status IN ${LEASED_SQL} AND lease_until < ? ORDER BY lease_until LIMIT ?`,
   ).all(now, batchSize) as (ExpiredLeaseRow & Row)[];
-  const update = statement(db,
+  const update = statement(
+    db,
     `UPDATE system_async_task SET status = ?, last_error_code = COALESCE(?, last_error_code), lease_owner = NULL, lease_until = NULL,
        finish_time = ?, update_time = ? WHERE id = ?`,
   );
@@ -45,7 +48,8 @@ function expiredLeases(db: Db, batchSize: number, now: string, result: RecoveryR
 }
 
 function pastDeadline(db: Db, batchSize: number, now: string): number {
-  const overdue = statement(db,
+  const overdue = statement(
+    db,
     `SELECT id, attempt_count FROM system_async_task WHERE status IN ${CLAIMABLE_SQL} AND deadline_at IS NOT NULL AND deadline_at <= ?
      ORDER BY deadline_at LIMIT ?`,
   ).all(now, batchSize) as Row[];

@@ -16,9 +16,30 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase } from '../base.js';
 import { LocalBus } from '../local-bus.js';
 import type {
-  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, DeadLetterRef, FailureRow, FinishResult,
-  InsertTaskResult, ListDeadLettersParams, ListTasksParams, Policy, PolicyInput, PurgeResult, RecoveryResult, RenewResult,
-  ReplayResult, Store, StoreListener, TaskPage, WorkerRecord, WorkerRegistration,
+  AnalysisData,
+  AttemptOutcome,
+  AttemptRecord,
+  ChangeStatusParams,
+  ChangeStatusResult,
+  ClaimParams,
+  DeadLetter,
+  DeadLetterRef,
+  FailureRow,
+  FinishResult,
+  InsertTaskResult,
+  ListDeadLettersParams,
+  ListTasksParams,
+  Policy,
+  PolicyInput,
+  PurgeResult,
+  RecoveryResult,
+  RenewResult,
+  ReplayResult,
+  Store,
+  StoreListener,
+  TaskPage,
+  WorkerRecord,
+  WorkerRegistration,
 } from '../types.js';
 import { claim, leasedByType } from './claim.js';
 import { openDatabase, type Db } from './connection.js';

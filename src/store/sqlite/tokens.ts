@@ -8,9 +8,19 @@ export class SqliteTokenStore implements TokenStore {
   constructor(private readonly store: SqliteStore) {}
 
   async insertToken({ token }: { token: NewApiToken }): Promise<ApiTokenRecord> {
-    statement(this.store.db, `INSERT INTO system_async_task_api_token (id, name, role, owner, token_hash, created_at, expires_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?)`).run(token.id, token.name, token.role, token.owner, token.tokenHash, this.store.nowText(),
-      token.expiresAt === null ? null : toSqliteTime(token.expiresAt.getTime()));
+    statement(
+      this.store.db,
+      `INSERT INTO system_async_task_api_token (id, name, role, owner, token_hash, created_at, expires_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ).run(
+      token.id,
+      token.name,
+      token.role,
+      token.owner,
+      token.tokenHash,
+      this.store.nowText(),
+      token.expiresAt === null ? null : toSqliteTime(token.expiresAt.getTime()),
+    );
     return (await this.byId(token.id))!;
   }
 
@@ -25,8 +35,10 @@ export class SqliteTokenStore implements TokenStore {
   }
 
   async revokeToken({ id }: { id: string }): Promise<boolean> {
-    const result = statement(this.store.db, 'UPDATE system_async_task_api_token SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL')
-      .run(this.store.nowText(), id);
+    const result = statement(this.store.db, 'UPDATE system_async_task_api_token SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(
+      this.store.nowText(),
+      id,
+    );
     return result.changes === 1;
   }
 

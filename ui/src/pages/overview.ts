@@ -13,7 +13,10 @@ import type { Page } from '../main.js';
 const WINDOW_MS = 10 * 60_000;
 const MINUTE = 60_000;
 
-interface Sample { t: number; stats: Stats }
+interface Sample {
+  t: number;
+  stats: Stats;
+}
 
 const done = (s: Stats): number => s.counts.SUCCESS + s.counts.PARTIAL_SUCCESS;
 const total = (s: Stats): number => Object.values(s.counts).reduce((sum, n) => sum + n, 0);
@@ -35,25 +38,69 @@ function perMinute(samples: Sample[], at: number, read: (s: Stats) => number): n
 function chart(title: string, series: { label: string; stroke: string }[], unit: string): { element: HTMLElement; plot: uPlot } {
   const element = h('figure', { class: 'card chart', 'data-chart': title }, h('figcaption', {}, title));
   const width = (): number => Math.max(260, Math.min(560, element.clientWidth - 24 || 520));
-  const plot = new uPlot({
-    width: width(), height: 180, legend: { live: false },
-    scales: { x: { time: true } },
-    axes: [{ stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } }, { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' }, size: 56, values: (_u, ticks) => ticks.map((v) => `${v}${unit}`) }],
-    series: [{}, ...series.map((s) => ({ ...s, width: 2 }))],
-  }, [[], ...series.map(() => [])], element);
+  const plot = new uPlot(
+    {
+      width: width(),
+      height: 180,
+      legend: { live: false },
+      scales: { x: { time: true } },
+      axes: [
+        { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } },
+        { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' }, size: 56, values: (_u, ticks) => ticks.map((v) => `${v}${unit}`) },
+      ],
+      series: [{}, ...series.map((s) => ({ ...s, width: 2 }))],
+    },
+    [[], ...series.map(() => [])],
+    element,
+  );
   new ResizeObserver(() => plot.setSize({ width: width(), height: 180 })).observe(element);
   return { element, plot };
 }
 
 export const overviewPage: Page = (root) => {
   const tiles = h('section', { class: 'tiles', 'aria-label': 'Now' });
-  const throughput = chart('Tasks per minute', [{ label: 'submitted', stroke: '#3b82f6' }, { label: 'completed', stroke: '#16a34a' }, { label: 'failed', stroke: '#dc2626' }], '');
-  const wait = chart('Queue wait (last 5 min)', [{ label: 'p50', stroke: '#8b5cf6' }, { label: 'p99', stroke: '#f59e0b' }], ' ms');
-  const active = chart('Running vs capacity', [{ label: 'running', stroke: '#0ea5e9' }, { label: 'limit', stroke: '#64748b' }, { label: 'backlog', stroke: '#f97316' }], '');
+  const throughput = chart(
+    'Tasks per minute',
+    [
+      { label: 'submitted', stroke: '#3b82f6' },
+      { label: 'completed', stroke: '#16a34a' },
+      { label: 'failed', stroke: '#dc2626' },
+    ],
+    '',
+  );
+  const wait = chart(
+    'Queue wait (last 5 min)',
+    [
+      { label: 'p50', stroke: '#8b5cf6' },
+      { label: 'p99', stroke: '#f59e0b' },
+    ],
+    ' ms',
+  );
+  const active = chart(
+    'Running vs capacity',
+    [
+      { label: 'running', stroke: '#0ea5e9' },
+      { label: 'limit', stroke: '#64748b' },
+      { label: 'backlog', stroke: '#f97316' },
+    ],
+    '',
+  );
   const types = h('tbody');
-  root.append(h('h1', {}, 'Overview'), tiles, h('section', { class: 'charts' }, throughput.element, wait.element, active.element),
-    h('section', { class: 'card' }, h('h2', {}, 'Per type'), h('div', { class: 'scroll' }, h('table', {},
-      h('thead', {}, h('tr', {}, h('th', {}, 'type'), h('th', {}, 'running / limit'), h('th', {}, 'backlog'), h('th', {}, 'enabled'))), types))));
+  root.append(
+    h('h1', {}, 'Overview'),
+    tiles,
+    h('section', { class: 'charts' }, throughput.element, wait.element, active.element),
+    h(
+      'section',
+      { class: 'card' },
+      h('h2', {}, 'Per type'),
+      h(
+        'div',
+        { class: 'scroll' },
+        h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'type'), h('th', {}, 'running / limit'), h('th', {}, 'backlog'), h('th', {}, 'enabled'))), types),
+      ),
+    ),
+  );
   const samples: Sample[] = [];
   return every(2000, async () => {
     const stats = await admin<Stats>('GET', '/stats');
@@ -68,15 +115,34 @@ export const overviewPage: Page = (root) => {
     throughput.element.dataset.last = rates.map((r) => Math.round(r.at(-1) ?? 0)).join(',');
     wait.plot.setData([xs, samples.map((s) => s.stats.queueWait?.p50Ms ?? null), samples.map((s) => s.stats.queueWait?.p99Ms ?? null)] as uPlot.AlignedData);
     active.plot.setData([xs, samples.map((s) => s.stats.global.running), samples.map((s) => s.stats.global.limit), samples.map((s) => s.stats.backlog)]);
-    const tile = (label: string, value: string, name: string) => h('div', { class: 'card tile', 'data-tile': name }, h('span', { class: 'muted' }, label), h('strong', {}, value));
-    clear(tiles,
-      tile('Running', `${stats.global.running} / ${stats.global.limit}`, 'running'), tile('Backlog', String(stats.backlog), 'backlog'),
-      tile('Dead letters', String(stats.deadLetters), 'dead-letters'), tile('Workers', `${stats.workers.live} (${stats.workers.concurrency} slots)`, 'workers'),
+    const tile = (label: string, value: string, name: string) =>
+      h('div', { class: 'card tile', 'data-tile': name }, h('span', { class: 'muted' }, label), h('strong', {}, value));
+    clear(
+      tiles,
+      tile('Running', `${stats.global.running} / ${stats.global.limit}`, 'running'),
+      tile('Backlog', String(stats.backlog), 'backlog'),
+      tile('Dead letters', String(stats.deadLetters), 'dead-letters'),
+      tile('Workers', `${stats.workers.live} (${stats.workers.concurrency} slots)`, 'workers'),
       tile('Queue wait p50 / p99', stats.queueWait ? `${duration(stats.queueWait.p50Ms)} / ${duration(stats.queueWait.p99Ms)}` : '—', 'queue-wait'),
-      tile('Per minute (submitted)', String(Math.round(rates[0]!.at(-1) ?? 0)), 'submitted'));
-    clear(types, stats.types.map((type) => h('tr', { 'data-type': type.taskType },
-      h('td', {}, h('a', { href: `#/tasks?type=${encodeURIComponent(type.taskType)}` }, type.taskType)),
-      h('td', {}, h('meter', { min: 0, max: type.limit, value: type.running, 'aria-label': `${type.running} of ${type.limit}` }), ` ${type.running} / ${type.limit}`),
-      h('td', {}, type.backlog), h('td', {}, type.enabled ? 'yes' : 'no'))));
+      tile('Per minute (submitted)', String(Math.round(rates[0]!.at(-1) ?? 0)), 'submitted'),
+    );
+    clear(
+      types,
+      stats.types.map((type) =>
+        h(
+          'tr',
+          { 'data-type': type.taskType },
+          h('td', {}, h('a', { href: `#/tasks?type=${encodeURIComponent(type.taskType)}` }, type.taskType)),
+          h(
+            'td',
+            {},
+            h('meter', { min: 0, max: type.limit, value: type.running, 'aria-label': `${type.running} of ${type.limit}` }),
+            ` ${type.running} / ${type.limit}`,
+          ),
+          h('td', {}, type.backlog),
+          h('td', {}, type.enabled ? 'yes' : 'no'),
+        ),
+      ),
+    );
   });
 };

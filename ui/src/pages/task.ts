@@ -10,29 +10,55 @@ import type { Page } from '../main.js';
 
 const WAITING = ['QUEUED', 'RETRY_WAIT', 'PAUSED'];
 
-interface Action { label: string; allowed: (task: Task, me: Me) => boolean; run: (task: Task) => Promise<unknown>; confirm?: string }
+interface Action {
+  label: string;
+  allowed: (task: Task, me: Me) => boolean;
+  run: (task: Task) => Promise<unknown>;
+  confirm?: string;
+}
 
 const ACTIONS: Action[] = [
-  { label: 'Cancel', allowed: (t) => [...WAITING, 'RUNNING'].includes(t.status), run: (t) => api('POST', `/api/v1/tasks/${t.id}/cancel`), confirm: 'Cancel this task? A running handler is asked to stop.' },
+  {
+    label: 'Cancel',
+    allowed: (t) => [...WAITING, 'RUNNING'].includes(t.status),
+    run: (t) => api('POST', `/api/v1/tasks/${t.id}/cancel`),
+    confirm: 'Cancel this task? A running handler is asked to stop.',
+  },
   { label: 'Pause', allowed: (t) => ['QUEUED', 'RETRY_WAIT'].includes(t.status), run: (t) => api('POST', `/api/v1/tasks/${t.id}/pause`) },
   { label: 'Resume', allowed: (t) => t.status === 'PAUSED', run: (t) => api('POST', `/api/v1/tasks/${t.id}/resume`) },
-  { label: 'Retry', allowed: (t, me) => t.status === 'FAILED' && isOperator(me), run: (t) => admin('POST', `/${t.id}/retry`), confirm: 'Run this failed task again with a fresh set of attempts?' },
+  {
+    label: 'Retry',
+    allowed: (t, me) => t.status === 'FAILED' && isOperator(me),
+    run: (t) => admin('POST', `/${t.id}/retry`),
+    confirm: 'Run this failed task again with a fresh set of attempts?',
+  },
 ];
 
 function progressView(progress: Progress | null): HTMLElement {
   if (!progress || progress.total <= 0) return h('p', { class: 'muted', 'data-progress': 'none' }, 'No progress reported.');
   const percent = Math.round((progress.processed / progress.total) * 100);
-  return h('div', { class: 'progress', 'data-progress': percent },
+  return h(
+    'div',
+    { class: 'progress', 'data-progress': percent },
     h('progress', { max: progress.total, value: progress.processed, 'aria-label': 'Progress' }),
-    h('span', {}, `${progress.processed} / ${progress.total} (${percent} %)`, progress.message ? ` — ${progress.message}` : ''));
+    h('span', {}, `${progress.processed} / ${progress.total} (${percent} %)`, progress.message ? ` — ${progress.message}` : ''),
+  );
 }
 
 function facts(task: Task): HTMLElement {
   const row = (label: string, value: string | Node) => [h('dt', {}, label), h('dd', {}, value)];
-  return h('dl', { class: 'facts' },
-    row('Type', task.taskType), row('Owner', task.owner ?? '—'), row('Idempotency key', task.idempotencyKey ?? '—'), row('Priority', String(task.priority)),
-    row('Attempts', `${task.attemptCount - task.attemptBase} of ${task.maxAttempts}`), row('Available at', when(task.availableAt)),
-    row('Lease', task.leaseOwner ? `${task.leaseOwner} until ${when(task.leaseUntil)}` : '—'), row('Last error', task.lastErrorCode ?? '—'));
+  return h(
+    'dl',
+    { class: 'facts' },
+    row('Type', task.taskType),
+    row('Owner', task.owner ?? '—'),
+    row('Idempotency key', task.idempotencyKey ?? '—'),
+    row('Priority', String(task.priority)),
+    row('Attempts', `${task.attemptCount - task.attemptBase} of ${task.maxAttempts}`),
+    row('Available at', when(task.availableAt)),
+    row('Lease', task.leaseOwner ? `${task.leaseOwner} until ${when(task.leaseUntil)}` : '—'),
+    row('Last error', task.lastErrorCode ?? '—'),
+  );
 }
 
 function timeline(task: Task, diagnosis: Diagnosis | null): HTMLElement {
@@ -44,17 +70,48 @@ function timeline(task: Task, diagnosis: Diagnosis | null): HTMLElement {
   if (!diagnosis && task.startedAt) events.push([task.startedAt, 'started']);
   if (task.finishedAt) events.push([task.finishedAt, `finished ${task.status}`]);
   events.sort((a, b) => a[0].localeCompare(b[0]));
-  return h('ol', { class: 'timeline' }, events.map(([at, what]) => h('li', {}, h('time', { datetime: at }, when(at)), ' ', what)));
+  return h(
+    'ol',
+    { class: 'timeline' },
+    events.map(([at, what]) => h('li', {}, h('time', { datetime: at }, when(at)), ' ', what)),
+  );
 }
 
 function attemptsTable(diagnosis: Diagnosis): HTMLElement {
   const failure = (attempt: number) => diagnosis.failures.find((f) => f.attempt === attempt);
-  return h('div', { class: 'scroll' }, h('table', {},
-    h('thead', {}, h('tr', {}, ['#', 'worker', 'started', 'duration', 'outcome', 'failure'].map((c) => h('th', { scope: 'col' }, c)))),
-    h('tbody', {}, diagnosis.attempts.map((a) => h('tr', {},
-      h('td', {}, a.attempt), h('td', { class: 'mono' }, a.workerId), h('td', {}, when(a.startedAt)),
-      h('td', {}, a.finishedAt ? duration(Date.parse(a.finishedAt) - Date.parse(a.startedAt)) : 'running'),
-      h('td', {}, a.outcome ? statusBadge(a.outcome) : '—'), h('td', {}, failure(a.attempt)?.message ?? a.errorCode ?? ''))))));
+  return h(
+    'div',
+    { class: 'scroll' },
+    h(
+      'table',
+      {},
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['#', 'worker', 'started', 'duration', 'outcome', 'failure'].map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        diagnosis.attempts.map((a) =>
+          h(
+            'tr',
+            {},
+            h('td', {}, a.attempt),
+            h('td', { class: 'mono' }, a.workerId),
+            h('td', {}, when(a.startedAt)),
+            h('td', {}, a.finishedAt ? duration(Date.parse(a.finishedAt) - Date.parse(a.startedAt)) : 'running'),
+            h('td', {}, a.outcome ? statusBadge(a.outcome) : '—'),
+            h('td', {}, failure(a.attempt)?.message ?? a.errorCode ?? ''),
+          ),
+        ),
+      ),
+    ),
+  );
 }
 
 export const taskPage: Page = (root, { me, path }) => {
@@ -67,15 +124,21 @@ export const taskPage: Page = (root, { me, path }) => {
   const details = h('div', { class: 'grid2' });
   root.append(header, progress, actions, details);
 
-  const act = (action: Action) => guarded(async () => {
-    if (action.confirm && !(await confirmAction(action.confirm, action.label))) return;
-    await action.run(task!);
-    notify(`${action.label}: done`);
-    await refresh();
-  });
+  const act = (action: Action) =>
+    guarded(async () => {
+      if (action.confirm && !(await confirmAction(action.confirm, action.label))) return;
+      await action.run(task!);
+      notify(`${action.label}: done`);
+      await refresh();
+    });
   const reschedule = (): HTMLElement => {
     const minutes = h('input', { type: 'number', min: 0, value: 0, name: 'delayMinutes', 'aria-label': 'Start in minutes', class: 'narrow' });
-    const form = h('form', { class: 'inline' }, h('label', {}, 'Start in ', minutes, ' min'), h('button', { type: 'submit', class: 'secondary' }, 'Reschedule'));
+    const form = h(
+      'form',
+      { class: 'inline' },
+      h('label', {}, 'Start in ', minutes, ' min'),
+      h('button', { type: 'submit', class: 'secondary' }, 'Reschedule'),
+    );
     form.addEventListener('submit', (event) => {
       event.preventDefault();
       void guarded(async () => {
@@ -91,15 +154,37 @@ export const taskPage: Page = (root, { me, path }) => {
     if (!task) return;
     clear(header, h('h1', {}, task.taskType, ' ', statusBadge(task.status)), h('span', { class: 'mono muted' }, task.id));
     clear(progress, h('h2', {}, 'Progress'), progressView(task.progress));
-    clear(actions, ACTIONS.filter((a) => a.allowed(task!, me)).map((a) => h('button', { type: 'button', class: a.label === 'Cancel' ? 'danger' : '', onclick: () => void act(a) }, a.label)),
-      isOperator(me) && WAITING.includes(task.status) ? reschedule() : null);
-    clear(details,
+    clear(
+      actions,
+      ACTIONS.filter((a) => a.allowed(task!, me)).map((a) =>
+        h('button', { type: 'button', class: a.label === 'Cancel' ? 'danger' : '', onclick: () => void act(a) }, a.label),
+      ),
+      isOperator(me) && WAITING.includes(task.status) ? reschedule() : null,
+    );
+    clear(
+      details,
       h('section', { class: 'card' }, h('h2', {}, 'Details'), facts(task)),
       h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis)),
-      diagnosis ? h('section', { class: 'card', 'data-diagnosis': diagnosis.causes[0]?.code ?? '' }, h('h2', {}, 'Diagnosis'), h('p', { class: 'verdict' }, diagnosis.verdict),
-        h('p', { class: 'muted' }, `Lease: ${diagnosis.lease.status}${diagnosis.lease.remainingSeconds !== null ? `, ${diagnosis.lease.remainingSeconds} s left` : ''}`)) : null,
+      diagnosis
+        ? h(
+            'section',
+            { class: 'card', 'data-diagnosis': diagnosis.causes[0]?.code ?? '' },
+            h('h2', {}, 'Diagnosis'),
+            h('p', { class: 'verdict' }, diagnosis.verdict),
+            h(
+              'p',
+              { class: 'muted' },
+              `Lease: ${diagnosis.lease.status}${diagnosis.lease.remainingSeconds !== null ? `, ${diagnosis.lease.remainingSeconds} s left` : ''}`,
+            ),
+          )
+        : null,
       diagnosis && diagnosis.attempts.length > 0 ? h('section', { class: 'card wide' }, h('h2', {}, 'Attempts'), attemptsTable(diagnosis)) : null,
-      h('section', { class: 'card wide' }, h('details', {}, h('summary', {}, 'Payload and result'), h('pre', {}, JSON.stringify({ payload: task.payload, result: task.result }, null, 2)))));
+      h(
+        'section',
+        { class: 'card wide' },
+        h('details', {}, h('summary', {}, 'Payload and result'), h('pre', {}, JSON.stringify({ payload: task.payload, result: task.result }, null, 2))),
+      ),
+    );
   };
   const refresh = async (): Promise<void> => {
     task = await api<Task>('GET', `/api/v1/tasks/${id}`);
@@ -108,13 +193,19 @@ export const taskPage: Page = (root, { me, path }) => {
   };
 
   const events = new EventSource(`/api/v1/tasks/${id}/events`);
-  events.addEventListener('task', (event) => { task = JSON.parse((event as MessageEvent).data); draw(); });
+  events.addEventListener('task', (event) => {
+    task = JSON.parse((event as MessageEvent).data);
+    draw();
+  });
   events.addEventListener('progress', (event) => {
     if (!task) return;
     task.progress = JSON.parse((event as MessageEvent).data).progress;
     clear(progress, h('h2', {}, 'Progress'), progressView(task.progress));
   });
-  events.addEventListener('end', () => { events.close(); void guarded(refresh); });
+  events.addEventListener('end', () => {
+    events.close();
+    void guarded(refresh);
+  });
   // Lease seconds and the verdict change without a status change: operators re-read the diagnosis.
   const stop = every(4000, async () => {
     try {
@@ -124,5 +215,8 @@ export const taskPage: Page = (root, { me, path }) => {
       throw error;
     }
   });
-  return () => { events.close(); stop(); };
+  return () => {
+    events.close();
+    stop();
+  };
 };

@@ -21,24 +21,42 @@ function progressCell(task: Task): HTMLElement | string {
 
 /** datetime-local (browser's zone) → ISO for the API, and back. */
 const toIso = (local: string): string => (local ? new Date(local).toISOString() : '');
-const toLocal = (iso: string | null): string => (iso ? new Date(new Date(iso).getTime() - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16) : '');
+const toLocal = (iso: string | null): string =>
+  iso ? new Date(new Date(iso).getTime() - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16) : '';
 
 export const tasksPage: Page = (root, { me, params }) => {
   const type = h('input', { name: 'type', value: params.get('type') ?? '', placeholder: 'any type' });
-  const status = h('select', { name: 'status' }, h('option', { value: '' }, 'any status'), STATUSES.map((s) => h('option', { value: s, selected: params.get('status') === s }, s)));
+  const status = h(
+    'select',
+    { name: 'status' },
+    h('option', { value: '' }, 'any status'),
+    STATUSES.map((s) => h('option', { value: s, selected: params.get('status') === s }, s)),
+  );
   const owner = h('input', { name: 'owner', value: params.get('owner') ?? '', placeholder: 'any owner' });
   const after = h('input', { name: 'createdAfter', type: 'datetime-local', value: toLocal(params.get('createdAfter')) });
   const before = h('input', { name: 'createdBefore', type: 'datetime-local', value: toLocal(params.get('createdBefore')) });
   const search = h('input', { name: 'id', placeholder: 'task id', 'aria-label': 'Open a task by id' });
-  const filters = h('form', { class: 'card filters', role: 'search' },
-    field('Type', type), field('Status', status), isOperator(me) ? field('Owner', owner) : null, field('Created after', after), field('Created before', before),
-    h('button', { type: 'submit' }, 'Filter'));
+  const filters = h(
+    'form',
+    { class: 'card filters', role: 'search' },
+    field('Type', type),
+    field('Status', status),
+    isOperator(me) ? field('Owner', owner) : null,
+    field('Created after', after),
+    field('Created before', before),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
   filters.addEventListener('submit', (event) => {
     event.preventDefault();
     const next = new URLSearchParams();
-    const set = (key: string, value: string): void => { if (value.trim()) next.set(key, value.trim()); };
-    set('type', type.value); set('status', status.value); set('owner', isOperator(me) ? owner.value : '');
-    set('createdAfter', toIso(after.value)); set('createdBefore', toIso(before.value));
+    const set = (key: string, value: string): void => {
+      if (value.trim()) next.set(key, value.trim());
+    };
+    set('type', type.value);
+    set('status', status.value);
+    set('owner', isOperator(me) ? owner.value : '');
+    set('createdAfter', toIso(after.value));
+    set('createdBefore', toIso(before.value));
     location.hash = `#/tasks?${next}`;
   });
   const open = h('form', { class: 'inline' }, search, h('button', { type: 'submit', class: 'secondary' }, 'Open'));
@@ -56,9 +74,29 @@ export const tasksPage: Page = (root, { me, params }) => {
   const body = h('tbody');
   const pager = h('nav', { class: 'row pager', 'aria-label': 'Pages of tasks' });
   const cursors: (string | null)[] = [null];
-  root.append(h('div', { class: 'row spread' }, h('h1', {}, 'Tasks'), open), filters,
-    h('div', { class: 'card scroll' }, h('table', { class: 'tasks' },
-      h('thead', {}, h('tr', {}, ['id', 'type', 'status', 'owner', 'created', 'attempts', 'progress'].map((c) => h('th', { scope: 'col' }, c)))), body)), pager);
+  root.append(
+    h('div', { class: 'row spread' }, h('h1', {}, 'Tasks'), open),
+    filters,
+    h(
+      'div',
+      { class: 'card scroll' },
+      h(
+        'table',
+        { class: 'tasks' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['id', 'type', 'status', 'owner', 'created', 'attempts', 'progress'].map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
+        body,
+      ),
+    ),
+    pager,
+  );
 
   const load = async (): Promise<void> => {
     const query = new URLSearchParams(params);
@@ -66,14 +104,57 @@ export const tasksPage: Page = (root, { me, params }) => {
     const cursor = cursors[cursors.length - 1];
     if (cursor) query.set('cursor', cursor);
     const page = await api<{ tasks: Task[]; nextCursor: string | null }>('GET', `/api/v1/tasks?${query}`);
-    clear(body, page.tasks.length === 0 ? h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No tasks match.')) : page.tasks.map((task) => h('tr', { 'data-id': task.id, 'data-status': task.status },
-      h('td', {}, h('a', { href: `#/tasks/${task.id}`, class: 'mono' }, task.id.slice(0, 8) + '…')), h('td', {}, task.taskType), h('td', {}, statusBadge(task.status)),
-      h('td', {}, task.owner ?? '—'), h('td', {}, when(task.createdAt)), h('td', {}, `${task.attemptCount - task.attemptBase} / ${task.maxAttempts}`), h('td', {}, progressCell(task)))));
-    clear(pager,
-      h('button', { type: 'button', class: 'secondary', disabled: cursors.length === 1, onclick: () => { cursors.pop(); void load(); } }, 'Previous'),
+    clear(
+      body,
+      page.tasks.length === 0
+        ? h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No tasks match.'))
+        : page.tasks.map((task) =>
+            h(
+              'tr',
+              { 'data-id': task.id, 'data-status': task.status },
+              h('td', {}, h('a', { href: `#/tasks/${task.id}`, class: 'mono' }, task.id.slice(0, 8) + '…')),
+              h('td', {}, task.taskType),
+              h('td', {}, statusBadge(task.status)),
+              h('td', {}, task.owner ?? '—'),
+              h('td', {}, when(task.createdAt)),
+              h('td', {}, `${task.attemptCount - task.attemptBase} / ${task.maxAttempts}`),
+              h('td', {}, progressCell(task)),
+            ),
+          ),
+    );
+    clear(
+      pager,
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'secondary',
+          disabled: cursors.length === 1,
+          onclick: () => {
+            cursors.pop();
+            void load();
+          },
+        },
+        'Previous',
+      ),
       h('span', { class: 'muted' }, `page ${cursors.length}`),
-      h('button', { type: 'button', class: 'secondary', disabled: page.nextCursor === null, onclick: () => { cursors.push(page.nextCursor); void load(); } }, 'Next'));
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'secondary',
+          disabled: page.nextCursor === null,
+          onclick: () => {
+            cursors.push(page.nextCursor);
+            void load();
+          },
+        },
+        'Next',
+      ),
+    );
   };
   // The first page refreshes itself; later pages stay put while read.
-  return every(3000, async () => { if (cursors.length === 1) await load(); });
+  return every(3000, async () => {
+    if (cursors.length === 1) await load();
+  });
 };
