@@ -25,8 +25,6 @@ export interface ExecutorHooks {
   slotFreed(forgotten: boolean): void;
   /** An execution ended with nothing to write (its lease is gone): its room is free now. */
   nothingToWrite(): void;
-  /** No handler runs any more (stop() waits for this). */
-  idle(): void;
 }
 
 export class Executor {
@@ -106,9 +104,8 @@ export class Executor {
   }
 
   private handlerStopped(execution: Execution): void {
-    this.table.runningHandlers -= 1;
+    this.table.handlerStopped();
     const forgotten = this.table.forgetIfSettled(execution);
-    if (this.table.runningHandlers === 0) this.hooks.idle();
     this.hooks.slotFreed(forgotten);
   }
 

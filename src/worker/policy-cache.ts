@@ -6,6 +6,7 @@
  * start-up warning when local concurrency cannot be used.
  */
 import { hostname } from 'node:os';
+import type { TimerHandle } from '../core/clock.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
 import { GLOBAL_POLICY_KEY, typePolicyKey } from '../core/policy-keys.js';
 import { mergeRetry, type RetryOptions } from '../core/retry.js';
@@ -26,6 +27,7 @@ export class PolicyCache {
   private policies = new Map<string, Policy>();
   private retries = new Map<string, RetryOptions>();
   private refreshing: Promise<void> = Promise.resolve();
+  private timer: TimerHandle = undefined;
 
   constructor(
     private readonly store: Store,
@@ -34,13 +36,22 @@ export class PolicyCache {
     private readonly events: Announcer,
   ) {}
 
-  /** Registers the worker and re-reads the policies; the promise of the last refresh (a stop waits for it). */
-  refresh(): Promise<void> {
-    this.refreshing = this.load();
-    return this.refreshing;
+  /** Refreshes now and every heartbeat period; resolves when the first refresh is done (claims wait for it). */
+  start(): Promise<void> {
+    const { clock, heartbeatIntervalMs } = this.options;
+    this.timer = clock.setInterval(() => void this.refresh(), heartbeatIntervalMs);
+    return this.refresh();
   }
 
-  get inFlight(): Promise<void> {
+  /** No more refreshes; waits for one in flight, which would otherwise write the registry row back after it is deleted. */
+  async stop(): Promise<void> {
+    this.options.clock.clearInterval(this.timer);
+    await this.refreshing;
+  }
+
+  /** Registers the worker and re-reads the policies. */
+  private refresh(): Promise<void> {
+    this.refreshing = this.load();
     return this.refreshing;
   }
 

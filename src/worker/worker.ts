@@ -66,10 +66,8 @@ export class Worker extends Emitter<WorkerEvents> {
   private readonly executor: Executor;
   private readonly sweeper: RecoverySweeper;
   private state: WorkerState = 'idle';
-  private registrationTimer: ReturnType<ResolvedWorkerOptions['clock']['setInterval']> = undefined;
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
-  private idleWaiters: (() => void)[] = [];
 
   constructor(options: WorkerOptions) {
     super();
@@ -94,7 +92,6 @@ export class Worker extends Emitter<WorkerEvents> {
       write: (outcome, execution) => this.writer.enqueue(outcome, execution),
       slotFreed: (forgotten) => this.slotFreed(forgotten),
       nothingToWrite: () => this.claims.request(),
-      idle: () => this.idleWaiters.splice(0).forEach((resolve) => resolve()),
     });
     this.sweeper = new RecoverySweeper(store, clock, events, o);
   }
@@ -123,12 +120,10 @@ export class Worker extends Emitter<WorkerEvents> {
   start(): this {
     if (this.state !== 'idle') throw new InvalidStateError(`worker ${this.workerId} cannot start: it is ${this.state}`);
     this.state = 'running';
-    const { clock, heartbeatIntervalMs } = this.options;
     this.unsubscribe = this.options.store.subscribe((event) => this.onStoreEvent(event));
     this.leases.start();
-    this.registrationTimer = clock.setInterval(() => void this.policies.refresh(), heartbeatIntervalMs);
     // Claims wait for the first policy read, so that an operator's settings apply from the first claim.
-    this.claims.start(this.policies.refresh().then(() => this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch)));
+    this.claims.start(this.policies.start().then(() => this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch)));
     this.sweeper.start();
     return this;
   }
@@ -187,18 +182,6 @@ export class Worker extends Emitter<WorkerEvents> {
     }
   }
 
-  private waitForHandlers(timeoutMs: number): Promise<boolean> {
-    if (this.table.runningHandlers === 0) return Promise.resolve(true);
-    const { clock } = this.options;
-    return new Promise((resolve) => {
-      const timer = clock.setTimeout(() => resolve(false), timeoutMs);
-      this.idleWaiters.push(() => {
-        clock.clearTimeout(timer);
-        resolve(true);
-      });
-    });
-  }
-
   private async shutdown(): Promise<void> {
     if (this.state === 'running') this.state = 'stopping';
     this.emit('stopping', { workerId: this.workerId, active: this.table.runningHandlers, buffered: this.table.waiting });
@@ -211,12 +194,7 @@ export class Worker extends Emitter<WorkerEvents> {
       writer: this.writer,
       leases: this.leases,
       releaseWaiting: () => this.releaseWaiting(),
-      waitForHandlers: (ms) => this.waitForHandlers(ms),
-      stopRegistration: async () => {
-        this.options.clock.clearInterval(this.registrationTimer);
-        // A refresh still in flight would write the row back after we delete it.
-        await this.policies.inFlight;
-      },
+      policies: this.policies,
       onError: (operation, error) => this.announcer.emit('error', { operation, error }),
     });
     this.state = 'stopped';
