@@ -20,20 +20,10 @@ import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
+import { FAST_WORKER } from '../helpers/worker-options.js';
 
-export const FAST: Partial<WorkerOptions> = {
-  pollIntervalMs: 20,
-  heartbeatIntervalMs: 50,
-  leaseMs: 2000,
-  recoveryIntervalMs: 100,
-  cancelCheckIntervalMs: 0,
-  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 },
-  shutdownGraceMs: 2000,
-  shutdownAbortWaitMs: 1000,
-  globalConcurrency: 1000,
-  typeConcurrency: 1000,
-  logger: false,
-};
+/** Shorter leases and heartbeats than the other suites: these tests watch renewals and expiries. */
+export const FAST: Partial<WorkerOptions> = { ...FAST_WORKER, heartbeatIntervalMs: 50, leaseMs: 2000 };
 
 /** Generous: a loaded CI machine (or the lead's full run on two cores) must not turn slowness into a failure. */
 export const SETTLE_MS = 30_000;

@@ -15,20 +15,10 @@ import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
+import { FAST_WORKER } from '../helpers/worker-options.js';
 
-const FAST: Partial<WorkerOptions> = {
-  pollIntervalMs: 20,
-  heartbeatIntervalMs: 100,
-  leaseMs: 5000,
-  recoveryIntervalMs: 0,
-  cancelCheckIntervalMs: 0,
-  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 },
-  shutdownGraceMs: 2000,
-  shutdownAbortWaitMs: 1000,
-  globalConcurrency: 1000,
-  typeConcurrency: 1000,
-  logger: false,
-};
+/** No sweep here: these tests watch what the worker itself writes. */
+const FAST: Partial<WorkerOptions> = { ...FAST_WORKER, recoveryIntervalMs: 0 };
 
 export function runOutcomeSuite(factory: StoreFactory): void {
   describe(`worker outcomes on ${factory.dialect}`, () => {

@@ -16,20 +16,9 @@ import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
+import { FAST_WORKER } from '../helpers/worker-options.js';
 
-const FAST: Partial<WorkerOptions> = {
-  pollIntervalMs: 20,
-  heartbeatIntervalMs: 100,
-  leaseMs: 5000,
-  recoveryIntervalMs: 100,
-  cancelCheckIntervalMs: 0,
-  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 },
-  shutdownGraceMs: 2000,
-  shutdownAbortWaitMs: 1000,
-  globalConcurrency: 1000,
-  typeConcurrency: 1000,
-  logger: false,
-};
+const FAST = FAST_WORKER;
 
 /** A gate a handler waits on until the test opens it. */
 function gate(): { promise: Promise<void>; open: () => void } {
