@@ -21,7 +21,7 @@ import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core
 import { cutPage, windowCursor } from './time-window.js';
 import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
-import { prepareTask, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
+import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
 export interface ClientOptions {
   store: Store;
@@ -44,6 +44,8 @@ export interface ListOptions extends ScopeOption {
   taskType?: string;
   status?: TaskStatus | readonly TaskStatus[];
   owner?: string;
+  /** Exact idempotency key, any task type (a search, not a prefix match). */
+  idempotencyKey?: string;
   /** 1–1000. Default 50. */
   limit?: number;
   cursor?: string;
@@ -144,12 +146,14 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit must be an integer from 1 to 1000', 'limit');
     const status = options.status === undefined ? null : typeof options.status === 'string' ? [options.status] : options.status;
     for (const s of status ?? []) if (!isTaskStatus(s)) throw new ValidationError(`unknown status ${String(s)}`, 'status');
+    checkOptionalString('list', 'idempotencyKey', options.idempotencyKey, STRING_LIMITS.idempotencyKey);
     const window = { createdAfter: options.createdAfter, createdBefore: options.createdBefore };
     const page = await this.store.listTasks({
       scope: options.scope ?? Scope.global(),
       taskType: options.taskType ?? null,
       status,
       owner: options.owner ?? null,
+      idempotencyKey: options.idempotencyKey ?? null,
       limit,
       cursor: windowCursor(options.cursor ?? null, window),
     });

@@ -53,7 +53,7 @@ const REQUEST_KEYS = keysOf<SubmitRequest>({
   traceId: true,
 });
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
-const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128 } as const;
+export const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128 } as const;
 
 /**
  * Synchronous unless the type has a schema (a Standard Schema may validate
@@ -134,7 +134,7 @@ function checkDate(label: string, field: string, value: unknown): void {
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new ValidationError(`${label}: ${field} must be a valid Date`, field);
 }
 
-function checkOptionalString(label: string, field: string, value: unknown, max: number): void {
+export function checkOptionalString(label: string, field: string, value: unknown, max: number): void {
   if (value === undefined) return;
   if (typeof value !== 'string' || value.length === 0 || value.length > max) {
     throw new ValidationError(`${label}: ${field} must be a string of 1 to ${max} characters`, field);

@@ -70,6 +70,7 @@ export const listQuery = {
     type: text(200),
     status: statusList,
     owner: text(255),
+    idempotencyKey: text(255),
     createdAfter: dateTime,
     createdBefore: dateTime,
     limit: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },

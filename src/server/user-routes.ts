@@ -78,6 +78,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
           type?: string;
           status?: string;
           owner?: string;
+          idempotencyKey?: string;
           createdAfter?: string;
           createdBefore?: string;
           limit: number;
@@ -90,6 +91,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
           ...(q.type ? { taskType: q.type } : {}),
           ...(q.status ? { status: q.status.split(',') as TaskStatus[] } : {}),
           ...(q.owner ? { owner: q.owner } : {}),
+          ...(q.idempotencyKey ? { idempotencyKey: q.idempotencyKey } : {}),
           ...(q.cursor ? { cursor: q.cursor } : {}),
           ...(q.createdAfter ? { createdAfter: new Date(q.createdAfter) } : {}),
           ...(q.createdBefore ? { createdBefore: new Date(q.createdBefore) } : {}),

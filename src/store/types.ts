@@ -190,6 +190,8 @@ export interface ListTasksParams {
   taskType?: string | null;
   status?: readonly TaskStatus[] | null;
   owner?: string | null;
+  /** Exact match on the idempotency key (any task type). */
+  idempotencyKey?: string | null;
   limit: number;
   cursor?: string | null;
 }

@@ -109,6 +109,10 @@ export function cliSuite(target: CliTarget): void {
       const again = await tl(['submit', 'cli.echo', '{}', '--idempotency-key', 'k1', '--json']);
       expect(again.json()).toMatchObject({ id: first, created: false });
       expect((await tl(['submit', 'cli.echo', '{}', '--idempotency-key', 'k1'])).stdout).toContain('already exists');
+      const other = await submit('cli.echo', {}, '--idempotency-key', 'k10');
+      const found = (await tl(['list', '--idempotency-key', 'k1', '--json'])).json<{ tasks: Task[] }>().tasks;
+      expect(found.map((t) => t.id)).toEqual([first]);
+      expect((await tl(['list', '--idempotency-key', 'k10', '--json'])).json<{ tasks: Task[] }>().tasks.map((t) => t.id)).toEqual([other]);
     });
 
     it('lists with filters and pages with the cursor', async () => {

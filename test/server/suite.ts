@@ -126,6 +126,22 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(second.body.nextCursor).toBeNull();
     });
 
+    it("finds a user's own task by idempotency key, never another owner's with the same key", async () => {
+      const key = `search-${Date.now()}`;
+      const own = await running.call('POST', '/api/v1/tasks', {
+        as: 'alice',
+        body: { type: 'test.idle', payload: {}, idempotencyKey: key, delayMs: 3_600_000 },
+      });
+      const bobs = await running.server.client.submit('test.idle', {}, { owner: 'bob', idempotencyKey: key, delayMs: 3_600_000 });
+      const found = await running.call('GET', `/api/v1/tasks?idempotencyKey=${encodeURIComponent(key)}`, { as: 'alice' });
+      expect(found.status).toBe(200);
+      expect(found.body.tasks.map((t: { id: string }) => t.id)).toEqual([own.body.task.id]);
+      const admin = await running.call('GET', `/api/v1/tasks?idempotencyKey=${encodeURIComponent(key)}`, { as: 'admin' });
+      expect(admin.body.tasks.map((t: { id: string }) => t.id).sort()).toEqual([own.body.task.id, bobs.task.id].sort());
+      const empty = await running.call('GET', '/api/v1/tasks?idempotencyKey=', { as: 'alice' });
+      expect(empty.status).toBe(400);
+    });
+
     it('answers a wrong transition with 409 and the one error shape', async () => {
       const id = await aliceTask(running);
       await running.call('POST', `/api/v1/tasks/${id}/cancel`, { as: 'alice' });

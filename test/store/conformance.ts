@@ -120,6 +120,21 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(running.tasks).toEqual([]);
     });
 
+    it('finds tasks by exact idempotency key across types, inside the scope only', async () => {
+      const alpha = await insert({ idempotencyKey: 'order-7', owner: 'alice' });
+      const beta = await insert({ idempotencyKey: 'order-7', owner: 'alice', taskType: 'beta' });
+      const bobs = await insert({ idempotencyKey: 'order-7', owner: 'bob' });
+      await insert({ idempotencyKey: 'order-70', owner: 'alice' });
+      await insert({ owner: 'alice' });
+      const all = await store.listTasks({ scope: G, limit: 10, idempotencyKey: 'order-7' });
+      expect(all.tasks.map((t) => t.id)).toEqual([bobs.id, beta.id, alpha.id]);
+      const alices = await store.listTasks({ scope: Scope.owner('alice'), limit: 10, idempotencyKey: 'order-7' });
+      expect(alices.tasks.map((t) => t.id)).toEqual([beta.id, alpha.id]);
+      const narrowed = await store.listTasks({ scope: G, limit: 10, idempotencyKey: 'order-7', taskType: 'beta' });
+      expect(narrowed.tasks.map((t) => t.id)).toEqual([beta.id]);
+      expect((await store.listTasks({ scope: G, limit: 10, idempotencyKey: 'order' })).tasks).toEqual([]);
+    });
+
     it('claims by priority desc, then available_at, then create time', async () => {
       const past = new Date((await store.now()).getTime() - 60_000);
       const low = await insert({ priority: 0 });

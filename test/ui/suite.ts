@@ -3,6 +3,7 @@
  * scenarios on every database (sqlite.test.ts, postgres.test.ts). Every page
  * is screenshot into test/ui/screenshots/.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,6 +90,30 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await page.locator('h1 .badge', { hasText: 'CANCELLED' }).waitFor({ timeout: 15_000 });
       expect((await client.get(task.id))?.status).toBe('CANCELLED');
       expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(0);
+      await context.close();
+    });
+
+    it('one search box: an idempotency key lists its tasks (even a key shaped like an id), a task id opens the task', async () => {
+      const client = rig.server.client;
+      const idShapedKey = randomUUID();
+      const { task: keyed } = await client.submit('ui.quick', {}, { idempotencyKey: idShapedKey, delayMs: 3_600_000 });
+      const { task: plain } = await client.submit('ui.quick', {}, { idempotencyKey: 'invoice-1', delayMs: 3_600_000 });
+      await client.submit('ui.quick', {}, { idempotencyKey: 'invoice-10', delayMs: 3_600_000 });
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks`);
+      const search = page.getByLabel('Search by task id or idempotency key');
+      const listedIds = () => page.locator('tbody tr[data-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-id')));
+      await search.fill('invoice-1');
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.waitForURL(/idempotencyKey=invoice-1$/);
+      await waitFor(async () => JSON.stringify(await listedIds()) === JSON.stringify([plain.id]), 'only the invoice-1 task listed');
+      await search.fill(idShapedKey);
+      await page.getByRole('button', { name: 'Search' }).click();
+      await waitFor(async () => JSON.stringify(await listedIds()) === JSON.stringify([keyed.id]), 'the task with the id-shaped key listed');
+      await search.fill(plain.id);
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.waitForURL(new RegExp(`#/tasks/${plain.id}$`));
+      await page.getByRole('heading', { name: /ui\.quick/ }).waitFor();
       await context.close();
     });
 

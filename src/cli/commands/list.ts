@@ -8,6 +8,7 @@ interface ListFlags {
   type?: string;
   status?: string[];
   owner?: string;
+  idempotencyKey?: string;
   limit: number;
   cursor?: string;
 }
@@ -20,6 +21,7 @@ export const listCommand: CliCommand = {
       .option('-t, --type <type>', 'only this task type', nonEmpty)
       .option('-s, --status <status...>', 'only these statuses (QUEUED RUNNING RETRY_WAIT PAUSED CANCEL_REQUESTED CANCELLED SUCCESS PARTIAL_SUCCESS FAILED)')
       .option('--owner <owner>', 'only tasks of this owner', nonEmpty)
+      .option('--idempotency-key <key>', 'only tasks with exactly this idempotency key', nonEmpty)
       .option('-n, --limit <n>', 'page size, 1–1000', integer(1, 1000), 50)
       .option('--cursor <cursor>', 'the next-page cursor a previous list printed', nonEmpty)
       .action(
@@ -31,6 +33,7 @@ export const listCommand: CliCommand = {
             ...(flags.type ? { taskType: flags.type } : {}),
             ...(statuses ? { status: statuses } : {}),
             ...(flags.owner ? { owner: flags.owner } : {}),
+            ...(flags.idempotencyKey ? { idempotencyKey: flags.idempotencyKey } : {}),
             ...(flags.cursor ? { cursor: flags.cursor } : {}),
           });
           ctx.output.result(page, () => {

@@ -37,6 +37,7 @@ export async function listTasks(db: MysqlDatabase, conn: Conn, params: ListTasks
   const where = new Where().scope(params.scope);
   if (params.owner != null) where.add('owner = ?', params.owner);
   if (params.taskType != null) where.add('task_type = ?', params.taskType);
+  if (params.idempotencyKey != null) where.add('idempotency_key = ?', params.idempotencyKey);
   if (params.status && params.status.length > 0) where.add('status IN (?)', [...params.status]);
   if (params.cursor != null) where.add('id < ?', params.cursor);
   const limit = Math.max(0, Math.floor(params.limit));

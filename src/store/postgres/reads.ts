@@ -43,6 +43,7 @@ export async function listTasks(ctx: PgContext, params: ListTasksParams): Promis
   const where = new Where().scope(params.scope);
   if (params.owner != null) where.add((p) => `owner = ${p}`, params.owner);
   if (params.taskType != null) where.add((p) => `task_type = ${p}`, params.taskType);
+  if (params.idempotencyKey != null) where.add((p) => `idempotency_key = ${p}`, params.idempotencyKey);
   if (params.status && params.status.length > 0) where.add((p) => `status = ANY(${p}::text[])`, [...params.status]);
   if (params.cursor != null) where.add((p) => `id < ${p}`, params.cursor);
   const limit = where.next(params.limit + 1);

@@ -24,6 +24,7 @@ export function listTasks(db: Db, params: ListTasksParams): TaskPage {
     .optional('owner = ?', scopeOwner(params.scope))
     .optional('owner = ?', params.owner)
     .optional('task_type = ?', params.taskType)
+    .optional('idempotency_key = ?', params.idempotencyKey)
     .optional('id < ?', params.cursor);
   if (params.status && params.status.length > 0) where.in('status', params.status);
   const rows = statement(db, `SELECT * FROM system_async_task ${where} ORDER BY id DESC LIMIT ?`).all(...where.values, params.limit + 1) as Row[];

@@ -1,9 +1,9 @@
 /**
  * Tasks: filter by type, status, owner (operators) and creation time, page
- * with the API's cursor, and open one by id. The filters live in the URL
+ * with the API's cursor, and search by id or idempotency key. The filters live in the URL
  * (#/tasks?type=…&status=…), so a filtered view can be linked and reloaded.
  */
-import { api, isOperator, STATUSES, type Task } from '../api.js';
+import { api, ApiError, isOperator, STATUSES, type Task } from '../api.js';
 import { clear, every, h, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
 
@@ -24,6 +24,54 @@ const toIso = (local: string): string => (local ? new Date(local).toISOString() 
 const toLocal = (iso: string | null): string =>
   iso ? new Date(new Date(iso).getTime() - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16) : '';
 
+/** Whether a task with this id is visible to us (a key may look like an id, too). */
+async function taskExists(id: string): Promise<boolean> {
+  try {
+    await api('GET', `/api/v1/tasks/${id}`);
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return false;
+    throw error;
+  }
+}
+
+/**
+ * One box for an id or an idempotency key: an id of a visible task opens it;
+ * anything else filters the list by key (keys are free text, UUIDs included).
+ * An empty search drops the key filter.
+ */
+function searchForm(params: URLSearchParams): HTMLElement {
+  const search = h('input', {
+    name: 'search',
+    type: 'search',
+    value: params.get('idempotencyKey') ?? '',
+    placeholder: 'task id or idempotency key',
+    'aria-label': 'Search by task id or idempotency key',
+    maxlength: 255,
+  });
+  const form = h(
+    'form',
+    { class: 'inline', role: 'search', 'aria-label': 'Find a task' },
+    search,
+    h('button', { type: 'submit', class: 'secondary' }, 'Search'),
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const text = search.value.trim();
+    void (async () => {
+      if (UUID.test(text) && (await taskExists(text))) {
+        location.hash = `#/tasks/${text}`;
+        return;
+      }
+      const next = new URLSearchParams(params);
+      if (text) next.set('idempotencyKey', text);
+      else next.delete('idempotencyKey');
+      location.hash = `#/tasks?${next}`;
+    })();
+  });
+  return form;
+}
+
 export const tasksPage: Page = (root, { me, params }) => {
   const type = h('input', { name: 'type', value: params.get('type') ?? '', placeholder: 'any type' });
   const status = h(
@@ -35,7 +83,6 @@ export const tasksPage: Page = (root, { me, params }) => {
   const owner = h('input', { name: 'owner', value: params.get('owner') ?? '', placeholder: 'any owner' });
   const after = h('input', { name: 'createdAfter', type: 'datetime-local', value: toLocal(params.get('createdAfter')) });
   const before = h('input', { name: 'createdBefore', type: 'datetime-local', value: toLocal(params.get('createdBefore')) });
-  const search = h('input', { name: 'id', placeholder: 'task id', 'aria-label': 'Open a task by id' });
   const filters = h(
     'form',
     { class: 'card filters', role: 'search' },
@@ -57,19 +104,10 @@ export const tasksPage: Page = (root, { me, params }) => {
     set('owner', isOperator(me) ? owner.value : '');
     set('createdAfter', toIso(after.value));
     set('createdBefore', toIso(before.value));
+    set('idempotencyKey', params.get('idempotencyKey') ?? '');
     location.hash = `#/tasks?${next}`;
   });
-  const open = h('form', { class: 'inline' }, search, h('button', { type: 'submit', class: 'secondary' }, 'Open'));
-  open.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const id = search.value.trim();
-    if (UUID.test(id)) location.hash = `#/tasks/${id}`;
-    else {
-      search.setCustomValidity('a task id is a UUID');
-      search.reportValidity();
-    }
-  });
-  search.addEventListener('input', () => search.setCustomValidity(''));
+  const open = searchForm(params);
 
   const body = h('tbody');
   const pager = h('nav', { class: 'row pager', 'aria-label': 'Pages of tasks' });
