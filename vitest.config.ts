@@ -3,6 +3,8 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The server serves the dashboard from dist/ui: built first when stale.
+    globalSetup: ['test/ui/build-ui.ts'],
     // The fault suite's slow cases run under vitest.faults.config.ts (npm run test:faults); its fast subset
     // (test/faults/*.fast.test.ts) runs here. test/faults/pending/ waits for the store fixes it names.
     exclude: [...configDefaults.exclude, 'test/faults/**/*.slow.test.ts', 'test/faults/pending/**'],

@@ -19,7 +19,10 @@ export class WorkerProcess {
   private failure: Error | null = null;
   private failureListeners: Array<(error: Error) => void> = [];
 
-  private constructor(private readonly child: ChildProcess, readonly label: string) {
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly label: string,
+  ) {
     this.finalStats = new Promise((resolve, reject) => {
       this.resolveFinal = resolve;
       this.failureListeners.push(reject);

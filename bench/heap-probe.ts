@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteStore, createClient, createWorker, defineTask } from '../src/index.js';
+import { createClient, createWorker, defineTask } from '../src/index.js';
+import { SqliteStore } from '../src/sqlite.js';
 const dir = mkdtempSync(join(tmpdir(), 'tasklease-heap-'));
 const store = new SqliteStore({ path: join(dir, 'db.sqlite') });
 await store.migrate();
@@ -14,8 +15,11 @@ const t = defineTask({ type: 'noop', execute: () => undefined });
 const client = createClient({ store, tasks: [t] });
 const worker = createWorker({ store, tasks: [t], concurrency: 10, prefetch: 500, globalConcurrency: 1e6, typeConcurrency: 1e6, recoveryIntervalMs: 0 });
 let done = 0;
-let target = 0; let wake = () => {};
-worker.on('completed', () => { if (++done === target) wake(); });
+let target = 0;
+let wake = () => {};
+worker.on('completed', () => {
+  if (++done === target) wake();
+});
 worker.start();
 for (let round = 1; round <= 6; round++) {
   target = round * 50000;
@@ -26,5 +30,6 @@ for (let round = 1; round <= 6; round++) {
   const m = process.memoryUsage();
   console.log(`${target} done: heapUsed ${(m.heapUsed / 1e6).toFixed(1)} MB rss ${(m.rss / 1e6).toFixed(1)} MB`);
 }
-await worker.stop(); await store.close();
+await worker.stop();
+await store.close();
 rmSync(dir, { recursive: true, force: true });

@@ -60,9 +60,7 @@ interface Counters {
 }
 
 async function serverCounters(admin: mysql.Connection): Promise<Counters> {
-  const [rows] = await admin.query(
-    "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_commit', 'Handler_commit', 'Innodb_data_fsyncs')",
-  );
+  const [rows] = await admin.query("SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_commit', 'Handler_commit', 'Innodb_data_fsyncs')");
   const map = new Map((rows as { Variable_name: string; Value: string }[]).map((r) => [r.Variable_name, Number(r.Value)]));
   // Handler_commit counts autocommitted statements too (Com_commit only explicit COMMITs).
   return { questions: map.get('Questions') ?? 0, commits: map.get('Handler_commit') ?? 0, fsyncs: map.get('Innodb_data_fsyncs') ?? 0 };
@@ -85,7 +83,12 @@ class StatementTrace {
         this.roundTrips += 1;
         if (!this.detail) return;
         const sql = String((context as { query?: unknown }).query ?? '');
-        const shape = sql.replace(/\s+/g, ' ').replace(/'[^']*'/g, '?').replace(/\b\d+(\.\d+)?\b/g, 'N').replace(/(\?, ?|N, ?)+/g, '…').slice(0, 110);
+        const shape = sql
+          .replace(/\s+/g, ' ')
+          .replace(/'[^']*'/g, '?')
+          .replace(/\b\d+(\.\d+)?\b/g, 'N')
+          .replace(/(\?, ?|N, ?)+/g, '…')
+          .slice(0, 110);
         const entry = this.shapes.get(shape) ?? { count: 0, ms: 0 };
         entry.count += 1;
         entry.ms += performance.now() - at;
@@ -109,7 +112,9 @@ class StatementTrace {
     if (!this.detail) return;
     const sorted = [...this.shapes.entries()].sort((a, b) => b[1].ms - a[1].ms);
     for (const [shape, { count, ms }] of sorted.slice(0, 20)) {
-      console.log(`  ${ms.toFixed(0).padStart(7)} ms ${String(count).padStart(6)}× ${(ms / count).toFixed(2).padStart(6)} ms ${(count / n).toFixed(3)}/task  ${shape}`);
+      console.log(
+        `  ${ms.toFixed(0).padStart(7)} ms ${String(count).padStart(6)}× ${(ms / count).toFixed(2).padStart(6)} ms ${(count / n).toFixed(3)}/task  ${shape}`,
+      );
     }
   }
 }
@@ -132,9 +137,7 @@ async function probe(admin: mysql.Connection, args: Args, run: Run, trace: State
     let completed = 0;
     const worker = createWorker({
       store,
-      tasks: [
-        defineTask({ type: TASK_TYPE, execute: () => undefined }),
-      ],
+      tasks: [defineTask({ type: TASK_TYPE, execute: () => undefined })],
       concurrency: args.concurrency,
       prefetch: run.prefetch,
       globalConcurrency: run.globalConcurrency,
@@ -187,7 +190,11 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const runs: Run[] = args.prefetch.map((prefetch) => ({ label: 'unlimited', prefetch, globalConcurrency: HIGH, typeConcurrency: HIGH }));
   if (args.limits) runs.push({ label: 'limits 20/5', prefetch: Math.max(...args.prefetch), globalConcurrency: 20, typeConcurrency: 5 });
-  console.log(`# load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}; server ${SERVER}`);
+  console.log(
+    `# load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ')}; server ${SERVER}`,
+  );
   const admin = await mysql.createConnection({ uri: SERVER });
   try {
     const trace = new StatementTrace(args.trace);

@@ -82,7 +82,9 @@ export function targets(lines: Line[], options: BenchOptions): string[] {
   const check = (label: string, value: number | undefined, goal: number, higherIsBetter: boolean, unit = '×'): void => {
     if (value === undefined || Number.isNaN(value)) return;
     const met = higherIsBetter ? value >= goal : value <= goal;
-    out.push(`- ${met ? 'met' : 'NOT met'}: ${label} = ${unit === '×' || unit === ' ms' ? value.toFixed(2) : Math.round(value)}${unit} (target ${higherIsBetter ? '≥' : '≤'} ${goal}${unit})`);
+    out.push(
+      `- ${met ? 'met' : 'NOT met'}: ${label} = ${unit === '×' || unit === ' ms' ? value.toFixed(2) : Math.round(value)}${unit} (target ${higherIsBetter ? '≥' : '≤'} ${goal}${unit})`,
+    );
   };
   const value = (system: string, workload: string, backlog?: number): number | undefined => find(lines, system, workload, backlog)?.value;
   const over = (a: number | undefined, b: number | undefined): number | undefined => (a !== undefined && b ? a / b : undefined);
@@ -129,14 +131,18 @@ export function writeResults(path: string, lines: Line[], info: RunInfo): void {
     '',
     `- load average (1 min) at start ${env.loadAverage.start}, at end ${env.loadAverage.end}: the machine is shared, so compare systems within one run`,
     `- ${env.machine.nproc} CPUs (${env.machine.cpu}), ${env.machine.memoryGiB} GiB memory, ${env.machine.os}`,
-    `- services on the same machine: ${Object.entries(env.services).map(([k, v]) => `${k} ${v}`).join(', ')}`,
-    `- packages: ${Object.entries(env.packages).map(([k, v]) => `${k} ${v}`).join(', ')}`,
+    `- services on the same machine: ${Object.entries(env.services)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+    `- packages: ${Object.entries(env.packages)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
     '',
     '## Results',
     '',
     table(lines, options),
     '',
-    '`*` stopped at its time limit (rate over the tasks done); `!` tasks left unfinished in the store after a complete drain (a bug); `[first 10k: …]` the rate over the first tasks of the large backlog, to separate the backlog\'s size from the volume processed.',
+    "`*` stopped at its time limit (rate over the tasks done); `!` tasks left unfinished in the store after a complete drain (a bug); `[first 10k: …]` the rate over the first tasks of the large backlog, to separate the backlog's size from the volume processed.",
     '',
     ...(goals.length > 0 ? ['## Targets (issue 4)', '', ...goals, ''] : []),
     '## Workloads and method',

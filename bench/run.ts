@@ -64,7 +64,12 @@ function parseOptions(): { options: BenchOptions; names: string[]; workloads: Wo
     return value;
   };
   const known = Object.keys(systems);
-  const names = values.systems ? values.systems.split(',').map((s) => s.trim()).filter(Boolean) : known;
+  const names = values.systems
+    ? values.systems
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
+    : known;
   for (const name of names) if (!known.includes(name)) throw new Error(`--systems: unknown system ${name} (known: ${known.join(', ')})`);
   const workloads = (values.workloads ? values.workloads.split(',').map((s) => s.trim()) : [...ALL_WORKLOADS]) as WorkloadName[];
   for (const name of workloads) if (!ALL_WORKLOADS.includes(name)) throw new Error(`--workloads: unknown workload ${name}`);
@@ -132,7 +137,8 @@ async function runSystem(adapter: SystemAdapter, options: BenchOptions, workload
   if (want('enqueue') || want('drain')) {
     await fresh(adapter, 'drain', async () => {
       const filled = await enqueue(adapter, options.n, options.batch);
-      if (want('enqueue')) emit({ system: name, workload: 'enqueue', value: round(filled.tasksPerSecond), unit: 'tasks/s', n: options.n, batch: options.batch });
+      if (want('enqueue'))
+        emit({ system: name, workload: 'enqueue', value: round(filled.tasksPerSecond), unit: 'tasks/s', n: options.n, batch: options.batch });
       if (!want('drain')) return;
       const result = await drain(adapter, options, { count: options.n, processes: 1, limits: null, timeoutMs: options.drainTimeoutMs });
       oneWorker = result.tasksPerSecond;

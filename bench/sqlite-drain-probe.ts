@@ -10,7 +10,8 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SqliteStore, createClient, createWorker, defineTask } from '../src/index.js';
+import { createClient, createWorker, defineTask } from '../src/index.js';
+import { SqliteStore } from '../src/sqlite.js';
 
 const file = join(tmpdir(), `sqlite_probe_${process.pid}.db`);
 const store = new SqliteStore({ path: file });
@@ -26,21 +27,41 @@ for (let i = 0; i < n; i += 1000) await client.submitMany(Array.from({ length: M
 
 const calls = { claims: 0, claimed: 0, writes: 0 };
 const claimTasks = store.claimTasks.bind(store);
-store.claimTasks = async (p) => { calls.claims++; const r = await claimTasks(p); calls.claimed += r.length; return r; };
+store.claimTasks = async (p) => {
+  calls.claims++;
+  const r = await claimTasks(p);
+  calls.claimed += r.length;
+  return r;
+};
 const finishAttempts = store.finishAttempts.bind(store);
-store.finishAttempts = async (p) => { calls.writes++; return finishAttempts(p); };
+store.finishAttempts = async (p) => {
+  calls.writes++;
+  return finishAttempts(p);
+};
 const worker = createWorker({ store, tasks: [task], concurrency: 10, prefetch: 500, globalConcurrency: 1e6, typeConcurrency: 1e6 });
 let done = 0;
-const drained = new Promise<void>((resolve) => worker.on('completed', () => { if (++done === n) resolve(); }));
+const drained = new Promise<void>((resolve) =>
+  worker.on('completed', () => {
+    if (++done === n) resolve();
+  }),
+);
 
 const session = new Session();
-if (process.env.PROF) { session.connect(); await session.post('Profiler.enable'); await session.post('Profiler.start'); }
-const cpu0 = process.cpuUsage(); const t0 = performance.now();
+if (process.env.PROF) {
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+}
+const cpu0 = process.cpuUsage();
+const t0 = performance.now();
 worker.start();
 await drained;
-const ms = performance.now() - t0; const cpu = process.cpuUsage(cpu0);
+const ms = performance.now() - t0;
+const cpu = process.cpuUsage(cpu0);
 if (process.env.PROF) writeFileSync(process.env.PROF, JSON.stringify((await session.post('Profiler.stop')).profile));
-console.log(`${n} drained in ${Math.round(ms)} ms = ${Math.round((n / ms) * 1000)}/s; CPU user ${Math.round(cpu.user / 1000)} ms, system ${Math.round(cpu.system / 1000)} ms; ${calls.claims} claims (${calls.claimed} rows), ${calls.writes} outcome writes`);
+console.log(
+  `${n} drained in ${Math.round(ms)} ms = ${Math.round((n / ms) * 1000)}/s; CPU user ${Math.round(cpu.user / 1000)} ms, system ${Math.round(cpu.system / 1000)} ms; ${calls.claims} claims (${calls.claimed} rows), ${calls.writes} outcome writes`,
+);
 await worker.stop();
 await store.close();
 for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });

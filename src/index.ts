@@ -1,3 +1,4 @@
+/** `tasklease`: tasks, client, worker, observability and openStore(url). */
 export * from './core/errors.js';
 export { TaskStatus, TRANSITIONS, canTransition, isTerminal, ALL_STATUSES, TERMINAL_STATUSES } from './core/status.js';
 export { Scope } from './core/scope.js';
@@ -6,9 +7,8 @@ export { retryDelayMs, DEFAULT_RETRY, type RetryOptions } from './core/retry.js'
 export type { StandardSchemaV1 } from './core/standard-schema.js';
 export { uuidv7 } from './core/ids.js';
 export type * from './store/types.js';
-export { SqliteStore, type SqliteStoreOptions } from './store/sqlite/store.js';
-export { PostgresStore, type PostgresStoreOptions } from './store/postgres/index.js';
-export { MysqlStore, type MysqlStoreOptions } from './store/mysql/store.js';
+// The stores live in their own entry points (tasklease/sqlite, tasklease/postgres,
+// tasklease/mysql): this one imports no database driver, nor any driver's types.
 export { openStore, dialectOfUrl, type OpenStoreOptions } from './store/open.js';
 export { defineTask, TaskResult, type TaskDefinition } from './core/definition.js';
 export type { TaskContext } from './core/context.js';

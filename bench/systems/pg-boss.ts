@@ -62,10 +62,9 @@ export function pgBoss(): SystemAdapter {
       await need().send(TASK_TYPE, payload);
     },
     async remaining() {
-      const rows = await pgQuery<{ n: number }>(
-        `select count(*)::int as n from ${quoteIdent(schema)}.job where name = $1 and state < 'completed'`,
-        [TASK_TYPE],
-      );
+      const rows = await pgQuery<{ n: number }>(`select count(*)::int as n from ${quoteIdent(schema)}.job where name = $1 and state < 'completed'`, [
+        TASK_TYPE,
+      ]);
       return rows[0]?.n ?? 0;
     },
     workerOptions(): Record<string, unknown> {

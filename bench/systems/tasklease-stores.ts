@@ -15,9 +15,7 @@ import { dropSchema, probePostgres } from './postgres.js';
 export type Dialect = 'postgres' | 'sqlite' | 'mysql';
 
 export type StoreSpec =
-  | { dialect: 'postgres'; connectionString: string; schema: string }
-  | { dialect: 'sqlite'; path: string }
-  | { dialect: 'mysql'; uri: string; database: string };
+  { dialect: 'postgres'; connectionString: string; schema: string } | { dialect: 'sqlite'; path: string } | { dialect: 'mysql'; uri: string; database: string };
 
 export function storeSpec(dialect: Dialect): StoreSpec {
   switch (dialect) {

@@ -79,8 +79,7 @@ export function tasklease(dialect: Dialect): SystemAdapter {
       return { ...options };
     },
     settings({ concurrency }) {
-      const where =
-        spec.dialect === 'postgres' ? `schema ${spec.schema}` : spec.dialect === 'mysql' ? `database ${spec.database}` : `file ${spec.path}`;
+      const where = spec.dialect === 'postgres' ? `schema ${spec.schema}` : spec.dialect === 'mysql' ? `database ${spec.database}` : `file ${spec.path}`;
       return {
         store: `${dialect} (${where}), created fresh per workload and dropped after`,
         concurrency: `createWorker({ concurrency: ${concurrency}, prefetch: ${PREFETCH} }); other worker options at their defaults (claimBatchSize, pollIntervalMs, leaseMs, heartbeat, recovery)`,
@@ -90,7 +89,7 @@ export function tasklease(dialect: Dialect): SystemAdapter {
           dialect === 'postgres'
             ? 'LISTEN/NOTIFY, poll as fallback'
             : dialect === 'sqlite'
-              ? 'workers in other processes watch the database\'s -wal file (fs.watch), poll as fallback'
+              ? "workers in other processes watch the database's -wal file (fs.watch), poll as fallback"
               : 'in-process bus only: a worker in another process finds new tasks by polling (pollIntervalMs)',
         'finished tasks': 'kept as SUCCESS rows (tasklease design)',
       };

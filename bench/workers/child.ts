@@ -92,7 +92,5 @@ async function main(spec: WorkerSpec, prepare: Prepare): Promise<void> {
 }
 
 function fail(error: unknown): void {
-  void send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) }).then(() =>
-    process.exit(1),
-  );
+  void send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) }).then(() => process.exit(1));
 }

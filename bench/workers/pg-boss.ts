@@ -18,13 +18,9 @@ runChild(async (spec, onTask) => {
   return {
     async start() {
       for (let slot = 0; slot < spec.concurrency; slot += 1) {
-        await boss.work(
-          TASK_TYPE,
-          { batchSize: options.batchSize, pollingIntervalSeconds: options.pollingIntervalSeconds },
-          async (jobs) => {
-            for (const job of jobs) onTask(job.data);
-          },
-        );
+        await boss.work(TASK_TYPE, { batchSize: options.batchSize, pollingIntervalSeconds: options.pollingIntervalSeconds }, async (jobs) => {
+          for (const job of jobs) onTask(job.data);
+        });
       }
     },
     async stop() {

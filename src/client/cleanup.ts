@@ -2,6 +2,7 @@
  * Retention cleanup: terminal tasks finished before a cut-off are deleted in
  * batches with their attempts and failures (dead letters archived first).
  * Safe while workers run: only terminal rows are touched, re-checked at delete.
+ * The cut-off and batch loop are shared with the dead-letter clean.
  */
 import { ValidationError } from '../core/errors.js';
 import type { PurgeResult, Store } from '../store/types.js';
@@ -15,31 +16,68 @@ export interface CleanupOptions {
   batchSize?: number;
   /** Stop after this many batches (a bounded run); default: until nothing is left. */
   maxBatches?: number;
+  /** Called after each batch with the running totals (progress bars). */
+  onBatch?: (total: PurgeResult) => void;
 }
 
 export async function cleanup(store: Store, options: CleanupOptions): Promise<PurgeResult> {
-  const { retentionDays, finishedBefore } = options ?? {};
-  if ((retentionDays === undefined) === (finishedBefore === undefined)) {
-    throw new ValidationError('cleanup needs exactly one of retentionDays or finishedBefore', 'retentionDays');
-  }
-  if (retentionDays !== undefined && (typeof retentionDays !== 'number' || !Number.isFinite(retentionDays) || retentionDays < 1)) {
-    throw new ValidationError(`retentionDays must be at least 1, got ${String(retentionDays)}: a retention of 0 would delete tasks that just finished`, 'retentionDays');
-  }
-  if (finishedBefore !== undefined && (!(finishedBefore instanceof Date) || Number.isNaN(finishedBefore.getTime()))) {
-    throw new ValidationError('finishedBefore must be a valid Date', 'finishedBefore');
-  }
-  const batchSize = options.batchSize ?? 500;
-  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) throw new ValidationError('batchSize must be an integer from 1 to 10000', 'batchSize');
-  const maxBatches = options.maxBatches ?? Infinity;
-  const cutoff = finishedBefore ?? new Date((await store.now()).getTime() - retentionDays! * 86_400_000);
+  const cutoff = await retentionCutoff(store, options?.retentionDays, options?.finishedBefore, {
+    name: 'cleanup',
+    before: 'finishedBefore',
+    minDays: 1,
+    why: 'a retention of 0 would delete tasks that just finished',
+  });
   const total: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
-  for (let batch = 0; batch < maxBatches; batch++) {
+  await inBatches(options, async (batchSize) => {
     const result = await store.purgeTerminalTasks({ finishedBefore: cutoff, batchSize });
     total.tasks += result.tasks;
     total.attempts += result.attempts;
     total.failures += result.failures;
     total.deadLettersArchived += result.deadLettersArchived;
-    if (result.tasks < batchSize) break;
-  }
+    options.onBatch?.({ ...total });
+    return result.tasks;
+  });
   return total;
+}
+
+/**
+ * The cut-off of a retention: `retentionDays` before the database clock, or a
+ * Date given under the name `rule.before` — exactly one of the two.
+ */
+export async function retentionCutoff(
+  store: Store,
+  retentionDays: number | undefined,
+  before: Date | undefined,
+  rule: { name: string; before: string; minDays: number; why: string },
+): Promise<Date> {
+  if ((retentionDays === undefined) === (before === undefined)) {
+    throw new ValidationError(`${rule.name} needs exactly one of retentionDays or ${rule.before}`, 'retentionDays');
+  }
+  if (retentionDays !== undefined && (typeof retentionDays !== 'number' || !Number.isFinite(retentionDays) || retentionDays < rule.minDays)) {
+    throw new ValidationError(`retentionDays must be at least ${rule.minDays}, got ${String(retentionDays)}: ${rule.why}`, 'retentionDays');
+  }
+  if (before !== undefined) {
+    if (!(before instanceof Date) || Number.isNaN(before.getTime())) throw new ValidationError(`${rule.before} must be a valid Date`, rule.before);
+    return before;
+  }
+  return new Date((await store.now()).getTime() - retentionDays! * 86_400_000);
+}
+
+/**
+ * Runs `batch` (which answers how many rows it handled) until a batch comes
+ * back short or `maxBatches` ran; returns how many batches ran.
+ */
+export async function inBatches(options: { batchSize?: number; maxBatches?: number }, batch: (batchSize: number) => Promise<number>): Promise<number> {
+  const batchSize = options.batchSize ?? 500;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000)
+    throw new ValidationError('batchSize must be an integer from 1 to 10000', 'batchSize');
+  const maxBatches = options.maxBatches ?? Infinity;
+  if (maxBatches !== Infinity && (!Number.isInteger(maxBatches) || maxBatches < 1))
+    throw new ValidationError('maxBatches must be a positive integer', 'maxBatches');
+  let batches = 0;
+  while (batches < maxBatches) {
+    batches += 1;
+    if ((await batch(batchSize)) < batchSize) break;
+  }
+  return batches;
 }

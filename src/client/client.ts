@@ -11,14 +11,17 @@ import type { NewTask, Task } from '../core/task.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import { InvalidOptionsError } from '../core/errors.js';
 import { Emitter } from '../core/emitter.js';
-import type { AttemptRecord, FailureRow, InsertTaskResult, PurgeResult, Store, TaskPage } from '../store/types.js';
+import type { AttemptRecord, FailureRow, InsertTaskResult, PurgeResult, Store, TaskPage, WorkerRecord } from '../store/types.js';
 import { analyze, type Analysis } from './analyze.js';
 import { cleanup, type CleanupOptions } from './cleanup.js';
 import { checkIds, DeadLetterApi } from './dead-letters.js';
 import { diagnose, type Diagnosis } from './diagnose.js';
 import { GLOBAL_POLICY_KEY, PolicyApi, typePolicyKey } from './policies.js';
 import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core/definition.js';
-import { prepareTask, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
+import { cutPage, windowCursor } from './time-window.js';
+import { clusterStats, type ClusterStats } from './stats.js';
+import { TokenApi } from './tokens.js';
+import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
 export interface ClientOptions {
   store: Store;
@@ -41,9 +44,15 @@ export interface ListOptions extends ScopeOption {
   taskType?: string;
   status?: TaskStatus | readonly TaskStatus[];
   owner?: string;
+  /** Exact idempotency key, any task type (a search, not a prefix match). */
+  idempotencyKey?: string;
   /** 1–1000. Default 50. */
   limit?: number;
   cursor?: string;
+  /** Created at or after this time (the submitter's clock, see time-window.ts). */
+  createdAfter?: Date;
+  /** Created before this time. */
+  createdBefore?: Date;
 }
 
 export type CancelOutcome = 'CANCELLED' | 'CANCEL_REQUESTED';
@@ -78,6 +87,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly policies: PolicyApi;
   /** The dead-letter queue: list, size, replay, archive. */
   readonly deadLetters: DeadLetterApi;
+  /** API tokens of the HTTP server: create (secret shown once), list, revoke, verify. */
+  readonly tokens: TokenApi;
 
   constructor(options: ClientOptions) {
     super();
@@ -93,14 +104,11 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     checkInteger('Client', 'typeConcurrency', this.defaultLimits.typeConcurrency, { min: 1 });
     this.policies = new PolicyApi(this.store);
     this.deadLetters = new DeadLetterApi(this.store);
+    this.tokens = new TokenApi(this.store);
   }
 
   /** Submits one task. Resolves once it has committed (or, with `transaction`, once it is in the caller's transaction). */
-  async submit<P>(
-    type: TaskDefinition<P> | string,
-    payload: P,
-    options: SubmitOptions & SubmitManyOptions = {},
-  ): Promise<InsertTaskResult> {
+  async submit<P>(type: TaskDefinition<P> | string, payload: P, options: SubmitOptions & SubmitManyOptions = {}): Promise<InsertTaskResult> {
     const { transaction, ...rest } = options;
     const [result] = await this.submitMany([{ ...rest, type: typeof type === 'string' ? type : type.type, payload }], { transaction });
     return result!;
@@ -110,6 +118,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   async submitMany(requests: readonly SubmitRequest[], options: SubmitManyOptions = {}): Promise<InsertTaskResult[]> {
     if (!Array.isArray(requests)) throw new ValidationError('submitMany takes an array of requests', 'requests');
     if (requests.length > MAX_BATCH) throw new ValidationError(`a batch holds at most ${MAX_BATCH} tasks, got ${requests.length}`, 'requests');
+    checkKnownKeys('submitMany', options, ['transaction']);
     if (requests.length === 0) return [];
     const policies = requests.some((r) => r?.maxAttempts === undefined) ? await this.policyMaxAttempts() : undefined;
     const limits = { ...this.limits, ...(policies ? { policyMaxAttempts: policies } : {}) };
@@ -137,10 +146,18 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit must be an integer from 1 to 1000', 'limit');
     const status = options.status === undefined ? null : typeof options.status === 'string' ? [options.status] : options.status;
     for (const s of status ?? []) if (!isTaskStatus(s)) throw new ValidationError(`unknown status ${String(s)}`, 'status');
-    return this.store.listTasks({
-      scope: options.scope ?? Scope.global(), taskType: options.taskType ?? null, status, owner: options.owner ?? null,
-      limit, cursor: options.cursor ?? null,
+    checkOptionalString('list', 'idempotencyKey', options.idempotencyKey, STRING_LIMITS.idempotencyKey);
+    const window = { createdAfter: options.createdAfter, createdBefore: options.createdBefore };
+    const page = await this.store.listTasks({
+      scope: options.scope ?? Scope.global(),
+      taskType: options.taskType ?? null,
+      status,
+      owner: options.owner ?? null,
+      idempotencyKey: options.idempotencyKey ?? null,
+      limit,
+      cursor: windowCursor(options.cursor ?? null, window),
     });
+    return cutPage(page, window);
   }
 
   /**
@@ -202,7 +219,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   /** Moves a waiting task's start time (QUEUED, RETRY_WAIT or PAUSED; a paused one stays paused). */
   async reschedule(id: string, when: { delayMs: number } | { availableAt: Date }, options: ScopeOption = {}): Promise<void> {
     const availableAt = 'availableAt' in when ? when.availableAt : new Date((await this.store.now()).getTime() + when.delayMs);
-    if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime())) throw new ValidationError('reschedule needs a valid availableAt or delayMs', 'availableAt');
+    if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime()))
+      throw new ValidationError('reschedule needs a valid availableAt or delayMs', 'availableAt');
     const scope = options.scope ?? Scope.global();
     const [paused] = await this.store.changeStatus({ ids: [id], scope, from: ['PAUSED'], to: 'PAUSED', availableAt });
     if (paused?.applied) return;
@@ -217,13 +235,32 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   /** Why is this task where it is? (seed article 2, diagnose-task.sh) */
   diagnose(id: string, options: ScopeOption & { workerSeenWithinMs?: number } = {}): Promise<Diagnosis> {
     return diagnose(this.store, id, {
-      scope: options.scope ?? Scope.global(), ...this.defaultLimits, workerSeenWithinMs: options.workerSeenWithinMs ?? 60_000,
+      scope: options.scope ?? Scope.global(),
+      ...this.defaultLimits,
+      workerSeenWithinMs: options.workerSeenWithinMs ?? 60_000,
     });
   }
 
   /** Counts, durations, queue waits and failure codes of a type over the last hours (seed article 2, analyze-performance.sh). */
   analyze(taskType: string, hours = 24): Promise<Analysis> {
     return analyze(this.store, taskType, hours);
+  }
+
+  /** A cluster-wide snapshot for dashboards: counts, limits in use, dead letters, workers, recent queue wait (stats.ts). */
+  stats(options: { queueWaitWindowMs?: number; workerSeenWithinMs?: number } = {}): Promise<ClusterStats> {
+    checkKnownKeys('stats', options, ['queueWaitWindowMs', 'workerSeenWithinMs']);
+    const queueWaitWindowMs = options.queueWaitWindowMs ?? 300_000;
+    const workerSeenWithinMs = options.workerSeenWithinMs ?? 60_000;
+    checkInteger('stats', 'queueWaitWindowMs', queueWaitWindowMs, { min: 1000, max: 86_400_000 });
+    checkInteger('stats', 'workerSeenWithinMs', workerSeenWithinMs, { min: 1000, max: 86_400_000 });
+    return clusterStats(this.store, { ...this.defaultLimits, queueWaitWindowMs, workerSeenWithinMs });
+  }
+
+  /** Workers seen within `seenWithinMs` (default 60 s) of the database clock, with the types they run. */
+  workers(options: { seenWithinMs?: number } = {}): Promise<WorkerRecord[]> {
+    const seenWithinMs = options.seenWithinMs ?? 60_000;
+    if (!Number.isInteger(seenWithinMs) || seenWithinMs < 1) throw new ValidationError('seenWithinMs must be a positive integer', 'seenWithinMs');
+    return this.store.listWorkers({ seenWithinMs });
   }
 
   private policyCache: { at: number; lookup: (taskType: string) => number | null } | null = null;
@@ -245,7 +282,11 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   private async transition(
-    id: string, options: ScopeOption, from: readonly TaskStatus[], to: TaskStatus, action: string,
+    id: string,
+    options: ScopeOption,
+    from: readonly TaskStatus[],
+    to: TaskStatus,
+    action: string,
     extra: { newCycle?: boolean; availableAt?: Date } = {},
   ): Promise<void> {
     const [result] = await this.store.changeStatus({ ids: [id], scope: options.scope ?? Scope.global(), from, to, ...extra });

@@ -6,6 +6,7 @@
 import { ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
 import type { DeadLetter, ReplayResult, Store } from '../store/types.js';
+import { inBatches, retentionCutoff } from './cleanup.js';
 
 export const MAX_IDS_PER_CALL = 1000;
 
@@ -21,6 +22,24 @@ export interface DeadLetterListOptions {
   cursor?: string;
 }
 
+export interface DeadLetterCleanOptions {
+  /** Delete dead letters archived more than this many days ago (0: every archived one)… */
+  retentionDays?: number;
+  /** …or give the cut-off itself. */
+  archivedBefore?: Date;
+  /** Rows per transaction, 1–10000. Default 500. */
+  batchSize?: number;
+  /** Stop after this many batches (a bounded run); default: until nothing is left. */
+  maxBatches?: number;
+  /** Called after each batch with the running count (progress bars). */
+  onBatch?: (deleted: number) => void;
+}
+
+export interface DeadLetterCleanResult {
+  deleted: number;
+  batches: number;
+}
+
 export class DeadLetterApi {
   constructor(private readonly store: Store) {}
 
@@ -28,8 +47,12 @@ export class DeadLetterApi {
     const limit = options.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit must be an integer from 1 to 1000', 'limit');
     return this.store.listDeadLetters({
-      scope: options.scope ?? Scope.global(), taskType: options.taskType ?? null, movedAfter: options.from ?? null,
-      movedBefore: options.to ?? null, limit, cursor: options.cursor ?? null,
+      scope: options.scope ?? Scope.global(),
+      taskType: options.taskType ?? null,
+      movedAfter: options.from ?? null,
+      movedBefore: options.to ?? null,
+      limit,
+      cursor: options.cursor ?? null,
     });
   }
 
@@ -54,6 +77,28 @@ export class DeadLetterApi {
     checkIds(ids);
     return this.store.archiveDeadLetters({ ids, scope: options.scope ?? Scope.global() });
   }
+
+  /**
+   * Deletes archived dead letters archived before the retention, in batches
+   * (the seed's archiveAndClean). Dead letters still waiting, or replayed but
+   * not archived, are never deleted: archiving is the operator's decision.
+   */
+  async clean(options: DeadLetterCleanOptions): Promise<DeadLetterCleanResult> {
+    const archivedBefore = await retentionCutoff(this.store, options?.retentionDays, options?.archivedBefore, {
+      name: 'deadLetters.clean',
+      before: 'archivedBefore',
+      minDays: 0,
+      why: 'a retention cannot be negative',
+    });
+    let deleted = 0;
+    const batches = await inBatches(options, async (batchSize) => {
+      const rows = await this.store.purgeDeadLetters({ archivedBefore, batchSize });
+      deleted += rows;
+      options.onBatch?.(deleted);
+      return rows;
+    });
+    return { deleted, batches };
+  }
 }
 
 export function checkIds(ids: readonly string[]): void {
@@ -61,5 +106,6 @@ export function checkIds(ids: readonly string[]): void {
   if (ids.length > MAX_IDS_PER_CALL) {
     throw new ValidationError(`at most ${MAX_IDS_PER_CALL} ids per call, got ${ids.length}: split the batch`, 'ids');
   }
-  for (const id of ids) if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw new ValidationError('every id must be a non-empty string', 'ids');
+  for (const id of ids)
+    if (typeof id !== 'string' || id.length === 0 || id.length > 200) throw new ValidationError('every id must be a non-empty string', 'ids');
 }

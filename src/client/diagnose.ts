@@ -12,9 +12,21 @@ import { GLOBAL_POLICY_KEY, typePolicyKey } from './policies.js';
 export type LeaseStatus = 'NO_LEASE' | 'EXPIRED' | 'ACTIVE';
 
 export type CauseCode =
-  | 'NO_WORKER' | 'GLOBAL_LIMIT_FULL' | 'TYPE_LIMIT_FULL' | 'NOT_YET_AVAILABLE' | 'PAST_DEADLINE' | 'PAUSED'
-  | 'POLICY_DISABLED' | 'LEASE_EXPIRING_REPEATEDLY' | 'LEASE_EXPIRED' | 'WAITING_FOR_RETRY' | 'CANCEL_REQUESTED'
-  | 'RUNNING' | 'READY' | 'FINISHED' | 'DEAD_LETTERED';
+  | 'NO_WORKER'
+  | 'GLOBAL_LIMIT_FULL'
+  | 'TYPE_LIMIT_FULL'
+  | 'NOT_YET_AVAILABLE'
+  | 'PAST_DEADLINE'
+  | 'PAUSED'
+  | 'POLICY_DISABLED'
+  | 'LEASE_EXPIRING_REPEATEDLY'
+  | 'LEASE_EXPIRED'
+  | 'WAITING_FOR_RETRY'
+  | 'CANCEL_REQUESTED'
+  | 'RUNNING'
+  | 'READY'
+  | 'FINISHED'
+  | 'DEAD_LETTERED';
 
 export interface Cause {
   code: CauseCode;
@@ -44,15 +56,22 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
   const task = await store.getTask({ id, scope: options.scope });
   if (!task) throw new NotFoundError('task', id);
   const [attempts, failures, now, policies, leased, workers] = await Promise.all([
-    store.listAttempts({ taskId: id }), store.listFailures({ taskId: id, limit: 5 }), store.now(), store.listPolicies(),
-    store.leasedCounts(), store.listWorkers({ seenWithinMs: options.workerSeenWithinMs }),
+    store.listAttempts({ taskId: id }),
+    store.listFailures({ taskId: id, limit: 5 }),
+    store.now(),
+    store.listPolicies(),
+    store.leasedCounts(),
+    store.listWorkers({ seenWithinMs: options.workerSeenWithinMs }),
   ]);
   const lease = leaseStatus(task, now);
   const causes: Cause[] = [];
   const add = (code: CauseCode, message: string): void => void causes.push({ code, message });
   const expiredAttempts = attempts.filter((a) => a.outcome === 'LEASE_EXPIRED').length;
   if (expiredAttempts >= 2) {
-    add('LEASE_EXPIRING_REPEATEDLY', `${expiredAttempts} attempts lost their lease: the lease is too short for the work, heartbeats are too rare, the database connection is unstable, or the worker is overloaded or being restarted`);
+    add(
+      'LEASE_EXPIRING_REPEATEDLY',
+      `${expiredAttempts} attempts lost their lease: the lease is too short for the work, heartbeats are too rare, the database connection is unstable, or the worker is overloaded or being restarted`,
+    );
   }
   switch (task.status) {
     case 'SUCCESS':
@@ -61,7 +80,10 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
       add('FINISHED', `the task finished ${task.status}`);
       break;
     case 'FAILED':
-      add('DEAD_LETTERED', `the task failed for good (${task.lastErrorCode ?? 'unknown error'}) and is in the dead-letter queue; fix the cause, then replay it`);
+      add(
+        'DEAD_LETTERED',
+        `the task failed for good (${task.lastErrorCode ?? 'unknown error'}) and is in the dead-letter queue; fix the cause, then replay it`,
+      );
       break;
     case 'PAUSED':
       add('PAUSED', 'the task is paused: resume it to run it');
@@ -70,7 +92,8 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
       add('CANCEL_REQUESTED', 'cancellation was requested; the worker stops the handler at its next check, or recovery ends it after the lease');
       break;
     case 'RUNNING':
-      if (lease.status === 'EXPIRED') add('LEASE_EXPIRED', `the lease of ${task.leaseOwner} expired: the worker died or stalled; the recovery sweep will requeue the task`);
+      if (lease.status === 'EXPIRED')
+        add('LEASE_EXPIRED', `the lease of ${task.leaseOwner} expired: the worker died or stalled; the recovery sweep will requeue the task`);
       else add('RUNNING', `running on ${task.leaseOwner}, lease ${lease.remainingSeconds} s left`);
       break;
     case 'QUEUED':
@@ -83,7 +106,12 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
 function waitingCauses(
   task: Task,
   now: Date,
-  context: { policies: Awaited<ReturnType<Store['listPolicies']>>; leased: Record<string, number>; workers: Awaited<ReturnType<Store['listWorkers']>>; options: DiagnoseOptions },
+  context: {
+    policies: Awaited<ReturnType<Store['listPolicies']>>;
+    leased: Record<string, number>;
+    workers: Awaited<ReturnType<Store['listWorkers']>>;
+    options: DiagnoseOptions;
+  },
   add: (code: CauseCode, message: string) => void,
 ): void {
   const { policies, leased, workers, options } = context;
@@ -104,8 +132,10 @@ function waitingCauses(
   }
   if (task.availableAt.getTime() > now.getTime()) {
     const seconds = Math.ceil((task.availableAt.getTime() - now.getTime()) / 1000);
-    add(task.status === 'RETRY_WAIT' ? 'WAITING_FOR_RETRY' : 'NOT_YET_AVAILABLE',
-      `${task.status === 'RETRY_WAIT' ? 'waiting out its retry backoff' : 'not available yet'}: it becomes claimable at ${task.availableAt.toISOString()} (in ${seconds} s)`);
+    add(
+      task.status === 'RETRY_WAIT' ? 'WAITING_FOR_RETRY' : 'NOT_YET_AVAILABLE',
+      `${task.status === 'RETRY_WAIT' ? 'waiting out its retry backoff' : 'not available yet'}: it becomes claimable at ${task.availableAt.toISOString()} (in ${seconds} s)`,
+    );
     blocked = true;
   }
   const total = Object.values(leased).reduce((sum, n) => sum + n, 0);

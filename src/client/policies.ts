@@ -34,9 +34,9 @@ export class PolicyApi {
     const policy: PolicyInput = {
       policyKey,
       taskType,
-      maxConcurrency: input.maxConcurrency !== undefined ? input.maxConcurrency : current?.maxConcurrency ?? null,
-      maxAttempts: input.maxAttempts !== undefined ? input.maxAttempts : current?.maxAttempts ?? null,
-      retryBaseDelayMs: input.retryBaseDelayMs !== undefined ? input.retryBaseDelayMs : current?.retryBaseDelayMs ?? null,
+      maxConcurrency: input.maxConcurrency !== undefined ? input.maxConcurrency : (current?.maxConcurrency ?? null),
+      maxAttempts: input.maxAttempts !== undefined ? input.maxAttempts : (current?.maxAttempts ?? null),
+      retryBaseDelayMs: input.retryBaseDelayMs !== undefined ? input.retryBaseDelayMs : (current?.retryBaseDelayMs ?? null),
       enabled: input.enabled ?? current?.enabled ?? true,
     };
     return this.store.savePolicy({ policy });
@@ -68,7 +68,8 @@ function validateChange(change: PolicyChange): PolicyChange {
   positiveOrNull(change.maxAttempts, 'maxAttempts', 100);
   if (change.retryBaseDelayMs !== undefined && change.retryBaseDelayMs !== null) {
     const v = change.retryBaseDelayMs;
-    if (!Number.isInteger(v) || v < 0 || v > 7 * 24 * 3600 * 1000) throw new ValidationError(`retryBaseDelayMs must be an integer from 0 to 7 days in ms, got ${String(v)}`, 'retryBaseDelayMs');
+    if (!Number.isInteger(v) || v < 0 || v > 7 * 24 * 3600 * 1000)
+      throw new ValidationError(`retryBaseDelayMs must be an integer from 0 to 7 days in ms, got ${String(v)}`, 'retryBaseDelayMs');
   }
   if (change.enabled !== undefined && typeof change.enabled !== 'boolean') throw new ValidationError('enabled must be true or false', 'enabled');
   return change;

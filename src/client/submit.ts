@@ -7,6 +7,7 @@ import { uuidv7 } from '../core/ids.js';
 import { runSchema } from '../core/standard-schema.js';
 import type { NewTask } from '../core/task.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
+import { checkKnownKeys, keysOf } from '../core/validate.js';
 
 export interface SubmitOptions {
   /** Higher runs first; an integer from -1000 to 1000. Default: the definition's, else 0. */
@@ -39,8 +40,20 @@ export interface SubmitLimits {
   policyMaxAttempts?: (taskType: string) => number | null;
 }
 
+const REQUEST_KEYS = keysOf<SubmitRequest>({
+  type: true,
+  payload: true,
+  priority: true,
+  delayMs: true,
+  availableAt: true,
+  deadlineAt: true,
+  maxAttempts: true,
+  owner: true,
+  idempotencyKey: true,
+  traceId: true,
+});
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
-const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128 } as const;
+export const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128 } as const;
 
 /**
  * Synchronous unless the type has a schema (a Standard Schema may validate
@@ -54,6 +67,7 @@ export function prepareTask(
 ): NewTask | Promise<NewTask> {
   const definition = typeof request?.type === 'string' ? registry.get(request.type) : undefined;
   if (!definition) throw new UnknownTaskTypeError(String(request?.type));
+  checkKnownKeys(label === 'task' ? 'submit' : `submitMany ${label}`, request, REQUEST_KEYS);
   const schema = definition.schema;
   if (!schema) return buildTask(request, definition, limits, label);
   return runSchema(schema, request.payload).then((checked) => {
@@ -120,7 +134,7 @@ function checkDate(label: string, field: string, value: unknown): void {
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new ValidationError(`${label}: ${field} must be a valid Date`, field);
 }
 
-function checkOptionalString(label: string, field: string, value: unknown, max: number): void {
+export function checkOptionalString(label: string, field: string, value: unknown, max: number): void {
   if (value === undefined) return;
   if (typeof value !== 'string' || value.length === 0 || value.length > max) {
     throw new ValidationError(`${label}: ${field} must be a string of 1 to ${max} characters`, field);

@@ -3,7 +3,8 @@
  * handler. Producers need only `type` and `schema`; workers need `execute`.
  */
 import { ValidationError } from './errors.js';
-import type { RetryOptions } from './retry.js';
+import { DEFAULT_RETRY, type RetryOptions } from './retry.js';
+import { checkKnownKeys, keysOf } from './validate.js';
 import { isStandardSchema, type StandardSchemaV1 } from './standard-schema.js';
 import type { TaskContext } from './context.js';
 
@@ -33,6 +34,8 @@ export interface TaskDefinition<Payload = unknown> {
   readonly schema?: StandardSchemaV1<unknown, Payload>;
   /** Run-time preconditions, checked just before execute (permissions, business state). Throw to fail. */
   readonly validate?: (payload: Payload, ctx: TaskContext) => void | Promise<void>;
+  /** The seed's validateCompletion: checked after execute returned; throw to veto the success (the attempt fails with that error). */
+  readonly validateCompletion?: (result: TaskResult, payload: Payload, ctx: TaskContext) => void | Promise<void>;
   /** The work. Return nothing for SUCCESS, or a TaskResult. Honour ctx.signal. */
   readonly execute?: (ctx: TaskContext, payload: Payload) => Promise<TaskResult | void> | TaskResult | void;
   /** Attempts per cycle for tasks submitted without maxAttempts. */
@@ -47,13 +50,29 @@ export interface TaskDefinition<Payload = unknown> {
 
 export type AnyTaskDefinition = TaskDefinition<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+const DEFINITION_KEYS = keysOf<TaskDefinition>({
+  type: true,
+  schema: true,
+  validate: true,
+  validateCompletion: true,
+  execute: true,
+  maxAttempts: true,
+  timeoutMs: true,
+  retry: true,
+  priority: true,
+});
+
 /** Declares a task; checks the definition's shape at once. */
 export function defineTask<Payload>(definition: TaskDefinition<Payload>): TaskDefinition<Payload> {
   checkTaskType(definition?.type);
+  checkKnownKeys(`defineTask(${definition.type})`, definition, DEFINITION_KEYS);
+  if (typeof definition.retry === 'object' && definition.retry !== null) {
+    checkKnownKeys(`defineTask(${definition.type})`, definition.retry, Object.keys(DEFAULT_RETRY), 'retry.');
+  }
   if (definition.schema !== undefined && !isStandardSchema(definition.schema)) {
     throw new ValidationError(`task ${definition.type}: schema must implement Standard Schema v1 (zod, valibot, arktype…)`, 'schema');
   }
-  for (const key of ['validate', 'execute'] as const) {
+  for (const key of ['validate', 'validateCompletion', 'execute'] as const) {
     if (definition[key] !== undefined && typeof definition[key] !== 'function') {
       throw new ValidationError(`task ${definition.type}: ${key} must be a function`, key);
     }

@@ -25,6 +25,23 @@ export const ErrorCode = {
   INVALID_STATE: 'INVALID_STATE',
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
   SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
+  DRIVER_MISSING: 'DRIVER_MISSING',
+  /** HTTP: no credentials, or credentials that are unknown, expired or revoked. */
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
+  /** HTTP: the caller's role may not do this. */
+  FORBIDDEN: 'FORBIDDEN',
+  /** HTTP: too many failed authentications (or open streams) from this client; retry later. */
+  RATE_LIMITED: 'RATE_LIMITED',
+  /** HTTP: the request body is over the server's limit. */
+  REQUEST_TOO_LARGE: 'REQUEST_TOO_LARGE',
+  /** A call on a store after close(). */
+  STORE_CLOSED: 'STORE_CLOSED',
+  /** The store's tables are missing: migrate() was never run on this database or schema. */
+  SCHEMA_NOT_MIGRATED: 'SCHEMA_NOT_MIGRATED',
+  /** The database server did not complete a connection within connectTimeoutMs. */
+  STORE_CONNECT_TIMEOUT: 'STORE_CONNECT_TIMEOUT',
+  /** One of the store's statements ran longer than statementTimeoutMs and was cancelled by the server. */
+  STORE_STATEMENT_TIMEOUT: 'STORE_STATEMENT_TIMEOUT',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -57,7 +74,10 @@ export class UnknownTaskTypeError extends ValidationError {
 export class PayloadInvalidError extends ValidationError {
   readonly issues: readonly { message: string; path?: string }[];
   constructor(taskType: string, issues: readonly { message: string; path?: string }[]) {
-    const first = issues.slice(0, 3).map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ');
+    const first = issues
+      .slice(0, 3)
+      .map((i) => (i.path ? `${i.path}: ${i.message}` : i.message))
+      .join('; ');
     super(`payload for task type ${JSON.stringify(truncate(taskType, 80))} fails its schema: ${first}`, 'payload', ErrorCode.PAYLOAD_INVALID);
     this.issues = issues;
   }
@@ -82,6 +102,13 @@ export class NotFoundError extends TaskLeaseError {
   }
 }
 
+/** The caller is not who it must be (UNAUTHENTICATED), may not do this (FORBIDDEN), or must slow down (RATE_LIMITED). */
+export class AccessError extends TaskLeaseError {
+  constructor(code: 'UNAUTHENTICATED' | 'FORBIDDEN' | 'RATE_LIMITED', message: string) {
+    super(code, message);
+  }
+}
+
 export class InvalidTransitionError extends TaskLeaseError {
   constructor(taskId: string, from: string, action: string) {
     super(ErrorCode.INVALID_TRANSITION, `cannot ${action} task ${taskId}: it is ${from}`);
@@ -102,9 +129,51 @@ export class InvalidStateError extends TaskLeaseError {
   }
 }
 
+/** The database could not serve a call. Code STORE_UNAVAILABLE unless a subclass names the reason. */
 export class StoreError extends TaskLeaseError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(ErrorCode.STORE_UNAVAILABLE, message, options);
+  constructor(message: string, options?: { cause?: unknown; code?: ErrorCode }) {
+    super(options?.code ?? ErrorCode.STORE_UNAVAILABLE, message, options);
+  }
+}
+
+export class StoreClosedError extends StoreError {
+  constructor(storeName: string, method: string) {
+    super(`${storeName} is closed: ${method}() was called after close()`, { code: ErrorCode.STORE_CLOSED });
+  }
+}
+
+/** The tables are not there: say what to run, not which relation a driver missed. */
+export class SchemaMissingError extends StoreError {
+  constructor(where: string, options?: { cause?: unknown }) {
+    super(`the tasklease schema is missing in ${where}: run \`await store.migrate()\` (or \`tasklease migrate\`) once before using the store`, {
+      ...options,
+      code: ErrorCode.SCHEMA_NOT_MIGRATED,
+    });
+  }
+}
+
+/** `host` is the server as host:port (never with a password). */
+export class StoreConnectTimeoutError extends StoreError {
+  readonly host: string;
+  constructor(host: string, timeoutMs: number, options?: { cause?: unknown }) {
+    super(`could not connect to ${host} within ${timeoutMs} ms (option connectTimeoutMs): is the server up and answering?`, {
+      ...options,
+      code: ErrorCode.STORE_CONNECT_TIMEOUT,
+    });
+    this.host = host;
+  }
+}
+
+/**
+ * A store's database driver is an optional peer dependency: a PostgreSQL-only
+ * application should not have to compile better-sqlite3. Thrown when the store
+ * is loaded without its driver installed, naming the package to install.
+ */
+export class DriverMissingError extends TaskLeaseError {
+  readonly packageName: string;
+  constructor(packageName: string, store: string, options?: { cause?: unknown }) {
+    super(ErrorCode.DRIVER_MISSING, `${store} needs the ${packageName} package, which is not installed: npm install ${packageName}`, options);
+    this.packageName = packageName;
   }
 }
 

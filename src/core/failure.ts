@@ -13,13 +13,27 @@ export interface ClassifyOptions {
   exposeErrorMessages: boolean;
   /** The task's own trace id, if the producer gave one. */
   traceId: string | null;
+  /** The worker's own mapping of foreign errors (driver timeouts, HTTP 503…) to a code and retryability. */
+  classifier?: FailureClassifier | null;
 }
+
+/**
+ * Maps an error the handler did not wrap in a TaskFailure to an error code and
+ * whether to retry; undefined or null leaves it to the default (HANDLER_ERROR,
+ * retryable unless the error says `retryable: false`). Its message stays
+ * withheld unless exposeErrorMessages is on.
+ */
+export type FailureClassifier = (error: unknown) => { errorCode: string; retryable: boolean } | null | undefined;
 
 const MAX_MESSAGE = 1000;
 const NON_RETRYABLE_ABORTS = new Set<string>([ErrorCode.TIMEOUT, ErrorCode.DEADLINE_EXCEEDED, ErrorCode.CANCELLED]);
 
 export function classifyFailure(error: unknown, options: ClassifyOptions): FailureRecord {
   const traceId = options.traceId ?? newTraceId();
+  return { ...classify(error, options, traceId), exceptionType: error instanceof Error ? error.name : typeof error };
+}
+
+function classify(error: unknown, options: ClassifyOptions, traceId: string): FailureRecord {
   if (error instanceof TaskFailure) {
     return { errorCode: boundedCode(error.code), message: truncate(error.message, MAX_MESSAGE), traceId, retryable: error.retryable };
   }
@@ -30,15 +44,19 @@ export function classifyFailure(error: unknown, options: ClassifyOptions): Failu
     return { errorCode: ErrorCode.PAYLOAD_INVALID, message: truncate(error.message, MAX_MESSAGE), traceId, retryable: false };
   }
   const name = error instanceof Error ? error.name : typeof error;
-  const retryable = !(typeof error === 'object' && error !== null && (error as { retryable?: unknown }).retryable === false);
+  const mapped = options.classifier?.(error);
+  const retryable = mapped ? mapped.retryable : !(typeof error === 'object' && error !== null && (error as { retryable?: unknown }).retryable === false);
   const raw = error instanceof Error ? error.message : String(error);
   const message = options.exposeErrorMessages ? truncate(`${name}: ${raw}`, MAX_MESSAGE) : `${name} (message withheld; traceId ${traceId})`;
-  return { errorCode: ErrorCode.HANDLER_ERROR, message, traceId, retryable };
+  return { errorCode: mapped ? boundedCode(mapped.errorCode) : ErrorCode.HANDLER_ERROR, message, traceId, retryable };
 }
 
 /** Error codes become metric labels: keep them short identifiers. */
 function boundedCode(code: string): string {
-  const clean = code.toUpperCase().replace(/[^A-Z0-9_.-]/g, '_').slice(0, 64);
+  const clean = code
+    .toUpperCase()
+    .replace(/[^A-Z0-9_.-]/g, '_')
+    .slice(0, 64);
   return clean.length > 0 ? clean : ErrorCode.HANDLER_ERROR;
 }
 

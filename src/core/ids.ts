@@ -41,14 +41,25 @@ export function uuidv7(now: number = Date.now()): string {
   const r = random(8);
   const high = Math.floor(ms / 2 ** 32);
   return (
-    HEX[(high >>> 8) & 0xff]! + HEX[high & 0xff]! + HEX[(ms >>> 24) & 0xff]! + HEX[(ms >>> 16) & 0xff]! + '-' +
-    HEX[(ms >>> 8) & 0xff]! + HEX[ms & 0xff]! + '-' +
-    HEX[0x70 | ((sequence >>> 8) & 0x0f)]! + HEX[sequence & 0xff]! + '-' +
-    HEX[0x80 | (pool[r]! & 0x3f)]! + HEX[pool[r + 1]!]! + '-' +
-    HEX[pool[r + 2]!]! + HEX[pool[r + 3]!]! + HEX[pool[r + 4]!]! + HEX[pool[r + 5]!]! + HEX[pool[r + 6]!]! + HEX[pool[r + 7]!]!
+    HEX[(high >>> 8) & 0xff]! +
+    HEX[high & 0xff]! +
+    HEX[(ms >>> 24) & 0xff]! +
+    HEX[(ms >>> 16) & 0xff]! +
+    '-' +
+    HEX[(ms >>> 8) & 0xff]! +
+    HEX[ms & 0xff]! +
+    '-' +
+    HEX[0x70 | ((sequence >>> 8) & 0x0f)]! +
+    HEX[sequence & 0xff]! +
+    '-' +
+    HEX[0x80 | (pool[r]! & 0x3f)]! +
+    HEX[pool[r + 1]!]! +
+    '-' +
+    HEX[pool[r + 2]!]! +
+    HEX[pool[r + 3]!]! +
+    HEX[pool[r + 4]!]! +
+    HEX[pool[r + 5]!]! +
+    HEX[pool[r + 6]!]! +
+    HEX[pool[r + 7]!]!
   );
-}
-
-export function isUuid(value: string): boolean {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(value);
 }

@@ -1,5 +1,5 @@
 import { InvalidOptionsError } from './errors.js';
-import { checkNumber } from './validate.js';
+import { checkKnownKeys, checkNumber } from './validate.js';
 
 /** Exponential backoff with jitter; the seed's defaults. */
 export interface RetryOptions {
@@ -16,6 +16,7 @@ export interface RetryOptions {
 export const DEFAULT_RETRY: RetryOptions = { baseDelayMs: 30_000, multiplier: 2, maxDelayMs: 3_600_000, jitter: 0.2 };
 
 export function resolveRetryOptions(component: string, input: Partial<RetryOptions> | undefined): RetryOptions {
+  if (typeof input === 'object' && input !== null) checkKnownKeys(component, input, Object.keys(DEFAULT_RETRY), 'retry.');
   const retry = { ...DEFAULT_RETRY, ...dropUndefined(input ?? {}) };
   checkNumber(component, 'retry.baseDelayMs', retry.baseDelayMs, { min: 0 });
   checkNumber(component, 'retry.multiplier', retry.multiplier, { min: 1 });

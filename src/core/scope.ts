@@ -1,3 +1,5 @@
+import { ValidationError } from './errors.js';
+
 /**
  * Who is asking. An owner sees and acts on only its own tasks; global is for
  * operators. A task outside the scope answers exactly like a missing one.
@@ -9,7 +11,7 @@ export const Scope = {
     return GLOBAL;
   },
   owner(owner: string): Scope {
-    if (typeof owner !== 'string' || owner.length === 0) throw new TypeError('Scope.owner needs a non-empty owner');
+    if (typeof owner !== 'string' || owner.length === 0) throw new ValidationError('Scope.owner needs a non-empty owner', 'owner');
     return { kind: 'owner', owner };
   },
 };

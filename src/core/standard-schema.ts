@@ -12,9 +12,7 @@ export interface StandardSchemaV1<Input = unknown, Output = Input> {
   };
 }
 
-export type StandardResult<Output> =
-  | { readonly value: Output; readonly issues?: undefined }
-  | { readonly issues: ReadonlyArray<StandardIssue> };
+export type StandardResult<Output> = { readonly value: Output; readonly issues?: undefined } | { readonly issues: ReadonlyArray<StandardIssue> };
 
 export interface StandardIssue {
   readonly message: string;
@@ -24,8 +22,7 @@ export interface StandardIssue {
 export type InferOutput<S> = S extends StandardSchemaV1<unknown, infer O> ? O : unknown;
 
 export function isStandardSchema(value: unknown): value is StandardSchemaV1 {
-  return typeof value === 'object' && value !== null && '~standard' in value
-    && typeof (value as StandardSchemaV1)['~standard']?.validate === 'function';
+  return typeof value === 'object' && value !== null && '~standard' in value && typeof (value as StandardSchemaV1)['~standard']?.validate === 'function';
 }
 
 /** Runs a schema; returns the output value or the issues, paths joined with dots. */
@@ -39,9 +36,7 @@ export async function runSchema<O>(
       ok: false,
       issues: result.issues.map((issue) => ({
         message: issue.message,
-        ...(issue.path && issue.path.length > 0
-          ? { path: issue.path.map((part) => String(typeof part === 'object' ? part.key : part)).join('.') }
-          : {}),
+        ...(issue.path && issue.path.length > 0 ? { path: issue.path.map((part) => String(typeof part === 'object' ? part.key : part)).join('.') } : {}),
       })),
     };
   }

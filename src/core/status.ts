@@ -28,15 +28,17 @@ export const IDLE_STATUSES: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT', 'PA
 
 /**
  * from → allowed targets. A transition not listed here is a bug or a race that
- * the fenced SQL must have refused; `assertTransition` makes it loud in code.
+ * the fenced SQL must have refused; the store conformance suite checks every
+ * transition it observes against this table (assertTransition).
  */
 export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
   // claim; pause; cancel; deadline passed while waiting
   QUEUED: ['RUNNING', 'PAUSED', 'CANCELLED', 'FAILED'],
   // outcomes; cancel request; lease expiry or hand-back requeues
   RUNNING: ['SUCCESS', 'PARTIAL_SUCCESS', 'RETRY_WAIT', 'FAILED', 'CANCEL_REQUESTED', 'CANCELLED', 'QUEUED'],
-  // backoff over; pause; cancel; deadline passed while waiting
-  RETRY_WAIT: ['QUEUED', 'PAUSED', 'CANCELLED', 'FAILED'],
+  // a due retry is claimed directly (the sweep's move to QUEUED is only bookkeeping); backoff over; pause; cancel;
+  // deadline passed while waiting
+  RETRY_WAIT: ['RUNNING', 'QUEUED', 'PAUSED', 'CANCELLED', 'FAILED'],
   PAUSED: ['QUEUED', 'CANCELLED'],
   // the handler may still finish its work before it sees the request
   CANCEL_REQUESTED: ['CANCELLED', 'SUCCESS', 'PARTIAL_SUCCESS'],
@@ -59,7 +61,18 @@ export function isTaskStatus(value: unknown): value is TaskStatus {
   return typeof value === 'string' && (ALL_STATUSES as readonly string[]).includes(value);
 }
 
-/** Every status from which `to` can be reached. */
-export function sourcesOf(to: TaskStatus): TaskStatus[] {
-  return ALL_STATUSES.filter((from) => canTransition(from, to));
+/** Throws when `from → to` is not in TRANSITIONS (tests and assertions: the stores' fenced SQL already refuses it). */
+export function assertTransition(from: TaskStatus, to: TaskStatus): void {
+  if (from !== to && !canTransition(from, to)) throw new Error(`transition ${from} → ${to} is not in TRANSITIONS`);
 }
+
+/** What an attempt row records as its end (a RETRY outcome is a FAILED attempt). */
+export const AttemptOutcomeName = {
+  SUCCESS: 'SUCCESS',
+  PARTIAL_SUCCESS: 'PARTIAL_SUCCESS',
+  FAILED: 'FAILED',
+  CANCELLED: 'CANCELLED',
+  ABANDONED: 'ABANDONED',
+  LEASE_EXPIRED: 'LEASE_EXPIRED',
+} as const;
+export type AttemptOutcomeName = (typeof AttemptOutcomeName)[keyof typeof AttemptOutcomeName];

@@ -1,3 +1,4 @@
+import { InvalidStateError } from './errors.js';
 import type { TaskStatus } from './status.js';
 
 /** Progress a handler reports; stored in the task row (progress_* columns). */
@@ -74,6 +75,8 @@ export interface FailureRecord {
   message: string;
   traceId: string | null;
   retryable: boolean;
+  /** The class of the error behind it (the seed's exceptionType; logs and events only, not stored). */
+  exceptionType?: string;
 }
 
 /** Attempts still allowed in the task's current cycle. */
@@ -82,6 +85,6 @@ export function attemptsLeft(task: Pick<Task, 'attemptCount' | 'attemptBase' | '
 }
 
 export function leaseOf(task: Task): Lease {
-  if (task.leaseOwner === null) throw new Error(`task ${task.id} has no lease`);
+  if (task.leaseOwner === null) throw new InvalidStateError(`task ${task.id} has no lease`);
   return { taskId: task.id, workerId: task.leaseOwner, attempt: task.attemptCount };
 }

@@ -46,8 +46,16 @@ export async function controlPlaneHealth(store: Store, options: ControlPlaneHeal
   checkNumber('controlPlaneHealth', 'backlogThreshold', backlogThreshold, { min: 0, integer: true });
   checkNumber('controlPlaneHealth', 'timeoutMs', timeoutMs, { min: 1, integer: true });
   const details: ControlPlaneDetails = {
-    dialect: store.dialect, schemaVersion: null, expectedSchemaVersion: store.expectedSchemaVersion,
-    total: null, queued: null, running: null, retryWait: null, paused: null, deadLetters: null, backlogThreshold,
+    dialect: store.dialect,
+    schemaVersion: null,
+    expectedSchemaVersion: store.expectedSchemaVersion,
+    total: null,
+    queued: null,
+    running: null,
+    retryWait: null,
+    paused: null,
+    deadLetters: null,
+    backlogThreshold,
   };
   try {
     details.schemaVersion = await withTimeout(store.schemaVersion(), timeoutMs);
@@ -61,8 +69,11 @@ export async function controlPlaneHealth(store: Store, options: ControlPlaneHeal
     const [counts, deadLetters] = await withTimeout(Promise.all([store.countByStatus({ scope }), store.countDeadLetters({ scope })]), timeoutMs);
     Object.assign(details, {
       total: Object.values(counts).reduce((sum, n) => sum + n, 0),
-      queued: counts.QUEUED, running: counts.RUNNING + counts.CANCEL_REQUESTED,
-      retryWait: counts.RETRY_WAIT, paused: counts.PAUSED, deadLetters,
+      queued: counts.QUEUED,
+      running: counts.RUNNING + counts.CANCEL_REQUESTED,
+      retryWait: counts.RETRY_WAIT,
+      paused: counts.PAUSED,
+      deadLetters,
     });
   } catch (error) {
     return { status: 'DOWN', details, error: `database query failed (tables missing or unreadable?): ${describeError(error)}` };
@@ -107,18 +118,33 @@ export function workerHealth(worker: Worker, options: WorkerHealthOptions = {}):
   checkNumber('workerHealth', 'utilizationThreshold', threshold, { min: 0, max: 1 });
   const stats = worker.stats();
   const details: WorkerHealthDetails = {
-    workerId: stats.workerId, state: stats.state, running: stats.state === 'running', active: stats.active, buffered: stats.buffered,
-    maxConcurrency: stats.concurrency, utilization: stats.active / stats.concurrency, registeredTaskTypes: stats.taskTypes,
-    limits: stats.limits, storeProblem: stats.storeProblem,
+    workerId: stats.workerId,
+    state: stats.state,
+    running: stats.state === 'running',
+    active: stats.active,
+    buffered: stats.buffered,
+    maxConcurrency: stats.concurrency,
+    utilization: stats.active / stats.concurrency,
+    registeredTaskTypes: stats.taskTypes,
+    limits: stats.limits,
+    storeProblem: stats.storeProblem,
   };
   if (!details.running) return { status: 'DOWN', details, error: `worker ${stats.workerId} is not running (state ${stats.state})` };
   const problem = stats.storeProblem;
   if (problem) {
-    return { status: 'DOWN', details, error: `worker ${stats.workerId} cannot use its store: ${problem.operation} failing since ${problem.since.toISOString()} (${problem.code ?? 'no code'}: ${problem.message})` };
+    return {
+      status: 'DOWN',
+      details,
+      error: `worker ${stats.workerId} cannot use its store: ${problem.operation} failing since ${problem.since.toISOString()} (${problem.code ?? 'no code'}: ${problem.message})`,
+    };
   }
   if (details.utilization > threshold) {
     const percent = (details.utilization * 100).toFixed(0);
-    return { status: 'DEGRADED', details, error: `worker load ${percent}% is above ${(threshold * 100).toFixed(0)}% (${stats.active} of ${stats.concurrency} slots)` };
+    return {
+      status: 'DEGRADED',
+      details,
+      error: `worker load ${percent}% is above ${(threshold * 100).toFixed(0)}% (${stats.active} of ${stats.concurrency} slots)`,
+    };
   }
   return { status: 'UP', details };
 }

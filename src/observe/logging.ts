@@ -16,6 +16,7 @@
  * letter/timeout/lease lost/store operation failed.
  */
 import pino, { type Logger } from 'pino';
+import { ErrorCode } from '../core/errors.js';
 import type { FailureRecord, Task } from '../core/task.js';
 import { checkKnownKeys } from '../core/validate.js';
 import type { TaskLeaseClient } from '../client/client.js';
@@ -43,14 +44,16 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
   const log = logger.child({ workerId: worker.workerId });
   const payloadOf = (task: Task): Fields => (exposePayloads ? { payload: task.payload } : {});
   const failureFields = (failure: FailureRecord): Fields => ({
-    errorCode: failure.errorCode, traceId: failure.traceId ?? undefined, retryable: failure.retryable,
+    errorCode: failure.errorCode,
+    exceptionType: exceptionTypeOf(failure),
+    traceId: failure.traceId ?? undefined,
+    retryable: failure.retryable,
     ...(exposeMessages ? { errorMessage: failure.message } : {}),
   });
   const offs = [
     worker.on('claimed', ({ count }) => log.debug({ count }, 'tasks claimed')),
     worker.on('started', ({ task, queueWaitMs }) => log.debug({ ...taskFields(task), queueWaitMs, ...payloadOf(task) }, 'task started')),
-    worker.on('progress', ({ task, progress }) =>
-      log.trace({ ...taskFields(task), processed: progress.processed, total: progress.total }, 'task progress')),
+    worker.on('progress', ({ task, progress }) => log.trace({ ...taskFields(task), processed: progress.processed, total: progress.total }, 'task progress')),
     worker.on('completed', ({ task, durationMs }) => log.info({ ...taskFields(task), durationMs }, 'task completed')),
     worker.on('failed', ({ task, failure, durationMs, willRetry }) => {
       const fields = { ...taskFields(task), ...failureFields(failure), durationMs, willRetry, ...payloadOf(task) };
@@ -59,12 +62,14 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
       else log.debug(fields, 'task attempt failed for good');
     }),
     worker.on('retryScheduled', ({ task, retryDelayMs }) => log.debug({ ...taskFields(task), retryDelayMs }, 'task retry scheduled')),
-    worker.on('deadLettered', ({ task, failure }) =>
-      log.error({ ...taskFields(task), ...failureFields(failure), ...payloadOf(task) }, 'task failed and moved to the dead letter queue')),
-    worker.on('timedOut', ({ task, durationMs }) => log.error({ ...taskFields(task), errorCode: 'TIMEOUT', durationMs }, 'task timed out')),
+    worker.on('deadLettered', ({ task, failure, deadLetterId }) =>
+      log.error({ ...taskFields(task), ...failureFields(failure), deadLetterId, ...payloadOf(task) }, 'task failed and moved to the dead letter queue'),
+    ),
+    worker.on('timedOut', ({ task, durationMs }) =>
+      log.error({ ...taskFields(task), errorCode: 'TIMEOUT', exceptionType: 'TaskAbortedError', durationMs }, 'task timed out'),
+    ),
     worker.on('cancelled', ({ task, durationMs }) => log.info({ ...taskFields(task), durationMs }, 'task cancelled')),
-    worker.on('leaseLost', ({ task, reason }) =>
-      log.error({ ...taskFields(task), reason }, 'lease lost: the task was aborted here and may run elsewhere')),
+    worker.on('leaseLost', ({ task, reason }) => log.error({ ...taskFields(task), reason }, 'lease lost: the task was aborted here and may run elsewhere')),
     worker.on('released', ({ task, started }) => {
       if (started) log.info({ ...taskFields(task), started }, 'task handed back (worker stopping)');
       else log.debug({ ...taskFields(task), started }, 'prefetched task handed back');
@@ -80,7 +85,9 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
       else log.trace({ ...result }, 'recovery sweep found nothing');
     }),
     worker.on('error', ({ operation, error }) =>
-      log.error({ operation, ...errorFields(error), ...(exposeMessages ? { err: error } : {}) }, 'store operation failed; the worker retries')),
+      log.error({ operation, ...errorFields(error), ...(exposeMessages ? { err: error } : {}) }, 'store operation failed; the worker retries'),
+    ),
+    worker.on('stopping', ({ active, buffered }) => log.info({ active, buffered }, 'worker stopping')),
     worker.on('stopped', () => log.info('worker stopped')),
   ];
   return () => {
@@ -97,6 +104,24 @@ export function attachClientLogger(client: TaskLeaseClient, logger: Logger = pin
       logger.debug({ ...taskFields(task), ...(options.exposePayloads === true ? { payload: task.payload } : {}) }, 'task submitted');
     }
   });
+}
+
+const ABORT_CODES = new Set<string>([ErrorCode.CANCELLED, ErrorCode.TIMEOUT, ErrorCode.DEADLINE_EXCEEDED, ErrorCode.LEASE_LOST, ErrorCode.SHUTDOWN]);
+/** The classifier's texts of an unexpected error: "Name (message withheld; …)", or "Name: message" when messages are exposed. */
+const WITHHELD = /^([A-Za-z_$][\w$.]*) \(message withheld; /;
+const EXPOSED = /^((?:[A-Z][\w$]*)?(?:Error|Exception)): /;
+
+/**
+ * The exception class behind a failure (the seed's exceptionType field): aggregates on what broke
+ * without logging any message. The classifier records it; for a record without it (read back from the
+ * store) it is told from the error code and the class name the classifier puts first in its text.
+ */
+export function exceptionTypeOf(failure: FailureRecord): string | undefined {
+  if (failure.exceptionType !== undefined) return failure.exceptionType;
+  if (ABORT_CODES.has(failure.errorCode)) return 'TaskAbortedError';
+  if (failure.errorCode === ErrorCode.PAYLOAD_INVALID) return 'PayloadInvalidError';
+  if (failure.errorCode !== ErrorCode.HANDLER_ERROR) return 'TaskFailure'; // a handler's own code
+  return (WITHHELD.exec(failure.message) ?? EXPOSED.exec(failure.message))?.[1];
 }
 
 /** Only what identifies the kind of failure: a driver's message may quote SQL parameters. */

@@ -11,12 +11,14 @@
 import { Registry } from 'prom-client';
 import { InvalidOptionsError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
-import type { Task } from '../core/task.js';
-import { checkKnownKeys } from '../core/validate.js';
+import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import type { TaskLeaseClient } from '../client/client.js';
 import type { Store } from '../store/types.js';
 import type { Worker } from '../worker/worker.js';
+import { hasPoolStats, type PoolStats } from '../store/pool-stats.js';
 import { defineMetricSet, type MetricSet } from './metric-set.js';
+import { RenewalWindow } from './renewal-window.js';
+import { subscribeWorker } from './worker-metrics.js';
 
 export { DEFAULT_SECONDS_BUCKETS } from './metric-set.js';
 
@@ -27,7 +29,11 @@ export interface MetricsOptions {
   queueWaitBuckets?: readonly number[];
   /** Buckets (seconds) of async_task_execution_seconds. Default DEFAULT_SECONDS_BUCKETS. */
   executionBuckets?: readonly number[];
+  /** Window (ms) of async_task_lease_renewal_success_rate. Default 300000 (the seed's [5m]). */
+  renewalRateWindowMs?: number;
 }
+
+const DEFAULT_RENEWAL_WINDOW_MS = 300_000;
 
 export interface StoreMetricsOptions {
   /** Whose dead letters async_task_dead_letter_queue_size counts. Default global. */
@@ -40,7 +46,7 @@ export interface TaskleaseMetrics {
   attachWorker(worker: Worker): () => void;
   /** Counts the client's submits (async_task_submitted_total). Returns detach. */
   attachClient(client: TaskLeaseClient): () => void;
-  /** Reads the dead-letter queue size from the store at every scrape. Returns detach. */
+  /** Reads the dead-letter queue size (and the connection pool's counts, PostgreSQL and MySQL) from the store at every scrape. Returns detach. */
   attachStore(store: Store, options?: StoreMetricsOptions): () => void;
 }
 
@@ -50,7 +56,8 @@ export interface TaskleaseMetrics {
 const byRegistry = new WeakMap<Registry, TaskleaseMetrics>();
 
 export function createMetrics(options: MetricsOptions = {}): TaskleaseMetrics {
-  checkKnownKeys('Metrics', options, ['registry', 'queueWaitBuckets', 'executionBuckets']);
+  checkKnownKeys('Metrics', options, ['registry', 'queueWaitBuckets', 'executionBuckets', 'renewalRateWindowMs']);
+  if (options.renewalRateWindowMs !== undefined) checkInteger('Metrics', 'renewalRateWindowMs', options.renewalRateWindowMs, { min: 1000 });
   if (options.registry !== undefined && !(options.registry instanceof Registry)) {
     throw new InvalidOptionsError('Metrics', 'registry', 'must be a prom-client Registry');
   }
@@ -65,98 +72,44 @@ export function createMetrics(options: MetricsOptions = {}): TaskleaseMetrics {
 
 function checkBuckets(field: string, buckets: readonly number[] | undefined): void {
   if (buckets === undefined) return;
-  const ok = Array.isArray(buckets) && buckets.length > 0
-    && buckets.every((b, i) => typeof b === 'number' && Number.isFinite(b) && b > 0 && (i === 0 || b > buckets[i - 1]!));
+  const ok =
+    Array.isArray(buckets) &&
+    buckets.length > 0 &&
+    buckets.every((b, i) => typeof b === 'number' && Number.isFinite(b) && b > 0 && (i === 0 || b > buckets[i - 1]!));
   if (!ok) throw new InvalidOptionsError('Metrics', field, 'must be a non-empty, strictly increasing list of positive seconds');
 }
-
-/** Executions we saw start and not yet end; bounded in case an end is never announced. */
-const MAX_TRACKED = 10_000;
 
 class MetricsHub implements TaskleaseMetrics {
   private readonly m: MetricSet;
   private readonly workers = new Map<Worker, () => void>();
   private readonly stores = new Map<Store, Scope>();
+  private readonly renewals: RenewalWindow;
 
-  constructor(readonly registry: Registry, options: MetricsOptions) {
+  constructor(
+    readonly registry: Registry,
+    options: MetricsOptions,
+  ) {
+    this.renewals = new RenewalWindow(options.renewalRateWindowMs ?? DEFAULT_RENEWAL_WINDOW_MS);
     this.m = defineMetricSet(registry, {
-      queueWaitBuckets: options.queueWaitBuckets, executionBuckets: options.executionBuckets,
+      queueWaitBuckets: options.queueWaitBuckets,
+      executionBuckets: options.executionBuckets,
       // A worker not started yet offers no slots; a stopped one has detached itself.
       workers: () => [...this.workers.keys()].map((w) => w.stats()).filter((s) => s.state !== 'idle'),
       deadLetters: () => this.countDeadLetters(),
+      pools: () => this.poolStats(),
+      renewalRate: () => this.renewals.rate(),
     });
   }
 
   attachWorker(worker: Worker): () => void {
     const known = this.workers.get(worker);
     if (known) return known;
-    const m = this.m;
-    // Key per execution: the same task may come back to this worker on a later attempt.
-    const running = new Map<string, number>();
-    const keyOf = (task: Task): string => `${task.id}#${task.attemptCount}`;
-    // Exactly one observation per execution that started here, whichever end event comes first.
-    const ended = (task: Task, durationMs?: number): void => {
-      const key = keyOf(task);
-      const startedAt = running.get(key);
-      if (startedAt === undefined) return;
-      running.delete(key);
-      m.execution.observe({ task_type: task.taskType }, (durationMs ?? Date.now() - startedAt) / 1000);
-    };
-    const offs = [
-      worker.on('started', ({ task, queueWaitMs }) => {
-        if (running.size >= MAX_TRACKED) running.delete(running.keys().next().value!);
-        running.set(keyOf(task), Date.now());
-        m.queueWait.observe(queueWaitMs / 1000);
-      }),
-      worker.on('completed', ({ task, status, durationMs }) => {
-        ended(task, durationMs);
-        m.completed.inc({ status });
-      }),
-      worker.on('failed', ({ task, failure, durationMs, willRetry }) => {
-        ended(task, durationMs);
-        m.failures.inc({ task_type: task.taskType, error_code: failure.errorCode });
-        // Only terminal failures: completed_total counts each task once, so the
-        // seed's failure rate is a share of finished tasks and its backlog
-        // query (submitted − completed) balances. Retried attempts: failures_total, retries_total.
-        if (!willRetry) m.completed.inc({ status: 'FAILED' });
-      }),
-      worker.on('retryScheduled', () => m.retries.inc()),
-      worker.on('timedOut', () => m.timeouts.inc()),
-      worker.on('cancelled', ({ task, durationMs }) => {
-        ended(task, durationMs); // a prefetched task cancelled before it started is not an execution
-        m.completed.inc({ status: 'CANCELLED' });
-      }),
-      worker.on('leaseLost', ({ task }) => ended(task)),
-      worker.on('released', ({ task, started }) => {
-        if (started) ended(task);
-      }),
-      worker.on('heartbeat', ({ renewed, cancelRequested, lost }) => {
-        m.renewals.inc(renewed + cancelRequested + lost);
-        m.renewalSuccesses.inc(renewed + cancelRequested);
-        m.renewalFailures.inc(lost);
-      }),
-      worker.on('error', ({ operation }) => {
-        if (operation !== 'renewLeases') return;
-        // The event does not say how many leases the failed statement carried:
-        // count every lease the worker holds (running + prefetched), at least one.
-        const stats = worker.stats();
-        const leases = Math.max(1, stats.active + stats.buffered);
-        m.renewals.inc(leases);
-        m.renewalFailures.inc(leases);
-      }),
-      worker.on('recoveryBatch', ({ result }) => {
-        m.recovered.inc(result.requeued + result.failed);
-        // The sweep finishes tasks too; each row is changed by exactly one sweep, so no double count.
-        m.completed.inc({ status: 'FAILED' }, result.failed + result.deadlineExpired);
-        m.completed.inc({ status: 'CANCELLED' }, result.cancelled);
-      }),
-      worker.on('stopped', () => detach()),
-    ];
+    const offs = subscribeWorker(worker, this.m, this.renewals);
     const detach = (): void => {
       for (const off of offs) off();
-      running.clear();
       if (this.workers.get(worker) === detach) this.workers.delete(worker);
     };
+    offs.push(worker.on('stopped', () => detach()));
     this.workers.set(worker, detach);
     return detach;
   }
@@ -175,15 +128,37 @@ class MetricsHub implements TaskleaseMetrics {
     return () => void this.stores.delete(store);
   }
 
+  private poolStats(): { dialect: Store['dialect']; stats: PoolStats }[] {
+    const pools: { dialect: Store['dialect']; stats: PoolStats }[] = [];
+    for (const store of this.stores.keys()) {
+      const stats = hasPoolStats(store) ? store.poolStats() : null;
+      if (stats) pools.push({ dialect: store.dialect, stats });
+    }
+    return pools;
+  }
+
   /**
    * Sum over attached stores; null when one fails (the gauge keeps its last
    * value: a scrape must not fail because the database does, and the
    * control-plane health check is where an outage shows).
    */
   private async countDeadLetters(): Promise<number | null> {
-    const counts = await Promise.all([...this.stores].map(([store, scope]) =>
-      store.countDeadLetters({ scope }).catch(() => null)));
+    const counts = await Promise.all([...this.stores].map(([store, scope]) => withinScrape(store.countDeadLetters({ scope })).catch(() => null)));
     if (counts.some((c) => c === null)) return null;
     return counts.reduce<number>((sum, c) => sum + (c ?? 0), 0);
   }
+}
+
+/**
+ * A scrape must answer even when the pool is exhausted (the moment the pool
+ * gauges matter most): a count that waits longer than this is skipped.
+ */
+const SCRAPE_QUERY_TIMEOUT_MS = 2000;
+
+function withinScrape<T>(query: Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), SCRAPE_QUERY_TIMEOUT_MS);
+  });
+  return Promise.race([query, late]).finally(() => clearTimeout(timer));
 }

@@ -6,12 +6,7 @@ import type { Row } from './rows.js';
  * for a total order. Times compare as the dialect's sortable text or Dates.
  */
 export function claimOrder(a: Row, b: Row): number {
-  return (
-    Number(b.priority) - Number(a.priority) ||
-    compare(a.available_at, b.available_at) ||
-    compare(a.create_time, b.create_time) ||
-    compare(a.id, b.id)
-  );
+  return Number(b.priority) - Number(a.priority) || compare(a.available_at, b.available_at) || compare(a.create_time, b.create_time) || compare(a.id, b.id);
 }
 
 function compare(a: unknown, b: unknown): number {

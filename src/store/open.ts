@@ -7,6 +7,8 @@
  *   mysql://root@127.0.0.1:3306/db?poolSize=10 (mariadb:// too) → MysqlStore
  */
 import { InvalidOptionsError } from '../core/errors.js';
+import { checkKnownKeys } from '../core/validate.js';
+import { loadDialect } from './dialects.js';
 import type { Store } from './types.js';
 
 export interface OpenStoreOptions {
@@ -27,8 +29,9 @@ export function dialectOfUrl(url: string): 'sqlite' | 'postgres' | 'mysql' {
 
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   const dialect = dialectOfUrl(url);
+  checkKnownKeys('openStore', options, ['poolSize', 'schema']);
   if (dialect === 'sqlite') {
-    const { SqliteStore } = await import('./sqlite/store.js');
+    const { SqliteStore } = await loadDialect('sqlite');
     return new SqliteStore({ path: sqlitePath(url) });
   }
   const parsed = new URL(url);
@@ -36,12 +39,12 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   if (dialect === 'postgres') {
     const schema = options.schema ?? parsed.searchParams.get('schema') ?? undefined;
     for (const key of ['schema', 'poolSize']) parsed.searchParams.delete(key);
-    const { PostgresStore } = await import('./postgres/store.js');
+    const { PostgresStore } = await loadDialect('postgres');
     return new PostgresStore({ connectionString: parsed.toString(), ...(schema ? { schema } : {}), ...(poolSize ? { poolSize } : {}) });
   }
   parsed.searchParams.delete('poolSize');
   if (parsed.protocol === 'mariadb:') parsed.protocol = 'mysql:';
-  const { MysqlStore } = await import('./mysql/store.js');
+  const { MysqlStore } = await loadDialect('mysql');
   return new MysqlStore({ uri: parsed.toString(), ...(poolSize ? { poolSize } : {}) });
 }
 

@@ -16,15 +16,9 @@ export interface Decode {
 
 export type Row = Record<string, unknown>;
 
-export const TASK_TABLE = 'system_async_task';
-export const ATTEMPT_TABLE = 'system_async_task_attempt';
-export const FAILURE_TABLE = 'system_async_task_failure';
-export const DEAD_LETTER_TABLE = 'system_async_task_dead_letter';
-export const POLICY_TABLE = 'system_async_task_policy';
-
 export function taskFromRow(row: Row, decode: Decode): Task {
   const status = String(row.status);
-  if (!isTaskStatus(status)) throw new Error(`unknown status ${status} in ${TASK_TABLE} row ${String(row.id)}`);
+  if (!isTaskStatus(status)) throw new Error(`unknown status ${status} in system_async_task row ${String(row.id)}`);
   return {
     id: String(row.id),
     taskType: String(row.task_type),

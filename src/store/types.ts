@@ -4,25 +4,48 @@
  * (test/store/conformance.ts). A method takes one params object and returns
  * the project's own types, never a driver's rows.
  *
- * Rules every implementation keeps (DESIGN.md §3):
+ * The contract is split by role, so that each caller names what it needs:
+ * SchemaStore (lifecycle, migrations, clock), ProducerStore (submit, read),
+ * WorkerStore (claim, leases, outcomes, sweep) and ControlStore (operator
+ * actions, history, policies, cleanup). `Store` is all four. What a dialect
+ * may or may not do well is stated in `capabilities`, never found by probing
+ * for a method. `Tx` is the dialect's transaction handle for submits that
+ * join a caller's transaction.
+ *
+ * Rules every implementation keeps (DESIGN.md §3; the shared rules are in rules/):
  * - time is the database clock (`now()`), never a worker's;
  * - every write about a leased task is fenced: `lease_owner = workerId AND
- *   attempt_count = attempt AND status IN ('RUNNING','CANCEL_REQUESTED')`,
- *   and the affected-row count decides the answer;
- * - concurrency limits are invariants: counting RUNNING rows and claiming are
- *   serialized so that no number of concurrent claimers can exceed them.
+ *   attempt_count = attempt AND status` one of the leased statuses, and the
+ *   affected-row count decides the answer;
+ * - concurrency limits are invariants: counting leased rows and claiming are
+ *   serialized so that no number of concurrent claimers can exceed them;
+ * - a closed store answers every call with StoreClosedError (STORE_CLOSED), a
+ *   database without the schema with SchemaMissingError (SCHEMA_NOT_MIGRATED).
  */
 import type { Scope } from '../core/scope.js';
 import type { TaskStatus } from '../core/status.js';
 import type { FailureRecord, Lease, NewTask, Task, TaskProgress } from '../core/task.js';
+import type { AttemptOutcomeName } from '../core/status.js';
+
+export type { AttemptOutcomeName } from '../core/status.js';
 
 export type Dialect = 'sqlite' | 'postgres' | 'mysql';
 
-export interface Store {
+/** What a dialect does in one round trip or one transaction; callers choose their path by these, not by probing. */
+export interface StoreCapabilities {
+  /** finishAndClaim writes outcomes and claims in one round trip (else it is finishAttempts, then claimTasks). */
+  readonly finishAndClaim: boolean;
+  /** insertTasks accepts `transaction`: the submit joins the caller's transaction. */
+  readonly transactionalSubmit: boolean;
+}
+
+/** Lifecycle, schema and clock. */
+export interface SchemaStore {
   readonly dialect: Dialect;
+  readonly capabilities: StoreCapabilities;
   /** Creates or upgrades the schema; safe when several processes start at once. */
   migrate(): Promise<void>;
-  /** Releases connections and listeners. Idempotent. */
+  /** Releases connections and listeners. Idempotent; every other call afterwards fails with STORE_CLOSED. */
   close(): Promise<void>;
   /** The database clock. */
   now(): Promise<Date>;
@@ -30,35 +53,29 @@ export interface Store {
   schemaVersion(): Promise<number>;
   /** The migration this code expects. */
   readonly expectedSchemaVersion: number;
-  /** Wake-ups for workers: submits (by type) and cancellation requests. Returns unsubscribe. */
-  subscribe(listener: StoreListener): () => void;
+}
 
-  // ---- producers ---------------------------------------------------------
+/** Submitting and reading tasks. */
+export interface ProducerStore<Tx = unknown> {
   /**
    * Inserts tasks in one statement where the dialect allows. A task whose
    * (taskType, owner, idempotencyKey) exists already is not inserted: its
    * existing row comes back with `created: false`. Results keep input order.
-   * With `transaction` (PostgreSQL: a pg client inside BEGIN; MySQL: a
-   * mysql2 connection inside a transaction) the insert joins the caller's
-   * transaction and is invisible to workers until it commits.
+   * With `transaction` (capabilities.transactionalSubmit; PostgreSQL: a pg
+   * client inside BEGIN; MySQL: a mysql2 connection inside a transaction) the
+   * insert joins the caller's transaction and is invisible to workers until it commits.
    */
-  insertTasks(params: { tasks: readonly NewTask[]; transaction?: unknown }): Promise<InsertTaskResult[]>;
+  insertTasks(params: { tasks: readonly NewTask[]; transaction?: Tx }): Promise<InsertTaskResult[]>;
   getTask(params: { id: string; scope: Scope }): Promise<Task | null>;
   /** Newest first (id descending); `cursor` is the last id of the previous page. */
   listTasks(params: ListTasksParams): Promise<TaskPage>;
   countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>>;
-  /**
-   * Moves every task in `ids` that is in scope and in one of `from` to `to`,
-   * atomically per task. Column rules by target: QUEUED clears the lease and
-   * finished_at (and with `newCycle` sets attempt_base = attempt_count);
-   * CANCELLED sets finished_at and clears the lease; PAUSED and
-   * CANCEL_REQUESTED change only the status. `availableAt` reschedules.
-   * Answers for every id: whether this call changed it, and its status now
-   * (null when it does not exist in scope).
-   */
-  changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]>;
+}
 
-  // ---- workers -----------------------------------------------------------
+/** What a worker process calls. */
+export interface WorkerStore {
+  /** Wake-ups for workers: submits (by type), requeues and cancellation requests. Returns unsubscribe. */
+  subscribe(listener: StoreListener): () => void;
   /**
    * Leases up to `limit` claimable tasks of `taskTypes` for `workerId`:
    * status QUEUED or RETRY_WAIT, available_at ≤ now, deadline null or > now,
@@ -74,19 +91,22 @@ export interface Store {
   renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult>;
   /** Fenced progress write; false when the lease is lost. */
   saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean>;
-  /** Writes the outcome of many attempts in as few statements as the dialect allows; fenced; one boolean per outcome. */
-  finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]>;
   /**
-   * Optional: finishAttempts, then claimTasks, in one transaction and one
-   * round trip — the claim counts the slots those outcomes freed. A worker
-   * whose store has it claims its next tasks with the outcomes of the last
-   * ones (binding limits: one round trip per batch instead of two).
+   * Writes the outcome of many attempts in as few statements as the dialect
+   * allows; fenced; one boolean per outcome, and the dead letter each outcome
+   * that ended FAILED made.
    */
-  finishAndClaim?(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult>;
+  finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult>;
+  /**
+   * finishAttempts, then claimTasks; the claim counts the slots those outcomes
+   * freed. With capabilities.finishAndClaim both travel in one transaction and
+   * one round trip (worth using when limits bind); without, it is two calls.
+   */
+  finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult>;
   /**
    * Hands back tasks that were leased but never started (a prefetch buffer
    * when its worker stops): QUEUED again, attempt_count − 1, their attempt
-   * row removed, as if never claimed. Fenced; returns how many.
+   * row removed, as if never claimed. Fenced; returns how many; wakes workers.
    */
   releaseTasks(params: { leases: readonly Lease[] }): Promise<number>;
   /**
@@ -97,15 +117,26 @@ export interface Store {
    * rows of each kind; never touches a live lease.
    */
   recover(params: { batchSize: number }): Promise<RecoveryResult>;
+  /** Upserts this worker's row (last_seen_at = now): diagnostics tell which types have live workers. */
+  registerWorker(params: { worker: WorkerRegistration }): Promise<void>;
+  unregisterWorker(params: { workerId: string }): Promise<void>;
+}
 
-  // ---- history -----------------------------------------------------------
+/** Operators: status changes, history, dead letters, policies, cleanup, diagnostics. */
+export interface ControlStore {
+  /**
+   * Moves every task in `ids` that is in scope and in one of `from` to `to`,
+   * atomically per task, with the column rules of rules/
+   * (changeStatusAssignments). `availableAt` reschedules. Answers for every
+   * id: whether this call changed it, and its status now (null when it does
+   * not exist in scope).
+   */
+  changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]>;
   listAttempts(params: { taskId: string }): Promise<AttemptRecord[]>;
   /** Newest first. */
   listFailures(params: { taskId: string; limit?: number }): Promise<FailureRow[]>;
   /** Newest first. */
   listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]>;
-
-  // ---- control plane -----------------------------------------------------
   /** Dead letters neither replayed nor archived (the queue an operator must look at). */
   countDeadLetters(params: { scope: Scope; taskType?: string | null }): Promise<number>;
   /**
@@ -128,9 +159,12 @@ export interface Store {
    * delete re-checks status and finished_at.
    */
   purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult>;
-  /** Upserts this worker's row (last_seen_at = now): diagnostics tell which types have live workers. */
-  registerWorker(params: { worker: WorkerRegistration }): Promise<void>;
-  unregisterWorker(params: { workerId: string }): Promise<void>;
+  /**
+   * One batch of dead-letter cleanup (the seed's archiveAndClean): deletes up
+   * to `batchSize` dead letters archived before `archivedBefore`; a dead
+   * letter never archived is never deleted. Returns how many were deleted.
+   */
+  purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number>;
   /** Workers seen within `seenWithinMs` of the database clock. */
   listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]>;
   /** RUNNING + CANCEL_REQUESTED rows per type (what the limits count). */
@@ -139,9 +173,10 @@ export interface Store {
   analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData>;
 }
 
-export type StoreEvent =
-  | { kind: 'submitted'; taskTypes: readonly string[] }
-  | { kind: 'cancelRequested'; taskIds: readonly string[] };
+/** Every role: what a dialect implements. */
+export interface Store<Tx = unknown> extends SchemaStore, ProducerStore<Tx>, WorkerStore, ControlStore {}
+
+export type StoreEvent = { kind: 'submitted'; taskTypes: readonly string[] } | { kind: 'cancelRequested'; taskIds: readonly string[] };
 export type StoreListener = (event: StoreEvent) => void;
 
 export interface InsertTaskResult {
@@ -155,6 +190,8 @@ export interface ListTasksParams {
   taskType?: string | null;
   status?: readonly TaskStatus[] | null;
   owner?: string | null;
+  /** Exact match on the idempotency key (any task type). */
+  idempotencyKey?: string | null;
   limit: number;
   cursor?: string | null;
 }
@@ -191,9 +228,23 @@ export interface ClaimParams {
   typeConcurrency: number;
 }
 
-export interface FinishAndClaimResult {
-  /** One boolean per outcome, as finishAttempts answers. */
+export interface FinishResult {
+  /** One boolean per outcome, in input order: whether its fenced write applied (false: the lease is gone). */
   applied: boolean[];
+  /**
+   * The dead letter of each applied outcome that left its task FAILED (a FAILED
+   * outcome on a task with a cancel request ends CANCELLED and makes none).
+   * Empty on the common path: only failures for good carry an entry.
+   */
+  deadLetters: DeadLetterRef[];
+}
+
+export interface DeadLetterRef {
+  taskId: string;
+  deadLetterId: string;
+}
+
+export interface FinishAndClaimResult extends FinishResult {
   /** As claimTasks answers. */
   claimed: Task[];
 }
@@ -225,8 +276,6 @@ export interface RecoveryResult {
   retriesDue: number;
   deadlineExpired: number;
 }
-
-export type AttemptOutcomeName = 'SUCCESS' | 'PARTIAL_SUCCESS' | 'FAILED' | 'CANCELLED' | 'ABANDONED' | 'LEASE_EXPIRED';
 
 export interface AttemptRecord {
   taskId: string;

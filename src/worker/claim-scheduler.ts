@@ -129,8 +129,12 @@ export class ClaimScheduler implements ClaimAlong {
     if (room <= 0 || (this.table.waiting > 0 && room * 2 < capacity)) return null;
     this.claimAgain = false;
     return {
-      workerId: o.workerId, taskTypes: this.taskTypes, limit: Math.min(room, o.claimBatchSize), leaseMs: o.leaseMs,
-      globalConcurrency: o.globalConcurrency, typeConcurrency: o.typeConcurrency,
+      workerId: o.workerId,
+      taskTypes: this.taskTypes,
+      limit: Math.min(room, o.claimBatchSize),
+      leaseMs: o.leaseMs,
+      globalConcurrency: o.globalConcurrency,
+      typeConcurrency: o.typeConcurrency,
     };
   }
 

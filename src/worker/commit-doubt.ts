@@ -34,11 +34,20 @@ export async function outcomeCommitted(store: Store, outcome: AttemptOutcome): P
   const errorCode = outcome.kind === 'RETRY' || outcome.kind === 'FAILED' ? outcome.failure.errorCode : null;
   const task = await store.getTask({ id: lease.taskId, scope: Scope.global() });
   if (task === null) return false;
-  if (task.attemptCount === lease.attempt && task.leaseOwner === null && STATUS_AFTER[outcome.kind].includes(task.status)
-    && (errorCode === null || task.lastErrorCode === errorCode)) return true;
+  if (
+    task.attemptCount === lease.attempt &&
+    task.leaseOwner === null &&
+    STATUS_AFTER[outcome.kind].includes(task.status) &&
+    (errorCode === null || task.lastErrorCode === errorCode)
+  )
+    return true;
   const attempt = (await store.listAttempts({ taskId: lease.taskId })).find((row) => row.attempt === lease.attempt);
-  return attempt !== undefined && attempt.workerId === lease.workerId && attempt.outcome === attemptOutcomeName(outcome.kind)
-    && (errorCode === null || attempt.errorCode === errorCode);
+  return (
+    attempt !== undefined &&
+    attempt.workerId === lease.workerId &&
+    attempt.outcome === attemptOutcomeName(outcome.kind) &&
+    (errorCode === null || attempt.errorCode === errorCode)
+  );
 }
 
 function attemptOutcomeName(kind: AttemptOutcome['kind']): AttemptOutcomeName {

@@ -6,7 +6,6 @@ import type { TaskContext } from '../core/context.js';
 import type { TaskAbortedError } from '../core/errors.js';
 import type { Task, TaskProgress } from '../core/task.js';
 
-
 /** What a context needs of its execution's abort state; the AbortSignal itself is made only when a handler asks for it. */
 export interface AbortSource {
   readonly signal: AbortSignal;

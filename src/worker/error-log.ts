@@ -48,7 +48,10 @@ export class WorkerLog {
       last.suppressed += 1;
       return;
     }
-    this.logger.error({ workerId: this.workerId, operation, errorCode: code ?? undefined, suppressed: last?.suppressed ?? 0 }, `tasklease worker: ${operation} failed: ${message}`);
+    this.logger.error(
+      { workerId: this.workerId, operation, errorCode: code ?? undefined, suppressed: last?.suppressed ?? 0 },
+      `tasklease worker: ${operation} failed: ${message}`,
+    );
     this.lastLogged.set(operation, { at: now, suppressed: 0 });
   }
 
@@ -56,9 +59,11 @@ export class WorkerLog {
   warnIfLimitsBind(limits: { usable: number; global: number; perType: Record<string, number> }, concurrency: number, prefetch: number): void {
     const { usable, global, perType } = limits;
     if (concurrency + prefetch <= usable) return;
-    this.logger?.warn({ workerId: this.workerId, concurrency, prefetch, limits: { global, perType } },
-      `tasklease worker: concurrency ${concurrency} + prefetch ${prefetch} is more than the limits let this worker hold (${usable}: global ${global}, `
-      + `per type ${JSON.stringify(perType)}); raise them with client.policies.update() or the globalConcurrency / typeConcurrency options`);
+    this.logger?.warn(
+      { workerId: this.workerId, concurrency, prefetch, limits: { global, perType } },
+      `tasklease worker: concurrency ${concurrency} + prefetch ${prefetch} is more than the limits let this worker hold (${usable}: global ${global}, ` +
+        `per type ${JSON.stringify(perType)}); raise them with client.policies.update() or the globalConcurrency / typeConcurrency options`,
+    );
   }
 }
 

@@ -23,7 +23,8 @@ export interface WorkerEvents {
   /** Every failed attempt, retried or not. */
   failed: { task: Task; failure: FailureRecord; durationMs: number; willRetry: boolean };
   retryScheduled: { task: Task; failure: FailureRecord; retryDelayMs: number };
-  deadLettered: { task: Task; failure: FailureRecord };
+  /** A failure for good moved the task's payload to the dead-letter queue: `deadLetterId` replays it. */
+  deadLettered: { task: Task; failure: FailureRecord; deadLetterId: string };
   cancelled: { task: Task; durationMs: number };
   timedOut: { task: Task; durationMs: number };
   /** The worker's lease on a task is gone; its handler was aborted and its writes change nothing. */
@@ -35,6 +36,8 @@ export interface WorkerEvents {
   heartbeat: { renewed: number; cancelRequested: number; lost: number };
   /** An operation against the store failed; the worker carries on and retries. */
   error: { operation: string; error: unknown };
+  /** stop() was called: no more claims; `active` handlers get the grace period, `buffered` tasks are handed back. */
+  stopping: { workerId: string; active: number; buffered: number };
   stopped: { workerId: string };
 }
 
@@ -47,8 +50,8 @@ export interface Announcer {
   storeAnswered(): void;
 }
 
-/** The events an outcome, once written, tells observers. */
-export function announceOutcome(events: Announcer, task: Task, outcome: AttemptOutcome, durationMs: number): void {
+/** The events an outcome, once written, tells observers; `deadLetterId`: the dead letter the write made (null: none). */
+export function announceOutcome(events: Announcer, task: Task, outcome: AttemptOutcome, durationMs: number, deadLetterId: string | null): void {
   switch (outcome.kind) {
     case 'SUCCESS':
     case 'PARTIAL_SUCCESS':
@@ -63,7 +66,8 @@ export function announceOutcome(events: Announcer, task: Task, outcome: AttemptO
       const failedTask: Task = { ...task, status: 'FAILED', lastErrorCode: outcome.failure.errorCode };
       if (outcome.failure.errorCode === 'TIMEOUT') events.emit('timedOut', { task: failedTask, durationMs });
       events.emit('failed', { task: failedTask, failure: outcome.failure, durationMs, willRetry: false });
-      events.emit('deadLettered', { task: failedTask, failure: outcome.failure });
+      // No dead letter: a cancel request arrived first and the store ended the task CANCELLED instead.
+      if (deadLetterId !== null) events.emit('deadLettered', { task: failedTask, failure: outcome.failure, deadLetterId });
       return;
     }
     case 'CANCELLED':

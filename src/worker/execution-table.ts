@@ -3,6 +3,7 @@
  * winding down), and the queue of leased tasks waiting for a free slot. The
  * services read the counts here instead of keeping their own.
  */
+import type { Clock } from '../core/clock.js';
 import type { Execution, ExecutionState } from './execution.js';
 
 export class ExecutionTable {
@@ -11,6 +12,25 @@ export class ExecutionTable {
   private finishingCount = 0;
   /** Handlers started and not yet settled: the slots in use. */
   runningHandlers = 0;
+  private idleWaiters: (() => void)[] = [];
+
+  /** A handler really stopped (returned or threw): its slot is free; resolves whenIdle() at zero. */
+  handlerStopped(): void {
+    this.runningHandlers -= 1;
+    if (this.runningHandlers === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  /** True once no handler runs; false if some still run after `timeoutMs` (stop() then aborts them). */
+  whenIdle(timeoutMs: number, clock: Clock): Promise<boolean> {
+    if (this.runningHandlers === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = clock.setTimeout(() => resolve(false), timeoutMs);
+      this.idleWaiters.push(() => {
+        clock.clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
 
   get(taskId: string): Execution | undefined {
     return this.byTask.get(taskId);

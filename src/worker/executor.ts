@@ -25,8 +25,6 @@ export interface ExecutorHooks {
   slotFreed(forgotten: boolean): void;
   /** An execution ended with nothing to write (its lease is gone): its room is free now. */
   nothingToWrite(): void;
-  /** No handler runs any more (stop() waits for this). */
-  idle(): void;
 }
 
 export class Executor {
@@ -53,10 +51,20 @@ export class Executor {
     const { task } = execution;
     execution.startedAt = this.clock.now();
     this.table.runningHandlers += 1;
-    const context = new ExecutionContext(task, execution, {
-      save: (progress) => this.leases.saveProgress(execution, progress),
-      pollCancellation: () => this.leases.check(execution),
-    }, { flushIntervalMs: o.progressFlushIntervalMs, flushThreshold: o.progressFlushThreshold, cancelCheckIntervalMs: o.cancelCheckIntervalMs, now: () => this.clock.now() });
+    const context = new ExecutionContext(
+      task,
+      execution,
+      {
+        save: (progress) => this.leases.saveProgress(execution, progress),
+        pollCancellation: () => this.leases.check(execution),
+      },
+      {
+        flushIntervalMs: o.progressFlushIntervalMs,
+        flushThreshold: o.progressFlushThreshold,
+        cancelCheckIntervalMs: o.cancelCheckIntervalMs,
+        now: () => this.clock.now(),
+      },
+    );
     execution.context = context;
     this.armTimeout(execution);
     if (this.events.listening('started')) this.events.emit('started', { task, queueWaitMs: Math.max(0, Date.now() - task.createdAt.getTime()) });
@@ -82,7 +90,12 @@ export class Executor {
       return successOutcome(execution, result);
     } catch (error) {
       await context.settle();
-      const decision = { retry: this.policies.retryFor(execution.task.taskType), exposeErrorMessages: this.options.exposeErrorMessages, checkLease: this.leases.confirm.bind(this.leases) };
+      const decision = {
+        retry: this.policies.retryFor(execution.task.taskType),
+        exposeErrorMessages: this.options.exposeErrorMessages,
+        classifier: this.options.failureClassifier,
+        checkLease: this.leases.confirm.bind(this.leases),
+      };
       return failureOutcome(execution, error, decision).catch((checkError: unknown) => {
         this.events.emit('error', { operation: 'renewLeases', error: checkError });
         return null; // cannot confirm the lease: leave the task to lease expiry
@@ -91,9 +104,8 @@ export class Executor {
   }
 
   private handlerStopped(execution: Execution): void {
-    this.table.runningHandlers -= 1;
+    this.table.handlerStopped();
     const forgotten = this.table.forgetIfSettled(execution);
-    if (this.table.runningHandlers === 0) this.hooks.idle();
     this.hooks.slotFreed(forgotten);
   }
 
@@ -125,9 +137,10 @@ async function runHandler(execution: Execution, context: ExecutionContext): Prom
     execution.handlerIdle = true;
   };
   execution.handlerSettled = work.then(settle, settle);
-  const result = await raceAbort(work, execution);
+  const result = (await raceAbort(work, execution)) ?? { status: 'SUCCESS' };
   if (execution.abortReason && execution.abortReason.code !== 'SHUTDOWN') throw execution.abortReason;
-  return result ?? { status: 'SUCCESS' };
+  if (definition.validateCompletion) await definition.validateCompletion(result, payload, context);
+  return result;
 }
 
 /** Resolves with the handler unless the signal fires first. A shutdown abort waits for the handler: its task is handed back only once it has stopped. */

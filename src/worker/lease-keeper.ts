@@ -60,9 +60,12 @@ export class LeaseKeeper {
     }
     this.table.moveTo(execution, 'done');
     this.table.forgetIfSettled(execution);
-    this.store.releaseTasks({ leases: [execution.lease] }).then((released) => {
-      if (released === 1) this.events.emit('cancelled', { task: { ...execution.task, status: 'CANCELLED' }, durationMs: 0 });
-    }, (error: unknown) => this.events.emit('error', { operation: 'releaseTasks', error }));
+    this.store.releaseTasks({ leases: [execution.lease] }).then(
+      (released) => {
+        if (released === 1) this.events.emit('cancelled', { task: { ...execution.task, status: 'CANCELLED' }, durationMs: 0 });
+      },
+      (error: unknown) => this.events.emit('error', { operation: 'releaseTasks', error }),
+    );
   }
 
   /** Asks the store about one lease now (ctx.checkCancellation); applies the answer. */

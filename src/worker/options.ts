@@ -9,6 +9,7 @@ import { InvalidOptionsError } from '../core/errors.js';
 import { resolveRetryOptions, type RetryOptions } from '../core/retry.js';
 import { checkInteger, checkKnownKeys, checkString } from '../core/validate.js';
 import type { Store } from '../store/types.js';
+import type { FailureClassifier } from '../core/failure.js';
 import { systemClock, type Clock } from '../core/clock.js';
 import type { Logger } from 'pino';
 import { defaultWorkerLogger } from './error-log.js';
@@ -60,6 +61,8 @@ export interface WorkerOptions {
   cancelCheckIntervalMs?: number;
   /** Store raw exception messages of unexpected errors (they may hold payload data). Default false. */
   exposeErrorMessages?: boolean;
+  /** Maps foreign errors (driver timeouts, HTTP 503…) to an error code and retryability without wrapping them in a TaskFailure. Default: none. */
+  failureClassifier?: FailureClassifier | null;
   /** The monotonic clock and timers the worker uses (tests drive time with their own). Default: the system's. */
   clock?: Clock;
   /**
@@ -73,10 +76,32 @@ export interface WorkerOptions {
 export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry' | 'logger'>> & { retry: RetryOptions; logger: Logger | null };
 
 const KNOWN = [
-  'store', 'tasks', 'workerId', 'concurrency', 'prefetch', 'claimBatchSize', 'pollIntervalMs', 'minPollIntervalMs', 'leaseMs', 'heartbeatIntervalMs',
-  'recoveryIntervalMs', 'recoveryBatchSize', 'maxExecutionMs', 'slowTaskThresholdMs', 'shutdownGraceMs', 'shutdownAbortWaitMs',
-  'globalConcurrency', 'typeConcurrency', 'retry', 'progressFlushIntervalMs', 'progressFlushThreshold', 'cancelCheckIntervalMs',
-  'exposeErrorMessages', 'clock', 'logger',
+  'store',
+  'tasks',
+  'workerId',
+  'concurrency',
+  'prefetch',
+  'claimBatchSize',
+  'pollIntervalMs',
+  'minPollIntervalMs',
+  'leaseMs',
+  'heartbeatIntervalMs',
+  'recoveryIntervalMs',
+  'recoveryBatchSize',
+  'maxExecutionMs',
+  'slowTaskThresholdMs',
+  'shutdownGraceMs',
+  'shutdownAbortWaitMs',
+  'globalConcurrency',
+  'typeConcurrency',
+  'retry',
+  'progressFlushIntervalMs',
+  'progressFlushThreshold',
+  'cancelCheckIntervalMs',
+  'exposeErrorMessages',
+  'failureClassifier',
+  'clock',
+  'logger',
 ] as const;
 
 export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOptions {
@@ -109,8 +134,9 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     progressFlushThreshold: input.progressFlushThreshold ?? 500,
     cancelCheckIntervalMs: input.cancelCheckIntervalMs ?? 1000,
     exposeErrorMessages: input.exposeErrorMessages ?? false,
+    failureClassifier: input.failureClassifier ?? null,
     clock: input.clock ?? systemClock,
-    logger: input.logger === false ? null : input.logger ?? defaultWorkerLogger(),
+    logger: input.logger === false ? null : (input.logger ?? defaultWorkerLogger()),
   };
   checkString(c, 'workerId', o.workerId, { minLength: 1, maxLength: 200 });
   checkInteger(c, 'concurrency', o.concurrency, { min: 1, max: 10_000 });
@@ -121,7 +147,11 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   checkInteger(c, 'leaseMs', o.leaseMs, { min: 100 });
   checkInteger(c, 'heartbeatIntervalMs', o.heartbeatIntervalMs, { min: 10 });
   if (o.heartbeatIntervalMs * 2 > o.leaseMs) {
-    throw new InvalidOptionsError(c, 'heartbeatIntervalMs', `must be at most half of leaseMs (${o.leaseMs}) so that one missed renewal does not lose the lease`);
+    throw new InvalidOptionsError(
+      c,
+      'heartbeatIntervalMs',
+      `must be at most half of leaseMs (${o.leaseMs}) so that one missed renewal does not lose the lease`,
+    );
   }
   checkInteger(c, 'recoveryIntervalMs', o.recoveryIntervalMs, { min: 0 });
   checkInteger(c, 'recoveryBatchSize', o.recoveryBatchSize, { min: 1, max: 100_000 });
@@ -133,6 +163,7 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   checkInteger(c, 'progressFlushIntervalMs', o.progressFlushIntervalMs, { min: 0 });
   checkInteger(c, 'progressFlushThreshold', o.progressFlushThreshold, { min: 1 });
   checkInteger(c, 'cancelCheckIntervalMs', o.cancelCheckIntervalMs, { min: 0 });
+  if (o.failureClassifier !== null && typeof o.failureClassifier !== 'function') throw new InvalidOptionsError(c, 'failureClassifier', 'must be a function');
   for (const task of o.tasks) {
     if (typeof task?.execute !== 'function') throw new InvalidOptionsError(c, 'tasks', `task ${String(task?.type)} has no execute function`);
     if (task.retry) resolveRetryOptions(`task ${task.type}`, { ...o.retry, ...task.retry });

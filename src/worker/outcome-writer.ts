@@ -22,7 +22,7 @@ import type { Clock } from '../core/clock.js';
 import { ErrorCode, TaskLeaseError, ValidationError, truncate } from '../core/errors.js';
 import { newTraceId } from '../core/failure.js';
 import type { Task } from '../core/task.js';
-import type { AttemptOutcome, ClaimParams, Store } from '../store/types.js';
+import type { AttemptOutcome, ClaimParams, FinishResult, Store } from '../store/types.js';
 import { outcomeCommitted } from './commit-doubt.js';
 
 /** The worker's side of claiming along with an outcome write. */
@@ -43,8 +43,11 @@ export interface PendingOutcome<T> {
 export interface OutcomeWriterOptions<T> {
   store: Store;
   clock: Clock;
-  /** Called per outcome with whether the fenced write applied (false: the lease is gone, or the outcome could not be written), and whether a claim went with it. */
-  onWritten: (item: PendingOutcome<T>, applied: boolean, claimedAlong: boolean) => void;
+  /**
+   * Called per outcome with whether the fenced write applied (false: the lease is gone, or the outcome could
+   * not be written), whether a claim went with it, and the dead letter it made (null: none).
+   */
+  onWritten: (item: PendingOutcome<T>, applied: boolean, claimedAlong: boolean, deadLetterId: string | null) => void;
   onError: (error: unknown) => void;
   /** Wait before retrying a write that could not reach the database. */
   retryDelayMs: number;
@@ -99,11 +102,11 @@ export class OutcomeWriter<T> {
   private async write(batch: PendingOutcome<T>[]): Promise<boolean> {
     const { store, claimAlong } = this.options;
     const outcomes = batch.map((item) => item.outcome);
-    const claim = store.finishAndClaim && claimAlong ? claimAlong.begin() : null;
-    let results: boolean[];
+    const claim = store.capabilities.finishAndClaim && claimAlong ? claimAlong.begin() : null;
+    let results: FinishResult;
     let claimed: Task[] = [];
     try {
-      if (claim) ({ applied: results, claimed } = await store.finishAndClaim!({ outcomes, claim }));
+      if (claim) ({ claimed, ...results } = await store.finishAndClaim({ outcomes, claim }));
       else results = await store.finishAttempts({ outcomes });
     } catch (error) {
       if (claim) claimAlong!.end(null, claim);
@@ -116,23 +119,27 @@ export class OutcomeWriter<T> {
       this.pending.unshift(...batch);
       return false;
     }
-    const applied = batch.some((item, index) => item.inDoubt && !results[index]) ? await this.resolveDoubts(batch, results) : results;
-    batch.forEach((item, index) => this.options.onWritten(item, applied[index] === true, claim !== null));
+    const applied = batch.some((item, index) => item.inDoubt && !results.applied[index]) ? await this.resolveDoubts(batch, results.applied) : results.applied;
+    // Only failures for good carry a dead letter: the common batch looks nothing up.
+    const letters = results.deadLetters.length === 0 ? null : new Map(results.deadLetters.map((d) => [d.taskId, d.deadLetterId]));
+    batch.forEach((item, index) => this.options.onWritten(item, applied[index] === true, claim !== null, letters?.get(item.outcome.lease.taskId) ?? null));
     if (claim) claimAlong!.end(claimed, claim);
     return true;
   }
 
   /** Outcomes a retry found already closed: applied when the database shows they were ours. */
   private async resolveDoubts(batch: PendingOutcome<T>[], results: boolean[]): Promise<boolean[]> {
-    return Promise.all(batch.map(async (item, index) => {
-      if (results[index] === true || !item.inDoubt) return results[index] === true;
-      try {
-        return await outcomeCommitted(this.options.store, item.outcome);
-      } catch (error) {
-        this.options.onError(error);
-        return false; // still in doubt: reported as lost, as before
-      }
-    }));
+    return Promise.all(
+      batch.map(async (item, index) => {
+        if (results[index] === true || !item.inDoubt) return results[index] === true;
+        try {
+          return await outcomeCommitted(this.options.store, item.outcome);
+        } catch (error) {
+          this.options.onError(error);
+          return false; // still in doubt: reported as lost, as before
+        }
+      }),
+    );
   }
 
   private isolate(batch: PendingOutcome<T>[], error: unknown): void {
@@ -144,17 +151,26 @@ export class OutcomeWriter<T> {
     const item = batch[0]!;
     const { outcome } = item;
     if (outcome.kind === 'FAILED' && outcome.failure.errorCode === ErrorCode.OUTCOME_NOT_WRITABLE) {
-      this.options.onWritten(item, false, false); // refused twice: the sweep will deal with it when the lease expires
+      this.options.onWritten(item, false, false, null); // refused twice: the sweep will deal with it when the lease expires
       return;
     }
     const reason = error instanceof Error ? error.message : String(error);
-    this.isolated.unshift([{
-      token: item.token,
-      outcome: {
-        kind: 'FAILED', lease: outcome.lease, progress: null,
-        failure: { errorCode: ErrorCode.OUTCOME_NOT_WRITABLE, retryable: false, traceId: newTraceId(), message: truncate(`the database refused this attempt's ${outcome.kind} outcome: ${reason}`, 1000) },
+    this.isolated.unshift([
+      {
+        token: item.token,
+        outcome: {
+          kind: 'FAILED',
+          lease: outcome.lease,
+          progress: null,
+          failure: {
+            errorCode: ErrorCode.OUTCOME_NOT_WRITABLE,
+            retryable: false,
+            traceId: newTraceId(),
+            message: truncate(`the database refused this attempt's ${outcome.kind} outcome: ${reason}`, 1000),
+          },
+        },
       },
-    }]);
+    ]);
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import { ErrorCode } from '../core/errors.js';
 import type { TaskResult } from '../core/definition.js';
-import { classifyFailure, newTraceId } from '../core/failure.js';
+import { classifyFailure, newTraceId, type FailureClassifier } from '../core/failure.js';
 import { retryDelayMs, type RetryOptions } from '../core/retry.js';
 import { attemptsLeft, type FailureRecord, type Lease } from '../core/task.js';
 import type { AttemptOutcome, RenewResult } from '../store/types.js';
@@ -17,6 +17,7 @@ export interface FailureDecision {
   /** The retry options of the task's type, merged once (core/retry.ts mergeRetry). */
   retry: RetryOptions;
   exposeErrorMessages: boolean;
+  classifier: FailureClassifier | null;
   /** Confirms the lease just before a failure is written (a cancel request may have arrived). */
   checkLease: (lease: Lease) => Promise<RenewResult>;
 }
@@ -30,7 +31,9 @@ export function successOutcome(execution: Execution, result: TaskResult): Attemp
     resultJson = serializeResult(result.result);
   } catch (error) {
     const failure: FailureRecord = {
-      errorCode: ErrorCode.RESULT_NOT_SERIALIZABLE, retryable: false, traceId: execution.task.traceId ?? newTraceId(),
+      errorCode: ErrorCode.RESULT_NOT_SERIALIZABLE,
+      retryable: false,
+      traceId: execution.task.traceId ?? newTraceId(),
       message: `the handler's result cannot be stored as JSON: ${(error as Error).message}`,
     };
     return { kind: 'FAILED', lease, failure, progress };
@@ -54,7 +57,11 @@ export async function failureOutcome(execution: Execution, error: unknown, decis
   if (execution.state === 'lost' || reason?.code === 'LEASE_LOST') return null;
   if (reason?.code === 'SHUTDOWN') return { kind: 'ABANDONED', lease, progress };
   if (reason?.code === 'CANCELLED') return { kind: 'CANCELLED', lease, progress };
-  const failure = classifyFailure(reason ?? error, { exposeErrorMessages: decision.exposeErrorMessages, traceId: task.traceId });
+  const failure = classifyFailure(reason ?? error, {
+    exposeErrorMessages: decision.exposeErrorMessages,
+    traceId: task.traceId,
+    classifier: decision.classifier,
+  });
   if (reason === null) {
     // The handler failed on its own: a cancel request it never saw wins over a retry.
     const state = await decision.checkLease(lease);

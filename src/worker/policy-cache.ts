@@ -6,6 +6,7 @@
  * start-up warning when local concurrency cannot be used.
  */
 import { hostname } from 'node:os';
+import type { TimerHandle } from '../core/clock.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
 import { GLOBAL_POLICY_KEY, typePolicyKey } from '../core/policy-keys.js';
 import { mergeRetry, type RetryOptions } from '../core/retry.js';
@@ -26,6 +27,7 @@ export class PolicyCache {
   private policies = new Map<string, Policy>();
   private retries = new Map<string, RetryOptions>();
   private refreshing: Promise<void> = Promise.resolve();
+  private timer: TimerHandle = undefined;
 
   constructor(
     private readonly store: Store,
@@ -34,13 +36,22 @@ export class PolicyCache {
     private readonly events: Announcer,
   ) {}
 
-  /** Registers the worker and re-reads the policies; the promise of the last refresh (a stop waits for it). */
-  refresh(): Promise<void> {
-    this.refreshing = this.load();
-    return this.refreshing;
+  /** Refreshes now and every heartbeat period; resolves when the first refresh is done (claims wait for it). */
+  start(): Promise<void> {
+    const { clock, heartbeatIntervalMs } = this.options;
+    this.timer = clock.setInterval(() => void this.refresh(), heartbeatIntervalMs);
+    return this.refresh();
   }
 
-  get inFlight(): Promise<void> {
+  /** No more refreshes; waits for one in flight, which would otherwise write the registry row back after it is deleted. */
+  async stop(): Promise<void> {
+    this.options.clock.clearInterval(this.timer);
+    await this.refreshing;
+  }
+
+  /** Registers the worker and re-reads the policies. */
+  private refresh(): Promise<void> {
+    this.refreshing = this.load();
     return this.refreshing;
   }
 
@@ -56,20 +67,25 @@ export class PolicyCache {
 
   limits(): EffectiveLimits {
     const globalPolicy = this.policies.get(GLOBAL_POLICY_KEY);
-    const global = globalPolicy?.enabled === false ? 0 : globalPolicy?.maxConcurrency ?? this.options.globalConcurrency;
+    const global = globalPolicy?.enabled === false ? 0 : (globalPolicy?.maxConcurrency ?? this.options.globalConcurrency);
     const perType: Record<string, number> = {};
     for (const type of this.registry.keys()) {
       const policy = this.policies.get(typePolicyKey(type));
-      perType[type] = policy?.enabled === false ? 0 : policy?.maxConcurrency ?? this.options.typeConcurrency;
+      perType[type] = policy?.enabled === false ? 0 : (policy?.maxConcurrency ?? this.options.typeConcurrency);
     }
-    const usable = Math.min(global, Object.values(perType).reduce((sum, limit) => sum + limit, 0));
+    const usable = Math.min(
+      global,
+      Object.values(perType).reduce((sum, limit) => sum + limit, 0),
+    );
     return { global, perType, usable };
   }
 
   private async load(): Promise<void> {
     try {
       const o = this.options;
-      await this.store.registerWorker({ worker: { workerId: o.workerId, host: hostname(), pid: process.pid, taskTypes: [...this.registry.keys()], concurrency: o.concurrency } });
+      await this.store.registerWorker({
+        worker: { workerId: o.workerId, host: hostname(), pid: process.pid, taskTypes: [...this.registry.keys()], concurrency: o.concurrency },
+      });
       this.policies = new Map((await this.store.listPolicies()).map((policy) => [policy.policyKey, policy]));
       this.retries.clear();
       this.events.storeAnswered();

@@ -34,12 +34,15 @@ export class RecoverySweeper {
   }
 
   private sweep(): Promise<void> {
-    this.sweeping ??= this.store.recover({ batchSize: this.options.recoveryBatchSize }).then(
-      (result) => this.events.emit('recoveryBatch', { result }),
-      (error: unknown) => this.events.emit('error', { operation: 'recover', error }),
-    ).finally(() => {
-      this.sweeping = null;
-    });
+    this.sweeping ??= this.store
+      .recover({ batchSize: this.options.recoveryBatchSize })
+      .then(
+        (result) => this.events.emit('recoveryBatch', { result }),
+        (error: unknown) => this.events.emit('error', { operation: 'recover', error }),
+      )
+      .finally(() => {
+        this.sweeping = null;
+      });
     return this.sweeping;
   }
 }

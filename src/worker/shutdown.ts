@@ -11,6 +11,7 @@ import type { ClaimScheduler } from './claim-scheduler.js';
 import type { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import type { OutcomeWriter } from './outcome-writer.js';
+import type { PolicyCache } from './policy-cache.js';
 import type { RecoverySweeper } from './recovery-sweeper.js';
 
 export interface ShutdownParts {
@@ -21,9 +22,7 @@ export interface ShutdownParts {
   writer: OutcomeWriter<Execution>;
   leases: LeaseKeeper;
   releaseWaiting(): Promise<void>;
-  /** True when every handler stopped within the time. */
-  waitForHandlers(timeoutMs: number): Promise<boolean>;
-  stopRegistration(): Promise<void>;
+  policies: PolicyCache;
   onError(operation: string, error: unknown): void;
 }
 
@@ -31,14 +30,14 @@ export async function stopGracefully(parts: ShutdownParts): Promise<void> {
   const { options: o, table } = parts;
   await Promise.all([parts.claims.stop(), parts.sweeper.stop()]);
   await parts.releaseWaiting();
-  if (!(await parts.waitForHandlers(o.shutdownGraceMs))) {
+  if (!(await table.whenIdle(o.shutdownGraceMs, o.clock))) {
     for (const execution of table.running()) execution.abort('SHUTDOWN', 'worker is shutting down');
-    await parts.waitForHandlers(o.shutdownAbortWaitMs);
+    await table.whenIdle(o.shutdownAbortWaitMs, o.clock);
   }
   let timer: ReturnType<typeof o.clock.setTimeout> = undefined;
   await Promise.race([parts.writer.drain(), new Promise((resolve) => (timer = o.clock.setTimeout(() => resolve(undefined), o.shutdownAbortWaitMs)))]);
   o.clock.clearTimeout(timer);
   parts.leases.stop();
-  await parts.stopRegistration();
+  await parts.policies.stop();
   await o.store.unregisterWorker({ workerId: o.workerId }).catch((error: unknown) => parts.onError('unregisterWorker', error));
 }

@@ -66,10 +66,8 @@ export class Worker extends Emitter<WorkerEvents> {
   private readonly executor: Executor;
   private readonly sweeper: RecoverySweeper;
   private state: WorkerState = 'idle';
-  private registrationTimer: ReturnType<ResolvedWorkerOptions['clock']['setInterval']> = undefined;
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
-  private idleWaiters: (() => void)[] = [];
 
   constructor(options: WorkerOptions) {
     super();
@@ -83,15 +81,17 @@ export class Worker extends Emitter<WorkerEvents> {
     this.leases = new LeaseKeeper(store, o, this.table, clock, events);
     this.claims = new ClaimScheduler(store, o, this.table, clock, events, this.taskTypes, (tasks, sentAt) => this.adopt(tasks, sentAt));
     this.writer = new OutcomeWriter({
-      store, clock, retryDelayMs: o.pollIntervalMs, claimAlong: this.claims,
-      onWritten: (item, applied, claimedAlong) => this.written(item, applied, claimedAlong),
+      store,
+      clock,
+      retryDelayMs: o.pollIntervalMs,
+      claimAlong: this.claims,
+      onWritten: (item, applied, claimedAlong, deadLetterId) => this.written(item, applied, claimedAlong, deadLetterId),
       onError: (error) => events.emit('error', { operation: 'finishAttempts', error }),
     });
     this.executor = new Executor(o, this.table, this.leases, this.policies, clock, events, {
       write: (outcome, execution) => this.writer.enqueue(outcome, execution),
       slotFreed: (forgotten) => this.slotFreed(forgotten),
       nothingToWrite: () => this.claims.request(),
-      idle: () => this.idleWaiters.splice(0).forEach((resolve) => resolve()),
     });
     this.sweeper = new RecoverySweeper(store, clock, events, o);
   }
@@ -106,20 +106,24 @@ export class Worker extends Emitter<WorkerEvents> {
 
   stats(): WorkerStats {
     return {
-      workerId: this.workerId, state: this.state, active: this.table.runningHandlers, buffered: this.table.waiting,
-      concurrency: this.options.concurrency, taskTypes: this.taskTypes, limits: this.policies.limits(), storeProblem: this.log.problem,
+      workerId: this.workerId,
+      state: this.state,
+      active: this.table.runningHandlers,
+      buffered: this.table.waiting,
+      concurrency: this.options.concurrency,
+      taskTypes: this.taskTypes,
+      limits: this.policies.limits(),
+      storeProblem: this.log.problem,
     };
   }
 
   start(): this {
     if (this.state !== 'idle') throw new InvalidStateError(`worker ${this.workerId} cannot start: it is ${this.state}`);
     this.state = 'running';
-    const { clock, heartbeatIntervalMs } = this.options;
     this.unsubscribe = this.options.store.subscribe((event) => this.onStoreEvent(event));
     this.leases.start();
-    this.registrationTimer = clock.setInterval(() => void this.policies.refresh(), heartbeatIntervalMs);
     // Claims wait for the first policy read, so that an operator's settings apply from the first claim.
-    this.claims.start(this.policies.refresh().then(() => this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch)));
+    this.claims.start(this.policies.start().then(() => this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch)));
     this.sweeper.start();
     return this;
   }
@@ -149,10 +153,10 @@ export class Worker extends Emitter<WorkerEvents> {
     if (forgotten || (this.table.waiting === 0 && !this.claims.lastClaimShort)) this.claims.request();
   }
 
-  private written(item: PendingOutcome<Execution>, applied: boolean, claimedAlong: boolean): void {
+  private written(item: PendingOutcome<Execution>, applied: boolean, claimedAlong: boolean, deadLetterId: string | null): void {
     const execution = item.token;
     this.table.moveTo(execution, applied ? 'done' : 'lost');
-    if (applied) announceOutcome(this.announcer, execution.task, item.outcome, this.options.clock.now() - execution.startedAt);
+    if (applied) announceOutcome(this.announcer, execution.task, item.outcome, this.options.clock.now() - execution.startedAt, deadLetterId);
     else this.emit('leaseLost', { task: execution.task, reason: 'write' });
     this.table.forgetIfSettled(execution);
     // A claim that went with this write already counted the slot it freed.
@@ -178,30 +182,19 @@ export class Worker extends Emitter<WorkerEvents> {
     }
   }
 
-  private waitForHandlers(timeoutMs: number): Promise<boolean> {
-    if (this.table.runningHandlers === 0) return Promise.resolve(true);
-    const { clock } = this.options;
-    return new Promise((resolve) => {
-      const timer = clock.setTimeout(() => resolve(false), timeoutMs);
-      this.idleWaiters.push(() => {
-        clock.clearTimeout(timer);
-        resolve(true);
-      });
-    });
-  }
-
   private async shutdown(): Promise<void> {
     if (this.state === 'running') this.state = 'stopping';
+    this.emit('stopping', { workerId: this.workerId, active: this.table.runningHandlers, buffered: this.table.waiting });
     this.unsubscribe?.();
     await stopGracefully({
-      options: this.options, table: this.table, claims: this.claims, sweeper: this.sweeper, writer: this.writer, leases: this.leases,
+      options: this.options,
+      table: this.table,
+      claims: this.claims,
+      sweeper: this.sweeper,
+      writer: this.writer,
+      leases: this.leases,
       releaseWaiting: () => this.releaseWaiting(),
-      waitForHandlers: (ms) => this.waitForHandlers(ms),
-      stopRegistration: async () => {
-        this.options.clock.clearInterval(this.registrationTimer);
-        // A refresh still in flight would write the row back after we delete it.
-        await this.policies.inFlight;
-      },
+      policies: this.policies,
       onError: (operation, error) => this.announcer.emit('error', { operation, error }),
     });
     this.state = 'stopped';

@@ -2,9 +2,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
-import {
-  InvalidOptionsError, PayloadInvalidError, PayloadTooLargeError, UnknownTaskTypeError, ValidationError,
-} from '../../src/core/errors.js';
+import { InvalidOptionsError, PayloadInvalidError, PayloadTooLargeError, UnknownTaskTypeError, ValidationError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Store } from '../../src/store/types.js';
 import { defineTask } from '../../src/core/definition.js';
@@ -42,11 +40,13 @@ describe('submit rejects bad input and writes nothing', () => {
 
   it('a batch with a bad schema-less task after schema-checked ones: one typed error, nothing written, nothing unhandled', async () => {
     const mixed = createClient({ store, tasks: [order, defineTask({ type: 'plain' })] });
-    const error = await mixed.submitMany([
-      { type: 'order', payload: { orderId: '', qty: 0 } }, // its schema check fails after the batch is already rejected
-      { type: 'order', payload: valid },
-      { type: 'plain', payload: {}, priority: 5000 },
-    ]).catch((e: unknown) => e);
+    const error = await mixed
+      .submitMany([
+        { type: 'order', payload: { orderId: '', qty: 0 } }, // its schema check fails after the batch is already rejected
+        { type: 'order', payload: valid },
+        { type: 'plain', payload: {}, priority: 5000 },
+      ])
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ValidationError);
     expect((error as ValidationError).field).toBe('priority');
     expect((error as Error).message).toMatch(/task #2/);
@@ -93,10 +93,12 @@ describe('submit rejects bad input and writes nothing', () => {
   });
 
   it('a batch with one bad task writes none of it', async () => {
-    const error = await client.submitMany([
-      { type: 'order', payload: valid },
-      { type: 'order', payload: { orderId: 'o-2', qty: -1 } },
-    ]).catch((e: unknown) => e);
+    const error = await client
+      .submitMany([
+        { type: 'order', payload: valid },
+        { type: 'order', payload: { orderId: 'o-2', qty: -1 } },
+      ])
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PayloadInvalidError);
     await nothingWritten();
   });
@@ -123,7 +125,13 @@ describe('bad worker and client options fail at start, naming the field', () => 
     ['pollIntervalMs', { pollIntervalMs: 0 }],
     ['colour', { colour: 'blue' }],
   ])('%s', (field, options) => {
-    const error = (() => { try { createWorker({ store, tasks: [task], ...(options as object) }); } catch (e) { return e; } })();
+    const error = (() => {
+      try {
+        createWorker({ store, tasks: [task], ...(options as object) });
+      } catch (e) {
+        return e;
+      }
+    })();
     expect(error).toBeInstanceOf(InvalidOptionsError);
     expect((error as Error).message).toContain(`"${field}"`);
   });

@@ -18,9 +18,16 @@ import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
 
 const FAST: Partial<WorkerOptions> = {
-  pollIntervalMs: 20, heartbeatIntervalMs: 50, leaseMs: 5000, recoveryIntervalMs: 100, cancelCheckIntervalMs: 0,
-  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 500,
-  globalConcurrency: 1000, typeConcurrency: 1000,
+  pollIntervalMs: 20,
+  heartbeatIntervalMs: 50,
+  leaseMs: 5000,
+  recoveryIntervalMs: 100,
+  cancelCheckIntervalMs: 0,
+  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 },
+  shutdownGraceMs: 2000,
+  shutdownAbortWaitMs: 500,
+  globalConcurrency: 1000,
+  typeConcurrency: 1000,
 };
 const G = Scope.global();
 
@@ -77,7 +84,14 @@ export function runControlSuite(factory: StoreFactory): void {
       worker([t, marker]).start();
       const { task: m } = await client.submit(marker, {});
       await waitFor(async () => (await statusOf(m.id)).status === 'SUCCESS', 'marker done');
-      const claims = await store.claimTasks({ workerId: 'probe', taskTypes: ['switchable'], limit: 1, leaseMs: 1000, globalConcurrency: 10, typeConcurrency: 10 });
+      const claims = await store.claimTasks({
+        workerId: 'probe',
+        taskTypes: ['switchable'],
+        limit: 1,
+        leaseMs: 1000,
+        globalConcurrency: 10,
+        typeConcurrency: 10,
+      });
       expect(claims).toEqual([]);
       expect((await statusOf(task.id)).status).toBe('QUEUED');
       await client.policies.update('switchable', { enabled: true });
@@ -88,13 +102,26 @@ export function runControlSuite(factory: StoreFactory): void {
       const client = createClient({ store, tasks: [defineTask({ type: 'a' }), defineTask({ type: 'b' })] });
       await client.policies.update(null, { maxConcurrency: 3 });
       await client.submitMany(Array.from({ length: 4 }, (_, i) => ({ type: i % 2 ? 'a' : 'b', payload: {} })));
-      const claimed = await store.claimTasks({ workerId: 'p', taskTypes: ['a', 'b'], limit: 10, leaseMs: 10_000, globalConcurrency: 100, typeConcurrency: 100 });
+      const claimed = await store.claimTasks({
+        workerId: 'p',
+        taskTypes: ['a', 'b'],
+        limit: 10,
+        leaseMs: 10_000,
+        globalConcurrency: 100,
+        typeConcurrency: 100,
+      });
       expect(claimed).toHaveLength(3);
     });
 
     it('policy maxAttempts applies to new submits; retryBaseDelayMs to retry decisions', async () => {
       let calls = 0;
-      const t = defineTask({ type: 'policied', execute: () => { calls += 1; throw new Error('no'); } });
+      const t = defineTask({
+        type: 'policied',
+        execute: () => {
+          calls += 1;
+          throw new Error('no');
+        },
+      });
       const client = createClient({ store, tasks: [t] });
       await client.policies.update('policied', { maxAttempts: 2, retryBaseDelayMs: 5 });
       const { task } = await client.submit(t, {});
@@ -123,28 +150,49 @@ export function runControlSuite(factory: StoreFactory): void {
 
     it('cancels many, saying why the others were not cancelled', async () => {
       const started = new Set<string>();
-      const t = defineTask({ type: 'bulk', execute: (ctx) => new Promise((_, reject) => { started.add(ctx.taskId); ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)); }) });
+      const t = defineTask({
+        type: 'bulk',
+        execute: (ctx) =>
+          new Promise((_, reject) => {
+            started.add(ctx.taskId);
+            ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason));
+          }),
+      });
       const done = defineTask({ type: 'done', execute: () => undefined });
       const client = createClient({ store, tasks: [t, done] });
       const w = worker([t, done], { concurrency: 2 });
       const { task: finished } = await client.submit(done, {});
       w.start();
       await waitFor(async () => (await statusOf(finished.id)).status === 'SUCCESS', 'done task');
-      const running = await client.submitMany([{ type: 'bulk', payload: {} }, { type: 'bulk', payload: {} }]);
+      const running = await client.submitMany([
+        { type: 'bulk', payload: {} },
+        { type: 'bulk', payload: {} },
+      ]);
       await waitFor(() => started.size === 2, 'two running');
-      const queued = await client.submitMany([{ type: 'bulk', payload: {} }, { type: 'bulk', payload: {} }]);
+      const queued = await client.submitMany([
+        { type: 'bulk', payload: {} },
+        { type: 'bulk', payload: {} },
+      ]);
       const ids = [...running, ...queued].map((r) => r.task.id);
       const result = await client.cancelMany([...ids, finished.id, 'no-such-id']);
       expect(result.cancelled).toBe(2);
       expect(result.cancelRequested).toBe(2);
-      expect(result.notCancelled).toEqual([{ id: finished.id, reason: 'SUCCESS' }, { id: 'no-such-id', reason: 'NOT_FOUND' }]);
+      expect(result.notCancelled).toEqual([
+        { id: finished.id, reason: 'SUCCESS' },
+        { id: 'no-such-id', reason: 'NOT_FOUND' },
+      ]);
       for (const id of ids) await waitFor(async () => (await statusOf(id)).status === 'CANCELLED', 'cancelled');
       await expect(client.cancelMany(Array.from({ length: 100_000 }, (_, i) => `id-${i}`))).rejects.toThrow(/at most 1000/);
     });
 
     it('retries a FAILED task now with a fresh attempt cycle; reschedules a waiting one', async () => {
       let fail = true;
-      const t = defineTask({ type: 'fixable', execute: () => { if (fail) throw new TaskFailure('broken', { retryable: false }); } });
+      const t = defineTask({
+        type: 'fixable',
+        execute: () => {
+          if (fail) throw new TaskFailure('broken', { retryable: false });
+        },
+      });
       const client = createClient({ store, tasks: [t] });
       const w = worker([t]);
       w.start();
@@ -163,7 +211,12 @@ export function runControlSuite(factory: StoreFactory): void {
 
     it('replays one and a batch of dead letters; they run again and keep the link', async () => {
       let healthy = false;
-      const t = defineTask({ type: 'dlq', execute: () => { if (!healthy) throw new TaskFailure('downstream down', { code: 'DOWN', retryable: false }); } });
+      const t = defineTask({
+        type: 'dlq',
+        execute: () => {
+          if (!healthy) throw new TaskFailure('downstream down', { code: 'DOWN', retryable: false });
+        },
+      });
       const client = createClient({ store, tasks: [t] });
       const w = worker([t]);
       w.start();
@@ -189,10 +242,18 @@ export function runControlSuite(factory: StoreFactory): void {
     });
 
     it('archives dead letters that cannot be fixed', async () => {
-      const t = defineTask({ type: 'hopeless', execute: () => { throw new TaskFailure('no', { retryable: false }); } });
+      const t = defineTask({
+        type: 'hopeless',
+        execute: () => {
+          throw new TaskFailure('no', { retryable: false });
+        },
+      });
       const client = createClient({ store, tasks: [t] });
       worker([t]).start();
-      await client.submitMany([{ type: 'hopeless', payload: {} }, { type: 'hopeless', payload: {} }]);
+      await client.submitMany([
+        { type: 'hopeless', payload: {} },
+        { type: 'hopeless', payload: {} },
+      ]);
       await waitFor(async () => (await client.deadLetters.size()) === 2, 'two dead letters');
       const letters = await client.deadLetters.list();
       expect(await client.deadLetters.archive([letters[0]!.id])).toBe(1);
@@ -201,8 +262,38 @@ export function runControlSuite(factory: StoreFactory): void {
       expect((await client.deadLetters.replay(letters[0]!.id)).outcome).toBe('ARCHIVED');
     });
 
+    it('cleans archived dead letters older than the retention in batches, never waiting ones', async () => {
+      const t = defineTask({
+        type: 'doomed',
+        execute: () => {
+          throw new TaskFailure('no', { retryable: false });
+        },
+      });
+      const client = createClient({ store, tasks: [t] });
+      worker([t]).start();
+      await client.submitMany(Array.from({ length: 4 }, () => ({ type: 'doomed', payload: {} })));
+      await waitFor(async () => (await client.deadLetters.size()) === 4, 'four dead letters');
+      const letters = await client.deadLetters.list();
+      expect(await client.deadLetters.archive(letters.slice(1).map((l) => l.id))).toBe(3);
+      expect(await client.deadLetters.clean({ retentionDays: 1 })).toEqual({ deleted: 0, batches: 1 });
+      await expect(client.deadLetters.clean({ retentionDays: -1 })).rejects.toThrow(/retentionDays/);
+      await expect(client.deadLetters.clean({})).rejects.toThrow(/exactly one of retentionDays or archivedBefore/);
+      await expect(client.deadLetters.clean({ retentionDays: 0, batchSize: 0 })).rejects.toThrow(/batchSize/);
+      const seen: number[] = [];
+      const archivedBefore = new Date((await store.now()).getTime() + 60_000);
+      expect(await client.deadLetters.clean({ archivedBefore, batchSize: 2, onBatch: (n) => seen.push(n) })).toEqual({ deleted: 3, batches: 2 });
+      expect(seen).toEqual([2, 3]);
+      expect((await client.deadLetters.list()).map((l) => l.id)).toEqual([letters[0]!.id]);
+      expect(await client.deadLetters.size()).toBe(1);
+    });
+
     it('an owner gets not-found for another owner\u2019s task on get, cancel, pause, retry, diagnose and dead letters', async () => {
-      const t = defineTask({ type: 'private', execute: () => { throw new TaskFailure('x', { retryable: false }); } });
+      const t = defineTask({
+        type: 'private',
+        execute: () => {
+          throw new TaskFailure('x', { retryable: false });
+        },
+      });
       const client = createClient({ store, tasks: [t] });
       const { task: bobs } = await client.submit(t, {}, { owner: 'bob' });
       const { task: bobsFailed } = await client.submit(t, {}, { owner: 'bob' });
@@ -231,7 +322,12 @@ export function runControlSuite(factory: StoreFactory): void {
     });
 
     it('cleanup deletes only terminal tasks older than the cut-off, in batches, archiving their dead letters', async () => {
-      const t = defineTask({ type: 'old', execute: (ctx, p: { fail?: boolean }) => { if (p.fail) throw new TaskFailure('x', { retryable: false }); } });
+      const t = defineTask({
+        type: 'old',
+        execute: (ctx, p: { fail?: boolean }) => {
+          if (p.fail) throw new TaskFailure('x', { retryable: false });
+        },
+      });
       const client = createClient({ store, tasks: [t] });
       const w = worker([t]);
       w.start();
@@ -255,7 +351,10 @@ export function runControlSuite(factory: StoreFactory): void {
     });
 
     it('diagnose names the cause for each stuck case', async () => {
-      const blocker = defineTask({ type: 'blocker', execute: (ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))) });
+      const blocker = defineTask({
+        type: 'blocker',
+        execute: (ctx) => new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))),
+      });
       const orphan = defineTask({ type: 'orphan' });
       const client = createClient({ store, tasks: [blocker, orphan], globalConcurrency: 20, typeConcurrency: 1 });
       const verdict = async (id: string) => (await client.diagnose(id)).causes.map((c) => c.code);

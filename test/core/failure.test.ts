@@ -16,8 +16,13 @@ describe('failure classification', () => {
   });
 
   it('honours TaskFailure codes and retryability, with bounded codes', () => {
-    expect(classifyFailure(new TaskFailure('no such file', { code: 'missing-file', retryable: false }), { ...opts, traceId: 't1' }))
-      .toEqual({ errorCode: 'MISSING-FILE', message: 'no such file', traceId: 't1', retryable: false });
+    expect(classifyFailure(new TaskFailure('no such file', { code: 'missing-file', retryable: false }), { ...opts, traceId: 't1' })).toEqual({
+      errorCode: 'MISSING-FILE',
+      message: 'no such file',
+      traceId: 't1',
+      retryable: false,
+      exceptionType: 'TaskFailure',
+    });
     expect(classifyFailure(new TaskFailure('x'.repeat(5000), { code: 'a b;c' }), opts).errorCode).toBe('A_B_C');
     expect(classifyFailure(new TaskFailure('x'.repeat(5000)), opts).message.length).toBeLessThanOrEqual(1001);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ALL_STATUSES, canTransition, isTerminal, sourcesOf, TERMINAL_STATUSES, TRANSITIONS, type TaskStatus } from '../../src/core/status.js';
+import { ALL_STATUSES, assertTransition, canTransition, isTerminal, TERMINAL_STATUSES, TRANSITIONS, type TaskStatus } from '../../src/core/status.js';
 
 describe('the transition table', () => {
   it('lists every status, and only known statuses as targets', () => {
@@ -8,16 +8,35 @@ describe('the transition table', () => {
   });
 
   it('allows exactly the lifecycle edges', () => {
-    const edges = Object.entries(TRANSITIONS).flatMap(([from, targets]) => targets.map((to) => `${from}->${to}`)).sort();
-    expect(edges).toEqual([
-      'CANCEL_REQUESTED->CANCELLED', 'CANCEL_REQUESTED->PARTIAL_SUCCESS', 'CANCEL_REQUESTED->SUCCESS',
-      'FAILED->QUEUED',
-      'PAUSED->CANCELLED', 'PAUSED->QUEUED',
-      'QUEUED->CANCELLED', 'QUEUED->FAILED', 'QUEUED->PAUSED', 'QUEUED->RUNNING',
-      'RETRY_WAIT->CANCELLED', 'RETRY_WAIT->FAILED', 'RETRY_WAIT->PAUSED', 'RETRY_WAIT->QUEUED',
-      'RUNNING->CANCELLED', 'RUNNING->CANCEL_REQUESTED', 'RUNNING->FAILED', 'RUNNING->PARTIAL_SUCCESS',
-      'RUNNING->QUEUED', 'RUNNING->RETRY_WAIT', 'RUNNING->SUCCESS',
-    ].sort());
+    const edges = Object.entries(TRANSITIONS)
+      .flatMap(([from, targets]) => targets.map((to) => `${from}->${to}`))
+      .sort();
+    expect(edges).toEqual(
+      [
+        'CANCEL_REQUESTED->CANCELLED',
+        'CANCEL_REQUESTED->PARTIAL_SUCCESS',
+        'CANCEL_REQUESTED->SUCCESS',
+        'FAILED->QUEUED',
+        'PAUSED->CANCELLED',
+        'PAUSED->QUEUED',
+        'QUEUED->CANCELLED',
+        'QUEUED->FAILED',
+        'QUEUED->PAUSED',
+        'QUEUED->RUNNING',
+        'RETRY_WAIT->CANCELLED',
+        'RETRY_WAIT->FAILED',
+        'RETRY_WAIT->PAUSED',
+        'RETRY_WAIT->QUEUED',
+        'RETRY_WAIT->RUNNING',
+        'RUNNING->CANCELLED',
+        'RUNNING->CANCEL_REQUESTED',
+        'RUNNING->FAILED',
+        'RUNNING->PARTIAL_SUCCESS',
+        'RUNNING->QUEUED',
+        'RUNNING->RETRY_WAIT',
+        'RUNNING->SUCCESS',
+      ].sort(),
+    );
   });
 
   it('never leaves SUCCESS, PARTIAL_SUCCESS or CANCELLED; FAILED only by an operator retry', () => {
@@ -29,8 +48,9 @@ describe('the transition table', () => {
     expect(isTerminal('RUNNING')).toBe(false);
   });
 
-  it('reaches RUNNING only by a claim from QUEUED', () => {
-    expect(sourcesOf('RUNNING')).toEqual(['QUEUED']);
-    expect(canTransition('RETRY_WAIT', 'RUNNING')).toBe(false);
+  it('reaches RUNNING only by a claim, from QUEUED or a due RETRY_WAIT', () => {
+    expect(ALL_STATUSES.filter((from) => canTransition(from, 'RUNNING'))).toEqual(['QUEUED', 'RETRY_WAIT']);
+    expect(() => assertTransition('PAUSED', 'RUNNING')).toThrow(/PAUSED → RUNNING/);
+    expect(() => assertTransition('QUEUED', 'RUNNING')).not.toThrow();
   });
 });

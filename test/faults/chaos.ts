@@ -25,8 +25,11 @@ const { values } = parseArgs({ options: { seed: { type: 'string' }, minutes: { t
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
 const minutes = Number(values.minutes);
 const workerCount = Number(values.workers);
-if (!Number.isInteger(seed) || !(minutes > 0) || !(workerCount >= 1)) throw new Error('usage: npm run test:chaos -- --seed <integer> --minutes <number> --workers <integer>');
-console.log(`chaos: seed ${seed}, ${minutes} min, ${workerCount} workers (replay: npm run test:chaos -- --seed ${seed} --minutes ${minutes} --workers ${workerCount})`);
+if (!Number.isInteger(seed) || !(minutes > 0) || !(workerCount >= 1))
+  throw new Error('usage: npm run test:chaos -- --seed <integer> --minutes <number> --workers <integer>');
+console.log(
+  `chaos: seed ${seed}, ${minutes} min, ${workerCount} workers (replay: npm run test:chaos -- --seed ${seed} --minutes ${minutes} --workers ${workerCount})`,
+);
 
 /** mulberry32: small, seedable, good enough to draw faults and payloads. */
 function random(seedValue: number): () => number {
@@ -64,7 +67,13 @@ let running = true;
 let supervising = true;
 
 // Poison pills kill workers during the drain too: the supervisor keeps them alive until the end.
-const supervisor = setInterval(() => workers.forEach((w, slot) => { if (supervising && w.exitCode() !== undefined) spawn(slot); }), 200);
+const supervisor = setInterval(
+  () =>
+    workers.forEach((w, slot) => {
+      if (supervising && w.exitCode() !== undefined) spawn(slot);
+    }),
+  200,
+);
 const submitter = (async () => {
   while (running) {
     try {
@@ -89,14 +98,25 @@ try {
   await submitter;
   await cluster.restoreHealth();
 }
-const drained = await waitFor(async () => (await pendingCount().catch(() => -1)) === 0, 'the backlog to drain', 300_000, 1000)
-  .then(() => true, async (error: Error) => (console.log(`${error.message}: ${await pendingCount().catch(String)} left`), false));
+const drained = await waitFor(async () => (await pendingCount().catch(() => -1)) === 0, 'the backlog to drain', 300_000, 1000).then(
+  () => true,
+  async (error: Error) => (console.log(`${error.message}: ${await pendingCount().catch(String)} left`), false),
+);
 if (!drained) await describeStuck();
 const report = await env.invariants(); // with the workers still running: their sweeps are what I4 waits for
 supervising = false;
 clearInterval(supervisor);
 await Promise.all(workers.map((w) => w.stop(60_000).catch(() => undefined)));
-const summary = { seed, minutes, workers: workerCount, drained, faults: injected, faultsTotal: Object.values(injected).reduce((a, b) => a + (b ?? 0), 0), submitFailures, ...report };
+const summary = {
+  seed,
+  minutes,
+  workers: workerCount,
+  drained,
+  faults: injected,
+  faultsTotal: Object.values(injected).reduce((a, b) => a + (b ?? 0), 0),
+  submitFailures,
+  ...report,
+};
 console.log(JSON.stringify(summary, null, 2));
 await killAllChildren();
 await env.close();
@@ -117,11 +137,17 @@ async function inject(name: FaultName): Promise<boolean> {
 /** What a run that did not drain leaves to look at: each worker's last words, and who holds the stuck tasks. */
 async function describeStuck(): Promise<void> {
   for (const w of workers) console.log(w.config.label, 'exit', w.exitCode(), JSON.stringify(w.events.slice(-5)));
-  console.log(JSON.stringify(await cluster.query(`SELECT status, lease_owner, lease_until < now() AS expired, count(*) FROM "${env.schema}".system_async_task
-    WHERE status NOT IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED') GROUP BY 1, 2, 3`)));
+  console.log(
+    JSON.stringify(
+      await cluster.query(`SELECT status, lease_owner, lease_until < now() AS expired, count(*) FROM "${env.schema}".system_async_task
+    WHERE status NOT IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED') GROUP BY 1, 2, 3`),
+    ),
+  );
 }
 
 async function pendingCount(): Promise<number> {
-  const rows = await cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${env.schema}".system_async_task WHERE status NOT IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED')`);
+  const rows = await cluster.query<{ n: string }>(
+    `SELECT count(*) AS n FROM "${env.schema}".system_async_task WHERE status NOT IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED')`,
+  );
   return Number(rows[0]!.n);
 }

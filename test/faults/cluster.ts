@@ -82,7 +82,13 @@ export class TestCluster {
   async processIds(): Promise<number[]> {
     const postmaster = Number(readFileSync(join(this.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
     const { stdout } = await run('ps', ['-o', 'pid=', '--ppid', String(postmaster)]);
-    return [postmaster, ...stdout.split('\n').map((line) => Number(line.trim())).filter((pid) => pid > 0)];
+    return [
+      postmaster,
+      ...stdout
+        .split('\n')
+        .map((line) => Number(line.trim()))
+        .filter((pid) => pid > 0),
+    ];
   }
 
   /** SIGSTOPs every process of this cluster (a frozen database); thaw() continues them. */
@@ -109,8 +115,9 @@ export class TestCluster {
 
   /** pg_terminate_backend on every connection whose application_name starts with `prefix`; returns how many. */
   async terminate(prefix: string): Promise<number> {
-    const rows = await this.query(
-      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1 || '%' AND pid <> pg_backend_pid()", [prefix]);
+    const rows = await this.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE $1 || '%' AND pid <> pg_backend_pid()", [
+      prefix,
+    ]);
     return rows.length;
   }
 

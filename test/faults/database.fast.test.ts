@@ -16,7 +16,10 @@ await describeWithCluster('database faults', (env) => {
   it('B1: a database frozen for 4 leases: the worker aborts its handlers before their leases end, not when the database comes back', async () => {
     const a = env().worker('frozen-a', ['work'], { concurrency: 4, recoveryIntervalMs: 0 });
     await a.until('ready');
-    await env().submit('work', Array.from({ length: 4 }, () => ({ mode: 'hold' as const, ms: 600_000, onlyAttempt: 1 })));
+    await env().submit(
+      'work',
+      Array.from({ length: 4 }, () => ({ mode: 'hold' as const, ms: 600_000, onlyAttempt: 1 })),
+    );
     await waitFor(async () => (await env().executions('frozen-a')) === 4, 'all 4 handlers to run');
     const pids = await env().cluster.freeze();
     // Taken once every process is stopped: no renewal can commit after this, so every lease ends within leaseMs of it.
@@ -53,10 +56,18 @@ await describeWithCluster('database faults', (env) => {
   it('read-only failover: the workers back off without crashing and resume when it is turned off', async () => {
     const workers = [env().worker('ro-a', ['work'], { concurrency: 4 }), env().worker('ro-b', ['work'], { concurrency: 4 })];
     await Promise.all(workers.map((w) => w.until('ready')));
-    await env().submit('work', Array.from({ length: 400 }, () => ({ mode: 'sleep' as const, ms: 20 })));
+    await env().submit(
+      'work',
+      Array.from({ length: 400 }, () => ({ mode: 'sleep' as const, ms: 20 })),
+    );
     await waitFor(async () => (await env().countStatus('SUCCESS')) >= 50, 'some progress first', SETTLE_MS, 50);
     await env().cluster.setReadOnly(true);
-    await waitFor(() => workers.every((w) => w.events.some((e) => e.event === 'error' && /read-only/.test(e.message ?? ''))), 'both workers to meet the read-only database', 30_000, 50);
+    await waitFor(
+      () => workers.every((w) => w.events.some((e) => e.event === 'error' && /read-only/.test(e.message ?? ''))),
+      'both workers to meet the read-only database',
+      30_000,
+      50,
+    );
     const during = await env().countStatus('SUCCESS');
     await waitFor(() => workers.every((w) => w.count('error') >= 3), 'a few failed tries each', 30_000, 50);
     expect(await env().countStatus('SUCCESS')).toBe(during); // nothing was written meanwhile
@@ -69,7 +80,10 @@ await describeWithCluster('database faults', (env) => {
   it('killed connections (pg_terminate_backend on every worker backend, twice): the workers reconnect, no task is lost', async () => {
     const workers = [env().worker('cut-a', ['work'], { concurrency: 4 }), env().worker('cut-b', ['work'], { concurrency: 4 })];
     await Promise.all(workers.map((w) => w.until('ready')));
-    await env().submit('work', Array.from({ length: 600 }, () => ({ mode: 'sleep' as const, ms: 10 })));
+    await env().submit(
+      'work',
+      Array.from({ length: 600 }, () => ({ mode: 'sleep' as const, ms: 10 })),
+    );
     for (const threshold of [100, 300]) {
       await waitFor(async () => (await env().countStatus('SUCCESS')) >= threshold, `${threshold} successes`, SETTLE_MS, 50);
       expect(await env().cluster.terminate('tlw-')).toBeGreaterThan(0);
@@ -81,7 +95,12 @@ await describeWithCluster('database faults', (env) => {
 });
 
 async function waitForAllSucceeded(env: FaultEnvironment): Promise<void> {
-  await waitFor(async () => (await env.countStatus('SUCCESS')) === env.acknowledged.length, `all ${env.acknowledged.length} acknowledged tasks to succeed`, SETTLE_MS, 200);
+  await waitFor(
+    async () => (await env.countStatus('SUCCESS')) === env.acknowledged.length,
+    `all ${env.acknowledged.length} acknowledged tasks to succeed`,
+    SETTLE_MS,
+    200,
+  );
 }
 
 async function stopAll(workers: ChildWorker[]): Promise<void> {
@@ -96,7 +115,10 @@ function submitUntilStopped(env: FaultEnvironment): { stop(): Promise<void>; fai
   const loop = (async () => {
     while (running) {
       try {
-        await env.submit('work', Array.from({ length: 20 }, () => ({ mode: 'sleep' as const, ms: 5 })));
+        await env.submit(
+          'work',
+          Array.from({ length: 20 }, () => ({ mode: 'sleep' as const, ms: 5 })),
+        );
         if (failures > 0) afterFailure += 20;
       } catch {
         failures += 1;

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { uuidv7 } from '../../src/core/ids.js';
 import type { NewTask } from '../../src/core/task.js';
-import { PostgresStore } from '../../src/store/postgres/store.js';
+import { PostgresStore, type PostgresTransaction } from '../../src/store/postgres/store.js';
 import { ChildWorker } from '../process/harness.js';
 import type { TestCluster } from './cluster.js';
 import type { FaultChildConfig, FaultPayload } from './fault-child.js';
@@ -45,7 +45,7 @@ export class FaultEnvironment {
   }
 
   /** Submits one task per payload; their ids count as acknowledged once the insert returned. */
-  async submit(type: string, payloads: FaultPayload[], options: { maxAttempts?: number; transaction?: unknown } = {}): Promise<string[]> {
+  async submit(type: string, payloads: FaultPayload[], options: { maxAttempts?: number; transaction?: PostgresTransaction } = {}): Promise<string[]> {
     const tasks = payloads.map((payload) => newTask(type, payload, options.maxAttempts ?? 5));
     for (let i = 0; i < tasks.length; i += 2000) await this.store.insertTasks({ tasks: tasks.slice(i, i + 2000), transaction: options.transaction });
     const ids = tasks.map((task) => task.id);
@@ -63,7 +63,9 @@ export class FaultEnvironment {
 
   /** Rows the handlers logged when they started (of one worker, or all). */
   async executions(worker?: string): Promise<number> {
-    const rows = await this.cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${SCHEMA}".executions WHERE $1::text IS NULL OR worker = $1`, [worker ?? null]);
+    const rows = await this.cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${SCHEMA}".executions WHERE $1::text IS NULL OR worker = $1`, [
+      worker ?? null,
+    ]);
     return Number(rows[0]!.n);
   }
 
@@ -89,7 +91,16 @@ export class FaultEnvironment {
 
 export function newTask(type: string, payload: FaultPayload, maxAttempts: number): NewTask {
   return {
-    id: uuidv7(), taskType: type, payloadJson: JSON.stringify(payload), priority: 0, delayMs: 0, availableAt: null, deadlineAt: null,
-    maxAttempts, owner: null, idempotencyKey: null, traceId: null,
+    id: uuidv7(),
+    taskType: type,
+    payloadJson: JSON.stringify(payload),
+    priority: 0,
+    delayMs: 0,
+    availableAt: null,
+    deadlineAt: null,
+    maxAttempts,
+    owner: null,
+    idempotencyKey: null,
+    traceId: null,
   };
 }

@@ -63,7 +63,10 @@ const orAbort = <T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undef
 async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status: 'SUCCESS'; result: unknown }> {
   const { signal } = ctx;
   const payload = given.onlyAttempt === undefined || given.onlyAttempt === ctx.attempt ? given : { ms: 10 };
-  await orAbort(effects.query(`INSERT INTO ${schema}.executions (task_id, attempt, worker) VALUES ($1, $2, $3)`, [ctx.taskId, ctx.attempt, config.label]), signal);
+  await orAbort(
+    effects.query(`INSERT INTO ${schema}.executions (task_id, attempt, worker) VALUES ($1, $2, $3)`, [ctx.taskId, ctx.attempt, config.label]),
+    signal,
+  );
   const ms = payload.ms ?? 10;
   if (payload.mode === 'exit') process.exit(1);
   if (payload.mode === 'busy') for (const end = Date.now() + ms; Date.now() < end;);
@@ -78,12 +81,18 @@ async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status:
   await effects.query(
     `INSERT INTO ${schema}.effects (task_id, attempt, worker) VALUES ($1, $2, $3)
      ON CONFLICT (task_id) DO UPDATE SET attempt = EXCLUDED.attempt, worker = EXCLUDED.worker, writes = effects.writes + 1`,
-    [ctx.taskId, ctx.attempt, config.label]);
+    [ctx.taskId, ctx.attempt, config.label],
+  );
   completed.push(ctx.taskId);
   return { status: 'SUCCESS', result: { by: config.label, attempt: ctx.attempt } };
 }
 
-const store = new PostgresStore({ connectionString: config.url, schema: config.schema, poolSize: config.poolSize ?? 4, applicationName: `tlw-${config.label}` });
+const store = new PostgresStore({
+  connectionString: config.url,
+  schema: config.schema,
+  poolSize: config.poolSize ?? 4,
+  applicationName: `tlw-${config.label}`,
+});
 const tasks = config.types.map((type) => defineTask({ type, execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload) }));
 const worker = createWorker({ store, tasks, workerId: config.label, ...config.worker });
 worker.on('started', ({ task }) => say({ event: 'started', id: task.id, attempt: task.attemptCount }));

@@ -18,15 +18,24 @@ export interface PoisonRun {
 
 export async function runPoisonPill(env: FaultEnvironment, maxAttempts = 3): Promise<PoisonRun> {
   const [poison] = await env.submit('work', [{ mode: 'exit' }], { maxAttempts });
-  const innocent = await env.submit('work', Array.from({ length: 3 }, () => ({ mode: 'sleep' as const, ms: 1500 })), { maxAttempts });
+  const innocent = await env.submit(
+    'work',
+    Array.from({ length: 3 }, () => ({ mode: 'sleep' as const, ms: 1500 })),
+    { maxAttempts },
+  );
   let restarts = 0;
   let current: ChildWorker = env.worker('poison-0', ['work'], { concurrency: 4 });
   const settled = async () => (await Promise.all([poison!, ...innocent].map((id) => env.statusOf(id)))).every((s) => s === 'SUCCESS' || s === 'FAILED');
-  await waitFor(async () => {
-    if (await settled()) return true;
-    if (current.exitCode() !== undefined) current = env.worker(`poison-${++restarts}`, ['work'], { concurrency: 4 });
-    return false;
-  }, 'the poison and its neighbours to settle', 120_000, 100);
+  await waitFor(
+    async () => {
+      if (await settled()) return true;
+      if (current.exitCode() !== undefined) current = env.worker(`poison-${++restarts}`, ['work'], { concurrency: 4 });
+      return false;
+    },
+    'the poison and its neighbours to settle',
+    120_000,
+    100,
+  );
   await current.stop().catch(() => undefined);
   return { poison: poison!, innocent, restarts };
 }

@@ -15,14 +15,20 @@ await describeWithCluster('worker faults', (env) => {
   it('kill -9 mid-task: each task runs once more elsewhere, attempt +1', async () => {
     const victim = env().worker('kill-a', ['work'], { concurrency: 4, recoveryIntervalMs: 0 });
     await victim.until('ready');
-    const ids = await env().submit('work', Array.from({ length: 4 }, () => ({ mode: 'sleep' as const, ms: 5000, onlyAttempt: 1 })));
+    const ids = await env().submit(
+      'work',
+      Array.from({ length: 4 }, () => ({ mode: 'sleep' as const, ms: 5000, onlyAttempt: 1 })),
+    );
     await waitFor(async () => (await env().executions('kill-a')) === 4, 'the victim to run all 4');
     victim.signal('SIGKILL');
     await victim.exit();
     const rescuer = env().worker('kill-b', ['work']);
     await waitFor(async () => (await env().countStatus('SUCCESS')) === 4, 'the rescuer to complete all 4', RESCUE_MS, 100);
     for (const id of ids) {
-      expect((await env().attempts(id)).map((a) => [a.attempt, a.worker_id, a.outcome])).toEqual([[1, 'kill-a', 'LEASE_EXPIRED'], [2, 'kill-b', 'SUCCESS']]);
+      expect((await env().attempts(id)).map((a) => [a.attempt, a.worker_id, a.outcome])).toEqual([
+        [1, 'kill-a', 'LEASE_EXPIRED'],
+        [2, 'kill-b', 'SUCCESS'],
+      ]);
     }
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { executions: 8, repeatedEffects: 0 } });
     await rescuer.stop();
@@ -38,7 +44,9 @@ await describeWithCluster('worker faults', (env) => {
     await waitFor(async () => (await env().statusOf(id!)) === 'SUCCESS', 'the rescuer to complete the task', RESCUE_MS, 100);
     const settled = await env().store.getTask({ id: id!, scope: Scope.global() });
     zombie.signal('SIGCONT');
-    const aborted = await zombie.until('aborted', 15_000, id).catch((error: Error) => { throw new Error(`${error.message}\n${JSON.stringify(zombie.events)}\n${zombie.log}`); });
+    const aborted = await zombie.until('aborted', 15_000, id).catch((error: Error) => {
+      throw new Error(`${error.message}\n${JSON.stringify(zombie.events)}\n${zombie.log}`);
+    });
     expect(aborted.reason).toBe('LEASE_LOST');
     await zombie.until('leaseLost', 15_000, id);
     await zombie.stop();
@@ -59,7 +67,10 @@ await describeWithCluster('worker faults', (env) => {
     await waitFor(async () => (await env().statusOf(id!)) === 'SUCCESS', 'the rescuer to complete the task', RESCUE_MS, 100);
     const task = await env().store.getTask({ id: id!, scope: Scope.global() });
     expect(task!.result).toEqual({ by: 'busy-b', attempt: 2 });
-    expect((await env().attempts(id!)).map((a) => [a.worker_id, a.outcome])).toEqual([['busy-a', 'LEASE_EXPIRED'], ['busy-b', 'SUCCESS']]);
+    expect((await env().attempts(id!)).map((a) => [a.worker_id, a.outcome])).toEqual([
+      ['busy-a', 'LEASE_EXPIRED'],
+      ['busy-b', 'SUCCESS'],
+    ]);
     expect(blocked.has('completed', id)).toBe(false); // the blocked worker never reported the stale completion as done
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
     await Promise.all([blocked.stop(), rescuer.stop()]);
@@ -68,8 +79,14 @@ await describeWithCluster('worker faults', (env) => {
   it('SIGTERM ×5 with tasks shorter and longer than the grace: short ones complete, long ones are handed back, none left RUNNING', async () => {
     const stopping = env().worker('term-a', ['work'], { concurrency: 4, shutdownGraceMs: 1000, shutdownAbortWaitMs: 1000, recoveryIntervalMs: 0 });
     await stopping.until('ready');
-    const short = await env().submit('work', [{ mode: 'sleep', ms: 300 }, { mode: 'sleep', ms: 300 }]);
-    const long = await env().submit('work', [{ mode: 'hold', ms: 60_000, onlyAttempt: 1 }, { mode: 'hold', ms: 60_000, onlyAttempt: 1 }]);
+    const short = await env().submit('work', [
+      { mode: 'sleep', ms: 300 },
+      { mode: 'sleep', ms: 300 },
+    ]);
+    const long = await env().submit('work', [
+      { mode: 'hold', ms: 60_000, onlyAttempt: 1 },
+      { mode: 'hold', ms: 60_000, onlyAttempt: 1 },
+    ]);
     await waitFor(() => stopping.count('started') === 4, 'all 4 to start');
     for (let i = 0; i < 5; i += 1) stopping.signal('SIGTERM');
     const completed = await stopping.stop(30_000);
@@ -86,7 +103,10 @@ await describeWithCluster('worker faults', (env) => {
     const victim = env().worker('kill9-a', ['work'], { concurrency: 4, shutdownGraceMs: 5000, recoveryIntervalMs: 0 });
     await victim.until('ready');
     const short = await env().submit('work', [{ mode: 'sleep', ms: 200 }]);
-    const long = await env().submit('work', Array.from({ length: 3 }, () => ({ mode: 'hold' as const, ms: 60_000, onlyAttempt: 1 })));
+    const long = await env().submit(
+      'work',
+      Array.from({ length: 3 }, () => ({ mode: 'hold' as const, ms: 60_000, onlyAttempt: 1 })),
+    );
     await waitFor(() => victim.count('started') === 4, 'all 4 to start');
     for (let i = 0; i < 5; i += 1) victim.signal('SIGTERM');
     await victim.until('completed', 10_000, short[0]);

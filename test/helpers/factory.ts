@@ -6,12 +6,26 @@ export interface StoreFactory {
   dialect: Store['dialect'];
   create(): Promise<Store>;
   destroy(store: Store): Promise<void>;
+  /** A store on a database (or schema) never migrated, and how to remove it. */
+  openUnmigrated(): Promise<UnmigratedStore>;
+}
+
+export interface UnmigratedStore {
+  store: Store;
+  /** Closes the store and drops whatever it or its test created. */
+  dispose(): Promise<void>;
 }
 
 /** A factory for the shared suites: every create() is a store opened, migrated, then emptied (`clean`). */
-export function migratedStoreFactory(dialect: Store['dialect'], open: () => Store, clean: () => Promise<void>): StoreFactory {
+export function migratedStoreFactory(
+  dialect: Store['dialect'],
+  open: () => Store,
+  clean: () => Promise<void>,
+  openUnmigrated: () => Promise<UnmigratedStore>,
+): StoreFactory {
   return {
     dialect,
+    openUnmigrated,
     async create(): Promise<Store> {
       const store = open();
       await store.migrate();
@@ -29,13 +43,16 @@ export function migratedStoreFactory(dialect: Store['dialect'], open: () => Stor
  * database) for the test file, dropped afterwards. Without a server (outside
  * CI; `available` already failed on CI) one skipped test says what is needed.
  */
-export function onServerArea<Area extends { drop(): Promise<void> }>(options: {
-  available: boolean;
-  title: string;
-  needs: string;
-  create: () => Promise<Area>;
-  factory: (area: () => Area) => StoreFactory;
-}, suite: (factory: StoreFactory) => void): void {
+export function onServerArea<Area extends { drop(): Promise<void> }>(
+  options: {
+    available: boolean;
+    title: string;
+    needs: string;
+    create: () => Promise<Area>;
+    factory: (area: () => Area) => StoreFactory;
+  },
+  suite: (factory: StoreFactory) => void,
+): void {
   if (!options.available) {
     skipWithoutServer(options.title, options.needs);
     return;

@@ -85,7 +85,22 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 
 /** A factory for the shared suites: every create() is a migrated, emptied database of this file. */
 export function mysqlStoreFactory(database: () => TestDatabase, poolSize = 4): StoreFactory {
-  return migratedStoreFactory('mysql', () => new MysqlStore({ uri: database().uri, poolSize }), () => database().clean());
+  return migratedStoreFactory(
+    'mysql',
+    () => new MysqlStore({ uri: database().uri, poolSize }),
+    () => database().clean(),
+    async () => {
+      const fresh = await createTestDatabase();
+      const store = new MysqlStore({ uri: fresh.uri, poolSize: 2 });
+      return {
+        store,
+        dispose: async () => {
+          await store.close();
+          await fresh.drop();
+        },
+      };
+    },
+  );
 }
 
 function serverOptions(): mysql.ConnectionOptions {
@@ -110,6 +125,8 @@ function redacted(): string {
  * dropped afterwards. No server: fails on CI, else skipped with one line (mysqlAvailable).
  */
 export async function onMysql(file: string, title: string, suite: (factory: StoreFactory) => void): Promise<void> {
-  onServerArea({ available: await mysqlAvailable(file), title: `${title} on mysql`, needs: 'MySQL/MariaDB',
-    create: createTestDatabase, factory: mysqlStoreFactory }, suite);
+  onServerArea(
+    { available: await mysqlAvailable(file), title: `${title} on mysql`, needs: 'MySQL/MariaDB', create: createTestDatabase, factory: mysqlStoreFactory },
+    suite,
+  );
 }

@@ -20,7 +20,8 @@ export function perTestStore(factory: StoreFactory): { readonly store: Store; tr
     // (A test that closed its store on purpose cannot be asked; its workers are tracked.)
     const leaked = await store.listWorkers({ seenWithinMs: 3_600_000 }).catch(() => []);
     await factory.destroy(store);
-    if (leaked.length > 0) throw new Error(`the test left ${leaked.length} worker(s) running: ${leaked.map((w) => w.workerId).join(', ')} (track them or stop them)`);
+    if (leaked.length > 0)
+      throw new Error(`the test left ${leaked.length} worker(s) running: ${leaked.map((w) => w.workerId).join(', ')} (track them or stop them)`);
   });
   return {
     get store() {

@@ -36,7 +36,8 @@ export async function postgresAvailable(file: string): Promise<boolean> {
   } catch (error) {
     const reason = (error as { code?: string }).code ?? String(error);
     if (process.env.CI === 'true') throw new Error(`PostgreSQL at ${redacted()} is unreachable (${reason}); on CI the PostgreSQL tests must run`);
-    if (firstSkipInThisRun()) console.log(`PostgreSQL tests skipped (${file} and the others): no server at ${redacted()} (${reason}); start it with: ${START_HINT}`);
+    if (firstSkipInThisRun())
+      console.log(`PostgreSQL tests skipped (${file} and the others): no server at ${redacted()} (${reason}); start it with: ${START_HINT}`);
     return false;
   } finally {
     await client.end().catch(() => undefined);
@@ -77,10 +78,7 @@ export async function createTestSchema(name = uniqueSchemaName()): Promise<TestS
   return {
     name,
     async clean() {
-      const present = await admin.query<{ table_name: string }>(
-        'SELECT table_name FROM information_schema.tables WHERE table_schema = $1',
-        [name],
-      );
+      const present = await admin.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [name]);
       const tables = present.rows.map((row) => row.table_name).filter((table) => TABLES.includes(table));
       if (tables.length > 0) await admin.query(`TRUNCATE ${tables.map((table) => `"${name}".${table}`).join(', ')}`);
     },
@@ -99,7 +97,23 @@ export async function createTestSchema(name = uniqueSchemaName()): Promise<TestS
 
 /** A factory for the shared suites: every create() is a migrated, emptied schema of this file. */
 export function postgresStoreFactory(schema: () => TestSchema, poolSize = 4): StoreFactory {
-  return migratedStoreFactory('postgres', () => new PostgresStore({ connectionString: PG_URL, schema: schema().name, poolSize }), () => schema().clean());
+  return migratedStoreFactory(
+    'postgres',
+    () => new PostgresStore({ connectionString: PG_URL, schema: schema().name, poolSize }),
+    () => schema().clean(),
+    async () => {
+      // A schema name nobody created: its migrate() in the test creates it, dispose drops it.
+      const fresh = await createTestSchema();
+      const store = new PostgresStore({ connectionString: PG_URL, schema: fresh.name, poolSize: 2 });
+      return {
+        store,
+        dispose: async () => {
+          await store.close();
+          await fresh.drop();
+        },
+      };
+    },
+  );
 }
 
 function redacted(): string {
@@ -113,8 +127,16 @@ function redacted(): string {
  * afterwards. No server: fails on CI, else skipped with one line (postgresAvailable).
  */
 export async function onPostgres(file: string, title: string, suite: (factory: StoreFactory) => void): Promise<void> {
-  onServerArea({ available: await postgresAvailable(file), title: `${title} on postgres`, needs: 'PostgreSQL',
-    create: () => createTestSchema(), factory: postgresStoreFactory }, suite);
+  onServerArea(
+    {
+      available: await postgresAvailable(file),
+      title: `${title} on postgres`,
+      needs: 'PostgreSQL',
+      create: () => createTestSchema(),
+      factory: postgresStoreFactory,
+    },
+    suite,
+  );
 }
 
 /**

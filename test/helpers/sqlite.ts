@@ -17,6 +17,17 @@ export const sqliteFactory: StoreFactory = {
     dirs.set(store, dir);
     return store;
   },
+  async openUnmigrated() {
+    const dir = mkdtempSync(join(tmpdir(), 'tasklease-'));
+    const store = new SqliteStore({ path: join(dir, 'tasks.db') });
+    return {
+      store,
+      dispose: async () => {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  },
   async destroy(store: Store) {
     await store.close();
     rmSync(dirs.get(store)!, { recursive: true, force: true });

@@ -12,6 +12,7 @@ import { Scope } from '../../src/core/scope.js';
 import { isTerminal } from '../../src/core/status.js';
 import { controlPlaneHealth, workerHealth } from '../../src/observe/health.js';
 import { createMetrics } from '../../src/observe/metrics.js';
+import { hasPoolStats } from '../../src/store/pool-stats.js';
 import type { Store } from '../../src/store/types.js';
 import { defineTask, TaskResult, type AnyTaskDefinition } from '../../src/core/definition.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
@@ -19,12 +20,10 @@ import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
+import { FAST_WORKER } from '../helpers/worker-options.js';
 
-export const FAST: Partial<WorkerOptions> = {
-  pollIntervalMs: 20, heartbeatIntervalMs: 50, leaseMs: 2000, recoveryIntervalMs: 100, cancelCheckIntervalMs: 0,
-  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
-  globalConcurrency: 1000, typeConcurrency: 1000, logger: false,
-};
+/** Shorter leases and heartbeats than the other suites: these tests watch renewals and expiries. */
+export const FAST: Partial<WorkerOptions> = { ...FAST_WORKER, heartbeatIntervalMs: 50, leaseMs: 2000 };
 
 /** Generous: a loaded CI machine (or the lead's full run on two cores) must not turn slowness into a failure. */
 export const SETTLE_MS = 30_000;
@@ -46,9 +45,44 @@ async function samples(registry: Registry, name: string): Promise<Sample[]> {
 }
 
 async function value(registry: Registry, name: string, labels: Record<string, string> = {}, metricName = name): Promise<number> {
-  const match = (await samples(registry, name)).filter((s) => (s.metricName ?? name) === metricName
-    && Object.entries(labels).every(([k, v]) => s.labels[k] === v) && Object.keys(s.labels).filter((k) => k !== 'le').length === Object.keys(labels).length);
+  const match = (await samples(registry, name)).filter(
+    (s) =>
+      (s.metricName ?? name) === metricName &&
+      Object.entries(labels).every(([k, v]) => s.labels[k] === v) &&
+      Object.keys(s.labels).filter((k) => k !== 'le').length === Object.keys(labels).length,
+  );
   return match.reduce((sum, s) => sum + s.value, 0);
+}
+
+/** Sum of the series carrying at least these labels (others summed over, as PromQL's sum without them). */
+async function total(registry: Registry, name: string, labels: Record<string, string> = {}, metricName = name): Promise<number> {
+  const match = (await samples(registry, name)).filter(
+    (s) => (s.metricName ?? name) === metricName && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
+  return match.reduce((sum, s) => sum + s.value, 0);
+}
+
+/** The label values of a metric's series. */
+async function labelValues(registry: Registry, name: string, label: string): Promise<string[]> {
+  return (await samples(registry, name)).map((s) => String(s.labels[label])).sort();
+}
+
+/** PostgreSQL and MySQL stores report their pool (its size is the factory's poolSize, 4); SQLite has none, so no series. */
+async function expectPoolGauges(registry: Registry, store: Store): Promise<void> {
+  const fields = ['active', 'idle', 'max', 'pending'].map((f) => `async_task_db_connections_${f}`);
+  if (!hasPoolStats(store)) {
+    for (const name of fields) expect(await samples(registry, name)).toEqual([]);
+    return;
+  }
+  expect(store.poolStats()?.max).toBe(4);
+  // One scrape (each one counts dead letters on a pooled connection, so exact active/idle figures move).
+  const text = await registry.metrics();
+  const read = (field: string): number =>
+    Number(new RegExp(`^async_task_db_connections_${field}\\{dialect="${store.dialect}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+  expect(read('max')).toBe(4);
+  expect(read('pending')).toBeLessThanOrEqual(1); // at most the scrape's own request, while the pool opens a connection
+  expect(read('active') + read('idle')).toBeGreaterThanOrEqual(1); // the run opened connections
+  expect(read('active') + read('idle')).toBeLessThanOrEqual(4);
 }
 
 export function runObserveSuite(factory: StoreFactory): void {
@@ -67,8 +101,19 @@ export function runObserveSuite(factory: StoreFactory): void {
     it('metric values after a scripted run match what happened', async () => {
       let flakyRuns = 0;
       const ok = defineTask<{ partial?: boolean }>({ type: 'obs.ok', execute: (_ctx, p) => (p?.partial ? TaskResult.partial() : undefined) });
-      const flaky = defineTask({ type: 'obs.flaky', execute: () => { if (++flakyRuns === 1) throw new Error('first run fails'); } });
-      const doomed = defineTask({ type: 'obs.doomed', maxAttempts: 2, execute: () => { throw new TaskFailure('upstream down', { code: 'UPSTREAM_DOWN' }); } });
+      const flaky = defineTask({
+        type: 'obs.flaky',
+        execute: () => {
+          if (++flakyRuns === 1) throw new Error('first run fails');
+        },
+      });
+      const doomed = defineTask({
+        type: 'obs.doomed',
+        maxAttempts: 2,
+        execute: () => {
+          throw new TaskFailure('upstream down', { code: 'UPSTREAM_DOWN' });
+        },
+      });
       const sleepy = defineTask({ type: 'obs.sleepy', timeoutMs: 150, execute: (ctx) => untilAborted(ctx.signal) });
       const held = defineTask({ type: 'obs.held', execute: (ctx) => untilAborted(ctx.signal) });
       const tasks = [ok, flaky, doomed, sleepy, held];
@@ -86,9 +131,13 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect(ghost.map((t) => t.id)).toEqual([orphan.id]);
 
       const submitted = await client.submitMany([
-        { type: ok.type, payload: {} }, { type: ok.type, payload: {} }, { type: ok.type, payload: {} },
+        { type: ok.type, payload: {} },
+        { type: ok.type, payload: {} },
+        { type: ok.type, payload: {} },
         { type: ok.type, payload: { partial: true } },
-        { type: flaky.type, payload: {} }, { type: doomed.type, payload: {} }, { type: sleepy.type, payload: {} },
+        { type: flaky.type, payload: {} },
+        { type: doomed.type, payload: {} },
+        { type: sleepy.type, payload: {} },
       ]);
       const worker = newWorker(tasks, { concurrency: 4 });
       metrics.attachWorker(worker);
@@ -101,10 +150,14 @@ export function runObserveSuite(factory: StoreFactory): void {
       });
       worker.start();
       const ids = [orphan.id, ...submitted.map((r) => r.task.id)];
-      await waitFor(async () => {
-        const all = await Promise.all(ids.map((id) => store.getTask({ id, scope: Scope.global() })));
-        return all.every((t) => t !== null && isTerminal(t.status));
-      }, 'every scripted task to finish', SETTLE_MS);
+      await waitFor(
+        async () => {
+          const all = await Promise.all(ids.map((id) => store.getTask({ id, scope: Scope.global() })));
+          return all.every((t) => t !== null && isTerminal(t.status));
+        },
+        'every scripted task to finish',
+        SETTLE_MS,
+      );
 
       // One task held running past a heartbeat: the gauges see it, then it is cancelled.
       const heldStarted = worker.waitFor('started', (e) => e.task.taskType === held.type);
@@ -113,19 +166,28 @@ export function runObserveSuite(factory: StoreFactory): void {
       await worker.waitFor('heartbeat', (e) => e.renewed + e.cancelRequested >= 1);
       expect(await value(registry, 'async_task_active_count')).toBe(1);
       expect(await value(registry, 'async_task_local_max_concurrency')).toBe(4);
+      expect(await labelValues(registry, 'async_task_registered_types', 'task_type')).toEqual(tasks.map((t) => t.type).sort());
+      expect(await value(registry, 'async_task_registered_types', { task_type: held.type })).toBe(1);
       const cancelled = worker.waitFor('cancelled', (e) => e.task.id === heldTask.id);
       await client.requestCancellation(heldTask.id);
       await cancelled;
       await worker.stop(); // drains the outcome writer: every event has been emitted
 
       const submittedOf = (type: string) => value(registry, 'async_task_submitted_total', { task_type: type });
-      expect([await submittedOf(ok.type), await submittedOf(flaky.type), await submittedOf(doomed.type),
-        await submittedOf(sleepy.type), await submittedOf(held.type)]).toEqual([5, 1, 1, 1, 1]);
+      expect([
+        await submittedOf(ok.type),
+        await submittedOf(flaky.type),
+        await submittedOf(doomed.type),
+        await submittedOf(sleepy.type),
+        await submittedOf(held.type),
+      ]).toEqual([5, 1, 1, 1, 1]);
 
-      const completedOf = (status: string) => value(registry, 'async_task_completed_total', { status });
+      const completedOf = (status: string) => total(registry, 'async_task_completed_total', { status });
       expect({
-        SUCCESS: await completedOf('SUCCESS'), PARTIAL_SUCCESS: await completedOf('PARTIAL_SUCCESS'),
-        FAILED: await completedOf('FAILED'), CANCELLED: await completedOf('CANCELLED'),
+        SUCCESS: await completedOf('SUCCESS'),
+        PARTIAL_SUCCESS: await completedOf('PARTIAL_SUCCESS'),
+        FAILED: await completedOf('FAILED'),
+        CANCELLED: await completedOf('CANCELLED'),
       }).toEqual({ SUCCESS: 5, PARTIAL_SUCCESS: 1, FAILED: 2, CANCELLED: 1 });
 
       const failuresOf = (type: string, code: string) => value(registry, 'async_task_failures_total', { task_type: type, error_code: code });
@@ -134,16 +196,45 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect(await failuresOf(sleepy.type, 'TIMEOUT')).toBe(1);
       expect((await samples(registry, 'async_task_failures_total')).length).toBe(3);
 
-      expect(await value(registry, 'async_task_retries_total')).toBe(2);
+      // By type: the per-type success rate and retry rate the seed's business panels read.
+      const completedTyped = (status: string, type: string) => value(registry, 'async_task_completed_total', { status, task_type: type });
+      expect([
+        await completedTyped('SUCCESS', ok.type),
+        await completedTyped('PARTIAL_SUCCESS', ok.type),
+        await completedTyped('SUCCESS', flaky.type),
+        await completedTyped('FAILED', doomed.type),
+        await completedTyped('FAILED', sleepy.type),
+        await completedTyped('CANCELLED', held.type),
+      ]).toEqual([4, 1, 1, 1, 1, 1]);
+      expect(await value(registry, 'async_task_retries_total', { task_type: flaky.type })).toBe(1);
+      expect(await value(registry, 'async_task_retries_total', { task_type: doomed.type })).toBe(1);
+      expect(await total(registry, 'async_task_retries_total')).toBe(2);
+      const deadOf = (type: string, code: string) => value(registry, 'async_task_dead_letter_total', { task_type: type, error_code: code });
+      expect([await deadOf(doomed.type, 'UPSTREAM_DOWN'), await deadOf(sleepy.type, 'TIMEOUT')]).toEqual([1, 1]);
+      expect(await total(registry, 'async_task_dead_letter_total')).toBe(2);
       expect(await value(registry, 'async_task_timeouts_total')).toBe(1);
       expect(await value(registry, 'async_task_lease_expired_recovered_total')).toBe(1);
 
       // One observation per execution: ok ×4 + the orphan's rerun, flaky ×2, doomed ×2, sleepy, held.
       const executionsOf = (type: string) => value(registry, 'async_task_execution_seconds', { task_type: type }, 'async_task_execution_seconds_count');
-      expect([await executionsOf(ok.type), await executionsOf(flaky.type), await executionsOf(doomed.type),
-        await executionsOf(sleepy.type), await executionsOf(held.type)]).toEqual([5, 2, 2, 1, 1]);
-      expect(await value(registry, 'async_task_execution_seconds', { task_type: sleepy.type }, 'async_task_execution_seconds_sum')).toBeGreaterThanOrEqual(0.14);
+      expect([
+        await executionsOf(ok.type),
+        await executionsOf(flaky.type),
+        await executionsOf(doomed.type),
+        await executionsOf(sleepy.type),
+        await executionsOf(held.type),
+      ]).toEqual([5, 2, 2, 1, 1]);
+      expect(await value(registry, 'async_task_execution_seconds', { task_type: sleepy.type }, 'async_task_execution_seconds_sum')).toBeGreaterThanOrEqual(
+        0.14,
+      );
       expect(await value(registry, 'async_task_queue_wait_seconds', {}, 'async_task_queue_wait_seconds_count')).toBe(11);
+      // One lease-duration observation per execution too, each at least as long as the execution it held.
+      const leaseOf = (type: string, metric: string) => value(registry, 'async_task_lease_duration_seconds', { task_type: type }, metric);
+      expect(await leaseOf(doomed.type, 'async_task_lease_duration_seconds_count')).toBe(2);
+      expect(await leaseOf(sleepy.type, 'async_task_lease_duration_seconds_sum')).toBeGreaterThanOrEqual(
+        await value(registry, 'async_task_execution_seconds', { task_type: sleepy.type }, 'async_task_execution_seconds_sum'),
+      );
+      expect(await total(registry, 'async_task_lease_duration_seconds', {}, 'async_task_lease_duration_seconds_count')).toBe(11);
 
       expect(await value(registry, 'async_task_dead_letter_queue_size')).toBe(2);
       const renewals = await value(registry, 'async_task_lease_renewal_total');
@@ -151,6 +242,9 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect(renewals).toBeGreaterThanOrEqual(1);
       expect(await value(registry, 'async_task_lease_renewal_success_total')).toBe(beats.renewed + beats.cancelRequested);
       expect(await value(registry, 'async_task_lease_renewal_failures_total')).toBe(beats.lost);
+      expect(await value(registry, 'async_task_lease_renewal_success_rate')).toBe(beats.lost === 0 ? 1 : (renewals - beats.lost) / renewals);
+      expect(await labelValues(registry, 'async_task_registered_types', 'task_type')).toEqual([]); // stopped: detached
+      await expectPoolGauges(registry, store);
 
       // A stopped worker has detached: no slots, nothing active.
       expect(await value(registry, 'async_task_active_count')).toBe(0);
@@ -227,7 +321,10 @@ export function runObserveSuite(factory: StoreFactory): void {
       metrics.attachWorker(worker);
       const started = worker.waitFor('started');
       worker.start();
-      await client.submitMany([{ type: held.type, payload: {} }, { type: held.type, payload: {} }]);
+      await client.submitMany([
+        { type: held.type, payload: {} },
+        { type: held.type, payload: {} },
+      ]);
       await started;
       await waitFor(() => worker.stats().active === 2, 'both tasks to run');
       const failedBeat = worker.waitFor('error', (e) => e.operation === 'renewLeases');
@@ -245,6 +342,9 @@ export function runObserveSuite(factory: StoreFactory): void {
       const successes = await value(registry, 'async_task_lease_renewal_success_total');
       const failures = await value(registry, 'async_task_lease_renewal_failures_total');
       expect(renewals).toBe(successes + failures);
+      // Every renewal happened within the gauge's 5-minute window: it is the counters' ratio, below 1.
+      expect(await value(registry, 'async_task_lease_renewal_success_rate')).toBeCloseTo(successes / renewals, 10);
+      expect(await value(registry, 'async_task_lease_renewal_success_rate')).toBeLessThan(1);
       // Each lost execution is still one execution-time observation.
       expect(await value(registry, 'async_task_execution_seconds', { task_type: held.type }, 'async_task_execution_seconds_count')).toBe(2);
     });
@@ -256,7 +356,11 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect(up).toMatchObject({ status: 'UP', details: { queued: 0, running: 0, schemaVersion: store.expectedSchemaVersion, backlogThreshold: 1000 } });
       expect(up.error).toBeUndefined();
 
-      await client.submitMany([{ type: t.type, payload: {} }, { type: t.type, payload: {} }, { type: t.type, payload: {} }]);
+      await client.submitMany([
+        { type: t.type, payload: {} },
+        { type: t.type, payload: {} },
+        { type: t.type, payload: {} },
+      ]);
       expect(await controlPlaneHealth(store, { backlogThreshold: 3 })).toMatchObject({ status: 'UP', details: { queued: 3, total: 3 } });
       const degraded = await controlPlaneHealth(store, { backlogThreshold: 2 });
       expect(degraded).toMatchObject({ status: 'DEGRADED', details: { queued: 3 } });

@@ -30,9 +30,18 @@ describe('worker health', () => {
     worker.start();
     expect(workerHealth(worker)).toEqual({
       status: 'UP',
-      details: { workerId: 'health-worker', state: 'running', running: true, active: 0, buffered: 0, maxConcurrency: 1,
-        utilization: 0, registeredTaskTypes: ['health.held'], storeProblem: null,
-        limits: { global: FAST.globalConcurrency, perType: { 'health.held': FAST.typeConcurrency }, usable: FAST.typeConcurrency } },
+      details: {
+        workerId: 'health-worker',
+        state: 'running',
+        running: true,
+        active: 0,
+        buffered: 0,
+        maxConcurrency: 1,
+        utilization: 0,
+        registeredTaskTypes: ['health.held'],
+        storeProblem: null,
+        limits: { global: FAST.globalConcurrency, perType: { 'health.held': FAST.typeConcurrency }, usable: FAST.typeConcurrency },
+      },
     });
 
     const started = worker.waitFor('started');

@@ -6,9 +6,7 @@
  */
 import type { Store } from '../../src/store/types.js';
 
-export type ChildStoreConfig =
-  | { dialect: 'postgres'; url: string; schema: string }
-  | { dialect: 'mysql'; uri: string };
+export type ChildStoreConfig = { dialect: 'postgres'; url: string; schema: string } | { dialect: 'mysql'; uri: string };
 
 export function childApplicationName(label: string): string {
   return `tlw-${label}`;

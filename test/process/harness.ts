@@ -30,7 +30,10 @@ export class ChildWorker {
   private stderr = '';
 
   /** `script`: another child program taking its JSON config from TL_CHILD (test/faults/fault-child.ts). */
-  constructor(readonly config: ChildConfig | { label: string }, script = join(import.meta.dirname, 'worker-child.ts')) {
+  constructor(
+    readonly config: ChildConfig | { label: string },
+    script = join(import.meta.dirname, 'worker-child.ts'),
+  ) {
     this.child = spawn(process.execPath, ['--import', 'tsx', script], {
       env: { ...process.env, TL_CHILD: JSON.stringify(config) },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -68,7 +71,12 @@ export class ChildWorker {
   }
 
   async until(event: string, timeoutMs = 30_000, id?: string): Promise<ChildEvent> {
-    return waitFor(() => this.events.find((e) => e.event === event && (id === undefined || e.id === id)), `${this.config.label}: ${event}${id ? ` ${id}` : ''}\n${this.stderr}`, timeoutMs, 20);
+    return waitFor(
+      () => this.events.find((e) => e.event === event && (id === undefined || e.id === id)),
+      `${this.config.label}: ${event}${id ? ` ${id}` : ''}\n${this.stderr}`,
+      timeoutMs,
+      20,
+    );
   }
 
   signal(name: NodeJS.Signals): void {

@@ -15,14 +15,19 @@ if (available) {
       await store.migrate();
       const childUsers = async () =>
         // MariaDB names the column User whatever case the query uses: alias it.
-        (await database.query("SELECT user AS name FROM mysql.user WHERE user LIKE CONCAT('tlw\\\\_%', ?)", [database.name.slice(-12)])).map((r) => String(r.name));
+        (await database.query("SELECT user AS name FROM mysql.user WHERE user LIKE CONCAT('tlw\\\\_%', ?)", [database.name.slice(-12)])).map((r) =>
+          String(r.name),
+        );
       return {
         storeConfig: { dialect: 'mysql', uri: database.uri },
         store,
         clean: () => database.clean(),
         attempts: async () =>
           (await database.query('SELECT task_id, attempt, worker_id, outcome FROM system_async_task_attempt ORDER BY task_id, attempt')).map((row) => ({
-            task_id: String(row.task_id), attempt: Number(row.attempt), worker_id: String(row.worker_id), outcome: row.outcome === null ? null : String(row.outcome),
+            task_id: String(row.task_id),
+            attempt: Number(row.attempt),
+            worker_id: String(row.worker_id),
+            outcome: row.outcome === null ? null : String(row.outcome),
           })) as AttemptRow[],
         async terminateConnections(label: string) {
           const rows = await database.query('SELECT id FROM information_schema.processlist WHERE user = ?', [mysqlChildUser(database.uri, label)]);

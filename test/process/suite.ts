@@ -52,8 +52,17 @@ const G = Scope.global();
 
 function tasks(type: string, count: number): NewTask[] {
   return Array.from({ length: count }, (_, i) => ({
-    id: uuidv7(), taskType: type, payloadJson: `{"i":${i}}`, priority: 0, delayMs: 0, availableAt: null, deadlineAt: null,
-    maxAttempts: 5, owner: null, idempotencyKey: null, traceId: null,
+    id: uuidv7(),
+    taskType: type,
+    payloadJson: `{"i":${i}}`,
+    priority: 0,
+    delayMs: 0,
+    availableAt: null,
+    deadlineAt: null,
+    maxAttempts: 5,
+    owner: null,
+    idempotencyKey: null,
+    traceId: null,
   }));
 }
 
@@ -82,7 +91,15 @@ export function runProcessSuite(dialect: ProcessDialect): void {
     const count = async (type: string) => target.store.countByStatus({ scope: G, taskType: type });
 
     it('4 workers drain 20,000 tasks, each completed exactly once', async () => {
-      const worker = { concurrency: 10, prefetch: 100, claimBatchSize: 200, pollIntervalMs: 50, recoveryIntervalMs: 0, globalConcurrency: 10_000, typeConcurrency: 10_000 };
+      const worker = {
+        concurrency: 10,
+        prefetch: 100,
+        claimBatchSize: 200,
+        pollIntervalMs: 50,
+        recoveryIntervalMs: 0,
+        globalConcurrency: 10_000,
+        typeConcurrency: 10_000,
+      };
       const workers = ['d1', 'd2', 'd3', 'd4'].map((label) => child(label, { types: ['drain'], handler: 'empty', worker }));
       await Promise.all(workers.map((w) => w.until('ready')));
       await submit(target.store, 'drain', 20_000);
@@ -112,17 +129,22 @@ export function runProcessSuite(dialect: ProcessDialect): void {
       let max = { total: 0, la: 0, lb: 0 };
       const violations: Record<string, number>[] = [];
       let samples = 0;
-      await waitFor(async () => {
-        const leased = await target.store.leasedCounts();
-        const total = Object.values(leased).reduce((a, b) => a + b, 0);
-        const la = leased.la ?? 0;
-        const lb = leased.lb ?? 0;
-        samples += 1;
-        max = { total: Math.max(max.total, total), la: Math.max(max.la, la), lb: Math.max(max.lb, lb) };
-        if (total > 5 || la > 3 || lb > 3) violations.push(leased);
-        const [a, b] = [await count('la'), await count('lb')];
-        return a.SUCCESS + b.SUCCESS === 300;
-      }, '300 successes under the limits', 120_000, 5);
+      await waitFor(
+        async () => {
+          const leased = await target.store.leasedCounts();
+          const total = Object.values(leased).reduce((a, b) => a + b, 0);
+          const la = leased.la ?? 0;
+          const lb = leased.lb ?? 0;
+          samples += 1;
+          max = { total: Math.max(max.total, total), la: Math.max(max.la, la), lb: Math.max(max.lb, lb) };
+          if (total > 5 || la > 3 || lb > 3) violations.push(leased);
+          const [a, b] = [await count('la'), await count('lb')];
+          return a.SUCCESS + b.SUCCESS === 300;
+        },
+        '300 successes under the limits',
+        120_000,
+        5,
+      );
       await Promise.all(workers.map((w) => w.stop()));
       expect(violations).toEqual([]);
       expect(samples).toBeGreaterThan(20);
@@ -142,7 +164,13 @@ export function runProcessSuite(dialect: ProcessDialect): void {
       await rescuer.stop();
       const attempts = await target.attempts();
       for (const [taskId, rows] of groupBy(attempts)) {
-        expect(rows.map((r) => [r.attempt, r.worker_id, r.outcome]), taskId).toEqual([[1, 'k1', 'LEASE_EXPIRED'], [2, 'k2', 'SUCCESS']]);
+        expect(
+          rows.map((r) => [r.attempt, r.worker_id, r.outcome]),
+          taskId,
+        ).toEqual([
+          [1, 'k1', 'LEASE_EXPIRED'],
+          [2, 'k2', 'SUCCESS'],
+        ]);
       }
       expect(groupBy(attempts).size).toBe(4);
     }, 60_000);
@@ -167,7 +195,10 @@ export function runProcessSuite(dialect: ProcessDialect): void {
       expect(after).toEqual(settled); // the zombie's outcome write changed nothing
       expect(after!.result).toEqual({ by: 'z2' });
       const attempts = await target.attempts();
-      expect(attempts.map((r) => [r.attempt, r.worker_id, r.outcome])).toEqual([[1, 'z1', 'LEASE_EXPIRED'], [2, 'z2', 'SUCCESS']]);
+      expect(attempts.map((r) => [r.attempt, r.worker_id, r.outcome])).toEqual([
+        [1, 'z1', 'LEASE_EXPIRED'],
+        [2, 'z2', 'SUCCESS'],
+      ]);
     }, 60_000);
 
     it('a worker whose database connections are cut reconnects and carries on; no task is lost', async () => {
@@ -182,7 +213,11 @@ export function runProcessSuite(dialect: ProcessDialect): void {
       const attempts = await target.attempts();
       const byTask = groupBy(attempts);
       expect(byTask.size).toBe(2000);
-      for (const [taskId, rows] of byTask) expect(rows.filter((r) => r.outcome === 'SUCCESS'), taskId).toHaveLength(1);
+      for (const [taskId, rows] of byTask)
+        expect(
+          rows.filter((r) => r.outcome === 'SUCCESS'),
+          taskId,
+        ).toHaveLength(1);
       // at-least-once, not more than the cut can explain: only tasks in flight at the cut ran twice
       expect(attempts.length - 2000).toBeLessThanOrEqual(100);
     }, 150_000);

@@ -22,8 +22,21 @@ export interface ChildConfig {
   handler: 'empty' | 'sleep' | 'hold';
   sleepMs?: number;
   holdMs?: number;
-  worker: Partial<Pick<WorkerOptions, 'concurrency' | 'prefetch' | 'claimBatchSize' | 'pollIntervalMs' | 'leaseMs' | 'heartbeatIntervalMs'
-    | 'recoveryIntervalMs' | 'globalConcurrency' | 'typeConcurrency' | 'shutdownGraceMs'>>;
+  worker: Partial<
+    Pick<
+      WorkerOptions,
+      | 'concurrency'
+      | 'prefetch'
+      | 'claimBatchSize'
+      | 'pollIntervalMs'
+      | 'leaseMs'
+      | 'heartbeatIntervalMs'
+      | 'recoveryIntervalMs'
+      | 'globalConcurrency'
+      | 'typeConcurrency'
+      | 'shutdownGraceMs'
+    >
+  >;
 }
 
 const config = JSON.parse(process.env.TL_CHILD!) as ChildConfig;

@@ -35,9 +35,17 @@ async function passBarrier(folder: string): Promise<void> {
 // argv[3]: the poll interval (default 20 ms); a long one leaves only the cross-process wake-up to find work.
 const pollIntervalMs = Number(process.argv[3] ?? 20);
 const worker = createWorker({
-  store, tasks: [task], concurrency: 8, prefetch: 8, claimBatchSize: 50, pollIntervalMs, minPollIntervalMs: pollIntervalMs, recoveryIntervalMs: 0,
+  store,
+  tasks: [task],
+  concurrency: 8,
+  prefetch: 8,
+  claimBatchSize: 50,
+  pollIntervalMs,
+  minPollIntervalMs: pollIntervalMs,
+  recoveryIntervalMs: 0,
   // Limits above what two processes hold: the seed's defaults (5 per type) would let one process take every slot.
-  globalConcurrency: 1000, typeConcurrency: 1000,
+  globalConcurrency: 1000,
+  typeConcurrency: 1000,
 });
 worker.on('error', ({ operation, error }) => process.stderr.write(`${operation}: ${String(error)}\n`));
 worker.start();

@@ -4,40 +4,24 @@
  * Time-dependent cases use short leases and wait on conditions judged by the
  * store's own clock, so they hold on a database clock too.
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { uuidv7 } from '../../src/core/ids.js';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { Scope } from '../../src/core/scope.js';
-import type { FailureRecord, Lease, NewTask, Task } from '../../src/core/task.js';
-import type { ClaimParams, Store } from '../../src/store/types.js';
+import type { Lease, NewTask, Task } from '../../src/core/task.js';
+import type { ClaimParams } from '../../src/store/types.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { waitFor } from '../helpers/wait.js';
+import { runContractConformance } from './conformance-contract.js';
+import { runControlConformance } from './conformance-control.js';
+import { claimParams, FAILURE, leaseOf, newTask, useStore } from './fixtures.js';
 
-export function newTask(overrides: Partial<NewTask> = {}): NewTask {
-  return {
-    id: uuidv7(), taskType: 'alpha', payloadJson: '{"n":1}', priority: 0, delayMs: 0, availableAt: null, deadlineAt: null,
-    maxAttempts: 3, owner: null, idempotencyKey: null, traceId: null, ...overrides,
-  };
-}
-
-export function claimParams(overrides: Partial<ClaimParams> = {}): ClaimParams {
-  return { workerId: 'w1', taskTypes: ['alpha'], limit: 10, leaseMs: 30_000, globalConcurrency: 1000, typeConcurrency: 1000, ...overrides };
-}
-
-export function leaseOf(task: Task): Lease {
-  return { taskId: task.id, workerId: task.leaseOwner!, attempt: task.attemptCount };
-}
-
-const FAILURE: FailureRecord = { errorCode: 'BOOM', message: 'it broke', traceId: 'trace-1', retryable: true };
 const G = Scope.global();
 
 export function runStoreConformance(factory: StoreFactory): void {
   describe(`Store conformance: ${factory.dialect}`, () => {
-    let store: Store;
-    beforeEach(async () => {
-      store = await factory.create();
-    });
-    afterEach(async () => {
-      await factory.destroy(store);
+    const current = useStore(factory);
+    let store = current.store;
+    beforeEach(() => {
+      store = current.store;
     });
 
     const insert = async (overrides: Partial<NewTask> = {}): Promise<Task> => (await store.insertTasks({ tasks: [newTask(overrides)] }))[0]!.task;
@@ -57,8 +41,20 @@ export function runStoreConformance(factory: StoreFactory): void {
       const payload = { text: "o'brien; DROP TABLE x; -- a$$b \u00e9\u4e2d\ud83d\ude00", nested: [1, { two: 2.5, nil: null, t: true }] };
       const created = await insert({ payloadJson: JSON.stringify(payload), owner: 'alice', priority: 7, traceId: 'tr', maxAttempts: 5 });
       const read = await store.getTask({ id: created.id, scope: G });
-      expect(read).toMatchObject({ id: created.id, taskType: 'alpha', status: 'QUEUED', priority: 7, owner: 'alice', traceId: 'tr',
-        maxAttempts: 5, attemptCount: 0, attemptBase: 0, leaseOwner: null, progress: null, result: null });
+      expect(read).toMatchObject({
+        id: created.id,
+        taskType: 'alpha',
+        status: 'QUEUED',
+        priority: 7,
+        owner: 'alice',
+        traceId: 'tr',
+        maxAttempts: 5,
+        attemptCount: 0,
+        attemptBase: 0,
+        leaseOwner: null,
+        progress: null,
+        result: null,
+      });
       expect(read!.payload).toEqual(payload);
       expect(read!.createdAt).toBeInstanceOf(Date);
       const dbNow = await store.now();
@@ -68,9 +64,9 @@ export function runStoreConformance(factory: StoreFactory): void {
     it('answers an insert with the task exactly as a read of it gives, keyed or not', async () => {
       const at = new Date(Date.now() + 3_600_000);
       const deadline = new Date(Date.now() + 7_200_000);
-      const results = await store.insertTasks({ tasks: [
-        newTask({}), newTask({ delayMs: 90_000, priority: -3 }), newTask({ availableAt: at, deadlineAt: deadline, owner: 'o' }),
-      ] });
+      const results = await store.insertTasks({
+        tasks: [newTask({}), newTask({ delayMs: 90_000, priority: -3 }), newTask({ availableAt: at, deadlineAt: deadline, owner: 'o' })],
+      });
       const keyed = await store.insertTasks({ tasks: [newTask({ idempotencyKey: 'same-as-read', delayMs: 1_500 })] });
       for (const { task, created } of [...results, ...keyed]) {
         expect(created).toBe(true);
@@ -124,6 +120,21 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(running.tasks).toEqual([]);
     });
 
+    it('finds tasks by exact idempotency key across types, inside the scope only', async () => {
+      const alpha = await insert({ idempotencyKey: 'order-7', owner: 'alice' });
+      const beta = await insert({ idempotencyKey: 'order-7', owner: 'alice', taskType: 'beta' });
+      const bobs = await insert({ idempotencyKey: 'order-7', owner: 'bob' });
+      await insert({ idempotencyKey: 'order-70', owner: 'alice' });
+      await insert({ owner: 'alice' });
+      const all = await store.listTasks({ scope: G, limit: 10, idempotencyKey: 'order-7' });
+      expect(all.tasks.map((t) => t.id)).toEqual([bobs.id, beta.id, alpha.id]);
+      const alices = await store.listTasks({ scope: Scope.owner('alice'), limit: 10, idempotencyKey: 'order-7' });
+      expect(alices.tasks.map((t) => t.id)).toEqual([beta.id, alpha.id]);
+      const narrowed = await store.listTasks({ scope: G, limit: 10, idempotencyKey: 'order-7', taskType: 'beta' });
+      expect(narrowed.tasks.map((t) => t.id)).toEqual([beta.id]);
+      expect((await store.listTasks({ scope: G, limit: 10, idempotencyKey: 'order' })).tasks).toEqual([]);
+    });
+
     it('claims by priority desc, then available_at, then create time', async () => {
       const past = new Date((await store.now()).getTime() - 60_000);
       const low = await insert({ priority: 0 });
@@ -156,7 +167,9 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(first).toHaveLength(3);
       const again = await store.claimTasks(claimParams({ workerId: 'w2', taskTypes: ['alpha', 'beta'], limit: 100, typeConcurrency: 2, globalConcurrency: 3 }));
       expect(again).toHaveLength(0);
-      const wider = await store.claimTasks(claimParams({ workerId: 'w2', taskTypes: ['alpha', 'beta'], limit: 100, typeConcurrency: 2, globalConcurrency: 10 }));
+      const wider = await store.claimTasks(
+        claimParams({ workerId: 'w2', taskTypes: ['alpha', 'beta'], limit: 100, typeConcurrency: 2, globalConcurrency: 10 }),
+      );
       expect(wider).toHaveLength(1);
       const counts = await store.countByStatus({ scope: G, taskType: 'alpha' });
       expect(counts.RUNNING).toBe(2);
@@ -184,15 +197,24 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(fresh.attemptCount).toBe(2);
       const zombie = leaseOf(stale);
       expect(await store.saveProgress({ lease: zombie, progress: { total: 1, processed: 1, succeeded: 1, failed: 0, skipped: 0, message: null } })).toBe(false);
-      expect(await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: zombie, artifactId: 'x', resultJson: null, progress: null }] })).toEqual([false]);
-      expect(await store.finishAttempts({ outcomes: [{ kind: 'FAILED', lease: zombie, failure: FAILURE, progress: null }] })).toEqual([false]);
+      expect(await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: zombie, artifactId: 'x', resultJson: null, progress: null }] })).toEqual({
+        applied: [false],
+        deadLetters: [],
+      });
+      expect(await store.finishAttempts({ outcomes: [{ kind: 'FAILED', lease: zombie, failure: FAILURE, progress: null }] })).toEqual({
+        applied: [false],
+        deadLetters: [],
+      });
       expect((await store.renewLeases({ leases: [zombie], leaseMs: 60_000 })).lost).toEqual([stale.id]);
       expect(await store.releaseTasks({ leases: [zombie] })).toBe(0);
       const now = await store.getTask({ id: stale.id, scope: G });
       expect(now).toMatchObject({ status: 'RUNNING', leaseOwner: 'healthy', attemptCount: 2, progress: null, artifactId: null });
       expect(await store.listDeadLetters({ scope: G, limit: 10 })).toEqual([]);
       const attempts = await store.listAttempts({ taskId: stale.id });
-      expect(attempts.map((a) => [a.attempt, a.workerId, a.outcome])).toEqual([[1, 'zombie', 'LEASE_EXPIRED'], [2, 'healthy', null]]);
+      expect(attempts.map((a) => [a.attempt, a.workerId, a.outcome])).toEqual([
+        [1, 'zombie', 'LEASE_EXPIRED'],
+        [2, 'healthy', null],
+      ]);
       const failures = await store.listFailures({ taskId: stale.id });
       expect(failures.map((f) => f.errorCode)).toEqual(['LEASE_EXPIRED']);
     });
@@ -201,10 +223,14 @@ export function runStoreConformance(factory: StoreFactory): void {
       await insert();
       const task = await claimOne();
       const progress = { total: 10, processed: 10, succeeded: 9, failed: 1, skipped: 0, message: 'done' };
-      const [applied] = await store.finishAttempts({ outcomes: [{ kind: 'PARTIAL_SUCCESS', lease: leaseOf(task), artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress }] });
+      const {
+        applied: [applied],
+      } = await store.finishAttempts({
+        outcomes: [{ kind: 'PARTIAL_SUCCESS', lease: leaseOf(task), artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress }],
+      });
       expect(applied).toBe(true);
       const done = await store.getTask({ id: task.id, scope: G });
-      expect(done).toMatchObject({ status: 'PARTIAL_SUCCESS', artifactId: 'file-7', resultJson: JSON.stringify({ rows: 9 }), progress, leaseOwner: null });
+      expect(done).toMatchObject({ status: 'PARTIAL_SUCCESS', artifactId: 'file-7', result: { rows: 9 }, progress, leaseOwner: null });
       expect(done!.finishedAt).toBeInstanceOf(Date);
       const [attempt] = await store.listAttempts({ taskId: task.id });
       expect(attempt).toMatchObject({ attempt: 1, workerId: 'w1', outcome: 'PARTIAL_SUCCESS' });
@@ -223,7 +249,7 @@ export function runStoreConformance(factory: StoreFactory): void {
           { kind: 'CANCELLED', lease: bogus, progress: null },
         ],
       });
-      expect(results).toEqual([true, true, true, false]);
+      expect(results.applied).toEqual([true, true, true, false]);
       const [s, r, f, c] = await Promise.all(tasks.map((t) => store.getTask({ id: t.id, scope: G })));
       expect(s!.status).toBe('SUCCESS');
       expect(r).toMatchObject({ status: 'RETRY_WAIT', lastErrorCode: 'BOOM', leaseOwner: null });
@@ -234,6 +260,8 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(failure).toMatchObject({ attempt: 1, errorCode: 'BOOM', message: 'it broke', traceId: 'trace-1', retryable: true });
       const letters = await store.listDeadLetters({ scope: G, limit: 10 });
       expect(letters).toHaveLength(1);
+      // the write names the dead letter it made: the worker's deadLettered event and log line carry it
+      expect(results.deadLetters).toEqual([{ taskId: tasks[2]!.id, deadLetterId: letters[0]!.id }]);
       expect(letters[0]).toMatchObject({ originalTaskId: tasks[2]!.id, taskType: 'alpha', errorCode: 'BOOM', payload: { n: 1 }, attemptCount: 1 });
     });
 
@@ -249,7 +277,7 @@ export function runStoreConformance(factory: StoreFactory): void {
           { kind: 'ABANDONED', lease: abandoned!, progress: null },
         ],
       });
-      expect(results).toEqual([true, true, true]);
+      expect(results).toEqual({ applied: [true, true, true], deadLetters: [] });
       for (const task of tasks) {
         const now = await store.getTask({ id: task.id, scope: G });
         expect(now).toMatchObject({ status: 'CANCELLED', leaseOwner: null });
@@ -270,11 +298,25 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(again).toMatchObject({ id: task.id, attemptCount: 2, status: 'RUNNING' });
     });
 
+    it('a success clears the task\u2019s last error; the failure history stays', async () => {
+      await insert();
+      const task = await claimOne();
+      await store.finishAttempts({ outcomes: [{ kind: 'RETRY', lease: leaseOf(task), failure: FAILURE, retryDelayMs: 0, progress: null }] });
+      expect((await store.getTask({ id: task.id, scope: G }))!.lastErrorCode).toBe('BOOM');
+      const again = await waitFor(async () => (await store.claimTasks(claimParams()))[0], 'the retry');
+      await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: leaseOf(again), artifactId: null, resultJson: null, progress: null }] });
+      expect(await store.getTask({ id: task.id, scope: G })).toMatchObject({ status: 'SUCCESS', lastErrorCode: null });
+      expect((await store.listFailures({ taskId: task.id })).map((f) => f.errorCode)).toEqual(['BOOM']);
+    });
+
     it('abandons a started task back to the queue and releases an unstarted one as if never claimed', async () => {
       await insert();
       await insert();
       const [started, prefetched] = await store.claimTasks(claimParams({ limit: 2 }));
-      expect(await store.finishAttempts({ outcomes: [{ kind: 'ABANDONED', lease: leaseOf(started!), progress: null }] })).toEqual([true]);
+      expect(await store.finishAttempts({ outcomes: [{ kind: 'ABANDONED', lease: leaseOf(started!), progress: null }] })).toEqual({
+        applied: [true],
+        deadLetters: [],
+      });
       expect(await store.releaseTasks({ leases: [leaseOf(prefetched!)] })).toBe(1);
       const a = await store.getTask({ id: started!.id, scope: G });
       const p = await store.getTask({ id: prefetched!.id, scope: G });
@@ -296,7 +338,10 @@ export function runStoreConformance(factory: StoreFactory): void {
       const total = { requeued: 0, failed: 0, cancelled: 0, deadlineExpired: 0 };
       await waitFor(async () => {
         const r = await store.recover({ batchSize: 10 });
-        total.requeued += r.requeued; total.failed += r.failed; total.cancelled += r.cancelled; total.deadlineExpired += r.deadlineExpired;
+        total.requeued += r.requeued;
+        total.failed += r.failed;
+        total.cancelled += r.cancelled;
+        total.deadlineExpired += r.deadlineExpired;
         return total.requeued === 1 && total.failed === 1 && total.cancelled === 1 && total.deadlineExpired === 1;
       }, 'all four recoveries');
       const status = async (t: Task) => (await store.getTask({ id: t.id, scope: G }))!;
@@ -317,7 +362,10 @@ export function runStoreConformance(factory: StoreFactory): void {
     it('changes status only from the allowed statuses, with the target\u2019s column rules', async () => {
       const a = await insert();
       const paused = await store.changeStatus({ ids: [a.id, 'missing'], scope: G, from: ['QUEUED'], to: 'PAUSED' });
-      expect(paused).toEqual([{ id: a.id, applied: true, status: 'PAUSED' }, { id: 'missing', applied: false, status: null }]);
+      expect(paused).toEqual([
+        { id: a.id, applied: true, status: 'PAUSED' },
+        { id: 'missing', applied: false, status: null },
+      ]);
       expect(await store.claimTasks(claimParams())).toEqual([]);
       const again = await store.changeStatus({ ids: [a.id], scope: G, from: ['QUEUED'], to: 'PAUSED' });
       expect(again).toEqual([{ id: a.id, applied: false, status: 'PAUSED' }]);
@@ -330,14 +378,6 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(cancelled!.finishedAt).toBeInstanceOf(Date);
     });
 
-    it('tells subscribers about submits', async () => {
-      const events: unknown[] = [];
-      const off = store.subscribe((event) => events.push(event));
-      await insert({ taskType: 'beta' });
-      await waitFor(() => events.some((e) => (e as { kind: string; taskTypes: string[] }).kind === 'submitted'), 'a submitted event');
-      off();
-    });
-
     it('counts by status, per type and scope', async () => {
       await insert({ owner: 'alice' });
       await insert({ owner: 'bob', taskType: 'beta' });
@@ -348,4 +388,6 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect((await store.countByStatus({ scope: G, taskType: 'beta' })).RUNNING).toBe(0);
     });
   });
+  runContractConformance(factory);
+  runControlConformance(factory);
 }

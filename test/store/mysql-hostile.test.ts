@@ -8,7 +8,7 @@ import { ValidationError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
-import { claimParams, newTask } from './conformance.js';
+import { claimParams, newTask } from './fixtures.js';
 
 const available = await mysqlAvailable('test/store/mysql-hostile.test.ts');
 const G = Scope.global();
@@ -98,8 +98,14 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
     }
     const tables = await database.query(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name`);
     expect(tables.map((t) => t.name)).toEqual([
-      'system_async_task', 'system_async_task_attempt', 'system_async_task_dead_letter', 'system_async_task_failure', 'system_async_task_policy',
-      'system_async_task_worker', 'tasklease_migrations',
+      'system_async_task',
+      'system_async_task_api_token',
+      'system_async_task_attempt',
+      'system_async_task_dead_letter',
+      'system_async_task_failure',
+      'system_async_task_policy',
+      'system_async_task_worker',
+      'tasklease_migrations',
     ]);
   });
 });

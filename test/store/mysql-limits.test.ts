@@ -9,7 +9,7 @@ import { describeOnServer } from '../helpers/factory.js';
 import type { Task } from '../../src/core/task.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
-import { claimParams, leaseOf, newTask } from './conformance.js';
+import { claimParams, leaseOf, newTask } from './fixtures.js';
 
 const available = await mysqlAvailable('test/store/mysql-limits.test.ts');
 
@@ -73,7 +73,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: global and per-type l
         const applied = await store.finishAttempts({
           outcomes: claimed.map((task) => ({ kind: 'SUCCESS' as const, lease: leaseOf(task), artifactId: null, resultJson: null, progress: null })),
         });
-        expect(applied.every(Boolean)).toBe(true);
+        expect(applied.applied.every(Boolean)).toBe(true);
         finished += claimed.length;
       }
     };
@@ -99,7 +99,9 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: global and per-type l
   it('applies a policy change on the very next claim', async () => {
     await database.clean();
     await stores[0]!.insertTasks({ tasks: Array.from({ length: 10 }, () => newTask({ taskType: 'alpha' })) });
-    await database.query("INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, enabled, update_time) VALUES ('TYPE:alpha', 'alpha', 0, 1, NOW(3))");
+    await database.query(
+      "INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, enabled, update_time) VALUES ('TYPE:alpha', 'alpha', 0, 1, NOW(3))",
+    );
     expect(await stores[1]!.claimTasks(claimParams({ limit: 10 }))).toHaveLength(0);
     await database.query("UPDATE system_async_task_policy SET max_concurrency = 3 WHERE policy_key = 'TYPE:alpha'");
     expect(await stores[2]!.claimTasks(claimParams({ limit: 10 }))).toHaveLength(3);

@@ -11,7 +11,7 @@ import { Scope } from '../../src/core/scope.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
 import { waitFor } from '../helpers/wait.js';
-import { claimParams, newTask } from './conformance.js';
+import { claimParams, newTask } from './fixtures.js';
 
 const available = await mysqlAvailable('test/store/mysql-locks.test.ts');
 const G = Scope.global();

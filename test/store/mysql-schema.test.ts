@@ -26,7 +26,11 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
       await Promise.all(stores.map((store) => store.migrate()));
       expect(await stores[0]!.schemaVersion()).toBe(stores[0]!.expectedSchemaVersion);
       const versions = await database.query('SELECT version, name FROM tasklease_migrations ORDER BY version');
-      expect(versions).toEqual([{ version: 1, name: 'initial schema' }, { version: 2, name: 'worker registry' }]);
+      expect(versions).toEqual([
+        { version: 1, name: 'initial schema' },
+        { version: 2, name: 'worker registry' },
+        { version: 3, name: 'api tokens' },
+      ]);
     } finally {
       await Promise.all(stores.map((store) => store.close()));
     }
@@ -38,8 +42,23 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
        FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'system_async_task'`,
     );
     const byName = new Map(columns.map((c) => [String(c.name), c]));
-    for (const name of ['id', 'task_type', 'status', 'priority', 'payload_json', 'available_at', 'deadline_at', 'lease_owner', 'lease_until',
-      'attempt_count', 'max_attempts', 'artifact_id', 'create_time', 'update_time']) expect(byName.has(name), name).toBe(true);
+    for (const name of [
+      'id',
+      'task_type',
+      'status',
+      'priority',
+      'payload_json',
+      'available_at',
+      'deadline_at',
+      'lease_owner',
+      'lease_until',
+      'attempt_count',
+      'max_attempts',
+      'artifact_id',
+      'create_time',
+      'update_time',
+    ])
+      expect(byName.has(name), name).toBe(true);
     expect(byName.get('payload_json')).toMatchObject({ type: 'longtext', charset: 'utf8mb4' });
     for (const name of ['available_at', 'deadline_at', 'lease_until', 'create_time', 'update_time', 'start_time', 'finish_time']) {
       expect(byName.get(name), name).toMatchObject({ type: 'datetime', fsp: 3 });

@@ -159,8 +159,15 @@ describeOnServer(available, 'MySQL/MariaDB', 'the seed\u2019s diagnostic SQL on 
     });
     const client = createClient({ store, tasks: [importMedical] });
     worker = createWorker({
-      store, tasks: [importMedical], pollIntervalMs: 20, heartbeatIntervalMs: 200, leaseMs: 30_000, recoveryIntervalMs: 100,
-      retry: { baseDelayMs: 10, maxDelayMs: 20, jitter: 0 }, typeConcurrency: 5, globalConcurrency: 20,
+      store,
+      tasks: [importMedical],
+      pollIntervalMs: 20,
+      heartbeatIntervalMs: 200,
+      leaseMs: 30_000,
+      recoveryIntervalMs: 100,
+      retry: { baseDelayMs: 10, maxDelayMs: 20, jitter: 0 },
+      typeConcurrency: 5,
+      globalConcurrency: 20,
     });
     for (let n = 0; n < 6; n++) ids.ok.push((await client.submit(importMedical, { mode: 'ok', n })).task.id);
     for (let n = 0; n < 2; n++) ids.retried.push((await client.submit(importMedical, { mode: 'retry', n }, { maxAttempts: 3 })).task.id);
@@ -186,8 +193,16 @@ describeOnServer(available, 'MySQL/MariaDB', 'the seed\u2019s diagnostic SQL on 
     const vars = { $TASK_ID: ids.dead };
     const [task, ...none] = await run(DIAGNOSE_TASK, vars);
     expect(none).toEqual([]);
-    expect(task).toMatchObject({ id: ids.dead, task_type: 'IMPORT.MEDICAL', status: 'FAILED', attempt_count: 1, max_attempts: 3,
-      lease_owner: null, lease_until: null, last_error_code: 'BAD_FILE' });
+    expect(task).toMatchObject({
+      id: ids.dead,
+      task_type: 'IMPORT.MEDICAL',
+      status: 'FAILED',
+      attempt_count: 1,
+      max_attempts: 3,
+      lease_owner: null,
+      lease_until: null,
+      last_error_code: 'BAD_FILE',
+    });
     for (const column of ['priority', 'payload_json', 'available_at', 'deadline_at', 'artifact_id', 'create_time', 'update_time']) {
       expect(task).toHaveProperty(column);
     }

@@ -13,7 +13,7 @@ import { PostgresStore, quoteIdent } from '../../src/store/postgres/index.js';
 import type { StoreEvent } from '../../src/store/types.js';
 import { PG_URL, postgresAvailable, sharedPostgresStore, type TestSchema } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait.js';
-import { claimParams, leaseOf, newTask } from './conformance.js';
+import { claimParams, leaseOf, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-connections.test.ts');
 
@@ -27,8 +27,9 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: notifications and connect
   });
 
   const backends = async (role: 'pool' | 'listen'): Promise<number[]> =>
-    (await schema.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [applicationName(role, schema.name)]))
-      .map((row) => row.pid);
+    (await schema.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [applicationName(role, schema.name)])).map(
+      (row) => row.pid,
+    );
 
   it('wakes subscribers with one event per submit batch, naming its types, and with cancel requests by id', async () => {
     const events: StoreEvent[] = [];
@@ -69,10 +70,14 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: notifications and connect
     expect(before).toBeDefined();
     events.length = 0;
     await schema.query('SELECT pg_terminate_backend($1)', [before]);
-    await waitFor(async () => {
-      const now = await backends('listen');
-      return store.listening && now.length === 1 && now[0] !== before;
-    }, 'a new LISTEN connection', 15_000);
+    await waitFor(
+      async () => {
+        const now = await backends('listen');
+        return store.listening && now.length === 1 && now[0] !== before;
+      },
+      'a new LISTEN connection',
+      15_000,
+    );
     // the catch-up wake-up for whatever was missed while away
     await waitFor(() => events.some((e) => e.kind === 'submitted' && e.taskTypes.length === 0), 'the catch-up event');
     await store.insertTasks({ tasks: [newTask({ taskType: 'after-reconnect' })] });

@@ -10,7 +10,7 @@ import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { AttemptOutcome } from '../../src/store/types.js';
 import { postgresAvailable, sharedPostgresStore } from '../helpers/postgres.js';
-import { claimParams, leaseOf, newTask } from './conformance.js';
+import { claimParams, leaseOf, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-finish-claim.test.ts');
 
@@ -37,7 +37,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: outcomes and the next cla
     expect(first.claimed).toHaveLength(1);
     const [c] = first.claimed;
     expect(c).toMatchObject({ taskType: 'fc', status: 'RUNNING', leaseOwner: 'w1', attemptCount: 1 });
-    expect(await store.getTask({ id: a!.id, scope: Scope.global() })).toMatchObject({ status: 'SUCCESS', artifactId: 'art-a', resultJson: JSON.stringify({ ok: true }) });
+    expect(await store.getTask({ id: a!.id, scope: Scope.global() })).toMatchObject({ status: 'SUCCESS', artifactId: 'art-a', result: { ok: true } });
     expect(await store.getTask({ id: b!.id, scope: Scope.global() })).toMatchObject({ status: 'RUNNING' });
     expect((await store.listAttempts({ taskId: c!.id })).map((x) => x.attempt)).toEqual([1]);
     expect((await store.listAttempts({ taskId: a!.id }))[0]).toMatchObject({ outcome: 'SUCCESS' });
@@ -58,7 +58,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: outcomes and the next cla
       outcomes: third.claimed.map((t) => ({ kind: 'SUCCESS', lease: leaseOf(t), artifactId: null, resultJson: null, progress: null }) as AttemptOutcome),
       claim: limited,
     });
-    expect(last).toEqual({ applied: [true], claimed: [] });
+    expect(last).toEqual({ applied: [true], deadLetters: [], claimed: [] });
     expect((await store.countByStatus({ scope: Scope.global(), taskType: 'fc' })).SUCCESS).toBe(6);
   });
 });

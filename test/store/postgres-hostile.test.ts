@@ -9,7 +9,7 @@ import { ValidationError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { postgresAvailable, sharedPostgresStore, type TestSchema } from '../helpers/postgres.js';
-import { claimParams, leaseOf, newTask } from './conformance.js';
+import { claimParams, leaseOf, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-hostile.test.ts');
 const G = Scope.global();
@@ -94,11 +94,17 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
     expect(await store.saveProgress({ lease: leaseOf(a!), progress })).toBe(true);
     const written = await store.finishAttempts({
       outcomes: [
-        { kind: 'FAILED', lease: leaseOf(a!), failure: { errorCode: 'E\u0000', message: "boom'; DROP TABLE x; --\u0000", traceId: null, retryable: false }, progress: null },
+        {
+          kind: 'FAILED',
+          lease: leaseOf(a!),
+          failure: { errorCode: 'E\u0000', message: "boom'; DROP TABLE x; --\u0000", traceId: null, retryable: false },
+          progress: null,
+        },
         { kind: 'SUCCESS', lease: leaseOf(b!), artifactId: 'art\u0000', resultJson: JSON.stringify({ r: '\u0000\ud800' }), progress },
       ],
     });
-    expect(written).toEqual([true, true]);
+    expect(written.applied).toEqual([true, true]);
+    expect(written.deadLetters).toEqual([{ taskId: a!.id, deadLetterId: expect.any(String) }]);
     const failed = await store.getTask({ id: a!.id, scope: G });
     expect(failed!.status).toBe('FAILED');
     expect(failed!.progress!.message).toBe('half\uFFFDway \uFFFD');
@@ -109,12 +115,18 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
   });
 
   it('leaves the schema intact', async () => {
-    const tables = await schema.query<{ table_name: string }>(
-      'SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [schema.name],
-    );
+    const tables = await schema.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name', [
+      schema.name,
+    ]);
     expect(tables.map((t) => t.table_name)).toEqual([
-      'system_async_task', 'system_async_task_attempt', 'system_async_task_dead_letter', 'system_async_task_failure',
-      'system_async_task_policy', 'system_async_task_worker', 'tasklease_migrations',
+      'system_async_task',
+      'system_async_task_api_token',
+      'system_async_task_attempt',
+      'system_async_task_dead_letter',
+      'system_async_task_failure',
+      'system_async_task_policy',
+      'system_async_task_worker',
+      'tasklease_migrations',
     ]);
     expect(await store.schemaVersion()).toBe(store.expectedSchemaVersion);
     const counts = await store.countByStatus({ scope: G });

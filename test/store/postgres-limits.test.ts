@@ -10,7 +10,7 @@ import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { AttemptOutcome } from '../../src/store/types.js';
 import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
-import { claimParams, leaseOf, newTask } from './conformance.js';
+import { claimParams, leaseOf, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-limits.test.ts');
 const CLAIMERS = 8;
@@ -40,13 +40,15 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: limits hold under concurr
     await store.savePolicy({ policy: { policyKey: 'TYPE:lc', taskType: 'lc', maxConcurrency: 5, maxAttempts: null, retryBaseDelayMs: null, enabled: false } });
     await store.insertTasks({ tasks: TYPES.flatMap((taskType) => Array.from({ length: 100 }, () => newTask({ taskType }))) });
     // Every claimer asks for far more than the caps allow, several times, all at once.
-    const rounds = await Promise.all(stores.map(async (s, i) => {
-      const got = [];
-      for (let round = 0; round < 5; round += 1) {
-        got.push(...(await s.claimTasks(claimParams({ workerId: `c${i}`, taskTypes: TYPES, limit: 50, globalConcurrency: 1000, typeConcurrency: 4 }))));
-      }
-      return got;
-    }));
+    const rounds = await Promise.all(
+      stores.map(async (s, i) => {
+        const got = [];
+        for (let round = 0; round < 5; round += 1) {
+          got.push(...(await s.claimTasks(claimParams({ workerId: `c${i}`, taskTypes: TYPES, limit: 50, globalConcurrency: 1000, typeConcurrency: 4 }))));
+        }
+        return got;
+      }),
+    );
     const claimed = rounds.flat();
     expect(claimed).toHaveLength(7); // global cap
     const byType = await leasedByType();
@@ -79,18 +81,26 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: limits hold under concurr
       }
     })();
     let completed = 0;
-    await Promise.all(stores.map(async (s, i) => {
-      while (completed < total) {
-        const tasks = await s.claimTasks(claimParams({ workerId: `c${i}`, taskTypes: TYPES, limit: 10, globalConcurrency: 1000, typeConcurrency: 3 }));
-        if (tasks.length === 0) {
-          await new Promise((resolve) => setImmediate(resolve));
-          continue;
+    await Promise.all(
+      stores.map(async (s, i) => {
+        while (completed < total) {
+          const tasks = await s.claimTasks(claimParams({ workerId: `c${i}`, taskTypes: TYPES, limit: 10, globalConcurrency: 1000, typeConcurrency: 3 }));
+          if (tasks.length === 0) {
+            await new Promise((resolve) => setImmediate(resolve));
+            continue;
+          }
+          const outcomes: AttemptOutcome[] = tasks.map((task) => ({
+            kind: 'SUCCESS',
+            lease: leaseOf(task),
+            artifactId: null,
+            resultJson: null,
+            progress: null,
+          }));
+          const written = await s.finishAttempts({ outcomes });
+          completed += written.applied.filter(Boolean).length;
         }
-        const outcomes: AttemptOutcome[] = tasks.map((task) => ({ kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, resultJson: null, progress: null }));
-        const written = await s.finishAttempts({ outcomes });
-        completed += written.filter(Boolean).length;
-      }
-    }));
+      }),
+    );
     done = true;
     await sampler;
     expect(violations).toEqual([]);

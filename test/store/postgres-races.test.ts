@@ -11,7 +11,7 @@ import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { AttemptOutcome } from '../../src/store/types.js';
 import { postgresAvailable, sharedPostgresStore } from '../helpers/postgres.js';
-import { claimParams, leaseOf, newTask } from './conformance.js';
+import { claimParams, leaseOf, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-races.test.ts');
 
@@ -42,9 +42,16 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: heartbeats racing outcome
       const batch = claimed.slice(i, i + 20);
       const outcomes: AttemptOutcome[] = batch.map((task, n) =>
         n % 3 === 0
-          ? { kind: 'RETRY', lease: leaseOf(task), failure: { errorCode: 'E', message: 'm', traceId: null, retryable: true }, retryDelayMs: 60_000, progress: null }
-          : { kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, resultJson: JSON.stringify(n), progress: null });
-      results.push(...(await store.finishAttempts({ outcomes })));
+          ? {
+              kind: 'RETRY',
+              lease: leaseOf(task),
+              failure: { errorCode: 'E', message: 'm', traceId: null, retryable: true },
+              retryDelayMs: 60_000,
+              progress: null,
+            }
+          : { kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, resultJson: JSON.stringify(n), progress: null },
+      );
+      results.push(...(await store.finishAttempts({ outcomes })).applied);
     }
     finishing = false;
     await Promise.all(heartbeats);

@@ -9,7 +9,7 @@ import { ErrorCode, TaskLeaseError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { createTestSchema, PG_URL, postgresAvailable, uniqueSchemaName, type TestSchema } from '../helpers/postgres.js';
-import { claimParams, newTask } from './conformance.js';
+import { claimParams, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-schema.test.ts');
 
@@ -60,7 +60,9 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: migrations', () => {
       await store.migrate();
       await store.insertTasks({ tasks: [newTask(), newTask()] });
       const [task] = await store.claimTasks(claimParams({ limit: 1 }));
-      await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: { taskId: task!.id, workerId: 'w1', attempt: 1 }, artifactId: null, resultJson: '1', progress: null }] });
+      await store.finishAttempts({
+        outcomes: [{ kind: 'SUCCESS', lease: { taskId: task!.id, workerId: 'w1', attempt: 1 }, artifactId: null, resultJson: '1', progress: null }],
+      });
       expect((await store.countByStatus({ scope: Scope.global() })).SUCCESS).toBe(1);
       expect(await store.recover({ batchSize: 10 })).toMatchObject({ requeued: 0 });
     } finally {

@@ -12,7 +12,7 @@ import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { StoreEvent } from '../../src/store/types.js';
 import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait.js';
-import { claimParams, newTask } from './conformance.js';
+import { claimParams, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-transactions.test.ts');
 
@@ -99,7 +99,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: submit inside the callerâ
   });
 
   it('refuses a pool or a non-client as the transaction', async () => {
-    await expect(store.insertTasks({ tasks: [newTask()], transaction: callerPool })).rejects.toBeInstanceOf(ValidationError);
-    await expect(store.insertTasks({ tasks: [newTask()], transaction: { begin: true } })).rejects.toBeInstanceOf(ValidationError);
+    await expect(store.insertTasks({ tasks: [newTask()], transaction: callerPool as never })).rejects.toBeInstanceOf(ValidationError);
+    await expect(store.insertTasks({ tasks: [newTask()], transaction: { begin: true } as never })).rejects.toBeInstanceOf(ValidationError);
   });
 });

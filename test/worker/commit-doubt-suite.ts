@@ -21,8 +21,14 @@ export function runCommitDoubtSuite(factory: StoreFactory): void {
   describe(`outcome writes whose reply is lost on ${factory.dialect}`, () => {
     const env = perTestStore(factory);
     const options = {
-      pollIntervalMs: 20, heartbeatIntervalMs: 200, leaseMs: 5000, recoveryIntervalMs: 0, logger: false as const,
-      globalConcurrency: 100, typeConcurrency: 100, retry: { baseDelayMs: 10, maxDelayMs: 20, jitter: 0 },
+      pollIntervalMs: 20,
+      heartbeatIntervalMs: 200,
+      leaseMs: 5000,
+      recoveryIntervalMs: 0,
+      logger: false as const,
+      globalConcurrency: 100,
+      typeConcurrency: 100,
+      retry: { baseDelayMs: 10, maxDelayMs: 20, jitter: 0 },
     };
 
     /** Runs one task on a worker whose first outcome write loses its reply; answers what the worker reported first. */
@@ -48,7 +54,12 @@ export function runCommitDoubtSuite(factory: StoreFactory): void {
 
     it('a retry decision that committed before its reply was lost is reported as a retry', async () => {
       let runs = 0;
-      const t = defineTask({ type: 'doubt-retry', execute: () => { if (++runs === 1) throw new Error('first run fails'); } });
+      const t = defineTask({
+        type: 'doubt-retry',
+        execute: () => {
+          if (++runs === 1) throw new Error('first run fails');
+        },
+      });
       const { taskId, seen } = await firstReport(t, 'retryScheduled');
       expect(seen).toEqual({ reported: [taskId], lost: [] });
       await waitFor(async () => (await env.store.getTask({ id: taskId, scope: Scope.global() }))?.status === 'SUCCESS', 'the second run to succeed');

@@ -6,6 +6,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
 import { defineTask, type AnyTaskDefinition } from '../../src/core/definition.js';
+import { TaskFailure } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Task } from '../../src/core/task.js';
 import type { AttemptOutcome, Store } from '../../src/store/types.js';
@@ -14,12 +15,10 @@ import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
+import { FAST_WORKER } from '../helpers/worker-options.js';
 
-const FAST: Partial<WorkerOptions> = {
-  pollIntervalMs: 20, heartbeatIntervalMs: 100, leaseMs: 5000, recoveryIntervalMs: 0, cancelCheckIntervalMs: 0,
-  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
-  globalConcurrency: 1000, typeConcurrency: 1000, logger: false,
-};
+/** No sweep here: these tests watch what the worker itself writes. */
+const FAST: Partial<WorkerOptions> = { ...FAST_WORKER, recoveryIntervalMs: 0 };
 
 export function runOutcomeSuite(factory: StoreFactory): void {
   describe(`worker outcomes on ${factory.dialect}`, () => {
@@ -28,7 +27,11 @@ export function runOutcomeSuite(factory: StoreFactory): void {
     beforeEach(() => {
       store = env.store;
     });
-    const setup = (tasks: AnyTaskDefinition[], options: Partial<WorkerOptions> = {}, workerStore: Store = store): { client: TaskLeaseClient; worker: Worker } => {
+    const setup = (
+      tasks: AnyTaskDefinition[],
+      options: Partial<WorkerOptions> = {},
+      workerStore: Store = store,
+    ): { client: TaskLeaseClient; worker: Worker } => {
       const client = createClient({ store, tasks });
       const worker = env.track(createWorker({ store: workerStore, tasks, ...FAST, ...options }));
       return { client, worker };
@@ -39,8 +42,11 @@ export function runOutcomeSuite(factory: StoreFactory): void {
     it("a runtime policy's retry base delay wins over the definition's", async () => {
       let calls = 0;
       const t = defineTask({
-        type: 'policy-retry', retry: { baseDelayMs: 60_000, maxDelayMs: 120_000 },
-        execute: () => { if (++calls === 1) throw new Error('once'); },
+        type: 'policy-retry',
+        retry: { baseDelayMs: 60_000, maxDelayMs: 120_000 },
+        execute: () => {
+          if (++calls === 1) throw new Error('once');
+        },
       });
       const { client, worker } = setup([t]);
       await client.policies.update('policy-retry', { retryBaseDelayMs: 5 });
@@ -58,7 +64,10 @@ export function runOutcomeSuite(factory: StoreFactory): void {
       const { client, worker } = setup([bad, good], { concurrency: 4 });
       const errors: unknown[] = [];
       worker.on('error', (event) => errors.push(event.error));
-      const [badTask, goodTask] = await client.submitMany([{ type: 'bigint-result', payload: {}, maxAttempts: 3 }, { type: 'plain-result', payload: {} }]);
+      const [badTask, goodTask] = await client.submitMany([
+        { type: 'bigint-result', payload: {}, maxAttempts: 3 },
+        { type: 'plain-result', payload: {} },
+      ]);
       worker.start();
       await until(badTask!.task.id, 'FAILED');
       await until(goodTask!.task.id, 'SUCCESS');
@@ -72,7 +81,11 @@ export function runOutcomeSuite(factory: StoreFactory): void {
 
     it('an outcome the database refuses does not hold the others in its batch hostage', async () => {
       const t = defineTask({ type: 'refused', execute: () => undefined });
-      const { client, worker } = setup([t], { concurrency: 12 }, refusingStore(store, (outcome) => outcome.kind === 'SUCCESS' && culprit.has(outcome.lease.taskId)));
+      const { client, worker } = setup(
+        [t],
+        { concurrency: 12 },
+        refusingStore(store, (outcome) => outcome.kind === 'SUCCESS' && culprit.has(outcome.lease.taskId)),
+      );
       const culprit = new Set<string>();
       const errors: unknown[] = [];
       worker.on('error', (event) => errors.push(event.error));
@@ -87,19 +100,56 @@ export function runOutcomeSuite(factory: StoreFactory): void {
       expect(errors.length).toBeLessThanOrEqual(6);
     });
 
+    it('a failure classifier maps foreign errors to a code and retryability, without wrapping', async () => {
+      const t = defineTask({
+        type: 'upstream',
+        execute: () => {
+          throw Object.assign(new Error('Service Unavailable'), { status: 503 });
+        },
+      });
+      const classifier = (error: unknown) => ((error as { status?: number }).status === 503 ? { errorCode: 'UPSTREAM_503', retryable: false } : null);
+      const { client, worker } = setup([t], { failureClassifier: classifier });
+      worker.start();
+      const { task } = await client.submit(t, {}, { maxAttempts: 3 });
+      await until(task.id, 'FAILED');
+      expect(await taskOf(task.id)).toMatchObject({ attemptCount: 1, lastErrorCode: 'UPSTREAM_503' });
+      const [failure] = await store.listFailures({ taskId: task.id });
+      expect(failure).toMatchObject({ errorCode: 'UPSTREAM_503', retryable: false });
+      expect(failure!.message).not.toContain('Service Unavailable');
+    });
+
+    it('validateCompletion can veto a success: the attempt fails with its error', async () => {
+      const seen: unknown[] = [];
+      const t = defineTask({
+        type: 'vetoed',
+        execute: () => ({ status: 'SUCCESS', result: { rows: 0 } }),
+        validateCompletion: (result, payload) => {
+          seen.push([result.result, payload]);
+          if ((result.result as { rows: number }).rows === 0) throw new TaskFailure('the import wrote no rows', { code: 'EMPTY_IMPORT', retryable: false });
+        },
+      });
+      const { client, worker } = setup([t]);
+      worker.start();
+      const { task } = await client.submit(t, { file: 'a.csv' });
+      await until(task.id, 'FAILED');
+      expect((await taskOf(task.id)).lastErrorCode).toBe('EMPTY_IMPORT');
+      expect(seen).toEqual([[{ rows: 0 }, { file: 'a.csv' }]]);
+    });
+
     it('aborts a handler before its lease ends when renewals hang (local lease deadline)', async () => {
       const leaseMs = 1500;
       let startedAt = 0;
       const aborted: { code: string; afterMs: number }[] = [];
       const t = defineTask({
         type: 'hung-db',
-        execute: (ctx) => new Promise<void>((resolve) => {
-          startedAt = performance.now();
-          ctx.signal.addEventListener('abort', () => {
-            aborted.push({ code: (ctx.signal.reason as { code: string }).code, afterMs: performance.now() - startedAt });
-            resolve();
-          });
-        }),
+        execute: (ctx) =>
+          new Promise<void>((resolve) => {
+            startedAt = performance.now();
+            ctx.signal.addEventListener('abort', () => {
+              aborted.push({ code: (ctx.signal.reason as { code: string }).code, afterMs: performance.now() - startedAt });
+              resolve();
+            });
+          }),
       });
       const hanging: Store = Object.create(store, { renewLeases: { value: () => new Promise(() => undefined) } });
       const { client, worker } = setup([t], { leaseMs, heartbeatIntervalMs: 200, shutdownGraceMs: 100 }, hanging);
@@ -124,7 +174,9 @@ function refusingStore(store: Store, refuse: (outcome: AttemptOutcome) => boolea
     finishAttempts: { value: async (params: { outcomes: readonly AttemptOutcome[] }) => (check(params.outcomes), store.finishAttempts(params)) },
   };
   if (store.finishAndClaim) {
-    overrides.finishAndClaim = { value: async (params: Parameters<NonNullable<Store['finishAndClaim']>>[0]) => (check(params.outcomes), store.finishAndClaim!(params)) };
+    overrides.finishAndClaim = {
+      value: async (params: Parameters<NonNullable<Store['finishAndClaim']>>[0]) => (check(params.outcomes), store.finishAndClaim!(params)),
+    };
   }
   return Object.create(store, overrides) as Store;
 }

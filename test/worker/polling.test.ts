@@ -32,12 +32,31 @@ describe('adaptive polling', () => {
     worker = createWorker({ store: counting, tasks: [task], pollIntervalMs: 400, minPollIntervalMs: 10, recoveryIntervalMs: 0 });
     const done = worker.waitFor('completed');
     worker.start();
-    await store.insertTasks({ tasks: [{ id: 't1', taskType: 'polled', payloadJson: '{}', priority: 0, delayMs: 0, availableAt: null, deadlineAt: null, maxAttempts: 1, owner: null, idempotencyKey: null, traceId: null }] });
+    await store.insertTasks({
+      tasks: [
+        {
+          id: 't1',
+          taskType: 'polled',
+          payloadJson: '{}',
+          priority: 0,
+          delayMs: 0,
+          availableAt: null,
+          deadlineAt: null,
+          maxAttempts: 1,
+          owner: null,
+          idempotencyKey: null,
+          traceId: null,
+        },
+      ],
+    });
     await done;
     const foundAt = claims.length;
     const since = Date.now();
     await waitFor(() => claims.length >= foundAt + 8, 'eight more polls', 10_000);
-    const gaps = claims.slice(foundAt - 1).map((at, i, all) => (i === 0 ? 0 : at - all[i - 1]!)).slice(1);
+    const gaps = claims
+      .slice(foundAt - 1)
+      .map((at, i, all) => (i === 0 ? 0 : at - all[i - 1]!))
+      .slice(1);
     // 10, 20, 40, … up to 400: each gap at least the last (timers never fire early), the last ones at the cap
     expect(gaps[0]).toBeLessThan(200);
     expect(gaps.at(-1)).toBeGreaterThanOrEqual(390);

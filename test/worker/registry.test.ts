@@ -32,7 +32,13 @@ describe('the worker registry', () => {
         },
       },
     });
-    const worker = createWorker({ store: slow, tasks: [defineTask({ type: 'r', execute: () => undefined })], recoveryIntervalMs: 0, heartbeatIntervalMs: 20, leaseMs: 1000 });
+    const worker = createWorker({
+      store: slow,
+      tasks: [defineTask({ type: 'r', execute: () => undefined })],
+      recoveryIntervalMs: 0,
+      heartbeatIntervalMs: 20,
+      leaseMs: 1000,
+    });
     worker.start();
     await refreshing;
     const stopping = worker.stop();

@@ -16,12 +16,9 @@ import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { perTestStore } from '../helpers/per-test.js';
 import { waitFor } from '../helpers/wait.js';
+import { FAST_WORKER } from '../helpers/worker-options.js';
 
-const FAST: Partial<WorkerOptions> = {
-  pollIntervalMs: 20, heartbeatIntervalMs: 100, leaseMs: 5000, recoveryIntervalMs: 100, cancelCheckIntervalMs: 0,
-  retry: { baseDelayMs: 10, maxDelayMs: 50, jitter: 0 }, shutdownGraceMs: 2000, shutdownAbortWaitMs: 1000,
-  globalConcurrency: 1000, typeConcurrency: 1000, logger: false,
-};
+const FAST = FAST_WORKER;
 
 /** A gate a handler waits on until the test opens it. */
 function gate(): { promise: Promise<void>; open: () => void } {
@@ -57,8 +54,12 @@ export function runWorkerSuite(factory: StoreFactory): void {
     it('runs a task through its lifecycle with its validated payload', async () => {
       const seen: unknown[] = [];
       const echo = defineTask({
-        type: 'echo', schema: z.object({ n: z.number() }),
-        execute: (ctx, payload) => { seen.push(payload); return { status: 'SUCCESS', artifactId: `a-${payload.n}`, result: { doubled: payload.n * 2 } }; },
+        type: 'echo',
+        schema: z.object({ n: z.number() }),
+        execute: (ctx, payload) => {
+          seen.push(payload);
+          return { status: 'SUCCESS', artifactId: `a-${payload.n}`, result: { doubled: payload.n * 2 } };
+        },
       });
       const { client, worker } = setup([echo]);
       const { task } = await client.submit(echo, { n: 21 });
@@ -71,7 +72,12 @@ export function runWorkerSuite(factory: StoreFactory): void {
 
     it('does not start a delayed task early', async () => {
       const started: number[] = [];
-      const t = defineTask({ type: 'delayed', execute: () => { started.push(Date.now()); } });
+      const t = defineTask({
+        type: 'delayed',
+        execute: () => {
+          started.push(Date.now());
+        },
+      });
       const { client, worker } = setup([t]);
       worker.start();
       const submittedAt = Date.now();
@@ -82,7 +88,14 @@ export function runWorkerSuite(factory: StoreFactory): void {
 
     it('aborts a running task at its deadline as TIMEOUT, without retry', async () => {
       let aborted: unknown = null;
-      const t = defineTask({ type: 'slow', execute: (ctx) => untilAborted(ctx.signal).catch((reason) => { aborted = reason; throw reason; }) });
+      const t = defineTask({
+        type: 'slow',
+        execute: (ctx) =>
+          untilAborted(ctx.signal).catch((reason) => {
+            aborted = reason;
+            throw reason;
+          }),
+      });
       const { client, worker } = setup([t]);
       const timedOut = worker.waitFor('timedOut');
       worker.start();
@@ -105,7 +118,12 @@ export function runWorkerSuite(factory: StoreFactory): void {
 
     it('cancels a queued task before it ever runs', async () => {
       let ran = false;
-      const t = defineTask({ type: 'never', execute: () => { ran = true; } });
+      const t = defineTask({
+        type: 'never',
+        execute: () => {
+          ran = true;
+        },
+      });
       const { client, worker } = setup([t]);
       const { task } = await client.submit(t, {});
       expect(await client.requestCancellation(task.id)).toBe('CANCELLED');
@@ -123,7 +141,10 @@ export function runWorkerSuite(factory: StoreFactory): void {
         type: 'cancellable',
         execute: async (ctx) => {
           started.open();
-          await untilAborted(ctx.signal).catch((r) => { reason = r; throw r; });
+          await untilAborted(ctx.signal).catch((r) => {
+            reason = r;
+            throw r;
+          });
         },
       });
       const { client, worker } = setup([t]);
@@ -223,26 +244,44 @@ export function runWorkerSuite(factory: StoreFactory): void {
 
     it('retries a failing task up to maxAttempts, then FAILED plus a dead letter', async () => {
       let calls = 0;
-      const t = defineTask({ type: 'flaky-forever', execute: () => { calls += 1; throw new Error('secret customer data'); } });
+      const t = defineTask({
+        type: 'flaky-forever',
+        execute: () => {
+          calls += 1;
+          throw new Error('secret customer data');
+        },
+      });
       const { client, worker } = setup([t]);
       const retries: number[] = [];
       worker.on('retryScheduled', (e) => retries.push(e.retryDelayMs));
+      const deadLettered = worker.waitFor('deadLettered');
       worker.start();
       const { task } = await client.submit(t, {}, { maxAttempts: 3 });
       await until(task.id, 'FAILED');
       expect(calls).toBe(3);
       expect(retries).toEqual([10, 20]);
       const failures = await store.listFailures({ taskId: task.id });
-      expect(failures.map((f) => [f.attempt, f.errorCode, f.retryable])).toEqual([[3, 'HANDLER_ERROR', true], [2, 'HANDLER_ERROR', true], [1, 'HANDLER_ERROR', true]]);
+      expect(failures.map((f) => [f.attempt, f.errorCode, f.retryable])).toEqual([
+        [3, 'HANDLER_ERROR', true],
+        [2, 'HANDLER_ERROR', true],
+        [1, 'HANDLER_ERROR', true],
+      ]);
       for (const f of failures) expect(f.message).not.toContain('secret');
       const letters = await store.listDeadLetters({ scope: Scope.global(), limit: 5 });
       expect(letters.map((l) => l.originalTaskId)).toEqual([task.id]);
+      // the event names the dead letter the store made, so an operator can replay it from the alert
+      expect(await deadLettered).toMatchObject({ task: { id: task.id, status: 'FAILED' }, deadLetterId: letters[0]!.id });
       expect((await store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['FAILED', 'FAILED', 'FAILED']);
     });
 
     it('succeeds on a retry', async () => {
       let calls = 0;
-      const t = defineTask({ type: 'flaky', execute: () => { if (++calls < 2) throw new Error('transient'); } });
+      const t = defineTask({
+        type: 'flaky',
+        execute: () => {
+          if (++calls < 2) throw new Error('transient');
+        },
+      });
       const { client, worker } = setup([t]);
       worker.start();
       const { task } = await client.submit(t, {});
@@ -252,7 +291,13 @@ export function runWorkerSuite(factory: StoreFactory): void {
 
     it('fails a non-retryable error at once', async () => {
       let calls = 0;
-      const t = defineTask({ type: 'fatal', execute: () => { calls += 1; throw new TaskFailure('bad input file', { code: 'BAD_FILE', retryable: false }); } });
+      const t = defineTask({
+        type: 'fatal',
+        execute: () => {
+          calls += 1;
+          throw new TaskFailure('bad input file', { code: 'BAD_FILE', retryable: false });
+        },
+      });
       const { client, worker } = setup([t]);
       worker.start();
       const { task } = await client.submit(t, {}, { maxAttempts: 5 });
@@ -281,7 +326,10 @@ export function runWorkerSuite(factory: StoreFactory): void {
         type: 'stolen',
         execute: async (ctx) => {
           started.open();
-          ctx.signal.addEventListener('abort', () => { aborted = ctx.signal.reason; finish.open(); });
+          ctx.signal.addEventListener('abort', () => {
+            aborted = ctx.signal.reason;
+            finish.open();
+          });
           await finish.promise;
           ctx.reportProgress({ total: 1, processed: 1 });
           return { status: 'SUCCESS', artifactId: 'zombie-artifact' };
@@ -292,7 +340,9 @@ export function runWorkerSuite(factory: StoreFactory): void {
       let claims = 0;
       const partitioned: Store = Object.create(store, {
         renewLeases: { value: () => Promise.reject(new Error('network partition')) },
-        claimTasks: { value: (p: Parameters<Store['claimTasks']>[0]) => (claims++ === 0 ? store.claimTasks(p) : Promise.reject(new Error('network partition'))) },
+        claimTasks: {
+          value: (p: Parameters<Store['claimTasks']>[0]) => (claims++ === 0 ? store.claimTasks(p) : Promise.reject(new Error('network partition'))),
+        },
       });
       const zombie = createWorker({ store: partitioned, tasks: [t], ...FAST, leaseMs: 300, heartbeatIntervalMs: 100, recoveryIntervalMs: 0 });
       env.track(zombie);
@@ -302,7 +352,14 @@ export function runWorkerSuite(factory: StoreFactory): void {
       await started.promise;
       // Another process reclaims the task once the lease has expired.
       await waitFor(async () => (await store.recover({ batchSize: 10 })).requeued === 1, 'lease to expire');
-      const [reclaimed] = await store.claimTasks({ workerId: 'rescuer', taskTypes: ['stolen'], limit: 1, leaseMs: 60_000, globalConcurrency: 10, typeConcurrency: 10 });
+      const [reclaimed] = await store.claimTasks({
+        workerId: 'rescuer',
+        taskTypes: ['stolen'],
+        limit: 1,
+        leaseMs: 60_000,
+        globalConcurrency: 10,
+        typeConcurrency: 10,
+      });
       expect(reclaimed!.attemptCount).toBe(2);
       await waitFor(() => aborted, 'the zombie handler to be aborted');
       expect((aborted as { code?: string }).code).toBe('LEASE_LOST');
@@ -313,7 +370,13 @@ export function runWorkerSuite(factory: StoreFactory): void {
     it('stops gracefully: waits for running handlers', async () => {
       const started = gate();
       const release = gate();
-      const t = defineTask({ type: 'graceful', execute: async () => { started.open(); await release.promise; } });
+      const t = defineTask({
+        type: 'graceful',
+        execute: async () => {
+          started.open();
+          await release.promise;
+        },
+      });
       const { client, worker } = setup([t], { shutdownGraceMs: 10_000 });
       worker.start();
       const { task } = await client.submit(t, {});
@@ -330,7 +393,16 @@ export function runWorkerSuite(factory: StoreFactory): void {
     it('stops gracefully: aborts handlers after the grace period and hands their tasks back', async () => {
       const started = gate();
       let reason: unknown = null;
-      const t = defineTask({ type: 'stubborn', execute: async (ctx) => { started.open(); await untilAborted(ctx.signal).catch((r) => { reason = r; throw r; }); } });
+      const t = defineTask({
+        type: 'stubborn',
+        execute: async (ctx) => {
+          started.open();
+          await untilAborted(ctx.signal).catch((r) => {
+            reason = r;
+            throw r;
+          });
+        },
+      });
       const { client, worker } = setup([t], { shutdownGraceMs: 200 });
       worker.start();
       const { task } = await client.submit(t, {});
@@ -343,7 +415,13 @@ export function runWorkerSuite(factory: StoreFactory): void {
     it('hands back prefetched tasks at once when it stops', async () => {
       const started = gate();
       const release = gate();
-      const t = defineTask({ type: 'prefetched', execute: async () => { started.open(); await release.promise; } });
+      const t = defineTask({
+        type: 'prefetched',
+        execute: async () => {
+          started.open();
+          await release.promise;
+        },
+      });
       const { client, worker } = setup([t], { concurrency: 1, prefetch: 3 });
       await client.submitMany(Array.from({ length: 4 }, () => ({ type: 'prefetched', payload: {} })));
       const claimed = worker.waitFor('claimed');
@@ -397,10 +475,22 @@ export function runWorkerSuite(factory: StoreFactory): void {
       const claimTasks = store.claimTasks.bind(store);
       const finishAttempts = store.finishAttempts.bind(store);
       let standalone = 0;
-      store.claimTasks = (params) => { claims += 1; standalone += 1; return claimTasks(params); };
-      store.finishAttempts = (params) => { writes += 1; return finishAttempts(params); };
-      const finishAndClaim = store.finishAndClaim?.bind(store);
-      if (finishAndClaim) store.finishAndClaim = (params) => { claims += 1; writes += 1; return finishAndClaim(params); };
+      store.claimTasks = (params) => {
+        claims += 1;
+        standalone += 1;
+        return claimTasks(params);
+      };
+      store.finishAttempts = (params) => {
+        writes += 1;
+        return finishAttempts(params);
+      };
+      const finishAndClaim = store.capabilities.finishAndClaim ? store.finishAndClaim.bind(store) : null;
+      if (finishAndClaim)
+        store.finishAndClaim = (params) => {
+          claims += 1;
+          writes += 1;
+          return finishAndClaim(params);
+        };
       await client.submitMany(Array.from({ length: 100 }, () => ({ type: 'limited', payload: {} })));
       worker.start();
       await waitFor(async () => (await store.countByStatus({ scope: Scope.global() })).SUCCESS === 100, 'all 100 done');

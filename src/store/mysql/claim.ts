@@ -18,12 +18,15 @@
  * policy change still applies on the very next claim. Round trip 2: the
  * UPDATE, the attempt rows, COMMIT and RELEASE_LOCK.
  */
-import { claimOrder } from '../claim-order.js';
+import { GLOBAL_POLICY_KEY, typePolicyKey } from '../../core/policy-keys.js';
+import { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
+import { claimOrder } from '../claim-order.js';
 import { taskFromRow, type Row } from '../rows.js';
+import { LEASED_SQL, STATUS_SQL } from '../rules/index.js';
 import type { ClaimParams } from '../types.js';
-import { addMs, decode, type BatchedTransaction, type Statement } from './connection.js';
-import { LEASED } from './sql.js';
+import type { BatchedTransaction, Statement } from './connection.js';
+import { addMs, decode } from './encode.js';
 
 interface Policy {
   maxConcurrency: number | null;
@@ -40,7 +43,7 @@ export async function claim(tx: BatchedTransaction, params: ClaimParams, caps: C
   const [, stateRows, ...candidateSets] = (await tx.step(statements)) as Row[][];
   const { now, policies, leasedByType, leasedTotal } = readState(stateRows!);
   rememberCaps(caps, taskTypes, policies);
-  const global = policies.get('GLOBAL');
+  const global = policies.get(GLOBAL_POLICY_KEY);
   if (global && !global.enabled) return [];
   const room = Math.min(params.limit, (global?.maxConcurrency ?? params.globalConcurrency) - leasedTotal);
   if (room <= 0) return [];
@@ -48,7 +51,7 @@ export async function claim(tx: BatchedTransaction, params: ClaimParams, caps: C
   const candidates: Row[] = [];
   const reread: { taskType: string; allowed: number }[] = [];
   taskTypes.forEach((taskType, index) => {
-    const policy = policies.get(`TYPE:${taskType}`);
+    const policy = policies.get(typePolicyKey(taskType));
     if (policy && !policy.enabled) return;
     const allowed = Math.min(room, (policy?.maxConcurrency ?? params.typeConcurrency) - (leasedByType.get(taskType) ?? 0));
     if (allowed <= 0) return;
@@ -70,7 +73,7 @@ export async function claim(tx: BatchedTransaction, params: ClaimParams, caps: C
   const leaseUntil = addMs(now, params.leaseMs);
   await tx.last([
     {
-      sql: `UPDATE system_async_task SET status = 'RUNNING', lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
+      sql: `UPDATE system_async_task SET status = ${STATUS_SQL.RUNNING}, lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
        start_time = COALESCE(start_time, ?), update_time = ?
      WHERE id IN (?)`,
       values: [params.workerId, leaseUntil, now, now, ids],
@@ -85,7 +88,7 @@ export async function claim(tx: BatchedTransaction, params: ClaimParams, caps: C
     taskFromRow(
       {
         ...row,
-        status: 'RUNNING',
+        status: TaskStatus.RUNNING,
         lease_owner: params.workerId,
         lease_until: leaseUntil,
         attempt_count: Number(row.attempt_count) + 1,
@@ -99,13 +102,14 @@ export async function claim(tx: BatchedTransaction, params: ClaimParams, caps: C
 
 /** How many candidates of a type to lock before the counts are known: what its cap (as last seen) could allow. */
 function guessRoom(params: ClaimParams, caps: CapCache, taskType: string): number {
-  const typeCap = caps.has(`TYPE:${taskType}`) ? (caps.get(`TYPE:${taskType}`) ?? params.typeConcurrency) : params.typeConcurrency;
-  const globalCap = caps.has('GLOBAL') ? (caps.get('GLOBAL') ?? params.globalConcurrency) : params.globalConcurrency;
+  const typeKey = typePolicyKey(taskType);
+  const typeCap = caps.has(typeKey) ? (caps.get(typeKey) ?? params.typeConcurrency) : params.typeConcurrency;
+  const globalCap = caps.has(GLOBAL_POLICY_KEY) ? (caps.get(GLOBAL_POLICY_KEY) ?? params.globalConcurrency) : params.globalConcurrency;
   return Math.max(0, Math.min(params.limit, typeCap, globalCap));
 }
 
 function rememberCaps(caps: CapCache, taskTypes: readonly string[], policies: Map<string, Policy>): void {
-  for (const key of ['GLOBAL', ...taskTypes.map((taskType) => `TYPE:${taskType}`)]) {
+  for (const key of [GLOBAL_POLICY_KEY, ...taskTypes.map(typePolicyKey)]) {
     const policy = policies.get(key);
     if (policy) caps.set(key, policy.maxConcurrency);
     else caps.delete(key);
@@ -122,8 +126,8 @@ function stateStatement(taskTypes: readonly string[]): Statement {
     sql: `SELECT 'now' AS kind, @tasklease_now AS k, NULL AS n, NULL AS enabled
      UNION ALL SELECT 'policy', policy_key, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (?)
      UNION ALL SELECT 'leased', task_type, COUNT(*), NULL FROM system_async_task FORCE INDEX (ix_system_async_task_leased)
-       WHERE status IN ${LEASED} GROUP BY task_type`,
-    values: [['GLOBAL', ...taskTypes.map((type) => `TYPE:${type}`)]],
+       WHERE status IN ${LEASED_SQL} GROUP BY task_type`,
+    values: [[GLOBAL_POLICY_KEY, ...taskTypes.map(typePolicyKey)]],
   };
 }
 

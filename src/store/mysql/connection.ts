@@ -6,8 +6,12 @@
  * count is capped server-wide and IN lists of every length would each make one).
  */
 import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
-import { StoreError, TaskLeaseError } from '../../core/errors.js';
-import type { Decode, Row } from '../rows.js';
+import { StoreClosedError, StoreConnectTimeoutError, StoreError, TaskLeaseError } from '../../core/errors.js';
+import type { PoolStats } from '../pool-stats.js';
+import type { Row } from '../rows.js';
+import { causeOf, DEADLOCK, isConnectionError, isRefused, isRetryable, isSqlError, mapMysqlError, NamedLockTimeout, type ServerLabel } from './errors.js';
+
+export { NamedLockTimeout } from './errors.js';
 
 /** A connection of the promise API: ours from the pool, or a caller's inside its own transaction. */
 export type Conn = Pick<PoolConnection, 'query'> & { connection?: unknown };
@@ -21,12 +25,8 @@ const SESSION_SQL = [
   'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED',
 ];
 
-const DEADLOCK = 1213;
-const LOCK_WAIT_TIMEOUT = 1205;
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', 'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT']);
-
-/** Raised inside the store when a named lock (GET_LOCK) could not be had in time: retried like a lock-wait timeout. */
-export class NamedLockTimeout extends Error {}
+/** ER_UNKNOWN_SYSTEM_VARIABLE: this server's flavour does not have that limit. */
+const UNKNOWN_SYSTEM_VARIABLE = 1193;
 
 /** One statement with its `?` values. */
 export interface Statement {
@@ -38,27 +38,6 @@ export interface RunOptions {
   /** GET_LOCK name held around the transaction (released after COMMIT). */
   lockName?: string;
   lockTimeoutSeconds?: number;
-}
-
-export const decode: Decode = {
-  time(value: unknown): Date {
-    if (value instanceof Date) return value;
-    // dateStrings: 'YYYY-MM-DD HH:MM:SS.fff', UTC because of the session time_zone.
-    return new Date(`${String(value).replace(' ', 'T')}Z`);
-  },
-  json(value: unknown): unknown {
-    if (value === null || value === undefined) return null;
-    return JSON.parse(Buffer.isBuffer(value) ? value.toString('utf8') : String(value));
-  },
-};
-
-/** A Date as a DATETIME(3) literal in UTC. */
-export function sqlTime(date: Date): string {
-  return date.toISOString().slice(0, 23).replace('T', ' ');
-}
-
-export function addMs(dbNow: string, ms: number): string {
-  return sqlTime(new Date(decode.time(dbNow).getTime() + Math.round(ms)));
 }
 
 /** Retries taken inside the store, for tests and metrics. */
@@ -75,10 +54,16 @@ export class MysqlDatabase {
   private collation: string | null = null;
   private closed = false;
 
+  /** Which session variable limits a statement's run time: MariaDB's, MySQL's, or none known (null). */
+  private statementLimit: 'max_statement_time' | 'max_execution_time' | null | undefined;
+
   constructor(
     readonly pool: Pool,
     private readonly ownsPool: boolean,
     private readonly database: string | null,
+    private readonly server: ServerLabel,
+    /** Server-side limit of each statement on our own pool's sessions; 0: none. */
+    private readonly statementTimeoutMs = 0,
     private readonly maxRetries = 6,
   ) {}
 
@@ -104,7 +89,11 @@ export class MysqlDatabase {
       return results;
     }
     const sql = statements.map((statement) => statement.sql).join(';\n');
-    return this.query<unknown[]>(conn, sql, statements.flatMap((statement) => statement.values ?? []));
+    return this.query<unknown[]>(
+      conn,
+      sql,
+      statements.flatMap((statement) => statement.values ?? []),
+    );
   }
 
   /**
@@ -204,7 +193,7 @@ export class MysqlDatabase {
   }
 
   private async withConnection<T>(work: (conn: Conn) => Promise<T>): Promise<T> {
-    if (this.closed) throw new StoreError('the MySQL store is closed');
+    if (this.closed) throw new StoreClosedError('MysqlStore', 'query');
     let conn: PoolConnection;
     try {
       conn = await this.pool.getConnection();
@@ -232,7 +221,31 @@ export class MysqlDatabase {
     // Literals in the connection collation then compare with identifier columns without a collation mix.
     await conn.query(`SET NAMES utf8mb4 COLLATE ${collation}`);
     if (this.database) await conn.query('USE ??', [this.database] as never);
+    if (this.ownsPool && this.statementTimeoutMs > 0) await this.limitStatements(conn);
     this.prepared.add(key);
+  }
+
+  /**
+   * MariaDB limits every statement (max_statement_time, seconds); MySQL 8
+   * only SELECTs (max_execution_time, ms). The first that the server knows
+   * is used on every session.
+   */
+  private async limitStatements(conn: Conn): Promise<void> {
+    const candidates = [
+      { name: 'max_statement_time', value: this.statementTimeoutMs / 1000 },
+      { name: 'max_execution_time', value: this.statementTimeoutMs },
+    ] as const;
+    for (const candidate of candidates) {
+      if (this.statementLimit !== undefined && this.statementLimit !== candidate.name) continue;
+      try {
+        await conn.query(`SET SESSION ${candidate.name} = ?`, [candidate.value] as never);
+        this.statementLimit = candidate.name;
+        return;
+      } catch (error) {
+        if ((error as { errno?: number }).errno !== UNKNOWN_SYSTEM_VARIABLE) throw error;
+      }
+    }
+    this.statementLimit = null;
   }
 
   private async withRetries<T>(attempt: () => Promise<T>): Promise<T> {
@@ -242,7 +255,9 @@ export class MysqlDatabase {
         return await attempt();
       } catch (error) {
         const lockConflict = error instanceof NamedLockTimeout || isRetryable(error);
-        const lostConnection = !lockConflict && isConnectionError(causeOf(error)) && !isRefused(causeOf(error));
+        // A server that refused or never finished a handshake is not a lost connection: retrying only multiplies the wait.
+        const couldNotConnect = error instanceof StoreConnectTimeoutError || isRefused(causeOf(error));
+        const lostConnection = !lockConflict && !couldNotConnect && isConnectionError(causeOf(error));
         if (lostConnection) connectionFailures += 1;
         const again = (lockConflict && tries < this.maxRetries) || (lostConnection && connectionFailures < 3);
         if (!again) throw this.wrap(error);
@@ -262,11 +277,7 @@ export class MysqlDatabase {
   }
 
   private wrap(error: unknown): Error {
-    if (error instanceof TaskLeaseError) return error;
-    if (error instanceof NamedLockTimeout) return new StoreError(`MySQL store: ${error.message}`, { cause: error });
-    const driver = error as { code?: string; errno?: number; message?: string };
-    const detail = driver.code ? `${driver.code}${driver.errno ? ` (${driver.errno})` : ''}` : 'error';
-    return new StoreError(`MySQL store: ${detail}: ${driver.message ?? String(error)}`, { cause: error });
+    return mapMysqlError(error, this.server);
   }
 }
 
@@ -318,29 +329,24 @@ function allowsMultipleStatements(conn: Conn): boolean {
   return core.config?.multipleStatements === true;
 }
 
-function causeOf(error: unknown): unknown {
-  return error instanceof StoreError ? error.cause : error;
-}
-
-function isRetryable(error: unknown): boolean {
-  const errno = (error as { errno?: number } | null)?.errno;
-  return errno === DEADLOCK || errno === LOCK_WAIT_TIMEOUT;
-}
-
-function isSqlError(error: unknown): boolean {
-  return typeof (error as { sqlState?: unknown } | null)?.sqlState === 'string' && !(error as { fatal?: boolean }).fatal;
-}
-
-export function isConnectionError(error: unknown): boolean {
-  const e = error as { code?: string; fatal?: boolean } | null;
-  return Boolean(e && (e.fatal === true || (e.code !== undefined && CONNECTION_CODES.has(e.code))));
-}
-
-function isRefused(error: unknown): boolean {
-  const code = (error as { code?: string } | null)?.code;
-  return code === 'ECONNREFUSED' || code === 'ENOTFOUND';
-}
-
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** mysql2 exposes no pool counters: these are its core pool's internal queues, read defensively (null if a release renames them). */
+interface MysqlCorePoolInternals {
+  _allConnections?: { length: number };
+  _freeConnections?: { length: number };
+  _connectionQueue?: { length: number };
+  config?: { connectionLimit?: number };
+}
+
+export function mysqlPoolStats(pool: Pool): PoolStats | null {
+  const core = pool.pool as unknown as MysqlCorePoolInternals;
+  const all = core._allConnections?.length;
+  const free = core._freeConnections?.length;
+  const queued = core._connectionQueue?.length;
+  const max = core.config?.connectionLimit;
+  if (typeof all !== 'number' || typeof free !== 'number' || typeof queued !== 'number' || typeof max !== 'number') return null;
+  return { active: all - free, idle: free, max, pending: queued };
 }

@@ -7,11 +7,10 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
-import { decode, sqlTime, type Conn, type MysqlDatabase } from './connection.js';
-import { checkText } from './insert.js';
+import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
+import type { Conn, MysqlDatabase } from './connection.js';
+import { checkText, decode, sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';
-
-const TERMINAL = `('SUCCESS','PARTIAL_SUCCESS','FAILED','CANCELLED')`;
 
 export async function replayDeadLetters(db: MysqlDatabase, conn: Conn, ids: readonly string[], scope: Scope): Promise<ReplayResult[]> {
   const owner = scopeOwner(scope);
@@ -31,8 +30,7 @@ export async function replayDeadLetters(db: MysqlDatabase, conn: Conn, ids: read
       const taskId = String(letter.original_task_id);
       const requeued = await db.exec(
         conn,
-        `UPDATE system_async_task SET status = 'QUEUED', attempt_base = attempt_count, available_at = NOW(3), finish_time = NULL,
-           lease_owner = NULL, lease_until = NULL, update_time = NOW(3) WHERE id = ? AND status = 'FAILED'`,
+        `UPDATE system_async_task SET ${replayAssignments('NOW(3)').join(', ')} WHERE id = ? AND status = ${REPLAYABLE_STATUS}`,
         [taskId],
       );
       if (requeued.affectedRows === 1) {
@@ -87,17 +85,27 @@ export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finished
   const rows = await db.rows(
     conn,
     `SELECT id FROM system_async_task FORCE INDEX (ix_system_async_task_finished)
-     WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL} ORDER BY finish_time LIMIT ? FOR UPDATE SKIP LOCKED`,
+     WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL} ORDER BY finish_time LIMIT ? FOR UPDATE SKIP LOCKED`,
     [cutoff, batchSize],
   );
   const ids = rows.map((row) => String(row.id));
   if (ids.length === 0) return result;
-  result.deadLettersArchived = (await db.exec(conn,
-    'UPDATE system_async_task_dead_letter SET archived_at = NOW(3) WHERE original_task_id IN (?) AND archived_at IS NULL', [ids])).affectedRows;
+  result.deadLettersArchived = (
+    await db.exec(conn, 'UPDATE system_async_task_dead_letter SET archived_at = NOW(3) WHERE original_task_id IN (?) AND archived_at IS NULL', [ids])
+  ).affectedRows;
   result.attempts = (await db.exec(conn, 'DELETE FROM system_async_task_attempt WHERE task_id IN (?)', [ids])).affectedRows;
   result.failures = (await db.exec(conn, 'DELETE FROM system_async_task_failure WHERE task_id IN (?)', [ids])).affectedRows;
   result.tasks = (await db.exec(conn, 'DELETE FROM system_async_task WHERE id IN (?)', [ids])).affectedRows;
   return result;
+}
+
+/** One batch of dead-letter cleanup: a single-table DELETE with ORDER BY and LIMIT. */
+export async function purgeDeadLetters(db: MysqlDatabase, conn: Conn, archivedBefore: Date, batchSize: number): Promise<number> {
+  const result = await db.exec(conn, 'DELETE FROM system_async_task_dead_letter WHERE archived_at IS NOT NULL AND archived_at < ? ORDER BY id LIMIT ?', [
+    sqlTime(archivedBefore),
+    batchSize,
+  ]);
+  return result.affectedRows;
 }
 
 export async function registerWorker(db: MysqlDatabase, conn: Conn, worker: WorkerRegistration): Promise<void> {
@@ -111,23 +119,24 @@ export async function registerWorker(db: MysqlDatabase, conn: Conn, worker: Work
 }
 
 export async function listWorkers(db: MysqlDatabase, conn: Conn, seenWithinMs: number): Promise<WorkerRecord[]> {
-  const rows = await db.rows(
-    conn,
-    'SELECT * FROM system_async_task_worker WHERE last_seen_at >= NOW(3) - INTERVAL ? MICROSECOND ORDER BY worker_id',
-    [Math.max(0, Math.round(seenWithinMs)) * 1000],
-  );
+  const rows = await db.rows(conn, 'SELECT * FROM system_async_task_worker WHERE last_seen_at >= NOW(3) - INTERVAL ? MICROSECOND ORDER BY worker_id', [
+    Math.max(0, Math.round(seenWithinMs)) * 1000,
+  ]);
   return rows.map((row) => workerFromRow(row, decode));
 }
 
 export async function leasedCounts(db: MysqlDatabase, conn: Conn): Promise<Record<string, number>> {
-  const rows = await db.rows(conn, `SELECT task_type, COUNT(*) AS n FROM system_async_task WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`);
+  const rows = await db.rows(conn, `SELECT task_type, COUNT(*) AS n FROM system_async_task WHERE status IN ${LEASED_SQL} GROUP BY task_type`);
   return Object.fromEntries(rows.map((row) => [String(row.task_type), Number(row.n)]));
 }
 
 export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: string, since: Date, sampleLimit: number): Promise<AnalysisData> {
   const from = sqlTime(since);
   const statusCounts = emptyStatusCounts();
-  const counts = await db.rows(conn, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status', [taskType, from]);
+  const counts = await db.rows(conn, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status', [
+    taskType,
+    from,
+  ]);
   for (const row of counts) statusCounts[String(row.status) as TaskStatus] = Number(row.n);
   const attemptRows = await db.rows(
     conn,
@@ -137,8 +146,10 @@ export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: stri
     [taskType, from, Math.max(0, Math.floor(sampleLimit))],
   );
   const attempts = attemptRows.map((row) => ({
-    startedAt: decode.time(row.started_at), finishedAt: decode.time(row.finished_at),
-    taskCreatedAt: decode.time(row.create_time), attempt: Number(row.attempt),
+    startedAt: decode.time(row.started_at),
+    finishedAt: decode.time(row.finished_at),
+    taskCreatedAt: decode.time(row.create_time),
+    attempt: Number(row.attempt),
   }));
   const failureRows = await db.rows(
     conn,

@@ -9,18 +9,38 @@
  * guarantee nothing changes between the check and the write.
  */
 import { StoreError } from '../../core/errors.js';
+import { TaskStatus, TERMINAL_STATUSES } from '../../core/status.js';
 import type { ResultSetHeader } from 'mysql2/promise';
-import type { AttemptOutcome } from '../types.js';
-import { addMs, type BatchedTransaction, type Statement } from './connection.js';
-import {
-  closeAttemptsStatement, insertDeadLettersStatement, insertFailuresStatement, joinAssignments, LEASED, progressAssignments, sortedIds,
-  valueById, type AttemptClose, type FailureInsert, type Fragment,
-} from './sql.js';
 import type { Row } from '../rows.js';
+import {
+  attemptOutcomeName,
+  hasFailure,
+  isSuccess,
+  LEASED_STATUSES_SET,
+  LEASED_SQL,
+  STATUS_SQL,
+  statusAfterOutcome,
+  SUCCESS_STATUSES,
+} from '../rules/index.js';
+import type { AttemptOutcome, FinishResult } from '../types.js';
+import type { BatchedTransaction, Statement } from './connection.js';
+import { addMs } from './encode.js';
+import {
+  caseById,
+  closeAttemptsStatement,
+  deadLetterInserts,
+  insertDeadLettersStatement,
+  insertFailuresStatement,
+  joinAssignments,
+  progressAssignments,
+  sortedIds,
+  valueById,
+  type AttemptClose,
+  type FailureInsert,
+  type Fragment,
+} from './sql.js';
 
-type Kind = AttemptOutcome['kind'];
-
-export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly AttemptOutcome[]): Promise<boolean[]> {
+export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly AttemptOutcome[]): Promise<FinishResult> {
   const ids = sortedIds(outcomes.map((o) => o.lease.taskId));
   const [rows] = (await tx.step([
     {
@@ -28,13 +48,13 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
       values: [ids],
     },
   ])) as Row[][];
-  if (rows!.length === 0) return outcomes.map(() => false);
+  if (rows!.length === 0) return { applied: outcomes.map(() => false), deadLetters: [] };
   const now = String(rows![0]!.db_now);
   const current = new Map(rows!.map((row) => [String(row.id), row]));
   const applied: boolean[] = [];
   const taken = new Set<string>();
-  const cancelledInstead = new Set<string>();
-  const byKind = new Map<Kind, AttemptOutcome[]>();
+  /** Outcomes by the status they lead to (rules/: a cancel request turns failures and hand-backs into CANCELLED). */
+  const byTarget = new Map<TaskStatus, AttemptOutcome[]>();
   for (const outcome of outcomes) {
     const row = current.get(outcome.lease.taskId);
     const holds =
@@ -42,36 +62,32 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
       !taken.has(outcome.lease.taskId) &&
       String(row.lease_owner) === outcome.lease.workerId &&
       Number(row.attempt_count) === outcome.lease.attempt &&
-      (row.status === 'RUNNING' || row.status === 'CANCEL_REQUESTED');
+      LEASED_STATUSES_SET.has(String(row.status));
     applied.push(holds);
     if (!holds) continue;
     taken.add(outcome.lease.taskId);
-    // CANCEL_REQUESTED may only end CANCELLED (or in success): a failure or hand-back on it cancels it,
-    // the failure still recorded (the same rule as the other stores).
-    const kind: Kind = row.status === 'CANCEL_REQUESTED' && (outcome.kind === 'RETRY' || outcome.kind === 'FAILED' || outcome.kind === 'ABANDONED')
-      ? 'CANCELLED' : outcome.kind;
-    if (kind !== outcome.kind) cancelledInstead.add(outcome.lease.taskId);
-    byKind.set(kind, [...(byKind.get(kind) ?? []), outcome]);
+    const target = statusAfterOutcome(outcome.kind, String(row.status) as TaskStatus);
+    byTarget.set(target, [...(byTarget.get(target) ?? []), outcome]);
   }
-  if (taken.size === 0) return applied;
+  if (taken.size === 0) return { applied, deadLetters: [] };
 
   const won = outcomes.filter((_, index) => applied[index]);
   const closes: AttemptClose[] = won.map((o) => ({
     taskId: o.lease.taskId,
     attempt: o.lease.attempt,
-    outcome: o.kind === 'RETRY' ? 'FAILED' : o.kind,
-    errorCode: o.kind === 'RETRY' || o.kind === 'FAILED' ? o.failure.errorCode : null,
+    outcome: attemptOutcomeName(o.kind),
+    errorCode: hasFailure(o) ? o.failure.errorCode : null,
   }));
-  const failures: FailureInsert[] = won.flatMap((o) =>
-    o.kind === 'RETRY' || o.kind === 'FAILED' ? [{ taskId: o.lease.taskId, attempt: o.lease.attempt, failure: o.failure }] : [],
-  );
-  const failedForGood = new Set(won.filter((o) => o.kind === 'FAILED' && !cancelledInstead.has(o.lease.taskId)).map((o) => o.lease.taskId));
-  const groups = [...byKind];
-  const statements: Statement[] = groups.map(([kind, group]) => updateTasks(kind, group, now));
+  const failures: FailureInsert[] = won.flatMap((o) => (hasFailure(o) ? [{ taskId: o.lease.taskId, attempt: o.lease.attempt, failure: o.failure }] : []));
+  const failedForGood = new Set((byTarget.get(TaskStatus.FAILED) ?? []).map((o) => o.lease.taskId));
+  const letters = deadLetterInserts(failures.filter((f) => failedForGood.has(f.taskId)));
+  const groups = [...byTarget];
+  const statements: Statement[] = groups.map(([target, group]) => updateTasks(target, group, now));
   const written = await tx.last([
     ...statements,
-    ...[closeAttemptsStatement(closes, now), insertFailuresStatement(failures, now),
-      insertDeadLettersStatement(failures.filter((f) => failedForGood.has(f.taskId)), now)].filter((s): s is Statement => s !== null),
+    ...[closeAttemptsStatement(closes, now), insertFailuresStatement(failures, now), insertDeadLettersStatement(letters, now)].filter(
+      (s): s is Statement => s !== null,
+    ),
   ]);
   // An assertion, not the decision: the locked read above decided, and under its row locks the fenced UPDATEs
   // match exactly those rows. A mismatch would mean the locking contract broke; it is reported, never ignored.
@@ -79,47 +95,43 @@ export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly 
     const affected = (written[index] as ResultSetHeader).affectedRows;
     if (affected !== group.length) throw new StoreError(`MySQL store: a fenced outcome write changed ${affected} rows, expected ${group.length}`);
   });
-  return applied;
+  return { applied, deadLetters: letters.map((l) => ({ taskId: l.taskId, deadLetterId: l.deadLetterId })) };
 }
 
-/** One UPDATE for every task of one kind, fenced (lease owner, attempt, leased status); per-task values through valueById. */
-function updateTasks(kind: Kind, group: readonly AttemptOutcome[], now: string): Statement {
-  const sets: (Fragment | string)[] = ['lease_owner = NULL', 'lease_until = NULL', { sql: 'update_time = ?', values: [now] }];
-  switch (kind) {
-    case 'SUCCESS':
-    case 'PARTIAL_SUCCESS':
-      sets.push(
-        { sql: 'status = ?, finish_time = ?', values: [kind, now] },
-        valueById('artifact_id', group.map((o) => [o.lease.taskId, o.kind === kind ? o.artifactId : null] as const)),
-        valueById('result_json', group.map((o) => [o.lease.taskId, o.kind === 'SUCCESS' || o.kind === 'PARTIAL_SUCCESS' ? o.resultJson : null] as const)),
-      );
-      break;
-    case 'RETRY':
-      sets.push(
-        "status = 'RETRY_WAIT'",
-        valueById('available_at', group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? addMs(now, Math.max(0, o.retryDelayMs)) : now] as const)),
-        valueById('last_error_code', group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? o.failure.errorCode.slice(0, 250) : null] as const)),
-      );
-      break;
-    case 'FAILED':
-      sets.push(
-        { sql: "status = 'FAILED', finish_time = ?", values: [now] },
-        valueById('last_error_code', group.map((o) => [o.lease.taskId, o.kind === 'FAILED' ? o.failure.errorCode.slice(0, 250) : null] as const)),
-      );
-      break;
-    case 'CANCELLED':
-      sets.push({ sql: "status = 'CANCELLED', finish_time = ?", values: [now] });
-      break;
-    case 'ABANDONED':
-      sets.push("status = 'QUEUED'");
-      break;
+/** One UPDATE for every task going to one status, fenced (lease owner, attempt, leased status); per-task values through valueById. */
+function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: string): Statement {
+  const sets: (Fragment | string)[] = [`status = ${STATUS_SQL[target]}`, 'lease_owner = NULL', 'lease_until = NULL', { sql: 'update_time = ?', values: [now] }];
+  if (TERMINAL_STATUSES.includes(target)) sets.push({ sql: 'finish_time = ?', values: [now] });
+  if (SUCCESS_STATUSES.includes(target)) {
+    sets.push(
+      'last_error_code = NULL', // a success clears the task's last error (rules/outcomes.ts lastErrorCodeSql)
+      valueById(
+        'artifact_id',
+        group.map((o) => [o.lease.taskId, isSuccess(o) ? o.artifactId : null] as const),
+      ),
+      valueById(
+        'result_json',
+        group.map((o) => [o.lease.taskId, isSuccess(o) ? o.resultJson : null] as const),
+      ),
+    );
   }
+  if (target === TaskStatus.RETRY_WAIT) {
+    sets.push(
+      valueById(
+        'available_at',
+        group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? addMs(now, Math.max(0, o.retryDelayMs)) : now] as const),
+      ),
+    );
+  }
+  const failing = group.filter(hasFailure).map((o) => [o.lease.taskId, o.failure.errorCode.slice(0, 250)] as const);
+  if (failing.length === group.length) sets.push(valueById('last_error_code', failing));
+  else if (failing.length > 0) sets.push(caseById('last_error_code', failing));
   sets.push(...progressAssignments(group.map((o) => [o.lease.taskId, o.progress] as const)));
   const assignments = joinAssignments(sets);
   // The fence repeats what the locked read checked: no row outside it can be written, whatever happens.
   return {
     sql: `UPDATE system_async_task SET ${assignments.sql}
-     WHERE id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status IN ${LEASED}`,
+     WHERE id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status IN ${LEASED_SQL}`,
     values: [...assignments.values, group.map((o) => o.lease.taskId), group.map((o) => [o.lease.taskId, o.lease.workerId, o.lease.attempt])],
   };
 }

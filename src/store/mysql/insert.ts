@@ -5,15 +5,16 @@
  * swallow truncation and other errors) and the existing row comes back.
  */
 import { ValidationError } from '../../core/errors.js';
+import { TaskStatus } from '../../core/status.js';
 import type { NewTask, Task } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { InsertTaskResult } from '../types.js';
-import { decode, sqlTime, type Conn, type MysqlDatabase } from './connection.js';
+import type { Conn, MysqlDatabase } from './connection.js';
+import { decode, sqlTime, validateNewTask } from './encode.js';
 
 /** Bytes of payload per INSERT statement: well under the 16 MiB max_allowed_packet MariaDB ships with. */
 const MAX_STATEMENT_BYTES = 4 * 1024 * 1024;
 const MAX_STATEMENT_ROWS = 1000;
-const INT_MAX = 2_147_483_647;
 
 const COLUMNS = `id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
   max_attempts, owner, idempotency_key, trace_id, create_time, update_time`;
@@ -25,9 +26,21 @@ export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly
   const now = String(nowRow!.now);
   for (const chunk of chunks(tasks)) {
     const rows = chunk.map((task) => [
-      task.id, task.taskType, 'QUEUED', task.priority, task.payloadJson,
+      task.id,
+      task.taskType,
+      TaskStatus.QUEUED,
+      task.priority,
+      task.payloadJson,
       task.availableAt ? sqlTime(task.availableAt) : sqlTime(new Date(decode.time(now).getTime() + Math.max(0, Math.round(task.delayMs)))),
-      task.deadlineAt ? sqlTime(task.deadlineAt) : null, 0, 0, task.maxAttempts, task.owner, task.idempotencyKey, task.traceId, now, now,
+      task.deadlineAt ? sqlTime(task.deadlineAt) : null,
+      0,
+      0,
+      task.maxAttempts,
+      task.owner,
+      task.idempotencyKey,
+      task.traceId,
+      now,
+      now,
     ]);
     await db.exec(conn, `INSERT INTO system_async_task (${COLUMNS}) VALUES ? ON DUPLICATE KEY UPDATE id = id`, [rows]);
   }
@@ -89,44 +102,4 @@ function* chunks(tasks: readonly NewTask[]): Generator<NewTask[]> {
     bytes += size;
   }
   if (current.length > 0) yield current;
-}
-
-/** What the columns can hold, checked before anything is written; strings must be valid UTF-16 (a lone surrogate cannot be stored). */
-export function validateNewTask(task: NewTask, index: number): void {
-  const at = (field: string) => `tasks[${index}].${field}`;
-  checkText(task.id, at('id'), 64, false);
-  checkText(task.taskType, at('taskType'), 255, false);
-  if (typeof task.payloadJson !== 'string') throw new ValidationError(`${at('payloadJson')} must be a string`, at('payloadJson'));
-  if (hasLoneSurrogate(task.payloadJson)) throw new ValidationError(`${at('payloadJson')} contains a lone surrogate`, at('payloadJson'));
-  if (!Number.isInteger(task.priority) || Math.abs(task.priority) > INT_MAX) {
-    throw new ValidationError(`${at('priority')} must be an integer within ±${INT_MAX}`, at('priority'));
-  }
-  if (!Number.isFinite(task.delayMs) || task.delayMs < 0) throw new ValidationError(`${at('delayMs')} must be a finite number ≥ 0`, at('delayMs'));
-  checkDate(task.availableAt, at('availableAt'));
-  checkDate(task.deadlineAt, at('deadlineAt'));
-  if (!Number.isInteger(task.maxAttempts) || task.maxAttempts < 1 || task.maxAttempts > INT_MAX) {
-    throw new ValidationError(`${at('maxAttempts')} must be an integer ≥ 1`, at('maxAttempts'));
-  }
-  checkText(task.owner, at('owner'), 255, true);
-  checkText(task.idempotencyKey, at('idempotencyKey'), 255, true);
-  checkText(task.traceId, at('traceId'), 255, true);
-}
-
-export function checkText(value: unknown, field: string, maxLength: number, nullable: boolean): void {
-  if (value === null && nullable) return;
-  if (typeof value !== 'string' || value.length === 0) throw new ValidationError(`${field} must be a non-empty string`, field);
-  if (value.length > maxLength) throw new ValidationError(`${field} is ${value.length} characters, over the MySQL column limit of ${maxLength}`, field);
-  if (hasLoneSurrogate(value)) throw new ValidationError(`${field} contains a lone surrogate (not valid Unicode)`, field);
-}
-
-function checkDate(value: Date | null, field: string): void {
-  if (value === null) return;
-  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new ValidationError(`${field} must be a valid Date`, field);
-  const year = value.getUTCFullYear();
-  if (year < 1000 || year > 9999) throw new ValidationError(`${field} is outside the DATETIME range (years 1000–9999)`, field);
-}
-
-/** In a `u` regex a surrogate pair is one code point, so only lone halves match. */
-export function hasLoneSurrogate(text: string): boolean {
-  return /\p{Surrogate}/u.test(text);
 }

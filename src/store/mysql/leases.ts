@@ -7,38 +7,27 @@
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { PROGRESS_COLUMNS, progressValues } from '../rows.js';
+import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
-import { LEASED, sortedIds } from './sql.js';
 
 function fenceValues(leases: readonly Lease[]): unknown[] {
   return [leases.map((l) => l.taskId), leases.map((l) => [l.taskId, l.workerId, l.attempt])];
 }
 
 /** `id IN (…)` gives the optimizer a primary-key range; the row constructor is the fence. */
-const FENCE = `id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status IN ${LEASED}`;
+const FENCE = `id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status IN ${LEASED_SQL}`;
 
 export async function renewLeases(db: MysqlDatabase, conn: Conn, leases: readonly Lease[], leaseMs: number): Promise<RenewResult> {
   const ordered = [...leases].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
   // One statement for every lease of the worker; the new expiry is the database's now + leaseMs.
-  await db.exec(
-    conn,
-    `UPDATE system_async_task SET lease_until = NOW(3) + INTERVAL ? MICROSECOND, update_time = NOW(3) WHERE ${FENCE}`,
-    [Math.round(leaseMs) * 1000, ...fenceValues(ordered)],
-  );
+  await db.exec(conn, `UPDATE system_async_task SET lease_until = NOW(3) + INTERVAL ? MICROSECOND, update_time = NOW(3) WHERE ${FENCE}`, [
+    Math.round(leaseMs) * 1000,
+    ...fenceValues(ordered),
+  ]);
   const rows = await db.rows(conn, `SELECT id, status, lease_owner, attempt_count FROM system_async_task WHERE ${FENCE}`, fenceValues(ordered));
-  const held = new Map(rows.map((row) => [String(row.id), row]));
-  const result: RenewResult = { renewed: [], cancelRequested: [], lost: [] };
-  for (const lease of leases) {
-    const row = held.get(lease.taskId);
-    // Per lease, not per id: a stranger's lease on a task someone else holds is lost.
-    const holds = row !== undefined && String(row.lease_owner) === lease.workerId && Number(row.attempt_count) === lease.attempt;
-    const status = holds ? String(row.status) : undefined;
-    if (status === undefined) result.lost.push(lease.taskId);
-    else if (status === 'CANCEL_REQUESTED') result.cancelRequested.push(lease.taskId);
-    else result.renewed.push(lease.taskId);
-  }
-  return result;
+  const held = rows.map((row) => [leaseKey(String(row.id), String(row.lease_owner), Number(row.attempt_count)), String(row.status)] as const);
+  return renewalAnswer(leases, new Map(held));
 }
 
 export async function saveProgress(db: MysqlDatabase, conn: Conn, lease: Lease, progress: TaskProgress): Promise<boolean> {
@@ -46,7 +35,7 @@ export async function saveProgress(db: MysqlDatabase, conn: Conn, lease: Lease, 
   const result = await db.exec(
     conn,
     `UPDATE system_async_task SET ${sets}, update_time = NOW(3)
-     WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED}`,
+     WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED_SQL}`,
     [...progressValues(progress), lease.taskId, lease.workerId, lease.attempt],
   );
   // FOUND_ROWS (on in the pools we create): affectedRows counts matched rows even when nothing changed.
@@ -55,23 +44,11 @@ export async function saveProgress(db: MysqlDatabase, conn: Conn, lease: Lease, 
 
 /** Leased but never started: back to QUEUED as if never claimed (a pending cancel request completes as CANCELLED). */
 export async function releaseTasks(db: MysqlDatabase, conn: Conn, leases: readonly Lease[]): Promise<number> {
-  const ids = sortedIds(leases.map((l) => l.taskId));
-  if (ids.length === 0) return 0;
   const held = await db.rows(conn, `SELECT id, attempt_count FROM system_async_task WHERE ${FENCE} ORDER BY id FOR UPDATE`, fenceValues(leases));
   if (held.length === 0) return 0;
   const heldIds = held.map((row) => String(row.id));
-  // Assignments run left to right on MySQL and MariaDB: start_time and finish_time read the old status and attempt_count.
-  await db.exec(
-    conn,
-    `UPDATE system_async_task SET
-       finish_time = CASE status WHEN 'CANCEL_REQUESTED' THEN NOW(3) ELSE NULL END,
-       status = CASE status WHEN 'CANCEL_REQUESTED' THEN 'CANCELLED' ELSE 'QUEUED' END,
-       start_time = CASE WHEN attempt_count - 1 = attempt_base THEN NULL ELSE start_time END,
-       attempt_count = attempt_count - 1,
-       lease_owner = NULL, lease_until = NULL, update_time = NOW(3)
-     WHERE id IN (?)`,
-    [heldIds],
-  );
+  // Assignments run left to right on MySQL and MariaDB: releaseAssignments orders them to read the old status and count.
+  await db.exec(conn, `UPDATE system_async_task SET ${releaseAssignments('NOW(3)').join(', ')} WHERE id IN (?)`, [heldIds]);
   await db.exec(conn, 'DELETE FROM system_async_task_attempt WHERE task_id IN (?) AND (task_id, attempt) IN (?)', [
     heldIds,
     held.map((row) => [String(row.id), Number(row.attempt_count)]),

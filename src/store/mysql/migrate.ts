@@ -3,7 +3,7 @@
  * GET_LOCK per database makes them take turns, and each reads the applied
  * versions only once it holds the lock, so every migration runs exactly once.
  */
-import { StoreError } from '../../core/errors.js';
+import { ErrorCode, TaskLeaseError } from '../../core/errors.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { MIGRATION_TABLE, MYSQL_MIGRATIONS, migrationTableSql, renderStatement } from './migrations.js';
 import { lockName } from './options.js';
@@ -30,7 +30,10 @@ async function applyPending(db: MysqlDatabase, conn: Conn): Promise<void> {
   const current = Number(rows[0]?.v ?? 0);
   const newest = MYSQL_MIGRATIONS[MYSQL_MIGRATIONS.length - 1]?.version ?? 0;
   if (current > newest) {
-    throw new StoreError(`the database schema is at version ${current}, newer than this tasklease (${newest}): upgrade tasklease`);
+    throw new TaskLeaseError(
+      ErrorCode.SCHEMA_MISMATCH,
+      `the database schema is at version ${current}, newer than this tasklease (${newest}): upgrade tasklease`,
+    );
   }
   for (const migration of MYSQL_MIGRATIONS) {
     if (migration.version <= current) continue;
@@ -40,8 +43,11 @@ async function applyPending(db: MysqlDatabase, conn: Conn): Promise<void> {
   }
 }
 
+/** The highest migration applied; 0 when the database was never migrated. */
 export async function schemaVersion(db: MysqlDatabase): Promise<number> {
   return db.run(async (conn) => {
+    const tables = await db.rows(conn, 'SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?', [MIGRATION_TABLE]);
+    if (tables.length === 0) return 0;
     const rows = await db.rows(conn, `SELECT MAX(version) AS v FROM ${MIGRATION_TABLE}`);
     return Number(rows[0]?.v ?? 0);
   });

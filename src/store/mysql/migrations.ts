@@ -144,6 +144,26 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 3,
+    name: 'api tokens',
+    // The HTTP server's tokens (src/store/tokens.ts): only the SHA-256 of each secret is kept.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_api_token (
+  id VARCHAR(64) NOT NULL,
+  name VARCHAR(255) NOT NULL,
+  role VARCHAR(32) NOT NULL,
+  owner VARCHAR(255) NULL,
+  token_hash CHAR(64) NOT NULL,
+  created_at DATETIME(3) NOT NULL,
+  expires_at DATETIME(3) NULL,
+  revoked_at DATETIME(3) NULL,
+  last_used_at DATETIME(3) NULL,
+  PRIMARY KEY (id),
+  UNIQUE KEY ux_system_async_task_api_token_hash (token_hash)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

@@ -21,17 +21,33 @@ export interface MysqlStoreOptions {
   database?: string;
   /** Connections in the pool the store creates from `uri`. Default 10. */
   poolSize?: number;
+  /**
+   * Milliseconds to wait for a connection's handshake (pool from `uri`); past it
+   * a call fails with StoreConnectTimeoutError (STORE_CONNECT_TIMEOUT) naming
+   * the host. Default 10000.
+   */
+  connectTimeoutMs?: number;
+  /**
+   * Server-side limit of each of the store's statements on the pool it creates
+   * (MariaDB max_statement_time; MySQL 8 max_execution_time, SELECTs only):
+   * past it the statement fails with STORE_STATEMENT_TIMEOUT. 0: none. Default 30000.
+   */
+  statementTimeoutMs?: number;
 }
 
 const COMPONENT = 'MysqlStore';
-const KNOWN = ['uri', 'pool', 'database', 'poolSize'] as const;
+const KNOWN = ['uri', 'pool', 'database', 'poolSize', 'connectTimeoutMs', 'statementTimeoutMs'] as const;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
 export interface ResolvedMysqlOptions {
   pool: Pool;
   ownsPool: boolean;
   database: string | null;
-  /** Identifies the database for in-process wake-ups shared between stores. */
+  /** Identifies the database for in-process wake-ups shared between stores; also names it in messages (no credentials). */
   identity: string;
+  connectTimeoutMs: number;
+  statementTimeoutMs: number;
 }
 
 export function resolveMysqlOptions(input: MysqlStoreOptions): ResolvedMysqlOptions {
@@ -42,24 +58,31 @@ export function resolveMysqlOptions(input: MysqlStoreOptions): ResolvedMysqlOpti
     if (input.database.includes('\u0000')) throw new InvalidOptionsError(COMPONENT, 'database', 'must not contain NUL characters');
   }
   if (input.uri !== undefined && input.pool !== undefined) throw new InvalidOptionsError(COMPONENT, 'pool', 'cannot be given together with uri');
-  if (input.pool !== undefined) return fromPool(input);
+  const timeouts = {
+    connectTimeoutMs: input.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: input.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+  };
+  checkInteger(COMPONENT, 'connectTimeoutMs', timeouts.connectTimeoutMs, { min: 1, max: 600_000 });
+  checkInteger(COMPONENT, 'statementTimeoutMs', timeouts.statementTimeoutMs, { min: 0, max: 86_400_000 });
+  if (input.pool !== undefined) return { ...fromPool(input), ...timeouts };
   if (input.uri === undefined) throw new InvalidOptionsError(COMPONENT, 'uri', 'is required (or pass a mysql2 pool as "pool")');
-  return fromUri(input.uri, input);
+  return { ...fromUri(input.uri, input, timeouts.connectTimeoutMs), ...timeouts };
 }
 
-function fromPool(input: MysqlStoreOptions): ResolvedMysqlOptions {
+type PoolPart = Omit<ResolvedMysqlOptions, 'connectTimeoutMs' | 'statementTimeoutMs'>;
+
+function fromPool(input: MysqlStoreOptions): PoolPart {
   const pool = input.pool as unknown;
   if (typeof pool !== 'object' || pool === null || typeof (pool as Pool).getConnection !== 'function') {
     throw new InvalidOptionsError(COMPONENT, 'pool', 'must be a mysql2/promise Pool (it has no getConnection())');
   }
   if (input.poolSize !== undefined) throw new InvalidOptionsError(COMPONENT, 'poolSize', 'only applies to a pool the store creates from uri');
-  const config = (pool as { pool?: { config?: { connectionConfig?: { host?: string; port?: number; database?: string } } } }).pool?.config
-    ?.connectionConfig;
+  const config = (pool as { pool?: { config?: { connectionConfig?: { host?: string; port?: number; database?: string } } } }).pool?.config?.connectionConfig;
   const database = input.database ?? config?.database ?? null;
   return { pool: pool as Pool, ownsPool: false, database, identity: identityOf(config?.host, config?.port, database) };
 }
 
-function fromUri(uri: unknown, input: MysqlStoreOptions): ResolvedMysqlOptions {
+function fromUri(uri: unknown, input: MysqlStoreOptions, connectTimeoutMs: number): PoolPart {
   checkString(COMPONENT, 'uri', uri, { minLength: 1 });
   let url: URL;
   try {
@@ -88,7 +111,10 @@ function fromUri(uri: unknown, input: MysqlStoreOptions): ResolvedMysqlOptions {
     // The hot paths send a transaction's statements in one or two round trips (MysqlDatabase.batch). Values are
     // still escaped by mysql2 and only this codebase's own identifiers are written into SQL text.
     multipleStatements: true,
+    connectTimeout: connectTimeoutMs,
+    // Dead peers are found by TCP keepalive probes after this much silence.
     enableKeepAlive: true,
+    keepAliveInitialDelay: 10_000,
   });
   return { pool, ownsPool: true, database, identity: identityOf(url.hostname, url.port ? Number(url.port) : 3306, database) };
 }

@@ -7,7 +7,8 @@ import type { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow } from '../rows.js';
 import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskPage } from '../types.js';
-import { decode, sqlTime, type Conn, type MysqlDatabase } from './connection.js';
+import type { Conn, MysqlDatabase } from './connection.js';
+import { decode, sqlTime } from './encode.js';
 
 class Where {
   readonly terms: string[] = [];
@@ -36,6 +37,7 @@ export async function listTasks(db: MysqlDatabase, conn: Conn, params: ListTasks
   const where = new Where().scope(params.scope);
   if (params.owner != null) where.add('owner = ?', params.owner);
   if (params.taskType != null) where.add('task_type = ?', params.taskType);
+  if (params.idempotencyKey != null) where.add('idempotency_key = ?', params.idempotencyKey);
   if (params.status && params.status.length > 0) where.add('status IN (?)', [...params.status]);
   if (params.cursor != null) where.add('id < ?', params.cursor);
   const limit = Math.max(0, Math.floor(params.limit));
@@ -59,11 +61,10 @@ export async function listAttempts(db: MysqlDatabase, conn: Conn, taskId: string
 }
 
 export async function listFailures(db: MysqlDatabase, conn: Conn, taskId: string, limit: number | undefined): Promise<FailureRow[]> {
-  const rows = await db.rows(
-    conn,
-    'SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC, id DESC LIMIT ?',
-    [taskId, Math.max(0, Math.floor(limit ?? 100))],
-  );
+  const rows = await db.rows(conn, 'SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC, id DESC LIMIT ?', [
+    taskId,
+    Math.max(0, Math.floor(limit ?? 100)),
+  ]);
   return rows.map((row) => failureFromRow(row, decode));
 }
 

@@ -10,8 +10,6 @@ import { PROGRESS_COLUMNS, progressValues } from '../rows.js';
 import type { AttemptOutcomeName } from '../types.js';
 import type { Conn, MysqlDatabase, Statement } from './connection.js';
 
-export const LEASED = `('RUNNING','CANCEL_REQUESTED')`;
-
 export interface Fragment {
   sql: string;
   values: unknown[];
@@ -44,7 +42,12 @@ export function valueById(column: string, entries: readonly (readonly [string, u
 export function progressAssignments(entries: readonly (readonly [string, TaskProgress | null])[]): Fragment[] {
   const reported = entries.filter((entry): entry is readonly [string, TaskProgress] => entry[1] !== null);
   if (reported.length === 0) return [];
-  return PROGRESS_COLUMNS.map((column, index) => caseById(column, reported.map(([id, progress]) => [id, progressValues(progress)[index]] as const)));
+  return PROGRESS_COLUMNS.map((column, index) =>
+    caseById(
+      column,
+      reported.map(([id, progress]) => [id, progressValues(progress)[index]] as const),
+    ),
+  );
 }
 
 export function joinAssignments(fragments: readonly (Fragment | string)[]): Fragment {
@@ -75,8 +78,16 @@ export async function closeAttempts(db: MysqlDatabase, conn: Conn, closes: reado
 
 export function closeAttemptsStatement(closes: readonly AttemptClose[], now: string): Statement | null {
   if (closes.length === 0) return null;
-  const outcome = valueById('outcome', closes.map((c) => [c.taskId, c.outcome] as const), 'task_id');
-  const code = valueById('error_code', closes.map((c) => [c.taskId, c.errorCode === null ? null : truncate(c.errorCode, 250)] as const), 'task_id');
+  const outcome = valueById(
+    'outcome',
+    closes.map((c) => [c.taskId, c.outcome] as const),
+    'task_id',
+  );
+  const code = valueById(
+    'error_code',
+    closes.map((c) => [c.taskId, c.errorCode === null ? null : truncate(c.errorCode, 250)] as const),
+    'task_id',
+  );
   return {
     sql: `UPDATE system_async_task_attempt SET finished_at = ?, ${outcome.sql}, ${code.sql}
      WHERE task_id IN (?) AND (task_id, attempt) IN (?)`,
@@ -98,8 +109,14 @@ export async function insertFailures(db: MysqlDatabase, conn: Conn, failures: re
 export function insertFailuresStatement(failures: readonly FailureInsert[], now: string): Statement | null {
   if (failures.length === 0) return null;
   const rows = failures.map(({ taskId, attempt, failure }) => [
-    uuidv7(), taskId, attempt, truncate(failure.errorCode, 250), failure.message,
-    failure.traceId === null ? null : truncate(failure.traceId, 250), failure.retryable ? 1 : 0, now,
+    uuidv7(),
+    taskId,
+    attempt,
+    truncate(failure.errorCode, 250),
+    failure.message,
+    failure.traceId === null ? null : truncate(failure.traceId, 250),
+    failure.retryable ? 1 : 0,
+    now,
   ]);
   return {
     sql: 'INSERT INTO system_async_task_failure (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at) VALUES ?',
@@ -107,18 +124,40 @@ export function insertFailuresStatement(failures: readonly FailureInsert[], now:
   };
 }
 
+/** A failure for good, with the id its dead letter gets. */
+export interface DeadLetterInsert extends FailureInsert {
+  deadLetterId: string;
+}
+
+/** Names the dead letters of failures for good (ids made here, so the caller can report them). */
+export function deadLetterInserts(failures: readonly FailureInsert[]): DeadLetterInsert[] {
+  return failures.map((f) => ({ ...f, deadLetterId: uuidv7() }));
+}
+
 /** Copies FAILED tasks' payloads and last failures into the dead-letter table, server-side (payloads can be megabytes). */
 export async function insertDeadLetters(db: MysqlDatabase, conn: Conn, failures: readonly FailureInsert[], now: string): Promise<void> {
-  const statement = insertDeadLettersStatement(failures, now);
+  const statement = insertDeadLettersStatement(deadLetterInserts(failures), now);
   if (statement) await db.exec(conn, statement.sql, statement.values);
 }
 
-export function insertDeadLettersStatement(failures: readonly FailureInsert[], now: string): Statement | null {
+export function insertDeadLettersStatement(failures: readonly DeadLetterInsert[], now: string): Statement | null {
   if (failures.length === 0) return null;
-  const letterId = caseExpression('id', failures.map((f) => [f.taskId, uuidv7()] as const));
-  const code = caseExpression('id', failures.map((f) => [f.taskId, truncate(f.failure.errorCode, 250)] as const));
-  const message = caseExpression('id', failures.map((f) => [f.taskId, f.failure.message] as const));
-  const trace = caseExpression('id', failures.map((f) => [f.taskId, f.failure.traceId === null ? null : truncate(f.failure.traceId, 250)] as const));
+  const letterId = caseExpression(
+    'id',
+    failures.map((f) => [f.taskId, f.deadLetterId] as const),
+  );
+  const code = caseExpression(
+    'id',
+    failures.map((f) => [f.taskId, truncate(f.failure.errorCode, 250)] as const),
+  );
+  const message = caseExpression(
+    'id',
+    failures.map((f) => [f.taskId, f.failure.message] as const),
+  );
+  const trace = caseExpression(
+    'id',
+    failures.map((f) => [f.taskId, f.failure.traceId === null ? null : truncate(f.failure.traceId, 250)] as const),
+  );
   return {
     sql: `INSERT INTO system_async_task_dead_letter (id, original_task_id, task_type, owner, payload_json, error_code, error_message,
        trace_id, attempt_count, moved_at)

@@ -3,17 +3,17 @@
  * first (SELECT … FOR UPDATE), so the check of `from` and the write are one
  * atomic step per task even against a worker finishing it at that moment.
  */
-import { InvalidOptionsError } from '../../core/errors.js';
 import { scopeOwner } from '../../core/scope.js';
-import { isTaskStatus, type TaskStatus } from '../../core/status.js';
+import type { TaskStatus } from '../../core/status.js';
+import { changeStatusAssignments, checkStatusTarget } from '../rules/index.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
-import { sqlTime, type Conn, type MysqlDatabase } from './connection.js';
+import type { Conn, MysqlDatabase } from './connection.js';
+import { sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';
 
 export async function changeStatus(db: MysqlDatabase, conn: Conn, params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
-  if (!isTaskStatus(params.to)) throw new InvalidOptionsError('changeStatus', 'to', `is not a status: ${String(params.to)}`);
+  checkStatusTarget(params.to);
   const ids = sortedIds(params.ids);
-  if (ids.length === 0) return [];
   const owner = scopeOwner(params.scope);
   const rows = await db.rows(
     conn,
@@ -26,16 +26,8 @@ export async function changeStatus(db: MysqlDatabase, conn: Conn, params: Change
     return status !== undefined && params.from.includes(status);
   });
   if (applicable.length > 0) {
-    const sets = [`status = '${params.to}'`, 'update_time = NOW(3)'];
-    const values: unknown[] = [];
-    if (params.to === 'QUEUED' || params.to === 'CANCELLED') sets.push('lease_owner = NULL', 'lease_until = NULL');
-    if (params.to === 'QUEUED') sets.push('finish_time = NULL');
-    if (params.to === 'CANCELLED') sets.push('finish_time = NOW(3)');
-    if (params.newCycle) sets.push('attempt_base = attempt_count');
-    if (params.availableAt) {
-      sets.push('available_at = ?');
-      values.push(sqlTime(params.availableAt));
-    }
+    const sets = changeStatusAssignments(params, { now: 'NOW(3)', availableAt: params.availableAt ? '?' : null });
+    const values = params.availableAt ? [sqlTime(params.availableAt)] : [];
     await db.exec(conn, `UPDATE system_async_task SET ${sets.join(', ')} WHERE id IN (?)`, [...values, applicable]);
   }
   const applied = new Set(applicable);

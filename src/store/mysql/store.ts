@@ -9,19 +9,42 @@
  * `subscribe` hears the submits of this process only (LocalBus), and workers
  * in other processes find new tasks by polling.
  */
+import type { Connection, PoolConnection } from 'mysql2/promise';
+import type { Connection as CallbackConnection, PoolConnection as CallbackPoolConnection } from 'mysql2';
+import { InvalidOptionsError } from '../../core/errors.js';
 import type { Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
-import { InvalidOptionsError } from '../../core/errors.js';
-import { LocalBus } from '../local-bus.js';
+import { guardStore, StoreBase } from '../base.js';
+import type { LocalBus } from '../local-bus.js';
 import type {
-  AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration,
-  AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow,
-  InsertTaskResult, ListDeadLettersParams, ListTasksParams, RecoveryResult, RenewResult, Store, StoreListener, TaskPage,
+  AnalysisData,
+  AttemptOutcome,
+  AttemptRecord,
+  ChangeStatusParams,
+  ChangeStatusResult,
+  ClaimParams,
+  DeadLetter,
+  FailureRow,
+  FinishResult,
+  InsertTaskResult,
+  ListDeadLettersParams,
+  ListTasksParams,
+  Policy,
+  PolicyInput,
+  PurgeResult,
+  RecoveryResult,
+  RenewResult,
+  ReplayResult,
+  Store,
+  TaskPage,
+  WorkerRecord,
+  WorkerRegistration,
 } from '../types.js';
 import { claim, type CapCache } from './claim.js';
+import { MysqlDatabase, mysqlPoolStats, type Conn } from './connection.js';
 import * as control from './control.js';
-import { decode, MysqlDatabase, type Conn } from './connection.js';
+import { decode } from './encode.js';
 import { finishAttempts } from './finish.js';
 import { insertTasks } from './insert.js';
 import { releaseTasks, renewLeases, saveProgress } from './leases.js';
@@ -31,21 +54,34 @@ import { lockName, resolveMysqlOptions, type MysqlStoreOptions } from './options
 import * as reads from './reads.js';
 import { recoverExpired } from './recover.js';
 import { changeStatus } from './status.js';
+import { wakeupBus } from './wakeups.js';
+import type { PoolStats } from '../pool-stats.js';
 
 export type { MysqlStoreOptions } from './options.js';
 
-export class MysqlStore implements Store {
+/** A caller's transaction: a mysql2 connection (promise or callback API) inside START TRANSACTION. */
+export type MysqlTransaction = Connection | PoolConnection | CallbackConnection | CallbackPoolConnection;
+
+export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   readonly dialect = 'mysql' as const;
+  readonly capabilities = { finishAndClaim: false, transactionalSubmit: true } as const;
   readonly expectedSchemaVersion = MYSQL_MIGRATIONS[MYSQL_MIGRATIONS.length - 1]!.version;
   readonly db: MysqlDatabase;
-  private readonly bus: LocalBus;
+  protected readonly bus: LocalBus;
   private claimLock: string | null = null;
   private readonly claimCaps: CapCache = new Map();
 
   constructor(options: MysqlStoreOptions) {
+    super();
     const resolved = resolveMysqlOptions(options);
-    this.db = new MysqlDatabase(resolved.pool, resolved.ownsPool, resolved.database);
-    this.bus = LocalBus.for(`mysql:${resolved.identity}`);
+    const server = { name: resolved.identity, connectTimeoutMs: resolved.connectTimeoutMs };
+    this.db = new MysqlDatabase(resolved.pool, resolved.ownsPool, resolved.database, server, resolved.statementTimeoutMs);
+    this.bus = wakeupBus(resolved.identity);
+  }
+
+  /** The connection layer maps driver errors (errors.ts) where it can still tell retries apart. */
+  protected mapError(error: unknown): Error {
+    return error as Error;
   }
 
   migrate(): Promise<void> {
@@ -56,8 +92,15 @@ export class MysqlStore implements Store {
     return schemaVersion(this.db);
   }
 
-  close(): Promise<void> {
-    return this.db.close();
+  /** The pool's connection counts, read at scrape time by the metrics (read-only). */
+  poolStats(): PoolStats | null {
+    return mysqlPoolStats(this.db.pool);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.db.close();
   }
 
   async now(): Promise<Date> {
@@ -65,22 +108,14 @@ export class MysqlStore implements Store {
     return decode.time(rows[0]!.now);
   }
 
-  subscribe(listener: StoreListener): () => void {
-    return this.bus.subscribe(listener);
-  }
-
   // ---- producers -----------------------------------------------------------
 
-  async insertTasks(params: { tasks: readonly NewTask[]; transaction?: unknown }): Promise<InsertTaskResult[]> {
-    if (params.tasks.length === 0) return [];
-    const results =
-      params.transaction === undefined || params.transaction === null
-        ? await this.db.transaction((conn) => insertTasks(this.db, conn, params.tasks))
-        : await this.db.onCallerConnection(callerConnection(params.transaction), (conn) => insertTasks(this.db, conn, params.tasks));
+  async insertTasks(params: { tasks: readonly NewTask[]; transaction?: MysqlTransaction }): Promise<InsertTaskResult[]> {
     // Inside a caller's transaction the rows are not visible yet; an early wake-up only costs the worker one empty claim.
-    const created = [...new Set(results.filter((r) => r.created).map((r) => r.task.taskType))];
-    if (created.length > 0) this.bus.publish({ kind: 'submitted', taskTypes: created });
-    return results;
+    if (params.transaction === undefined || params.transaction === null) {
+      return this.db.transaction((conn) => insertTasks(this.db, conn, params.tasks));
+    }
+    return this.db.onCallerConnection(callerConnection(params.transaction), (conn) => insertTasks(this.db, conn, params.tasks));
   }
 
   getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
@@ -95,24 +130,18 @@ export class MysqlStore implements Store {
     return this.db.run((conn) => reads.countByStatus(this.db, conn, params.scope, params.taskType));
   }
 
-  async changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
-    const results = await this.db.transaction((conn) => changeStatus(this.db, conn, params));
-    const cancelled = results.filter((r) => r.applied && r.status === 'CANCEL_REQUESTED').map((r) => r.id);
-    if (cancelled.length > 0) this.bus.publish({ kind: 'cancelRequested', taskIds: cancelled });
-    if (results.some((r) => r.applied && r.status === 'QUEUED')) this.bus.publish({ kind: 'submitted', taskTypes: [] });
-    return results;
+  changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
+    return this.db.transaction((conn) => changeStatus(this.db, conn, params));
   }
 
   // ---- workers -------------------------------------------------------------
 
   async claimTasks(params: ClaimParams): Promise<Task[]> {
-    if (params.limit <= 0 || params.taskTypes.length === 0) return [];
     this.claimLock ??= lockName('claim', await this.db.databaseName());
     return this.db.batchedTransaction((tx) => claim(tx, params, this.claimCaps), { lockName: this.claimLock, lockTimeoutSeconds: 5 });
   }
 
-  async renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {
-    if (params.leases.length === 0) return { renewed: [], cancelRequested: [], lost: [] };
+  renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {
     return this.db.transaction((conn) => renewLeases(this.db, conn, params.leases, params.leaseMs));
   }
 
@@ -120,28 +149,30 @@ export class MysqlStore implements Store {
     return this.db.run((conn) => saveProgress(this.db, conn, params.lease, params.progress));
   }
 
-  async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]> {
-    if (params.outcomes.length === 0) return [];
+  finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult> {
     return this.db.batchedTransaction((tx) => finishAttempts(tx, params.outcomes));
   }
 
-  async releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {
-    if (params.leases.length === 0) return 0;
-    const released = await this.db.transaction((conn) => releaseTasks(this.db, conn, params.leases));
-    if (released > 0) this.bus.publish({ kind: 'submitted', taskTypes: [] });
-    return released;
+  releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {
+    return this.db.transaction((conn) => releaseTasks(this.db, conn, params.leases));
   }
 
   async recover(params: { batchSize: number }): Promise<RecoveryResult> {
     if (!Number.isInteger(params.batchSize) || params.batchSize < 1) {
       throw new InvalidOptionsError('MysqlStore.recover', 'batchSize', `must be an integer ≥ 1, got ${String(params.batchSize)}`);
     }
-    const result = await recoverExpired(this.db, params.batchSize);
-    if (result.requeued + result.retriesDue > 0) this.bus.publish({ kind: 'submitted', taskTypes: [] });
-    return result;
+    return recoverExpired(this.db, params.batchSize);
   }
 
-  // ---- history -------------------------------------------------------------
+  registerWorker(params: { worker: WorkerRegistration }): Promise<void> {
+    return this.db.run((conn) => control.registerWorker(this.db, conn, params.worker));
+  }
+
+  async unregisterWorker(params: { workerId: string }): Promise<void> {
+    await this.db.run((conn) => this.db.exec(conn, 'DELETE FROM system_async_task_worker WHERE worker_id = ?', [params.workerId]));
+  }
+
+  // ---- control plane and history -------------------------------------------
 
   listAttempts(params: { taskId: string }): Promise<AttemptRecord[]> {
     return this.db.run((conn) => reads.listAttempts(this.db, conn, params.taskId));
@@ -159,13 +190,8 @@ export class MysqlStore implements Store {
     return this.db.run((conn) => reads.listDeadLetters(this.db, conn, params));
   }
 
-  // ---- control plane -------------------------------------------------------
-
-  async replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]> {
-    if (params.ids.length === 0) return [];
-    const results = await this.db.transaction((conn) => control.replayDeadLetters(this.db, conn, params.ids, params.scope));
-    if (results.some((r) => r.outcome === 'REPLAYED')) this.bus.publish({ kind: 'submitted', taskTypes: [] });
-    return results;
+  replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]> {
+    return this.db.transaction((conn) => control.replayDeadLetters(this.db, conn, params.ids, params.scope));
   }
 
   archiveDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<number> {
@@ -189,12 +215,8 @@ export class MysqlStore implements Store {
     return this.db.transaction((conn) => control.purgeTerminalTasks(this.db, conn, params.finishedBefore, params.batchSize));
   }
 
-  registerWorker(params: { worker: WorkerRegistration }): Promise<void> {
-    return this.db.run((conn) => control.registerWorker(this.db, conn, params.worker));
-  }
-
-  async unregisterWorker(params: { workerId: string }): Promise<void> {
-    await this.db.run((conn) => this.db.exec(conn, 'DELETE FROM system_async_task_worker WHERE worker_id = ?', [params.workerId]));
+  purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {
+    return this.db.run((conn) => control.purgeDeadLetters(this.db, conn, params.archivedBefore, params.batchSize));
   }
 
   listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]> {
@@ -210,8 +232,10 @@ export class MysqlStore implements Store {
   }
 }
 
+guardStore(MysqlStore);
+
 /** A caller's transaction: a mysql2 promise connection, or a callback one (we take its promise() face). */
-function callerConnection(transaction: unknown): Conn {
+function callerConnection(transaction: MysqlTransaction): Conn {
   const candidate = transaction as { query?: unknown; promise?: () => unknown } | null;
   if (candidate && typeof candidate.promise === 'function' && !isPromiseConnection(candidate)) return candidate.promise() as Conn;
   if (candidate && typeof candidate.query === 'function') return candidate as Conn;

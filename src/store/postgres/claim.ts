@@ -28,9 +28,10 @@
 import type { Task } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { ClaimParams } from '../types.js';
-import { run, type PgContext } from './context.js';
+import { run, type PgContext } from './connection.js';
 import { decodePostgres } from './encode.js';
-import { CLAIM_LOCK_SCOPE } from './schema.js';
+import { CLAIM_LOCK_SCOPE } from './migrations.js';
+import { CLAIMABLE_SQL, GLOBAL_POLICY_SQL, LEASED_SQL, STATUS_SQL, TYPE_POLICY_PREFIX_SQL } from '../rules/index.js';
 
 export function claimFunctionSql(ctx: PgContext): string {
   const { task, attempt, policy } = ctx.tables;
@@ -51,12 +52,12 @@ BEGIN
   PERFORM pg_advisory_xact_lock(${lockKey});
   -- After the wait: a lease must last leaseMs from when it is granted.
   v_now := clock_timestamp();
-  SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = 'GLOBAL';
+  SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = ${GLOBAL_POLICY_SQL};
   IF v_global_enabled IS FALSE THEN RETURN; END IF;
   RETURN QUERY
   WITH leased AS MATERIALIZED (
     -- One pass over the (small) leased partial index serves the global and every per-type count.
-    SELECT l.task_type, count(*) AS n FROM ${task} l WHERE l.status IN ('RUNNING', 'CANCEL_REQUESTED') GROUP BY l.task_type
+    SELECT l.task_type, count(*) AS n FROM ${task} l WHERE l.status IN ${LEASED_SQL} GROUP BY l.task_type
   ),
   global_room AS MATERIALIZED (
     SELECT GREATEST(0, LEAST(p_limit, COALESCE(v_global_cap, p_global) - COALESCE((SELECT sum(n) FROM leased), 0))) AS n
@@ -64,14 +65,14 @@ BEGIN
   wanted AS (
     SELECT w.task_type, COALESCE(p.max_concurrency, p_type_cap) - COALESCE(leased.n, 0) AS room
     FROM (SELECT DISTINCT unnest(p_types) AS task_type) w
-    LEFT JOIN ${policy} p ON p.policy_key = 'TYPE:' || w.task_type
+    LEFT JOIN ${policy} p ON p.policy_key = ${TYPE_POLICY_PREFIX_SQL} || w.task_type
     LEFT JOIN leased ON leased.task_type = w.task_type
     WHERE p.enabled IS NOT FALSE
   ),
   candidates AS (
     SELECT c.* FROM wanted CROSS JOIN LATERAL (
       SELECT t.id, t.priority, t.available_at, t.create_time FROM ${task} t
-      WHERE t.task_type = wanted.task_type AND t.status IN ('QUEUED', 'RETRY_WAIT')
+      WHERE t.task_type = wanted.task_type AND t.status IN ${CLAIMABLE_SQL}
         AND t.available_at <= v_now AND (t.deadline_at IS NULL OR t.deadline_at > v_now)
       ORDER BY t.priority DESC, t.available_at, t.create_time, t.id
       LIMIT GREATEST(0, LEAST(wanted.room, (SELECT n FROM global_room)))
@@ -83,7 +84,7 @@ BEGIN
     SELECT id FROM candidates ORDER BY priority DESC, available_at, create_time, id LIMIT (SELECT n FROM global_room)
   ),
   claimed AS (
-    UPDATE ${task} t SET status = 'RUNNING', lease_owner = p_worker,
+    UPDATE ${task} t SET status = ${STATUS_SQL.RUNNING}, lease_owner = p_worker,
       lease_until = v_now + p_lease_ms * interval '1 millisecond', attempt_count = t.attempt_count + 1,
       start_time = COALESCE(t.start_time, v_now), update_time = v_now
     -- = ANY(ARRAY(…)): a primary-key lookup whatever the planner guesses about chosen's size

@@ -7,13 +7,12 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
-import { run, type PgContext } from './context.js';
+import { run, type PgContext } from './connection.js';
 import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES } from './encode.js';
-
-const TERMINAL = `('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED')`;
+import { WAKE_ALL_PAYLOAD } from './wakeups.js';
+import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
 
 export async function replayDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope): Promise<ReplayResult[]> {
-  if (ids.length === 0) return [];
   const { task, deadLetter } = ctx.tables;
   const owner = scopeOwner(scope);
   const sql = `
@@ -28,9 +27,8 @@ eligible AS (
   WHERE l.replayed_at IS NULL AND l.archived_at IS NULL ORDER BY l.original_task_id, i.ord
 ),
 requeued AS (
-  UPDATE ${task} t SET status = 'QUEUED', attempt_base = t.attempt_count, available_at = now(), finish_time = NULL,
-    lease_owner = NULL, lease_until = NULL, update_time = now()
-  WHERE t.id = ANY (ARRAY(SELECT original_task_id FROM eligible)) AND t.status = 'FAILED'
+  UPDATE ${task} t SET ${replayAssignments('now()', 't.').join(', ')}
+  WHERE t.id = ANY (ARRAY(SELECT original_task_id FROM eligible)) AND t.status = ${REPLAYABLE_STATUS}
   RETURNING t.id
 ),
 marked AS (
@@ -38,7 +36,7 @@ marked AS (
   WHERE d.id = ANY (ARRAY(SELECT e.id FROM eligible e JOIN requeued r ON r.id = e.original_task_id))
   RETURNING d.id
 ),
-notified AS (SELECT pg_notify($3, '{"k":"s","t":[]}') FROM marked HAVING count(*) > 0)
+notified AS (SELECT pg_notify($3, '${WAKE_ALL_PAYLOAD}') FROM marked HAVING count(*) > 0)
 SELECT i.id,
   CASE WHEN l.id IS NULL THEN 'NOT_FOUND'
        WHEN l.replayed_at IS NOT NULL THEN 'ALREADY_REPLAYED'
@@ -57,14 +55,15 @@ LEFT JOIN marked m ON m.id = i.id
 LEFT JOIN ${task} t ON t.id = l.original_task_id
 CROSS JOIN (SELECT count(*) AS n FROM notified) AS note
 ORDER BY i.ord`;
-  const result = await run<{ id: string; outcome: ReplayResult['outcome']; task_id: string | null }>(
-    ctx.pool, 'replaying dead letters', sql, [[...ids], owner, ctx.channel],
-  );
+  const result = await run<{ id: string; outcome: ReplayResult['outcome']; task_id: string | null }>(ctx.pool, 'replaying dead letters', sql, [
+    [...ids],
+    owner,
+    ctx.channel,
+  ]);
   return result.rows.map((row) => ({ id: row.id, outcome: row.outcome, taskId: row.task_id }));
 }
 
 export async function archiveDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope): Promise<number> {
-  if (ids.length === 0) return 0;
   const result = await run(
     ctx.pool,
     'archiving dead letters',
@@ -111,7 +110,7 @@ export async function purgeTerminalTasks(ctx: PgContext, finishedBefore: Date, b
   const { task, attempt, failure, deadLetter } = ctx.tables;
   const sql = `
 WITH doomed AS MATERIALIZED (
-  SELECT id FROM ${task} WHERE finish_time IS NOT NULL AND finish_time < $1 AND status IN ${TERMINAL}
+  SELECT id FROM ${task} WHERE finish_time IS NOT NULL AND finish_time < $1 AND status IN ${TERMINAL_SQL}
   ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
 deleted AS (DELETE FROM ${task} t WHERE t.id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING t.id),
@@ -123,11 +122,27 @@ attempts AS (DELETE FROM ${attempt} a WHERE a.task_id = ANY (ARRAY(SELECT id FRO
 failures AS (DELETE FROM ${failure} f WHERE f.task_id = ANY (ARRAY(SELECT id FROM deleted)) RETURNING 1)
 SELECT (SELECT count(*) FROM deleted)::integer AS tasks, (SELECT count(*) FROM attempts)::integer AS attempts,
        (SELECT count(*) FROM failures)::integer AS failures, (SELECT count(*) FROM archived)::integer AS archived`;
-  const result = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(
-    ctx.pool, 'purging finished tasks', sql, [finishedBefore, batchSize],
-  );
+  const result = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(ctx.pool, 'purging finished tasks', sql, [
+    finishedBefore,
+    batchSize,
+  ]);
   const row = result.rows[0]!;
   return { tasks: row.tasks, attempts: row.attempts, failures: row.failures, deadLettersArchived: row.archived };
+}
+
+/** One batch of dead-letter cleanup; SKIP LOCKED lets two cleaners share the work. */
+export async function purgeDeadLetters(ctx: PgContext, archivedBefore: Date, batchSize: number): Promise<number> {
+  const { deadLetter } = ctx.tables;
+  const result = await run(
+    ctx.pool,
+    'purging archived dead letters',
+    `WITH doomed AS MATERIALIZED (
+       SELECT id FROM ${deadLetter} WHERE archived_at IS NOT NULL AND archived_at < $1 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
+     )
+     DELETE FROM ${deadLetter} d WHERE d.id = ANY (ARRAY(SELECT id FROM doomed))`,
+    [archivedBefore, batchSize],
+  );
+  return result.rowCount ?? 0;
 }
 
 export async function registerWorker(ctx: PgContext, worker: WorkerRegistration): Promise<void> {
@@ -162,7 +177,7 @@ export async function leasedCounts(ctx: PgContext): Promise<Record<string, numbe
   const result = await run<{ task_type: string; n: number }>(
     ctx.pool,
     'counting leases',
-    `SELECT task_type, count(*)::integer AS n FROM ${ctx.tables.task} WHERE status IN ('RUNNING', 'CANCEL_REQUESTED') GROUP BY task_type`,
+    `SELECT task_type, count(*)::integer AS n FROM ${ctx.tables.task} WHERE status IN ${LEASED_SQL} GROUP BY task_type`,
   );
   return Object.fromEntries(result.rows.map((row) => [row.task_type, row.n]));
 }
@@ -170,19 +185,23 @@ export async function leasedCounts(ctx: PgContext): Promise<Record<string, numbe
 export async function analysisData(ctx: PgContext, taskType: string, since: Date, sampleLimit: number): Promise<AnalysisData> {
   const { task, attempt, failure } = ctx.tables;
   const counts = await run<{ status: TaskStatus; n: number }>(
-    ctx.pool, 'analysing tasks',
-    `SELECT status, count(*)::integer AS n FROM ${task} WHERE task_type = $1 AND create_time > $2 GROUP BY status`, [taskType, since],
+    ctx.pool,
+    'analysing tasks',
+    `SELECT status, count(*)::integer AS n FROM ${task} WHERE task_type = $1 AND create_time > $2 GROUP BY status`,
+    [taskType, since],
   );
   const statusCounts = emptyStatusCounts();
   for (const row of counts.rows) if (isTaskStatus(row.status)) statusCounts[row.status] = row.n;
   const attempts = await run<Row>(
-    ctx.pool, 'analysing attempts',
+    ctx.pool,
+    'analysing attempts',
     `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM ${attempt} a JOIN ${task} t ON a.task_id = t.id
      WHERE t.task_type = $1 AND a.started_at > $2 AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT $3`,
     [taskType, since, sampleLimit],
   );
   const failures = await run<{ error_code: string; n: number }>(
-    ctx.pool, 'analysing failures',
+    ctx.pool,
+    'analysing failures',
     `SELECT f.error_code, count(*)::integer AS n FROM ${failure} f JOIN ${task} t ON f.task_id = t.id
      WHERE t.task_type = $1 AND f.failed_at > $2 GROUP BY f.error_code ORDER BY n DESC, f.error_code COLLATE "C" LIMIT 10`,
     [taskType, since],

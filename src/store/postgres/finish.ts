@@ -4,7 +4,7 @@
  * fence, updated by kind, and in the same statement their attempt rows are
  * closed, failure rows written (RETRY, FAILED) and dead letters made (FAILED).
  * An outcome whose fence no longer holds (the lease was lost) changes
- * nothing and answers false.
+ * nothing and answers false; one that made a dead letter answers its id.
  *
  * A task whose cancellation was requested cannot go back to waiting (the
  * transition table allows CANCEL_REQUESTED → CANCELLED, SUCCESS,
@@ -13,26 +13,42 @@
  */
 import type { TaskProgress } from '../../core/task.js';
 import { progressValues, taskFromRow, type Row } from '../rows.js';
-import type { AttemptOutcome, ClaimParams, FinishAndClaimResult } from '../types.js';
+import type { AttemptOutcome, ClaimParams, DeadLetterRef, FinishAndClaimResult, FinishResult } from '../types.js';
 import { claimTasks } from './claim.js';
-import { run, sql, type PgContext } from './context.js';
+import { run, sql, type PgContext } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
+import {
+  attemptOutcomeSql,
+  FAILURE_KINDS_SQL,
+  hasFailure,
+  lastErrorCodeSql,
+  isSuccess,
+  STATUS_SQL,
+  statusAfterOutcomeSql,
+  SUCCESS_KINDS_SQL,
+  TERMINAL_SQL,
+} from '../rules/index.js';
 
 /**
  * The statement, installed by migrate() as a function, so that one round
  * trip can write outcomes and then claim (finishAndClaimSql): a VOLATILE
  * function's queries see what the functions called before them in the same
  * statement wrote, so the claim counts the slots the outcomes freed.
+ * It answers one row per applied outcome: its ordinal, and the id of the
+ * dead letter it made (null unless the task ended FAILED: the id is drawn
+ * in the UPDATE's RETURNING, so the common path pays nothing for it).
+ * Named after what it returns: tasklease_finish (ordinals only) stays for
+ * processes of the previous release during a rolling upgrade.
  */
 export function finishFunctionSql(ctx: PgContext): string {
   const { task, attempt, failure, deadLetter } = ctx.tables;
   const uuid = `${ctx.schema}.tasklease_uuid_v7()`;
   return `
-CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_finish(
+CREATE OR REPLACE FUNCTION ${ctx.schema}.${FINISH_FUNCTION}(
   text[], text[], integer[], text[], text[], text[], boolean[], bigint[], bigint[], bigint[], bigint[], bigint[], text[],
   text[], text[], text[], boolean[], double precision[]
-) RETURNS SETOF bigint LANGUAGE plpgsql VOLATILE AS $finish$
+) RETURNS TABLE (ord bigint, dead_letter_id text) LANGUAGE plpgsql VOLATILE AS $finish$
 BEGIN
 RETURN QUERY
 WITH input AS MATERIALIZED (
@@ -45,11 +61,7 @@ WITH input AS MATERIALIZED (
 ),
 locked AS MATERIALIZED (
   SELECT i.*, t.id,
-    CASE WHEN i.kind IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN i.kind
-         WHEN t.status = 'CANCEL_REQUESTED' THEN 'CANCELLED'
-         WHEN i.kind = 'RETRY' THEN 'RETRY_WAIT'
-         WHEN i.kind = 'ABANDONED' THEN 'QUEUED'
-         ELSE i.kind END AS new_status
+    ${statusAfterOutcomeSql('i.kind', 't.status')} AS new_status
   FROM input i CROSS JOIN LATERAL (${fencedLookup(ctx, 'i')}) t
 ),
 updated AS (
@@ -57,11 +69,11 @@ updated AS (
     status = l.new_status,
     lease_owner = NULL,
     lease_until = NULL,
-    available_at = CASE WHEN l.new_status = 'RETRY_WAIT' THEN now() + l.delay_ms * interval '1 millisecond' ELSE t.available_at END,
-    finish_time = CASE WHEN l.new_status IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED') THEN now() ELSE t.finish_time END,
-    artifact_id = CASE WHEN l.kind IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN l.artifact_id ELSE t.artifact_id END,
-    result_json = CASE WHEN l.kind IN ('SUCCESS', 'PARTIAL_SUCCESS') THEN l.result_json ELSE t.result_json END,
-    last_error_code = CASE WHEN l.kind IN ('RETRY', 'FAILED') THEN l.error_code ELSE t.last_error_code END,
+    available_at = CASE WHEN l.new_status = ${STATUS_SQL.RETRY_WAIT} THEN now() + l.delay_ms * interval '1 millisecond' ELSE t.available_at END,
+    finish_time = CASE WHEN l.new_status IN ${TERMINAL_SQL} THEN now() ELSE t.finish_time END,
+    artifact_id = CASE WHEN l.kind IN ${SUCCESS_KINDS_SQL} THEN l.artifact_id ELSE t.artifact_id END,
+    result_json = CASE WHEN l.kind IN ${SUCCESS_KINDS_SQL} THEN l.result_json ELSE t.result_json END,
+    last_error_code = ${lastErrorCodeSql('l.kind', 'l.error_code', 't.last_error_code')},
     progress_total = CASE WHEN l.has_progress THEN l.p_total ELSE t.progress_total END,
     progress_processed = CASE WHEN l.has_progress THEN l.p_processed ELSE t.progress_processed END,
     progress_succeeded = CASE WHEN l.has_progress THEN l.p_succeeded ELSE t.progress_succeeded END,
@@ -73,32 +85,33 @@ updated AS (
   -- "AND t.id = ANY(ARRAY(…))" looks safer but re-sorts the whole array on every probe: quadratic.)
   FROM locked l WHERE t.id = l.id
   -- The payload only where a dead letter needs it: copying every payload through the CTE costs as much as it weighs.
-  RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, CASE WHEN t.status = 'FAILED' THEN t.payload_json END AS payload_json,
-    t.trace_id AS task_trace_id,
+  RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, CASE WHEN t.status = ${STATUS_SQL.FAILED} THEN t.payload_json END AS payload_json,
+    t.trace_id AS task_trace_id, CASE WHEN t.status = ${STATUS_SQL.FAILED} THEN ${uuid} END AS dead_letter_id,
     l.kind, l.ord, l.error_code, l.error_message, l.trace_id, l.retryable
 ),
 attempts AS (
   UPDATE ${attempt} a SET finished_at = now(),
-    outcome = CASE u.kind WHEN 'RETRY' THEN 'FAILED' ELSE u.kind END,
-    error_code = CASE WHEN u.kind IN ('RETRY', 'FAILED') THEN u.error_code END
+    outcome = ${attemptOutcomeSql('u.kind')},
+    error_code = CASE WHEN u.kind IN ${FAILURE_KINDS_SQL} THEN u.error_code END
   FROM (${attemptRowsSql(ctx, 'updated', 'attempt_count')}) u WHERE a.ctid = u.attempt_ctid
 ),
 failures AS (
   INSERT INTO ${failure} (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at)
   SELECT ${uuid}, u.id, u.attempt_count, u.error_code, u.error_message, u.trace_id, u.retryable, now()
-  FROM updated u WHERE u.kind IN ('RETRY', 'FAILED')
+  FROM updated u WHERE u.kind IN ${FAILURE_KINDS_SQL}
 ),
 dead AS (
   INSERT INTO ${deadLetter} (id, original_task_id, task_type, owner, payload_json, error_code, error_message, trace_id, attempt_count, moved_at)
-  SELECT ${uuid}, u.id, u.task_type, u.owner, u.payload_json, u.error_code, u.error_message, COALESCE(u.trace_id, u.task_trace_id),
+  SELECT u.dead_letter_id, u.id, u.task_type, u.owner, u.payload_json, u.error_code, u.error_message, COALESCE(u.trace_id, u.task_trace_id),
     u.attempt_count, now()
-  FROM updated u WHERE u.status = 'FAILED'
+  FROM updated u WHERE u.status = ${STATUS_SQL.FAILED}
 )
-SELECT updated.ord FROM updated;
+SELECT updated.ord, updated.dead_letter_id FROM updated;
 END
 $finish$;`;
 }
 
+const FINISH_FUNCTION = 'tasklease_finish_outcomes';
 const FINISH_ARGS = Array.from({ length: 18 }, (_, i) => `$${i + 1}`).join(', ');
 
 /**
@@ -108,27 +121,47 @@ const FINISH_ARGS = Array.from({ length: 18 }, (_, i) => `$${i + 1}`).join(', ')
  * columns when none was claimed; every row carries the applied ordinals.
  */
 function finishAndClaimSql(ctx: PgContext): string {
-  return `SELECT f.applied, c.* FROM (SELECT array_agg(o) AS applied FROM ${ctx.schema}.tasklease_finish(${FINISH_ARGS}) AS o) f
+  return `SELECT f.applied, f.dead_letters, c.* FROM (
+  SELECT array_agg(o.ord) AS applied, array_agg(o.ord || ':' || o.dead_letter_id) FILTER (WHERE o.dead_letter_id IS NOT NULL) AS dead_letters
+  FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o) f
 LEFT JOIN LATERAL ${ctx.schema}.tasklease_claim($19, $20, $21 + 0 * COALESCE(cardinality(f.applied), 0), $22, $23, $24) c ON true`;
 }
 
-export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptOutcome[]): Promise<boolean[]> {
-  if (outcomes.length === 0) return [];
+export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptOutcome[]): Promise<FinishResult> {
+  if (outcomes.length === 0) return { applied: [], deadLetters: [] };
   const { order, columns } = outcomeColumns(outcomes);
-  const text = sql(ctx, 'finish', () => `SELECT o AS ord FROM ${ctx.schema}.tasklease_finish(${FINISH_ARGS}) AS o`);
-  const result = await run<{ ord: string }>(ctx.pool, 'writing outcomes', text, columns, `${ctx.statementPrefix}finish`);
-  return appliedByInput(outcomes, order, result.rows.map((row) => row.ord));
+  const text = sql(ctx, 'finish', () => `SELECT o.ord, o.dead_letter_id FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o`);
+  const result = await run<{ ord: string; dead_letter_id: string | null }>(ctx.pool, 'writing outcomes', text, columns, `${ctx.statementPrefix}finish`);
+  const deadLetters = result.rows.flatMap((row) => (row.dead_letter_id === null ? [] : [deadLetterOf(outcomes, order, row.ord, row.dead_letter_id)]));
+  return {
+    applied: appliedByInput(
+      outcomes,
+      order,
+      result.rows.map((row) => row.ord),
+    ),
+    deadLetters,
+  };
 }
 
 export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptOutcome[], claim: ClaimParams): Promise<FinishAndClaimResult> {
-  if (outcomes.length === 0) return { applied: [], claimed: await claimTasks(ctx, claim) };
+  if (outcomes.length === 0) return { applied: [], deadLetters: [], claimed: await claimTasks(ctx, claim) };
   const { order, columns } = outcomeColumns(outcomes);
   const params = [...columns, claim.workerId, claim.taskTypes, Math.max(0, claim.limit), claim.leaseMs, claim.globalConcurrency, claim.typeConcurrency];
-  const result = await run<Row>(ctx.pool, 'writing outcomes and claiming', sql(ctx, 'finish_claim', finishAndClaimSql), params,
-    `${ctx.statementPrefix}finish_claim`);
+  const result = await run<Row>(
+    ctx.pool,
+    'writing outcomes and claiming',
+    sql(ctx, 'finish_claim', finishAndClaimSql),
+    params,
+    `${ctx.statementPrefix}finish_claim`,
+  );
   const ords = (result.rows[0]?.applied as string[] | null | undefined) ?? [];
+  const letters = (result.rows[0]?.dead_letters as string[] | null | undefined) ?? [];
   return {
     applied: appliedByInput(outcomes, order, ords),
+    deadLetters: letters.map((entry) => {
+      const colon = entry.indexOf(':');
+      return deadLetterOf(outcomes, order, entry.slice(0, colon), entry.slice(colon + 1));
+    }),
     claimed: result.rows.filter((row) => row.id !== null).map((row) => taskFromRow(row, decodePostgres)),
   };
 }
@@ -147,6 +180,11 @@ function appliedByInput(outcomes: readonly AttemptOutcome[], order: number[], or
   return outcomes.map((_, index) => applied.has(index));
 }
 
+/** The dead letter of the outcome at ordinal `ord` (1-based, in the sorted order). */
+function deadLetterOf(outcomes: readonly AttemptOutcome[], order: number[], ord: string | number, deadLetterId: string): DeadLetterRef {
+  return { taskId: outcomes[order[Number(ord) - 1]!]!.lease.taskId, deadLetterId };
+}
+
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
@@ -154,8 +192,8 @@ function compareText(a: string, b: string): number {
 /** One outcome as the 18 column values of finishSql's unnest, in order. */
 function outcomeRow(outcome: AttemptOutcome): unknown[] {
   const { lease } = outcome;
-  const success = outcome.kind === 'SUCCESS' || outcome.kind === 'PARTIAL_SUCCESS';
-  const failure = outcome.kind === 'RETRY' || outcome.kind === 'FAILED' ? outcome.failure : null;
+  const success = isSuccess(outcome);
+  const failure = hasFailure(outcome) ? outcome.failure : null;
   return [
     lease.taskId,
     lease.workerId,

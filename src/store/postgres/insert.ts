@@ -15,9 +15,11 @@ import { StoreError } from '../../core/errors.js';
 import type { NewTask, Task } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { InsertTaskResult } from '../types.js';
-import { run, sql, type PgContext, type Queryable } from './context.js';
+import { run, sql, type PgContext, type Queryable } from './connection.js';
 import { checkNewTask, decodePostgres, storableJson } from './encode.js';
-import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './listener.js';
+import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './wakeups.js';
+import { TaskStatus } from '../../core/status.js';
+import { STATUS_SQL } from '../rules/index.js';
 
 const MAX_ROUNDS = 3;
 
@@ -26,14 +28,22 @@ export async function insertTasks(ctx: PgContext, tasks: readonly NewTask[], on:
   const results = new Array<InsertTaskResult | undefined>(tasks.length);
   let pending = tasks.map((task, index) => ({ task, index }));
   for (let round = 0; round < MAX_ROUNDS && pending.length > 0; round += 1) {
-    const created = await insertBatch(ctx, on, pending.map((p) => p.task));
+    const created = await insertBatch(
+      ctx,
+      on,
+      pending.map((p) => p.task),
+    );
     const missing = pending.filter((p) => {
       const row = created.get(p.task.id);
       if (row) results[p.index] = { task: row, created: true };
       return !row;
     });
     if (missing.length === 0) break;
-    const existing = await findByIdempotencyKey(ctx, on, missing.map((p) => p.task));
+    const existing = await findByIdempotencyKey(
+      ctx,
+      on,
+      missing.map((p) => p.task),
+    );
     pending = missing.filter((p) => {
       const row = existing.get(keyOf(p.task));
       if (row) results[p.index] = { task: row, created: false };
@@ -49,8 +59,19 @@ export async function insertTasks(ctx: PgContext, tasks: readonly NewTask[], on:
 async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTask[]): Promise<Map<string, Task>> {
   const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], []];
   for (const t of tasks) {
-    const values = [t.id, t.taskType, storableJson(t.payloadJson), t.priority, t.delayMs, t.availableAt, t.deadlineAt, t.maxAttempts,
-      t.owner, t.idempotencyKey, t.traceId];
+    const values = [
+      t.id,
+      t.taskType,
+      storableJson(t.payloadJson),
+      t.priority,
+      t.delayMs,
+      t.availableAt,
+      t.deadlineAt,
+      t.maxAttempts,
+      t.owner,
+      t.idempotencyKey,
+      t.traceId,
+    ];
     values.forEach((value, i) => columns[i]!.push(value));
   }
   if (!tasks.some((t) => t.idempotencyKey !== null)) {
@@ -66,19 +87,40 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
   const result = await run<Row>(on, 'inserting tasks', text, [...columns, ctx.channel], `${ctx.statementPrefix}insert`);
   // Only the database's own values come back (its clock); the rest of each new row is what we sent.
   const byId = new Map(tasks.map((t) => [t.id, t]));
-  return new Map(result.rows.map((row) => {
-    const input = byId.get(String(row.id))!;
-    return [input.id, newTaskRow(input, decodePostgres.time(row.available_at), decodePostgres.time(row.create_time))];
-  }));
+  return new Map(
+    result.rows.map((row) => {
+      const input = byId.get(String(row.id))!;
+      return [input.id, newTaskRow(input, decodePostgres.time(row.available_at), decodePostgres.time(row.create_time))];
+    }),
+  );
 }
 
 /** The Task a fresh insert made, without reading the row back. */
 function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
   return {
-    id: input.id, taskType: input.taskType, status: 'QUEUED', priority: input.priority, payload: JSON.parse(input.payloadJson) as unknown,
-    availableAt, deadlineAt: input.deadlineAt, leaseOwner: null, leaseUntil: null, attemptCount: 0, attemptBase: 0,
-    maxAttempts: input.maxAttempts, artifactId: null, owner: input.owner, idempotencyKey: input.idempotencyKey, progress: null,
-    result: null, lastErrorCode: null, traceId: input.traceId, createdAt, updatedAt: createdAt, startedAt: null, finishedAt: null,
+    id: input.id,
+    taskType: input.taskType,
+    status: TaskStatus.QUEUED,
+    priority: input.priority,
+    payload: JSON.parse(input.payloadJson) as unknown,
+    availableAt,
+    deadlineAt: input.deadlineAt,
+    leaseOwner: null,
+    leaseUntil: null,
+    attemptCount: 0,
+    attemptBase: 0,
+    maxAttempts: input.maxAttempts,
+    artifactId: null,
+    owner: input.owner,
+    idempotencyKey: input.idempotencyKey,
+    progress: null,
+    result: null,
+    lastErrorCode: null,
+    traceId: input.traceId,
+    createdAt,
+    updatedAt: createdAt,
+    startedAt: null,
+    finishedAt: null,
   };
 }
 
@@ -94,7 +136,7 @@ WITH input AS (
 inserted AS (
   INSERT INTO ${task} (id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
                        max_attempts, owner, idempotency_key, trace_id, create_time, update_time)
-  SELECT id, task_type, 'QUEUED', priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
+  SELECT id, task_type, ${STATUS_SQL.QUEUED}, priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
          deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, now(), now()
   FROM input ORDER BY ord
   ${keyed ? "ON CONFLICT (task_type, COALESCE(owner, ''), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING" : ''}
@@ -104,11 +146,13 @@ notified AS (
   SELECT pg_notify($12, CASE WHEN octet_length(payload) > ${MAX_NOTIFY_BYTES} THEN '${WAKE_ALL_PAYLOAD}' ELSE payload END)
   FROM (SELECT json_build_object('k', 's', 't', array_agg(DISTINCT task_type))::text AS payload FROM inserted HAVING count(*) > 0) AS created
 )
-${keyed
-  // Joining the one-row aggregate makes the NOTIFY run whenever a row was inserted.
-  ? 'SELECT inserted.*, note.n AS notified FROM inserted LEFT JOIN (SELECT count(*) AS n FROM notified) AS note ON true'
-  // now() is the create_time of every row.
-  : 'SELECT now() AS create_time, (SELECT count(*) FROM notified) AS notified'}`;
+${
+  keyed
+    ? // Joining the one-row aggregate makes the NOTIFY run whenever a row was inserted.
+      'SELECT inserted.*, note.n AS notified FROM inserted LEFT JOIN (SELECT count(*) AS n FROM notified) AS note ON true'
+    : // now() is the create_time of every row.
+      'SELECT now() AS create_time, (SELECT count(*) FROM notified) AS notified'
+}`;
 }
 
 async function findByIdempotencyKey(ctx: PgContext, on: Queryable, tasks: readonly NewTask[]): Promise<Map<string, Task>> {

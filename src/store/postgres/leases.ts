@@ -17,8 +17,9 @@
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
 import type { RenewResult } from '../types.js';
-import { run, sql, type PgContext } from './context.js';
+import { run, sql, type PgContext } from './connection.js';
 import { storableMessage } from './encode.js';
+import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
 /** The task row of input row `alias` (columns task_id, worker_id, attempt), if its lease still holds; locked. */
 export function fencedLookup(ctx: PgContext, alias: string): string {
@@ -30,7 +31,7 @@ export function fencedLookup(ctx: PgContext, alias: string): string {
       SELECT t.id, t.status, t.lease_owner, t.attempt_count FROM ${ctx.tables.task} t
       WHERE t.id = ${alias}.task_id OFFSET 0 FOR UPDATE
     ) l
-    WHERE l.lease_owner = ${alias}.worker_id AND l.attempt_count = ${alias}.attempt AND l.status IN ('RUNNING', 'CANCEL_REQUESTED')`;
+    WHERE l.lease_owner = ${alias}.worker_id AND l.attempt_count = ${alias}.attempt AND l.status IN ${LEASED_SQL}`;
 }
 
 /** The leases as unnest($1 ids, $2 workers, $3 attempts), each fenced and locked in input order. */
@@ -71,8 +72,6 @@ export function leaseArrays(leases: readonly Lease[]): [string[], string[], numb
 }
 
 export async function renewLeases(ctx: PgContext, leases: readonly Lease[], leaseMs: number): Promise<RenewResult> {
-  const result: RenewResult = { renewed: [], cancelRequested: [], lost: [] };
-  if (leases.length === 0) return result;
   const text = sql(
     ctx,
     'renew',
@@ -82,21 +81,13 @@ FROM locked WHERE t.id = locked.id
 RETURNING t.id, t.status, t.lease_owner, t.attempt_count`,
   );
   const updated = await run<{ id: string; status: string; lease_owner: string; attempt_count: number }>(
-    ctx.pool, 'renewing leases', text, [...leaseArrays(leases), leaseMs], `${ctx.statementPrefix}renew`,
+    ctx.pool,
+    'renewing leases',
+    text,
+    [...leaseArrays(leases), leaseMs],
+    `${ctx.statementPrefix}renew`,
   );
-  // Keyed by the whole lease: a stranger asking about the same task id must not be told it holds it.
-  const status = new Map(updated.rows.map((row) => [leaseKey(row.id, row.lease_owner, row.attempt_count), row.status]));
-  for (const lease of leases) {
-    const now = status.get(leaseKey(lease.taskId, lease.workerId, lease.attempt));
-    if (now === undefined) result.lost.push(lease.taskId);
-    else if (now === 'CANCEL_REQUESTED') result.cancelRequested.push(lease.taskId);
-    else result.renewed.push(lease.taskId);
-  }
-  return result;
-}
-
-function leaseKey(taskId: string, workerId: string, attempt: number): string {
-  return JSON.stringify([taskId, workerId, attempt]);
+  return renewalAnswer(leases, new Map(updated.rows.map((row) => [leaseKey(row.id, row.lease_owner, row.attempt_count), row.status])));
 }
 
 export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskProgress): Promise<boolean> {
@@ -107,7 +98,7 @@ export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskP
     'saving progress',
     `UPDATE ${ctx.tables.task} SET progress_total = $4, progress_processed = $5, progress_succeeded = $6, progress_failed = $7,
        progress_skipped = $8, progress_message = $9, update_time = now()
-     WHERE id = $1 AND lease_owner = $2 AND attempt_count = $3 AND status IN ('RUNNING', 'CANCEL_REQUESTED')`,
+     WHERE id = $1 AND lease_owner = $2 AND attempt_count = $3 AND status IN ${LEASED_SQL}`,
     [lease.taskId, lease.workerId, lease.attempt, ...values],
     `${ctx.statementPrefix}progress`,
   );
@@ -116,22 +107,20 @@ export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskP
 
 /** Never-started prefetched tasks go back as if never claimed (a cancel request turns them CANCELLED). */
 export async function releaseTasks(ctx: PgContext, leases: readonly Lease[]): Promise<number> {
-  if (leases.length === 0) return 0;
-  const text = sql(ctx, 'release', () => `WITH ${lockLeasesSql(ctx)},
+  const text = sql(
+    ctx,
+    'release',
+    () => `WITH ${lockLeasesSql(ctx)},
 released AS (
-  UPDATE ${ctx.tables.task} t SET
-    status = CASE t.status WHEN 'CANCEL_REQUESTED' THEN 'CANCELLED' ELSE 'QUEUED' END,
-    finish_time = CASE t.status WHEN 'CANCEL_REQUESTED' THEN now() ELSE NULL END,
-    lease_owner = NULL, lease_until = NULL, attempt_count = t.attempt_count - 1,
-    start_time = CASE WHEN t.attempt_count - 1 = t.attempt_base THEN NULL ELSE t.start_time END,
-    update_time = now()
+  UPDATE ${ctx.tables.task} t SET ${releaseAssignments('now()', 't.').join(', ')}
   FROM locked WHERE t.id = locked.id
   RETURNING t.id, locked.attempt
 ),
 dropped AS (
   DELETE FROM ${ctx.tables.attempt} a USING (${attemptRowsSql(ctx, 'released', 'attempt')}) r WHERE a.ctid = r.attempt_ctid
 )
-SELECT count(*)::integer AS n FROM released`);
+SELECT count(*)::integer AS n FROM released`,
+  );
   const result = await run<{ n: number }>(ctx.pool, 'releasing tasks', text, leaseArrays(leases));
   return result.rows[0]?.n ?? 0;
 }

@@ -1,88 +1,201 @@
 /**
- * Creates or upgrades the schema. Several processes may start at once: a
- * session advisory lock (keyed by schema) lets one migrate while the others
- * wait, then find nothing left to do. Each version applies in its own
- * transaction together with its row in tasklease_migrations, so a crash
- * mid-way leaves the schema at a whole version.
+ * PostgreSQL schema, versioned. It mirrors the SQLite schema
+ * (../sqlite/migrations.ts) column for column and index for index, with
+ * PostgreSQL types: timestamptz times, boolean flags, text ids (UUIDv7 made
+ * by the client). payload_json and result_json are text, not jsonb, on
+ * purpose: the payload must come back exactly as submitted, and jsonb would
+ * reorder keys, drop duplicates and reject \u0000 escapes; the seed's
+ * diagnostic SQL can still read it as `payload_json::jsonb`.
+ *
+ * Everything lives in one schema (default `tasklease`), passed in as an
+ * already-validated, quoted identifier.
  */
-import { ErrorCode, TaskLeaseError } from '../../core/errors.js';
-import { claimFunctionSql } from './claim.js';
-import { finishFunctionSql } from './finish.js';
-import { run, type PgContext } from './context.js';
-import { mapPgError } from './errors.js';
-import { MIGRATE_LOCK_SCOPE, PG_MIGRATIONS } from './schema.js';
-
-export async function migrate(ctx: PgContext): Promise<void> {
-  let client;
-  try {
-    client = await ctx.pool.connect();
-  } catch (error) {
-    throw mapPgError(error, 'connecting to migrate');
-  }
-  let broken = false;
-  try {
-    await run(client, 'taking the migration lock', 'SELECT pg_advisory_lock(hashtextextended($1, 0))', [MIGRATE_LOCK_SCOPE + ctx.schemaName]);
-    try {
-      await applyMigrations(ctx, client);
-    } finally {
-      await run(client, 'releasing the migration lock', 'SELECT pg_advisory_unlock(hashtextextended($1, 0))', [MIGRATE_LOCK_SCOPE + ctx.schemaName]);
-    }
-  } catch (error) {
-    // A session lock must never go back to the pool: drop the connection when unsure.
-    broken = true;
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+export interface PgMigration {
+  version: number;
+  name: string;
+  sql: (schema: string) => string;
 }
 
-async function applyMigrations(ctx: PgContext, client: import('pg').PoolClient): Promise<void> {
-  await run(client, 'creating the schema', `CREATE SCHEMA IF NOT EXISTS ${ctx.schema}`);
-  await run(
-    client,
-    'creating the migrations table',
-    `CREATE TABLE IF NOT EXISTS ${ctx.tables.migrations} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-  );
-  const current = await schemaVersionOn(ctx, client);
-  const latest = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version;
-  if (current > latest) {
-    throw new TaskLeaseError(
-      ErrorCode.SCHEMA_MISMATCH,
-      `schema ${ctx.schemaName} is at version ${current}, newer than this tasklease knows (${latest}): upgrade tasklease`,
-    );
-  }
-  for (const migration of PG_MIGRATIONS) {
-    if (migration.version <= current) continue;
-    await inTransaction(client, `applying migration ${migration.version} (${migration.name})`, async () => {
-      await run(client, `applying migration ${migration.version}`, migration.sql(ctx.schema));
-      await run(client, 'recording the migration', `INSERT INTO ${ctx.tables.migrations} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
-    });
-  }
-  // Repeatable: the claim and outcome functions always match this code (CREATE OR REPLACE under the lock).
-  await run(client, 'installing the claim function', claimFunctionSql(ctx));
-  await run(client, 'installing the outcome function', finishFunctionSql(ctx));
-}
+/** Advisory lock keys are derived from these plus the schema name, so two schemas never contend. */
+export const CLAIM_LOCK_SCOPE = 'tasklease.claim:';
+export const MIGRATE_LOCK_SCOPE = 'tasklease.migrate:';
 
-export async function schemaVersion(ctx: PgContext): Promise<number> {
-  return schemaVersionOn(ctx, ctx.pool);
-}
+export const PG_MIGRATIONS: readonly PgMigration[] = [
+  {
+    version: 1,
+    name: 'initial schema',
+    sql: (s) => `
+CREATE TABLE ${s}.system_async_task (
+  id text PRIMARY KEY,
+  task_type text NOT NULL,
+  status text NOT NULL,
+  priority integer NOT NULL DEFAULT 0,
+  payload_json text NOT NULL,
+  available_at timestamptz NOT NULL,
+  deadline_at timestamptz,
+  lease_owner text,
+  lease_until timestamptz,
+  attempt_count integer NOT NULL DEFAULT 0,
+  attempt_base integer NOT NULL DEFAULT 0,
+  max_attempts integer NOT NULL,
+  artifact_id text,
+  owner text,
+  idempotency_key text,
+  progress_total bigint,
+  progress_processed bigint,
+  progress_succeeded bigint,
+  progress_failed bigint,
+  progress_skipped bigint,
+  progress_message text,
+  result_json text,
+  last_error_code text,
+  trace_id text,
+  create_time timestamptz NOT NULL,
+  update_time timestamptz NOT NULL,
+  -- start_time / finish_time (not started_at / finished_at, as in the attempt table): the seed's
+  -- analyze-performance.sh joins both tables and names those columns unqualified.
+  start_time timestamptz,
+  finish_time timestamptz
+);
+-- A queue table churns: every claim and finish leaves a dead row version and
+-- dead entries at the head of the claim index, which each claim walks past
+-- until vacuum removes them (bench/claim-index-probe.sql). Vacuum it after 1 %
+-- of its rows changed instead of PostgreSQL's default 20 %.
+ALTER TABLE ${s}.system_async_task SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 5000,
+  autovacuum_vacuum_cost_delay = 1, autovacuum_analyze_scale_factor = 0.02);
+-- Only claimable rows, per type in claim order (id last: a total order that
+-- matches creation order for a batch sharing one create_time). Finished rows
+-- stay in the table for the seed's queries but cost the claim nothing.
+CREATE INDEX ix_system_async_task_claim ON ${s}.system_async_task (task_type, priority DESC, available_at, create_time, id)
+  WHERE status IN ('QUEUED', 'RETRY_WAIT');
+-- Leased rows: limit counting per type and the expired-lease sweep.
+CREATE INDEX ix_system_async_task_leased ON ${s}.system_async_task (task_type, lease_until)
+  WHERE status IN ('RUNNING', 'CANCEL_REQUESTED');
+CREATE UNIQUE INDEX ux_system_async_task_idempotency ON ${s}.system_async_task (task_type, COALESCE(owner, ''), idempotency_key)
+  WHERE idempotency_key IS NOT NULL;
+-- Every status change rewrites the row and adds an entry to every index whose
+-- predicate the new row meets (the status is in their predicates, so no update
+-- is HOT): each index here costs every claim and every finish. Hence no
+-- (task_type, status) or finish_time index — per-type counts and cleanup
+-- walk the primary key (UUIDv7: creation order) instead — and the owner
+-- index holds only owned tasks.
+CREATE INDEX ix_system_async_task_owner ON ${s}.system_async_task (owner, id) WHERE owner IS NOT NULL;
+-- PostgreSQL only, both tiny: the sweep finds overdue waiting tasks and due
+-- retries without walking the whole claimable set.
+CREATE INDEX ix_system_async_task_deadline ON ${s}.system_async_task (deadline_at)
+  WHERE status IN ('QUEUED', 'RETRY_WAIT') AND deadline_at IS NOT NULL;
+CREATE INDEX ix_system_async_task_retry_due ON ${s}.system_async_task (available_at) WHERE status = 'RETRY_WAIT';
 
-async function schemaVersionOn(ctx: PgContext, on: Pick<import('pg').ClientBase, 'query'>): Promise<number> {
-  const exists = await run<{ present: boolean }>(on, 'reading the schema version', 'SELECT to_regclass($1) IS NOT NULL AS present', [
-    `${ctx.schema}.tasklease_migrations`,
-  ]);
-  if (!exists.rows[0]?.present) return 0;
-  const result = await run<{ v: number | null }>(on, 'reading the schema version', `SELECT max(version) AS v FROM ${ctx.tables.migrations}`);
-  return result.rows[0]?.v ?? 0;
-}
+CREATE TABLE ${s}.system_async_task_attempt (
+  task_id text NOT NULL,
+  attempt integer NOT NULL,
+  worker_id text NOT NULL,
+  started_at timestamptz NOT NULL,
+  finished_at timestamptz,
+  outcome text,
+  error_code text,
+  PRIMARY KEY (task_id, attempt)
+-- Room on each page so that closing an attempt (no indexed column changes) is a HOT update.
+) WITH (fillfactor = 70);
+CREATE INDEX ix_system_async_task_attempt_started ON ${s}.system_async_task_attempt (started_at);
 
-async function inTransaction(client: import('pg').PoolClient, action: string, body: () => Promise<void>): Promise<void> {
-  await run(client, action, 'BEGIN');
-  try {
-    await body();
-    await run(client, action, 'COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  }
-}
+CREATE TABLE ${s}.system_async_task_failure (
+  id text PRIMARY KEY,
+  task_id text NOT NULL,
+  attempt integer NOT NULL,
+  error_code text NOT NULL,
+  error_message text NOT NULL,
+  trace_id text,
+  retryable boolean NOT NULL,
+  failed_at timestamptz NOT NULL
+);
+CREATE INDEX ix_system_async_task_failure_task ON ${s}.system_async_task_failure (task_id, failed_at);
+CREATE INDEX ix_system_async_task_failure_failed ON ${s}.system_async_task_failure (failed_at);
+
+CREATE TABLE ${s}.system_async_task_dead_letter (
+  id text PRIMARY KEY,
+  original_task_id text NOT NULL,
+  task_type text NOT NULL,
+  owner text,
+  payload_json text NOT NULL,
+  error_code text NOT NULL,
+  error_message text NOT NULL,
+  trace_id text,
+  attempt_count integer NOT NULL,
+  moved_at timestamptz NOT NULL,
+  replayed_at timestamptz,
+  replay_task_id text,
+  archived_at timestamptz
+);
+CREATE INDEX ix_system_async_task_dead_letter_moved ON ${s}.system_async_task_dead_letter (task_type, moved_at);
+CREATE INDEX ix_system_async_task_dead_letter_task ON ${s}.system_async_task_dead_letter (original_task_id);
+
+CREATE TABLE ${s}.system_async_task_policy (
+  policy_key text PRIMARY KEY,
+  task_type text,
+  max_concurrency integer,
+  max_attempts integer,
+  retry_base_delay_ms bigint,
+  enabled boolean NOT NULL DEFAULT true,
+  update_time timestamptz NOT NULL
+);
+
+-- Ids for rows the database writes on its own (failures, dead letters):
+-- UUIDv7 text, like the client's, so they sort by time.
+CREATE FUNCTION ${s}.tasklease_uuid_v7() RETURNS text LANGUAGE sql VOLATILE AS $fn$
+  SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+    PLACING substring(int8send((extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3) FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid::text
+$fn$;
+`,
+  },
+  {
+    version: 2,
+    name: 'worker registry',
+    sql: (s) => `
+CREATE TABLE ${s}.system_async_task_worker (
+  worker_id text PRIMARY KEY,
+  host text NOT NULL,
+  pid integer NOT NULL,
+  task_types text NOT NULL,
+  concurrency integer NOT NULL,
+  started_at timestamptz NOT NULL,
+  last_seen_at timestamptz NOT NULL
+);
+`,
+  },
+  {
+    version: 3,
+    name: 'outcome function',
+    // Outcomes are written by tasklease_finish, which every migrate() installs (with tasklease_claim,
+    // migrations.ts). No table changes: the version tells a database migrated by older code — without
+    // the function — from one this code can work with (health reports the mismatch).
+    sql: () => 'SELECT 1',
+  },
+  {
+    version: 4,
+    name: 'api tokens',
+    // The HTTP server's tokens (src/store/tokens.ts): only the SHA-256 of each secret is kept.
+    sql: (s) => `
+CREATE TABLE ${s}.system_async_task_api_token (
+  id text PRIMARY KEY,
+  name text NOT NULL,
+  role text NOT NULL,
+  owner text,
+  token_hash text NOT NULL UNIQUE,
+  created_at timestamptz NOT NULL,
+  expires_at timestamptz,
+  revoked_at timestamptz,
+  last_used_at timestamptz
+);
+`,
+  },
+  {
+    version: 5,
+    name: 'outcome function naming dead letters',
+    // Outcomes are now written by tasklease_finish_outcomes (it answers the dead letter each failure for
+    // good made), which every migrate() installs. No table changes: the version tells a database whose
+    // functions predate it, so health reports the mismatch until migrate() runs. tasklease_finish stays
+    // for processes of the previous release during a rolling upgrade.
+    sql: () => 'SELECT 1',
+  },
+];

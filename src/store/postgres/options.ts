@@ -31,6 +31,19 @@ export interface PostgresStoreOptions {
    * tell which process holds what. Default 'tasklease'.
    */
   applicationName?: string;
+  /**
+   * Milliseconds to wait for a connection to be established (TCP, TLS and
+   * startup), for the pool the store creates and its LISTEN connection; past
+   * it a call fails with StoreConnectTimeoutError (STORE_CONNECT_TIMEOUT)
+   * naming the host. Default 10000.
+   */
+  connectTimeoutMs?: number;
+  /**
+   * statement_timeout of the store's own connections: a statement running
+   * longer is cancelled by the server (STORE_STATEMENT_TIMEOUT). 0: none.
+   * Default 30000. Not applied to a `pool` you pass (set it on that pool).
+   */
+  statementTimeoutMs?: number;
   /** Not supported: PostgreSQL judges every time by the database clock (now()). */
   clock?: never;
 }
@@ -41,13 +54,20 @@ export interface ResolvedPostgresOptions {
   ownsPool: boolean;
   /** What the dedicated LISTEN connection connects with. */
   clientConfig: pg.ClientConfig;
+  /** The server as host:port/database, for messages (never a password). */
+  serverLabel: string;
+  connectTimeoutMs: number;
 }
 
 const COMPONENT = 'PostgresStore';
-const KNOWN = ['connectionString', 'pool', 'schema', 'poolSize', 'applicationName', 'clock'] as const;
+const KNOWN = ['connectionString', 'pool', 'schema', 'poolSize', 'applicationName', 'connectTimeoutMs', 'statementTimeoutMs', 'clock'] as const;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/i;
 export const DEFAULT_SCHEMA = 'tasklease';
 export const DEFAULT_POOL_SIZE = 10;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
+/** Dead peers are found by TCP keepalive probes after this much silence. */
+const KEEPALIVE_DELAY_MS = 10_000;
 
 export function resolvePostgresOptions(input: PostgresStoreOptions | undefined): ResolvedPostgresOptions {
   const options = input ?? {};
@@ -62,6 +82,11 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
   const prefix = options.applicationName ?? 'tasklease';
   checkString(COMPONENT, 'applicationName', prefix, { minLength: 1, maxLength: 40 });
   if (!/^[\x20-\x7e]+$/.test(prefix)) throw new InvalidOptionsError(COMPONENT, 'applicationName', 'must be printable ASCII');
+  const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  checkInteger(COMPONENT, 'connectTimeoutMs', connectTimeoutMs, { min: 1, max: 600_000 });
+  const statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
+  checkInteger(COMPONENT, 'statementTimeoutMs', statementTimeoutMs, { min: 0, max: 86_400_000 });
+  const timeouts = { connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS };
   if (options.pool !== undefined) {
     if (options.connectionString !== undefined) throw new InvalidOptionsError(COMPONENT, 'pool', 'cannot be given together with connectionString');
     if (options.poolSize !== undefined) throw new InvalidOptionsError(COMPONENT, 'poolSize', 'applies only to the pool the store creates, not to `pool`');
@@ -69,18 +94,25 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
       throw new InvalidOptionsError(COMPONENT, 'pool', 'must be a pg.Pool');
     }
     const poolOptions = (options.pool as pg.Pool & { options?: pg.PoolConfig }).options ?? {};
-    return { schema, pool: options.pool, ownsPool: false, clientConfig: listenerConfig(poolOptions, schema, prefix) };
+    const clientConfig = { ...timeouts, ...listenerConfig(poolOptions, schema, prefix) };
+    return { schema, pool: options.pool, ownsPool: false, clientConfig, serverLabel: serverLabel(poolOptions), connectTimeoutMs };
   }
   const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
   checkInteger(COMPONENT, 'poolSize', poolSize, { min: 1, max: 1000 });
   const base: pg.ClientConfig = options.connectionString !== undefined ? { connectionString: options.connectionString } : {};
-  const pool = new pg.Pool({ ...base, max: poolSize, application_name: applicationName('pool', schema, prefix) });
-  return { schema, pool, ownsPool: true, clientConfig: listenerConfig(base, schema, prefix) };
+  const statementTimeout = statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {};
+  const pool = new pg.Pool({ ...base, ...timeouts, ...statementTimeout, max: poolSize, application_name: applicationName('pool', schema, prefix) });
+  const clientConfig = { ...timeouts, ...listenerConfig(base, schema, prefix) };
+  return { schema, pool, ownsPool: true, clientConfig, serverLabel: serverLabel(base), connectTimeoutMs };
 }
 
 export function checkSchemaName(schema: unknown): asserts schema is string {
   if (typeof schema !== 'string' || !SCHEMA_NAME.test(schema)) {
-    throw new InvalidOptionsError(COMPONENT, 'schema', `must match ${String(SCHEMA_NAME)} (letters, digits, underscore; at most 63), got ${JSON.stringify(schema)}`);
+    throw new InvalidOptionsError(
+      COMPONENT,
+      'schema',
+      `must match ${String(SCHEMA_NAME)} (letters, digits, underscore; at most 63), got ${JSON.stringify(schema)}`,
+    );
   }
 }
 
@@ -100,6 +132,24 @@ function listenerConfig(base: pg.ClientConfig, schema: string, prefix: string): 
   const config: pg.ClientConfig = { connectionString, host, port, user, password, database, ssl, keepAlive };
   for (const key of Object.keys(config) as (keyof pg.ClientConfig)[]) if (config[key] === undefined) delete config[key];
   return { ...config, application_name: applicationName('listen', schema, prefix) };
+}
+
+/** host:port/database of a connection config (or of the PG* environment pg falls back to); no user, no password. */
+function serverLabel(config: pg.ClientConfig): string {
+  let host = config.host ?? process.env.PGHOST ?? 'localhost';
+  let port = String(config.port ?? process.env.PGPORT ?? 5432);
+  let database = config.database ?? process.env.PGDATABASE ?? '';
+  if (config.connectionString) {
+    try {
+      const url = new URL(config.connectionString);
+      host = decodeURIComponent(url.hostname) || host;
+      port = url.port || port;
+      database = decodeURIComponent(url.pathname.replace(/^\//, '')) || database;
+    } catch {
+      // not a URL (a key=value string): the defaults above
+    }
+  }
+  return `${host}:${port}/${database}`;
 }
 
 /** Shows up in pg_stat_activity, so operators (and tests) can tell our connections apart. */

@@ -7,25 +7,36 @@
  * touched. Deadlines run before due retries: an overdue RETRY_WAIT task fails
  * rather than being queued again.
  */
+import {
+  CLAIMABLE_SQL,
+  DEADLINE_EXCEEDED_SQL,
+  DEADLINE_MESSAGE,
+  expiredLeaseStatusSql,
+  LEASE_EXPIRED_MESSAGE,
+  LEASE_EXPIRED_OUTCOME_SQL,
+  LEASE_EXPIRED_SQL,
+  LEASED_SQL,
+  STATUS_SQL,
+} from '../rules/index.js';
 import type { RecoveryResult } from '../types.js';
-import { run, sql, type PgContext } from './context.js';
-
-const LEASE_EXPIRED_MESSAGE = 'lease expired: the worker stopped renewing it (crashed, stalled or partitioned)';
-const DEADLINE_MESSAGE = 'deadline passed before the task could run';
+import { run, sql, type PgContext } from './connection.js';
 
 export async function recover(ctx: PgContext, batchSize: number): Promise<RecoveryResult> {
   const expired = await run<{ requeued: number; failed: number; cancelled: number }>(
-    ctx.pool, 'recovering expired leases', sql(ctx, 'recover-expired', expiredLeasesSql), [batchSize, LEASE_EXPIRED_MESSAGE],
+    ctx.pool,
+    'recovering expired leases',
+    sql(ctx, 'recover-expired', expiredLeasesSql),
+    [batchSize, LEASE_EXPIRED_MESSAGE],
   );
   const overdue = await run<{ n: number }>(ctx.pool, 'failing overdue tasks', sql(ctx, 'recover-deadline', deadlineSql), [batchSize, DEADLINE_MESSAGE]);
   const due = await run(
     ctx.pool,
     'queueing due retries',
     `WITH due AS MATERIALIZED (
-       SELECT id FROM ${ctx.tables.task} WHERE status = 'RETRY_WAIT' AND available_at <= now()
+       SELECT id FROM ${ctx.tables.task} WHERE status = ${STATUS_SQL.RETRY_WAIT} AND available_at <= now()
        ORDER BY available_at LIMIT $1 FOR UPDATE SKIP LOCKED
      )
-     UPDATE ${ctx.tables.task} t SET status = 'QUEUED', update_time = now() WHERE t.id = ANY (ARRAY(SELECT id FROM due))`,
+     UPDATE ${ctx.tables.task} t SET status = ${STATUS_SQL.QUEUED}, update_time = now() WHERE t.id = ANY (ARRAY(SELECT id FROM due))`,
     [batchSize],
   );
   const counts = expired.rows[0];
@@ -44,63 +55,61 @@ function expiredLeasesSql(ctx: PgContext): string {
   const uuid = `${ctx.schema}.tasklease_uuid_v7()`;
   return `
 WITH expired AS MATERIALIZED (
-  SELECT id FROM ${task} WHERE status IN ('RUNNING', 'CANCEL_REQUESTED') AND lease_until < now()
+  SELECT id FROM ${task} WHERE status IN ${LEASED_SQL} AND lease_until < now()
   ORDER BY lease_until LIMIT $1 FOR UPDATE SKIP LOCKED
 ),
 changed AS (
   UPDATE ${task} t SET
-    status = CASE WHEN t.status = 'CANCEL_REQUESTED' THEN 'CANCELLED'
-                  WHEN t.attempt_count - t.attempt_base >= t.max_attempts THEN 'FAILED'
-                  ELSE 'QUEUED' END,
-    last_error_code = CASE WHEN t.status = 'CANCEL_REQUESTED' THEN t.last_error_code ELSE 'LEASE_EXPIRED' END,
-    finish_time = CASE WHEN t.status = 'CANCEL_REQUESTED' OR t.attempt_count - t.attempt_base >= t.max_attempts THEN now() END,
+    status = ${expiredLeaseStatusSql('t.')},
+    last_error_code = CASE WHEN t.status = ${STATUS_SQL.CANCEL_REQUESTED} THEN t.last_error_code ELSE ${LEASE_EXPIRED_SQL} END,
+    finish_time = CASE WHEN (${expiredLeaseStatusSql('t.')}) = ${STATUS_SQL.QUEUED} THEN NULL ELSE now() END,
     lease_owner = NULL, lease_until = NULL, update_time = now()
   WHERE t.id = ANY (ARRAY(SELECT id FROM expired))
   RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, t.payload_json, t.trace_id
 ),
 attempts AS (
   UPDATE ${attempt} a SET finished_at = now(),
-    outcome = CASE c.status WHEN 'CANCELLED' THEN 'CANCELLED' ELSE 'LEASE_EXPIRED' END,
-    error_code = CASE c.status WHEN 'CANCELLED' THEN NULL ELSE 'LEASE_EXPIRED' END
+    outcome = CASE c.status WHEN ${STATUS_SQL.CANCELLED} THEN ${STATUS_SQL.CANCELLED} ELSE ${LEASE_EXPIRED_OUTCOME_SQL} END,
+    error_code = CASE c.status WHEN ${STATUS_SQL.CANCELLED} THEN NULL ELSE ${LEASE_EXPIRED_SQL} END
   FROM changed c WHERE a.task_id = c.id AND a.attempt = c.attempt_count AND a.task_id = ANY (ARRAY(SELECT id FROM changed))
 ),
 failures AS (
   INSERT INTO ${failure} (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at)
-  SELECT ${uuid}, c.id, c.attempt_count, 'LEASE_EXPIRED', $2, NULL, c.status = 'QUEUED', now()
-  FROM changed c WHERE c.status <> 'CANCELLED'
+  SELECT ${uuid}, c.id, c.attempt_count, ${LEASE_EXPIRED_SQL}, $2, NULL, c.status = ${STATUS_SQL.QUEUED}, now()
+  FROM changed c WHERE c.status <> ${STATUS_SQL.CANCELLED}
 ),
 dead AS (
   INSERT INTO ${deadLetter} (id, original_task_id, task_type, owner, payload_json, error_code, error_message, trace_id, attempt_count, moved_at)
-  SELECT ${uuid}, c.id, c.task_type, c.owner, c.payload_json, 'LEASE_EXPIRED', $2, c.trace_id, c.attempt_count, now()
-  FROM changed c WHERE c.status = 'FAILED'
+  SELECT ${uuid}, c.id, c.task_type, c.owner, c.payload_json, ${LEASE_EXPIRED_SQL}, $2, c.trace_id, c.attempt_count, now()
+  FROM changed c WHERE c.status = ${STATUS_SQL.FAILED}
 )
-SELECT count(*) FILTER (WHERE status = 'QUEUED')::integer AS requeued,
-       count(*) FILTER (WHERE status = 'FAILED')::integer AS failed,
-       count(*) FILTER (WHERE status = 'CANCELLED')::integer AS cancelled
+SELECT count(*) FILTER (WHERE status = ${STATUS_SQL.QUEUED})::integer AS requeued,
+       count(*) FILTER (WHERE status = ${STATUS_SQL.FAILED})::integer AS failed,
+       count(*) FILTER (WHERE status = ${STATUS_SQL.CANCELLED})::integer AS cancelled
 FROM changed`;
 }
 
-/** QUEUED / RETRY_WAIT past their deadline → FAILED (DEADLINE_EXCEEDED) + dead letter. */
+/** Waiting tasks past their deadline → FAILED (the deadline failure) + dead letter. */
 function deadlineSql(ctx: PgContext): string {
   const { task, failure, deadLetter } = ctx.tables;
   const uuid = `${ctx.schema}.tasklease_uuid_v7()`;
   return `
 WITH overdue AS MATERIALIZED (
-  SELECT id FROM ${task} WHERE status IN ('QUEUED', 'RETRY_WAIT') AND deadline_at IS NOT NULL AND deadline_at <= now()
+  SELECT id FROM ${task} WHERE status IN ${CLAIMABLE_SQL} AND deadline_at IS NOT NULL AND deadline_at <= now()
   ORDER BY deadline_at LIMIT $1 FOR UPDATE SKIP LOCKED
 ),
 changed AS (
-  UPDATE ${task} t SET status = 'FAILED', last_error_code = 'DEADLINE_EXCEEDED', finish_time = now(), update_time = now()
+  UPDATE ${task} t SET status = ${STATUS_SQL.FAILED}, last_error_code = ${DEADLINE_EXCEEDED_SQL}, finish_time = now(), update_time = now()
   WHERE t.id = ANY (ARRAY(SELECT id FROM overdue))
   RETURNING t.id, t.attempt_count, t.task_type, t.owner, t.payload_json, t.trace_id
 ),
 failures AS (
   INSERT INTO ${failure} (id, task_id, attempt, error_code, error_message, trace_id, retryable, failed_at)
-  SELECT ${uuid}, c.id, c.attempt_count, 'DEADLINE_EXCEEDED', $2, NULL, false, now() FROM changed c
+  SELECT ${uuid}, c.id, c.attempt_count, ${DEADLINE_EXCEEDED_SQL}, $2, NULL, false, now() FROM changed c
 ),
 dead AS (
   INSERT INTO ${deadLetter} (id, original_task_id, task_type, owner, payload_json, error_code, error_message, trace_id, attempt_count, moved_at)
-  SELECT ${uuid}, c.id, c.task_type, c.owner, c.payload_json, 'DEADLINE_EXCEEDED', $2, c.trace_id, c.attempt_count, now() FROM changed c
+  SELECT ${uuid}, c.id, c.task_type, c.owner, c.payload_json, ${DEADLINE_EXCEEDED_SQL}, $2, c.trace_id, c.attempt_count, now() FROM changed c
 )
 SELECT count(*)::integer AS n FROM changed`;
 }

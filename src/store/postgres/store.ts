@@ -1,8 +1,9 @@
 /**
- * The PostgreSQL store: the production engine. Each operation lives in its
- * own module (claim.ts, finish.ts, leases.ts, recover.ts, insert.ts,
- * queries.ts, listener.ts); this class validates options, owns the pool and
- * the listener, and maps every call onto them.
+ * The PostgreSQL store: the production engine. Each concern lives in its own
+ * module (insert, claim, finish, leases, recover, reads, status, control,
+ * migrate, wakeups); this class validates options, owns the pool and the
+ * listener, and maps the contract onto them. What every store does alike
+ * (closed check, empty input, wake-ups, errors) is base.ts's.
  *
  * Connections: every method runs short statements on the pool and never
  * holds one client while waiting for another, so it cannot deadlock on the
@@ -12,44 +13,84 @@
  * COMMITTED), except migrate() and a caller's own transaction in insertTasks.
  */
 import pg from 'pg';
-import { StoreError, ValidationError } from '../../core/errors.js';
+import { ErrorCode, StoreConnectTimeoutError, StoreError, ValidationError } from '../../core/errors.js';
 import type { Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
+import { guardStore, StoreBase, type StoreMethod } from '../base.js';
+import { LocalBus } from '../local-bus.js';
 import type {
-  AnalysisData, AttemptOutcome, AttemptRecord, ChangeStatusParams, ChangeStatusResult, ClaimParams, DeadLetter, FailureRow, FinishAndClaimResult,
-  InsertTaskResult, ListDeadLettersParams, ListTasksParams, Policy, PolicyInput, PurgeResult, RecoveryResult, RenewResult,
-  ReplayResult, Store, StoreListener, TaskPage, WorkerRecord, WorkerRegistration,
+  AnalysisData,
+  AttemptOutcome,
+  AttemptRecord,
+  ChangeStatusParams,
+  ChangeStatusResult,
+  ClaimParams,
+  DeadLetter,
+  FailureRow,
+  FinishAndClaimResult,
+  FinishResult,
+  InsertTaskResult,
+  ListDeadLettersParams,
+  ListTasksParams,
+  Policy,
+  PolicyInput,
+  PurgeResult,
+  RecoveryResult,
+  RenewResult,
+  ReplayResult,
+  Store,
+  StoreEvent,
+  StoreListener,
+  TaskPage,
+  WorkerRecord,
+  WorkerRegistration,
 } from '../types.js';
-import * as control from './control.js';
-import { PG_MIGRATIONS } from './schema.js';
 import { claimTasks } from './claim.js';
-import { createContext, run, type PgContext, type Queryable } from './context.js';
+import { createContext, pgPoolStats, run, type PgContext, type Queryable } from './connection.js';
+import * as control from './control.js';
+import { isConnectTimeout } from './errors.js';
 import { finishAndClaim, finishAttempts } from './finish.js';
 import { insertTasks } from './insert.js';
 import { releaseTasks, renewLeases, saveProgress } from './leases.js';
-import { PgListener, WAKE_ALL_PAYLOAD } from './listener.js';
-import { migrate, schemaVersion } from './migrations.js';
+import { migrate, schemaVersion } from './migrate.js';
+import { PG_MIGRATIONS } from './migrations.js';
 import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js';
-import * as queries from './queries.js';
+import * as reads from './reads.js';
 import { recover } from './recover.js';
+import { changeStatus } from './status.js';
+import { notifyPayload, PgListener } from './wakeups.js';
+import type { PoolStats } from '../pool-stats.js';
 
-export class PostgresStore implements Store {
+/** A caller's transaction: a pg Client or PoolClient inside BEGIN. */
+export type PostgresTransaction = pg.ClientBase;
+
+/** Writes whose statement sends its own NOTIFY (transactional); the others owe one after they commit. */
+const NOTIFIED_IN_STATEMENT: ReadonlySet<StoreMethod> = new Set(['insertTasks', 'changeStatus', 'replayDeadLetters']);
+
+export class PostgresStore extends StoreBase implements Store<PostgresTransaction> {
   readonly dialect = 'postgres' as const;
+  readonly capabilities = { finishAndClaim: true, transactionalSubmit: true } as const;
   readonly expectedSchemaVersion = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version;
   /** The pool the store runs its statements on (yours if you passed one). */
   readonly pool: pg.Pool;
   readonly schema: string;
+  /** Unused: every process, this one too, hears wake-ups through LISTEN. */
+  protected readonly bus = new LocalBus();
   private readonly ctx: PgContext;
   private readonly ownsPool: boolean;
   private readonly listener: PgListener;
-  private closed = false;
+  private readonly serverLabel: string;
+  private readonly connectTimeoutMs: number;
 
   constructor(options: PostgresStoreOptions = {}) {
+    super();
     const resolved = resolvePostgresOptions(options);
     this.pool = resolved.pool;
     this.ownsPool = resolved.ownsPool;
     this.schema = resolved.schema;
+    this.serverLabel = resolved.serverLabel;
+    this.connectTimeoutMs = resolved.connectTimeoutMs;
     this.ctx = createContext(this.pool, this.schema);
     // An idle pooled connection that dies (server restart, pg_terminate_backend)
     // is reported here; without a handler Node would crash the process. The
@@ -63,14 +104,35 @@ export class PostgresStore implements Store {
     return this.listener.listening;
   }
 
+  protected mapError(error: unknown): Error {
+    const cause = error instanceof StoreError && error.code === ErrorCode.STORE_UNAVAILABLE ? error.cause : error;
+    if (!isConnectTimeout(cause)) return error as Error;
+    // The pool's timer also fires when every connection stayed busy that long: that is not the server's fault.
+    const exhausted = this.pool.totalCount >= (this.pool.options.max ?? 10) && this.pool.idleCount === 0;
+    if (exhausted) return new StoreError(`PostgresStore: no pooled connection became free within ${this.connectTimeoutMs} ms (poolSize)`, { cause });
+    return new StoreConnectTimeoutError(`PostgreSQL at ${this.serverLabel}`, this.connectTimeoutMs, { cause });
+  }
+
+  protected override async wake(method: StoreMethod, events: readonly StoreEvent[]): Promise<void> {
+    if (NOTIFIED_IN_STATEMENT.has(method)) return;
+    for (const event of events) {
+      // Best effort: idle workers poll anyway.
+      await run(this.pool, 'notifying workers', 'SELECT pg_notify($1, $2)', [this.ctx.channel, notifyPayload(event)]).catch(() => undefined);
+    }
+  }
+
   async migrate(): Promise<void> {
-    this.assertOpen();
     await migrate(this.ctx);
   }
 
   /** The highest migration applied to the schema (0: none). */
   async schemaVersion(): Promise<number> {
     return schemaVersion(this.ctx);
+  }
+
+  /** The pool's connection counts, read at scrape time by the metrics (read-only). */
+  poolStats(): PoolStats {
+    return pgPoolStats(this.pool);
   }
 
   async close(): Promise<void> {
@@ -81,166 +143,131 @@ export class PostgresStore implements Store {
   }
 
   async now(): Promise<Date> {
-    this.assertOpen();
     const result = await run<{ now: Date }>(this.pool, 'reading the database clock', 'SELECT clock_timestamp() AS now');
     return result.rows[0]!.now;
   }
 
-  subscribe(listener: StoreListener): () => void {
-    if (this.closed) return () => undefined;
+  override subscribe(listener: StoreListener): () => void {
     return this.listener.subscribe(listener);
   }
 
   // ---- producers -----------------------------------------------------------
 
-  async insertTasks(params: { tasks: readonly NewTask[]; transaction?: unknown }): Promise<InsertTaskResult[]> {
-    this.assertOpen();
-    if (params.tasks.length === 0) return [];
+  async insertTasks(params: { tasks: readonly NewTask[]; transaction?: PostgresTransaction }): Promise<InsertTaskResult[]> {
     return insertTasks(this.ctx, params.tasks, this.executorFor(params.transaction));
   }
 
   async getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
-    this.assertOpen();
-    return queries.getTask(this.ctx, params.id, params.scope);
+    return reads.getTask(this.ctx, params.id, params.scope);
   }
 
   async listTasks(params: ListTasksParams): Promise<TaskPage> {
-    this.assertOpen();
-    return queries.listTasks(this.ctx, params);
+    return reads.listTasks(this.ctx, params);
   }
 
   async countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>> {
-    this.assertOpen();
-    return queries.countByStatus(this.ctx, params.scope, params.taskType);
+    return reads.countByStatus(this.ctx, params.scope, params.taskType);
   }
 
   async changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
-    this.assertOpen();
-    return queries.changeStatus(this.ctx, params);
+    return changeStatus(this.ctx, params);
   }
 
   // ---- workers -------------------------------------------------------------
 
   async claimTasks(params: ClaimParams): Promise<Task[]> {
-    this.assertOpen();
     return claimTasks(this.ctx, params);
   }
 
   async renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {
-    this.assertOpen();
     return renewLeases(this.ctx, params.leases, params.leaseMs);
   }
 
   async saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean> {
-    this.assertOpen();
     return saveProgress(this.ctx, params.lease, params.progress);
   }
 
-  async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<boolean[]> {
-    this.assertOpen();
+  async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult> {
     return finishAttempts(this.ctx, params.outcomes);
   }
 
-  async finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult> {
-    this.assertOpen();
+  override async finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult> {
     return finishAndClaim(this.ctx, params.outcomes, params.claim);
   }
 
   async releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {
-    this.assertOpen();
     return releaseTasks(this.ctx, params.leases);
   }
 
   async recover(params: { batchSize: number }): Promise<RecoveryResult> {
-    this.assertOpen();
-    const result = await recover(this.ctx, params.batchSize);
-    if (result.requeued + result.retriesDue > 0) {
-      // Requeued work: wake idle workers of every type (best effort; they poll anyway).
-      await run(this.pool, 'notifying workers', 'SELECT pg_notify($1, $2)', [this.ctx.channel, WAKE_ALL_PAYLOAD]).catch(() => undefined);
-    }
-    return result;
-  }
-
-  // ---- history -------------------------------------------------------------
-
-  async listAttempts(params: { taskId: string }): Promise<AttemptRecord[]> {
-    this.assertOpen();
-    return queries.listAttempts(this.ctx, params.taskId);
-  }
-
-  async listFailures(params: { taskId: string; limit?: number }): Promise<FailureRow[]> {
-    this.assertOpen();
-    return queries.listFailures(this.ctx, params.taskId, params.limit);
-  }
-
-  async listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]> {
-    this.assertOpen();
-    return queries.listDeadLetters(this.ctx, params);
-  }
-
-  // ---- control plane -------------------------------------------------------
-
-  async countDeadLetters(params: { scope: Scope; taskType?: string | null }): Promise<number> {
-    this.assertOpen();
-    return queries.countDeadLetters(this.ctx, params.scope, params.taskType);
-  }
-
-  async replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]> {
-    this.assertOpen();
-    return control.replayDeadLetters(this.ctx, params.ids, params.scope);
-  }
-
-  async archiveDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<number> {
-    this.assertOpen();
-    return control.archiveDeadLetters(this.ctx, params.ids, params.scope);
-  }
-
-  async savePolicy(params: { policy: PolicyInput }): Promise<Policy> {
-    this.assertOpen();
-    return control.savePolicy(this.ctx, params.policy);
-  }
-
-  async listPolicies(): Promise<Policy[]> {
-    this.assertOpen();
-    return control.listPolicies(this.ctx);
-  }
-
-  async deletePolicy(params: { policyKey: string }): Promise<boolean> {
-    this.assertOpen();
-    return control.deletePolicy(this.ctx, params.policyKey);
-  }
-
-  async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
-    this.assertOpen();
-    return control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
+    return recover(this.ctx, params.batchSize);
   }
 
   async registerWorker(params: { worker: WorkerRegistration }): Promise<void> {
-    this.assertOpen();
     await control.registerWorker(this.ctx, params.worker);
   }
 
   async unregisterWorker(params: { workerId: string }): Promise<void> {
-    this.assertOpen();
     await control.unregisterWorker(this.ctx, params.workerId);
   }
 
+  // ---- control plane and history -------------------------------------------
+
+  async listAttempts(params: { taskId: string }): Promise<AttemptRecord[]> {
+    return reads.listAttempts(this.ctx, params.taskId);
+  }
+
+  async listFailures(params: { taskId: string; limit?: number }): Promise<FailureRow[]> {
+    return reads.listFailures(this.ctx, params.taskId, params.limit);
+  }
+
+  async listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]> {
+    return reads.listDeadLetters(this.ctx, params);
+  }
+
+  async countDeadLetters(params: { scope: Scope; taskType?: string | null }): Promise<number> {
+    return reads.countDeadLetters(this.ctx, params.scope, params.taskType);
+  }
+
+  async replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]> {
+    return control.replayDeadLetters(this.ctx, params.ids, params.scope);
+  }
+
+  async archiveDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<number> {
+    return control.archiveDeadLetters(this.ctx, params.ids, params.scope);
+  }
+
+  async savePolicy(params: { policy: PolicyInput }): Promise<Policy> {
+    return control.savePolicy(this.ctx, params.policy);
+  }
+
+  async listPolicies(): Promise<Policy[]> {
+    return control.listPolicies(this.ctx);
+  }
+
+  async deletePolicy(params: { policyKey: string }): Promise<boolean> {
+    return control.deletePolicy(this.ctx, params.policyKey);
+  }
+
+  async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
+    return control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
+  }
+
+  async purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {
+    return control.purgeDeadLetters(this.ctx, params.archivedBefore, params.batchSize);
+  }
+
   async listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]> {
-    this.assertOpen();
     return control.listWorkers(this.ctx, params.seenWithinMs);
   }
 
   async leasedCounts(): Promise<Record<string, number>> {
-    this.assertOpen();
     return control.leasedCounts(this.ctx);
   }
 
   async analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData> {
-    this.assertOpen();
     return control.analysisData(this.ctx, params.taskType, params.since, params.sampleLimit);
   }
-
-  // ---- internals -----------------------------------------------------------
 
   /** The caller's client inside BEGIN (the insert joins their transaction), or the pool. */
   private executorFor(transaction: unknown): Queryable {
@@ -253,8 +280,6 @@ export class PostgresStore implements Store {
     }
     return transaction as Queryable;
   }
-
-  private assertOpen(): void {
-    if (this.closed) throw new StoreError('PostgresStore is closed');
-  }
 }
+
+guardStore(PostgresStore);

@@ -3,14 +3,14 @@
  * below cannot change before the claimed rows are written: the global and
  * per-type limits hold however many processes claim at once.
  */
-import { claimOrder } from '../claim-order.js';
-import type Database from 'better-sqlite3';
 import { GLOBAL_POLICY_KEY, typePolicyKey } from '../../core/policy-keys.js';
 import type { Task } from '../../core/task.js';
+import { claimOrder } from '../claim-order.js';
 import { taskFromRow, type Row } from '../rows.js';
+import { CLAIMABLE_SQL, LEASED_SQL, STATUS_SQL } from '../rules/index.js';
 import type { ClaimParams } from '../types.js';
-import { statement } from './statements.js';
-import { decodeSqlite, toSqliteTime } from './time.js';
+import { statement, type Db } from './connection.js';
+import { decodeSqlite, toSqliteTime } from './encode.js';
 
 interface PolicyRow {
   policy_key: string;
@@ -19,7 +19,7 @@ interface PolicyRow {
   enabled: number;
 }
 
-export function claim(db: Database.Database, params: ClaimParams, nowMs: number): Task[] {
+export function claim(db: Db, params: ClaimParams, nowMs: number): Task[] {
   const now = toSqliteTime(nowMs);
   const policies = readPolicies(db, params.taskTypes);
   const global = policies.get(GLOBAL_POLICY_KEY);
@@ -32,7 +32,7 @@ export function claim(db: Database.Database, params: ClaimParams, nowMs: number)
   const candidatesOf = statement(
     db,
     `SELECT id, task_type, priority, available_at, create_time FROM system_async_task
-     WHERE task_type = ? AND status IN ('QUEUED','RETRY_WAIT') AND available_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)
+     WHERE task_type = ? AND status IN ${CLAIMABLE_SQL} AND available_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)
      ORDER BY priority DESC, available_at, create_time LIMIT ?`,
   );
   const candidates: Row[] = [];
@@ -50,7 +50,7 @@ export function claim(db: Database.Database, params: ClaimParams, nowMs: number)
   const leaseUntil = toSqliteTime(nowMs + params.leaseMs);
   const update = statement(
     db,
-    `UPDATE system_async_task SET status = 'RUNNING', lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
+    `UPDATE system_async_task SET status = ${STATUS_SQL.RUNNING}, lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
        start_time = COALESCE(start_time, ?), update_time = ?
      WHERE id = ? RETURNING *`,
   );
@@ -62,17 +62,22 @@ export function claim(db: Database.Database, params: ClaimParams, nowMs: number)
   });
 }
 
-function readPolicies(db: Database.Database, taskTypes: readonly string[]): Map<string, PolicyRow> {
+function readPolicies(db: Db, taskTypes: readonly string[]): Map<string, PolicyRow> {
   const keys = [GLOBAL_POLICY_KEY, ...taskTypes.map(typePolicyKey)];
-  const rows = statement(db, `SELECT policy_key, task_type, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (${keys.map(() => '?').join(',')})`)
-    .all(...keys) as PolicyRow[];
+  const rows = statement(
+    db,
+    `SELECT policy_key, task_type, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (${keys.map(() => '?').join(',')})`,
+  ).all(...keys) as PolicyRow[];
   return new Map(rows.map((row) => [row.policy_key, row]));
 }
 
 /** RUNNING + CANCEL_REQUESTED rows per type: what the limits count. */
-export function leasedByType(db: Database.Database): Map<string, number> {
+export function leasedByType(db: Db): Map<string, number> {
   // INDEXED BY: left alone, the planner may scan a wider index or the table — every finished row, on every claim.
-  const rows = statement(db, `SELECT task_type, COUNT(*) AS n FROM system_async_task INDEXED BY ix_system_async_task_leased
-    WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`).all() as { task_type: string; n: number }[];
+  const rows = statement(
+    db,
+    `SELECT task_type, COUNT(*) AS n FROM system_async_task INDEXED BY ix_system_async_task_leased
+    WHERE status IN ${LEASED_SQL} GROUP BY task_type`,
+  ).all() as { task_type: string; n: number }[];
   return new Map(rows.map((row) => [row.task_type, row.n]));
 }

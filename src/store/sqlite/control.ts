@@ -3,23 +3,19 @@
  * policies, cleanup, the worker registry and analysis data. Each function
  * runs inside a transaction the store opens.
  */
-import type Database from 'better-sqlite3';
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
-import { statement } from './statements.js';
-import { decodeSqlite, fromSqliteTime, toSqliteTime } from './time.js';
+import { REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
+import { statement, type Db } from './connection.js';
+import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 
-const TERMINAL = `('SUCCESS','PARTIAL_SUCCESS','FAILED','CANCELLED')`;
-
-export function replayDeadLetters(db: Database.Database, ids: readonly string[], scope: Scope, now: string): ReplayResult[] {
+export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string): ReplayResult[] {
   const owner = scopeOwner(scope);
   const find = statement(db, `SELECT * FROM system_async_task_dead_letter WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`);
-  const requeue = statement(db,
-    `UPDATE system_async_task SET status = 'QUEUED', attempt_base = attempt_count, available_at = ?, finish_time = NULL,
-       lease_owner = NULL, lease_until = NULL, update_time = ? WHERE id = ? AND status = 'FAILED'`);
+  const requeue = statement(db, `UPDATE system_async_task SET ${replayAssignments('@now').join(', ')} WHERE id = @id AND status = ${REPLAYABLE_STATUS}`);
   const exists = statement(db, 'SELECT status FROM system_async_task WHERE id = ?');
   const mark = statement(db, 'UPDATE system_async_task_dead_letter SET replayed_at = ?, replay_task_id = ? WHERE id = ?');
   return ids.map((id): ReplayResult => {
@@ -28,7 +24,7 @@ export function replayDeadLetters(db: Database.Database, ids: readonly string[],
     if (letter.replayed_at !== null) return { id, outcome: 'ALREADY_REPLAYED', taskId: letter.replay_task_id as string };
     if (letter.archived_at !== null) return { id, outcome: 'ARCHIVED', taskId: null };
     const taskId = String(letter.original_task_id);
-    if (requeue.run(now, now, taskId).changes === 1) {
+    if (requeue.run({ now, id: taskId }).changes === 1) {
       mark.run(now, taskId, id);
       return { id, outcome: 'REPLAYED', taskId };
     }
@@ -36,15 +32,18 @@ export function replayDeadLetters(db: Database.Database, ids: readonly string[],
   });
 }
 
-export function archiveDeadLetters(db: Database.Database, ids: readonly string[], scope: Scope, now: string): number {
+export function archiveDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string): number {
   const owner = scopeOwner(scope);
-  const archive = statement(db,
-    `UPDATE system_async_task_dead_letter SET archived_at = ? WHERE id = ? AND archived_at IS NULL ${owner === null ? '' : 'AND owner = ?'}`);
+  const archive = statement(
+    db,
+    `UPDATE system_async_task_dead_letter SET archived_at = ? WHERE id = ? AND archived_at IS NULL ${owner === null ? '' : 'AND owner = ?'}`,
+  );
   return ids.reduce((sum, id) => sum + archive.run(...(owner === null ? [now, id] : [now, id, owner])).changes, 0);
 }
 
-export function savePolicy(db: Database.Database, policy: PolicyInput, now: string): Policy {
-  statement(db,
+export function savePolicy(db: Db, policy: PolicyInput, now: string): Policy {
+  statement(
+    db,
     `INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time)
      VALUES (?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (policy_key) DO UPDATE SET task_type = excluded.task_type, max_concurrency = excluded.max_concurrency,
@@ -54,22 +53,25 @@ export function savePolicy(db: Database.Database, policy: PolicyInput, now: stri
   return { ...policy, updatedAt: fromSqliteTime(now) };
 }
 
-export function listPolicies(db: Database.Database): Policy[] {
+export function listPolicies(db: Db): Policy[] {
   const rows = statement(db, 'SELECT * FROM system_async_task_policy ORDER BY policy_key').all() as Row[];
   return rows.map((row) => policyFromRow(row, decodeSqlite));
 }
 
-export function purgeTerminalTasks(db: Database.Database, finishedBefore: Date, batchSize: number, now: string): PurgeResult {
+export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: number, now: string): PurgeResult {
   const cutoff = toSqliteTime(finishedBefore.getTime());
-  const ids = (statement(db,
-    `SELECT id FROM system_async_task WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL} ORDER BY finish_time LIMIT ?`,
-  ).all(cutoff, batchSize) as { id: string }[]).map((row) => row.id);
+  const ids = (
+    statement(
+      db,
+      `SELECT id FROM system_async_task WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL} ORDER BY finish_time LIMIT ?`,
+    ).all(cutoff, batchSize) as { id: string }[]
+  ).map((row) => row.id);
   const result: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
   const archive = statement(db, 'UPDATE system_async_task_dead_letter SET archived_at = ? WHERE original_task_id = ? AND archived_at IS NULL');
   const attempts = statement(db, 'DELETE FROM system_async_task_attempt WHERE task_id = ?');
   const failures = statement(db, 'DELETE FROM system_async_task_failure WHERE task_id = ?');
   // Re-checked: an operator may have retried the task since it was selected.
-  const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finish_time < ? AND status IN ${TERMINAL}`);
+  const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finish_time < ? AND status IN ${TERMINAL_SQL}`);
   for (const id of ids) {
     if (task.run(id, cutoff).changes === 0) continue;
     result.tasks += 1;
@@ -80,37 +82,64 @@ export function purgeTerminalTasks(db: Database.Database, finishedBefore: Date, 
   return result;
 }
 
-export function registerWorker(db: Database.Database, worker: WorkerRegistration, now: string): void {
-  statement(db,
+export function purgeDeadLetters(db: Db, archivedBefore: Date, batchSize: number): number {
+  return statement(
+    db,
+    `DELETE FROM system_async_task_dead_letter WHERE id IN (
+       SELECT id FROM system_async_task_dead_letter WHERE archived_at IS NOT NULL AND archived_at < ? ORDER BY archived_at LIMIT ?)`,
+  ).run(toSqliteTime(archivedBefore.getTime()), batchSize).changes;
+}
+
+export function registerWorker(db: Db, worker: WorkerRegistration, now: string): void {
+  statement(
+    db,
     `INSERT INTO system_async_task_worker (worker_id, host, pid, task_types, concurrency, started_at, last_seen_at)
      VALUES (?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (worker_id) DO UPDATE SET task_types = excluded.task_types, concurrency = excluded.concurrency, last_seen_at = excluded.last_seen_at`,
   ).run(worker.workerId, worker.host, worker.pid, JSON.stringify(worker.taskTypes), worker.concurrency, now, now);
 }
 
-export function listWorkers(db: Database.Database, seenAfter: string): WorkerRecord[] {
+export function listWorkers(db: Db, seenAfter: string): WorkerRecord[] {
   const rows = statement(db, 'SELECT * FROM system_async_task_worker WHERE last_seen_at >= ? ORDER BY worker_id').all(seenAfter) as Row[];
   return rows.map((row) => workerFromRow(row, decodeSqlite));
 }
 
-export function analysisData(db: Database.Database, taskType: string, since: Date, sampleLimit: number): AnalysisData {
+export function analysisData(db: Db, taskType: string, since: Date, sampleLimit: number): AnalysisData {
   const from = toSqliteTime(since.getTime());
   const statusCounts = emptyStatusCounts();
-  const counts = statement(db, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status')
-    .all(taskType, from) as { status: TaskStatus; n: number }[];
+  const counts = statement(db, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status').all(
+    taskType,
+    from,
+  ) as { status: TaskStatus; n: number }[];
   for (const row of counts) statusCounts[row.status] = row.n;
-  const attempts = (statement(db,
-    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM system_async_task_attempt a
+  const attempts = (
+    statement(
+      db,
+      `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM system_async_task_attempt a
      JOIN system_async_task t ON a.task_id = t.id
      WHERE t.task_type = ? AND a.started_at > ? AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT ?`,
-  ).all(taskType, from, sampleLimit) as Row[]).map((row) => ({
-    startedAt: fromSqliteTime(row.started_at), finishedAt: fromSqliteTime(row.finished_at),
-    taskCreatedAt: fromSqliteTime(row.create_time), attempt: Number(row.attempt),
+    ).all(taskType, from, sampleLimit) as Row[]
+  ).map((row) => ({
+    startedAt: fromSqliteTime(row.started_at),
+    finishedAt: fromSqliteTime(row.finished_at),
+    taskCreatedAt: fromSqliteTime(row.create_time),
+    attempt: Number(row.attempt),
   }));
   const where = new Where().add('t.task_type = ?', taskType).add('f.failed_at > ?', from);
-  const failureCounts = (statement(db,
-    `SELECT f.error_code, COUNT(*) AS n FROM system_async_task_failure f JOIN system_async_task t ON f.task_id = t.id
+  const failureCounts = (
+    statement(
+      db,
+      `SELECT f.error_code, COUNT(*) AS n FROM system_async_task_failure f JOIN system_async_task t ON f.task_id = t.id
      ${where} GROUP BY f.error_code ORDER BY n DESC, f.error_code`,
-  ).all(...where.values) as { error_code: string; n: number }[]).map((row) => ({ errorCode: row.error_code, count: row.n }));
+    ).all(...where.values) as { error_code: string; n: number }[]
+  ).map((row) => ({ errorCode: row.error_code, count: row.n }));
   return { statusCounts, attempts, failureCounts };
+}
+
+export function deletePolicy(db: Db, policyKey: string): boolean {
+  return statement(db, 'DELETE FROM system_async_task_policy WHERE policy_key = ?').run(policyKey).changes === 1;
+}
+
+export function unregisterWorker(db: Db, workerId: string): void {
+  statement(db, 'DELETE FROM system_async_task_worker WHERE worker_id = ?').run(workerId);
 }

@@ -137,4 +137,23 @@ CREATE TABLE system_async_task_worker (
     // on PostgreSQL.
     sql: `DROP INDEX IF EXISTS ix_system_async_task_type_status;`,
   },
+  {
+    version: 4,
+    name: 'api tokens',
+    // The HTTP server's tokens (src/store/tokens.ts): only the SHA-256 of each secret is kept.
+    sql: `
+CREATE TABLE system_async_task_api_token (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  role TEXT NOT NULL,
+  owner TEXT,
+  token_hash TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  expires_at TEXT,
+  revoked_at TEXT,
+  last_used_at TEXT
+);
+CREATE UNIQUE INDEX ux_system_async_task_api_token_hash ON system_async_task_api_token (token_hash);
+`,
+  },
 ];

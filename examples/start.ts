@@ -1,0 +1,80 @@
+/**
+ * `npm start`: the product running. Migrates an embedded SQLite file
+ * (./tasklease.db, or TASKLEASE_DATABASE_URL / --database-url for PostgreSQL
+ * or MySQL), starts the HTTP server with a worker for the example tasks,
+ * submits a few so there is something to see, and prints the URL, the docs
+ * URL and a freshly created admin token (shown once).
+ */
+import { defineTask, TaskFailure } from '../src/index.js';
+import { runFromCommandLine } from '../src/server/main.js';
+import { ImportLedger, importTask } from './import-task.js';
+
+const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
+  new Promise((resolve, reject) => {
+    const onAbort = (): void => (clearTimeout(timer), reject(signal.reason));
+    const timer = setTimeout(() => (signal.removeEventListener('abort', onAbort), resolve()), ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+
+const tasks = [
+  importTask(new ImportLedger()),
+  defineTask({
+    type: 'video.transcode',
+    execute: async (ctx) => {
+      for (let second = 0; second < 30; second++) {
+        ctx.reportProgress({ total: 30, processed: second + 1 });
+        await sleep(1000, ctx.signal);
+      }
+    },
+  }),
+  defineTask({
+    type: 'email.send',
+    maxAttempts: 2,
+    execute: () => {
+      throw new TaskFailure('mailbox does not exist', { code: 'MAILBOX_UNKNOWN' });
+    },
+  }),
+  defineTask({ type: 'reminder.send', execute: () => ({ status: 'SUCCESS', result: { sent: true } }) }),
+];
+
+const server = await runFromCommandLine({
+  tasks,
+  publicDocs: true,
+  logger: { level: process.env.TASKLEASE_LOG_LEVEL ?? 'warn' },
+  // A short shutdown grace: Ctrl-C hands the long transcode back within seconds instead of waiting for it.
+  worker: {
+    concurrency: 4,
+    pollIntervalMs: 500,
+    heartbeatIntervalMs: 2000,
+    leaseMs: 20_000,
+    recoveryIntervalMs: 5000,
+    progressFlushIntervalMs: 500,
+    retry: { baseDelayMs: 2000 },
+    shutdownGraceMs: 2000,
+    shutdownAbortWaitMs: 1000,
+  },
+});
+await server.client.submitMany([
+  {
+    type: 'patients.import',
+    payload: { fileName: 'patients-2026-11.csv', totalRows: 2000, batchSize: 100, batchDelayMs: 200 },
+    owner: 'clinic-7',
+    idempotencyKey: `start-${Date.now()}`,
+  },
+  { type: 'video.transcode', payload: {}, owner: 'clinic-7' },
+  { type: 'email.send', payload: { to: 'nobody@example.invalid' } },
+  { type: 'reminder.send', payload: {}, delayMs: 10_000 },
+]);
+const { token } = await server.client.tokens.create({ name: `npm start ${new Date().toISOString()}`, role: 'admin', expiresInMs: 7 * 86_400_000 });
+
+console.log(`
+tasklease is running at ${server.url}
+  dashboard:  ${server.url}/ui/   (log in with the token below)
+  API docs:   ${server.url}/docs   (OpenAPI: ${server.url}/openapi.json)
+  admin token (shown once, valid 7 days):
+    ${token}
+
+  curl -H "Authorization: Bearer ${token}" ${server.url}/api/v1/tasks
+  curl ${server.url}/actuator/health
+
+Ctrl-C stops it gracefully.`);

@@ -1,0 +1,40 @@
+/**
+ * Every command of `tasklease`, in help order. A new command is one file in
+ * this folder exporting a CliCommand, and one line here.
+ */
+import type { CliCommand } from '../command.js';
+import { analyzeCommand } from './analyze.js';
+import { cancelCommand } from './cancel.js';
+import { cleanupCommand } from './cleanup.js';
+import { controlCommands } from './control.js';
+import { diagnoseCommand } from './diagnose.js';
+import { dlqCommand } from './dlq.js';
+import { getCommand } from './get.js';
+import { listCommand } from './list.js';
+import { migrateCommand } from './migrate.js';
+import { policyCommand } from './policy.js';
+import { rescheduleCommand } from './reschedule.js';
+import { serveCommands } from './serve.js';
+import { submitCommand } from './submit.js';
+import { tokenCommand } from './token.js';
+import { workerCommand } from './worker.js';
+import { workersCommand } from './workers.js';
+
+export const COMMANDS: readonly CliCommand[] = [
+  migrateCommand,
+  serveCommands,
+  workerCommand,
+  submitCommand,
+  getCommand,
+  listCommand,
+  cancelCommand,
+  controlCommands,
+  rescheduleCommand,
+  diagnoseCommand,
+  analyzeCommand,
+  dlqCommand,
+  cleanupCommand,
+  policyCommand,
+  workersCommand,
+  tokenCommand,
+];

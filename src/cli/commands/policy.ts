@@ -1,0 +1,85 @@
+/**
+ * `tasklease policy get|set|reset [type]`: runtime policies, read by every
+ * claim — a change applies across the cluster at the next claim. Without a
+ * type the command works on the GLOBAL policy (`get` without a type lists all).
+ */
+import type { Command } from 'commander';
+import type { PolicyChange } from '../../client/policies.js';
+import type { Policy } from '../../store/types.js';
+import { action, type CliCommand } from '../command.js';
+import type { CommandContext } from '../context.js';
+import { UsageError } from '../exit-codes.js';
+import type { Column } from '../output.js';
+import { boolean, integerOrDefault } from '../parse.js';
+
+const POLICY_COLUMNS: readonly Column<Policy>[] = [
+  { header: 'POLICY', value: (p) => p.policyKey },
+  { header: 'MAX CONCURRENCY', value: (p) => p.maxConcurrency ?? 'default' },
+  { header: 'MAX ATTEMPTS', value: (p) => p.maxAttempts ?? 'default' },
+  { header: 'RETRY BASE DELAY MS', value: (p) => p.retryBaseDelayMs ?? 'default' },
+  { header: 'ENABLED', value: (p) => p.enabled },
+  { header: 'UPDATED', value: (p) => p.updatedAt },
+];
+
+const scopeName = (type: string | undefined): string => (type === undefined ? 'GLOBAL' : `TYPE:${type}`);
+
+export const policyCommand: CliCommand = {
+  register(program, ctx) {
+    const policy = program.command('policy').description('runtime limits per task type or global: concurrency, attempts, retry delay, enabled');
+    policy
+      .command('get')
+      .description("show a type's policy (or, without a type, every policy)")
+      .argument('[type]', 'task type')
+      .action(
+        action(ctx, async (type: string | undefined) => {
+          const client = await ctx.client();
+          if (type === undefined) {
+            const policies = await client.policies.list();
+            return ctx.output.result({ policies }, () => ctx.output.table(policies, POLICY_COLUMNS, "no policies: the workers' defaults apply"));
+          }
+          const found = await client.policies.get(type);
+          ctx.output.result({ policy: found }, () =>
+            found ? ctx.output.table([found], POLICY_COLUMNS) : `no policy for ${type}: the workers' defaults apply`,
+          );
+        }),
+      );
+    registerSet(policy, ctx);
+    policy
+      .command('reset')
+      .description("delete a type's policy (or, without a type, the GLOBAL one): the workers' defaults apply again")
+      .argument('[type]', 'task type')
+      .action(
+        action(ctx, async (type: string | undefined) => {
+          const removed = await (await ctx.client()).policies.reset(type ?? null);
+          ctx.output.result({ policyKey: scopeName(type), removed }, () =>
+            removed ? `${scopeName(type)} reset to the defaults` : `${scopeName(type)} had no policy: nothing to reset`,
+          );
+        }),
+      );
+  },
+};
+
+function registerSet(policy: Command, ctx: CommandContext): void {
+  policy
+    .command('set')
+    .description('change a type\'s policy (or, without a type, the GLOBAL one); unnamed fields keep their value; "default" clears one')
+    .argument('[type]', 'task type')
+    .option('--max-concurrency <n>', 'running tasks at once across the cluster, 1–100000, or default', integerOrDefault(1, 100_000))
+    .option('--max-attempts <n>', 'attempts of tasks submitted from now on, 1–100, or default', integerOrDefault(1, 100))
+    .option('--retry-base-delay-ms <ms>', 'first retry delay, 0–604800000, or default', integerOrDefault(0, 7 * 86_400_000))
+    .option('--enabled <bool>', 'false: tasks of the type (or all, for GLOBAL) are not claimed; they wait', boolean)
+    .action(
+      action(ctx, async (type: string | undefined, flags: Record<string, number | boolean | 'default' | undefined>) => {
+        const change = Object.fromEntries(
+          Object.entries(flags)
+            .filter(([, value]) => value !== undefined)
+            .map(([key, value]) => [key, value === 'default' ? null : value]),
+        ) as PolicyChange;
+        if (Object.keys(change).length === 0) {
+          throw new UsageError('policy set needs at least one of --max-concurrency, --max-attempts, --retry-base-delay-ms, --enabled', 'change');
+        }
+        const saved = await (await ctx.client()).policies.update(type ?? null, change);
+        ctx.output.result({ policy: saved }, () => ctx.output.table([saved], POLICY_COLUMNS));
+      }),
+    );
+}

@@ -1,0 +1,48 @@
+/** What a single and a bulk submit share: their flags, the definitions that check payloads, and the per-task options. */
+import type { SubmitOptions } from '../client/submit.js';
+import { defineTask, type AnyTaskDefinition } from '../core/definition.js';
+import type { CommandContext } from './context.js';
+import { UsageError } from './exit-codes.js';
+import type { RecordFormat } from './records.js';
+import { loadTaskModules } from './task-modules.js';
+
+export interface SubmitFlags {
+  priority?: number;
+  delay?: number;
+  at?: Date;
+  deadline?: Date;
+  maxAttempts?: number;
+  owner?: string;
+  idempotencyKey?: string;
+  traceId?: string;
+  tasks?: string[];
+  file?: string;
+  type?: string;
+  format?: RecordFormat;
+  batchSize: number;
+  idempotencyKeyField?: string;
+}
+
+/** The application's definitions (--tasks), else a schema-less one for the type being submitted. */
+export async function definitionsFor(ctx: CommandContext, flags: SubmitFlags, type: string): Promise<AnyTaskDefinition[]> {
+  if (flags.tasks && flags.tasks.length > 0) return loadTaskModules(flags.tasks, ctx.io.cwd);
+  return [defineTask({ type })];
+}
+
+/** The options every task of this submit shares. */
+export function submitOptions(ctx: CommandContext, flags: SubmitFlags): SubmitOptions {
+  if (flags.delay !== undefined && flags.at !== undefined) throw new UsageError('give --delay or --at, not both', 'delay');
+  const owner = flags.owner ?? ctx.config().owner;
+  const options: SubmitOptions = {
+    priority: flags.priority,
+    delayMs: flags.delay,
+    availableAt: flags.at,
+    deadlineAt: flags.deadline,
+    maxAttempts: flags.maxAttempts,
+    owner,
+    idempotencyKey: flags.idempotencyKey,
+    traceId: flags.traceId,
+  };
+  for (const key of Object.keys(options) as (keyof SubmitOptions)[]) if (options[key] === undefined) delete options[key];
+  return options;
+}

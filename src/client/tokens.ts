@@ -1,0 +1,120 @@
+/**
+ * API tokens for the HTTP server and the CLI: random secrets shown once at
+ * creation, kept only as SHA-256 hashes (src/store/tokens.ts). verify()
+ * remembers good answers briefly so that a busy server does not read the
+ * table on every request; a revoke through this client forgets at once,
+ * one through another process takes at most `cacheMs` to apply.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { NotFoundError, ValidationError } from '../core/errors.js';
+import { uuidv7 } from '../core/ids.js';
+import type { Store } from '../store/types.js';
+import { TOKEN_ROLES, tokenStoreOf, type ApiTokenRecord, type TokenRole, type TokenStore } from '../store/tokens.js';
+
+export type { ApiTokenRecord, TokenRole };
+export { TOKEN_ROLES };
+
+/** Every secret starts with this: it tells a tasklease token from a JWT, and scanners can find leaked ones. */
+export const TOKEN_PREFIX = 'tl_';
+
+export interface CreateTokenOptions {
+  name: string;
+  role: TokenRole;
+  /** Required for `user` tokens (the owner whose tasks they see); refused for the others. */
+  owner?: string | null;
+  /** Absolute expiry, or… */
+  expiresAt?: Date | null;
+  /** …a lifetime from now. Neither: never expires. */
+  expiresInMs?: number;
+}
+
+export interface CreatedToken {
+  /** The secret: shown once, never stored. */
+  token: string;
+  record: ApiTokenRecord;
+}
+
+const LAST_USED_WRITE_INTERVAL_MS = 60_000;
+
+export class TokenApi {
+  private backing: Promise<TokenStore> | null = null;
+  private readonly cache = new Map<string, { record: ApiTokenRecord; until: number }>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly cacheMs = 5000,
+  ) {}
+
+  async create(options: CreateTokenOptions): Promise<CreatedToken> {
+    const { name, role } = options ?? ({} as CreateTokenOptions);
+    if (typeof name !== 'string' || name.trim().length === 0 || name.length > 255)
+      throw new ValidationError('token name must be a string of 1 to 255 characters', 'name');
+    if (!TOKEN_ROLES.includes(role)) throw new ValidationError(`token role must be one of ${TOKEN_ROLES.join(', ')}`, 'role');
+    const owner = options.owner ?? null;
+    if (role === 'user' && (typeof owner !== 'string' || owner.length === 0 || owner.length > 255))
+      throw new ValidationError('a user token needs an owner (1 to 255 characters)', 'owner');
+    if (role !== 'user' && owner !== null) throw new ValidationError(`a ${role} token sees every owner: give no owner`, 'owner');
+    const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const record = await (
+      await this.tokens()
+    ).insertToken({
+      token: { id: uuidv7(), name: name.trim(), role, owner, tokenHash: hashToken(token), expiresAt: expiryOf(options) },
+    });
+    return { token, record };
+  }
+
+  async list(): Promise<ApiTokenRecord[]> {
+    return (await this.tokens()).listTokens();
+  }
+
+  async revoke(id: string): Promise<void> {
+    const revoked = await (await this.tokens()).revokeToken({ id });
+    for (const [hash, entry] of this.cache) if (entry.record.id === id) this.cache.delete(hash);
+    if (!revoked) throw new NotFoundError('active token', id);
+  }
+
+  /** The token's record when the secret is known, not revoked and not expired; else null. */
+  async verify(secret: string): Promise<ApiTokenRecord | null> {
+    if (typeof secret !== 'string' || !secret.startsWith(TOKEN_PREFIX) || secret.length > 200) return null;
+    const hash = hashToken(secret);
+    const now = Date.now();
+    const cached = this.cache.get(hash);
+    if (cached && cached.until > now) return usable(cached.record, now) ? cached.record : null;
+    const tokens = await this.tokens();
+    const record = await tokens.findTokenByHash({ tokenHash: hash });
+    if (!record || !usable(record, now)) return null;
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(hash, { record, until: now + this.cacheMs });
+    if (record.lastUsedAt === null || now - record.lastUsedAt.getTime() > LAST_USED_WRITE_INTERVAL_MS) {
+      // Bookkeeping only: a failed write must not fail the request it belongs to.
+      tokens.markTokenUsed({ id: record.id }).catch(() => undefined);
+      record.lastUsedAt = new Date(now);
+    }
+    return record;
+  }
+
+  private tokens(): Promise<TokenStore> {
+    this.backing ??= tokenStoreOf(this.store);
+    return this.backing;
+  }
+}
+
+export function hashToken(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+function usable(record: ApiTokenRecord, now: number): boolean {
+  return record.revokedAt === null && (record.expiresAt === null || record.expiresAt.getTime() > now);
+}
+
+function expiryOf(options: CreateTokenOptions): Date | null {
+  if (options.expiresAt !== undefined && options.expiresAt !== null && options.expiresInMs !== undefined)
+    throw new ValidationError('give expiresAt or expiresInMs, not both', 'expiresAt');
+  if (options.expiresInMs !== undefined) {
+    if (!Number.isInteger(options.expiresInMs) || options.expiresInMs < 1) throw new ValidationError('expiresInMs must be a positive integer', 'expiresInMs');
+    return new Date(Date.now() + options.expiresInMs);
+  }
+  const at = options.expiresAt ?? null;
+  if (at !== null && (!(at instanceof Date) || Number.isNaN(at.getTime()))) throw new ValidationError('expiresAt must be a valid Date', 'expiresAt');
+  return at;
+}

@@ -1,0 +1,87 @@
+/**
+ * Gauges read at scrape time rather than counted from events: always right,
+ * even for a worker attached mid-run or one that lost a lease. Sums over the
+ * workers and stores attached to one metric set (one process).
+ */
+import { Gauge, type Registry } from 'prom-client';
+import type { Dialect } from '../store/types.js';
+import type { PoolStats } from '../store/pool-stats.js';
+import type { WorkerStats } from '../worker/worker.js';
+
+export interface GaugeSources {
+  /** Stats of the workers attached now. */
+  workers: () => WorkerStats[];
+  /** Dead letters waiting; null keeps the last value. */
+  deadLetters: () => Promise<number | null>;
+  /** Connection pools of the attached stores that have one. */
+  pools: () => { dialect: Dialect; stats: PoolStats }[];
+  /** Share of recent lease renewals that kept the lease (RenewalWindow). */
+  renewalRate: () => number;
+}
+
+const POOL_FIELDS = {
+  active: "Database connections lent out now (the seed's hikaricp_connections_active), by dialect.",
+  idle: 'Database connections open and free (hikaricp_connections_idle), by dialect.',
+  max: 'The most connections the pools open (hikaricp_connections_max), by dialect.',
+  pending: 'Callers waiting for a connection (hikaricp_connections_pending), by dialect.',
+} as const satisfies Record<keyof PoolStats, string>;
+
+export function defineGauges(registry: Registry, sources: GaugeSources): void {
+  const registers = [registry];
+  const sumOfWorkers = (field: 'active' | 'concurrency'): number => sources.workers().reduce((sum, s) => sum + s[field], 0);
+  new Gauge({
+    name: 'async_task_active_count',
+    help: 'Handlers running now in this process (attached workers).',
+    registers,
+    collect() {
+      this.set(sumOfWorkers('active'));
+    },
+  });
+  new Gauge({
+    name: 'async_task_local_max_concurrency',
+    help: "Handler slots in this process (sum of attached workers' concurrency).",
+    registers,
+    collect() {
+      this.set(sumOfWorkers('concurrency'));
+    },
+  });
+  new Gauge({
+    name: 'async_task_registered_types',
+    help: 'Task types the attached workers run: one series per type, valued by how many workers run it.',
+    labelNames: ['task_type'],
+    registers,
+    collect() {
+      this.reset(); // a type whose workers all stopped disappears
+      for (const stats of sources.workers()) for (const type of stats.taskTypes) this.inc({ task_type: type });
+    },
+  });
+  new Gauge({
+    name: 'async_task_dead_letter_queue_size',
+    help: 'Dead letters neither replayed nor archived (attached stores).',
+    registers,
+    async collect() {
+      const size = await sources.deadLetters();
+      if (size !== null) this.set(size);
+    },
+  });
+  new Gauge({
+    name: 'async_task_lease_renewal_success_rate',
+    help: 'Share of lease renewals in the last window (default 5 min) that kept their lease; 1 when none was attempted.',
+    registers,
+    collect() {
+      this.set(sources.renewalRate());
+    },
+  });
+  for (const [field, help] of Object.entries(POOL_FIELDS) as [keyof PoolStats, string][]) {
+    new Gauge({
+      name: `async_task_db_connections_${field}`,
+      help,
+      labelNames: ['dialect'],
+      registers,
+      collect() {
+        this.reset();
+        for (const { dialect, stats } of sources.pools()) this.inc({ dialect }, stats[field]);
+      },
+    });
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * The Fastify application: security headers, optional CORS, OpenAPI, one
+ * error shape, request ids, and every route of the table behind its access
+ * rule. A route that reaches Fastify without a rule fails at start.
+ */
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import helmet from '@fastify/helmet';
+import { AccessError } from '../core/errors.js';
+import { Authenticator, FailureLimiter } from './auth.js';
+import { handleError, handleNotFound } from './errors.js';
+import type { ServerOptions } from './options.js';
+import { ROLES_BY_ACCESS, type Access, type RouteContext, type RouteSpec } from './routes.js';
+
+export interface RouteRule {
+  method: string;
+  url: string;
+  access: Access;
+  ownTask: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    access?: Access;
+    ownTask?: boolean;
+  }
+  interface FastifyInstance {
+    /** Every registered route with its access rule (the tests' authorization matrix reads it). */
+    routeRules: RouteRule[];
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+export interface AppParts {
+  options: ServerOptions;
+  context: RouteContext;
+  routes: RouteSpec[];
+  authenticator: Authenticator;
+}
+
+export async function buildApp({ options, context, routes, authenticator }: AppParts): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? { level: 'info' },
+    bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
+    trustProxy: options.trustProxy ?? false,
+    exposeHeadRoutes: false,
+    return503OnClosing: true,
+    // A caller's request id is kept when it is safe to log; else a fresh one.
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', useDefaults: true, allErrors: false } },
+  });
+  app.decorate('routeRules', [] as RouteRule[]);
+  app.decorateRequest('principal', null);
+  const docsAccess: Access = options.publicDocs ? 'public' : 'user';
+  app.addHook('onRoute', (route) => {
+    route.config ??= {};
+    // swagger-ui registers its own routes under /docs: they get the docs rule.
+    if (route.config.access === undefined && route.url.startsWith('/docs')) route.config.access = docsAccess;
+    if (route.config.access === undefined) throw new Error(`route ${String(route.method)} ${route.url} has no access rule: add it to the route table`);
+    app.routeRules.push({ method: String(route.method), url: route.url, access: route.config.access, ownTask: route.config.ownTask ?? false });
+  });
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onRequest', authorizer(authenticator, options));
+
+  await app.register(helmet, {
+    contentSecurityPolicy: {
+      directives: { defaultSrc: ["'self'"], scriptSrc: ["'self'"], styleSrc: ["'self'", "'unsafe-inline'"], imgSrc: ["'self'", 'data:'] },
+    },
+  });
+  if (options.corsOrigins && options.corsOrigins.length > 0) {
+    const { default: cors } = await import('@fastify/cors');
+    await app.register(cors, { origin: [...options.corsOrigins], allowedHeaders: ['authorization', 'content-type', 'x-request-id'] });
+  }
+  const { registerDocs } = await import('./docs.js');
+  await registerDocs(app, docsAccess);
+  for (const spec of routes) {
+    app.route({
+      method: spec.method,
+      url: spec.url,
+      schema: {
+        ...spec.schema,
+        summary: spec.summary,
+        tags: spec.tags,
+        description:
+          spec.access === 'public'
+            ? 'Open: no token.'
+            : `Roles: ${ROLES_BY_ACCESS[spec.access].join(', ')}.${spec.ownTask ? " A user sees its own tasks only (another owner's answers 404)." : ''}`,
+        security: spec.access === 'public' ? [] : [{ bearerAuth: [] }],
+      },
+      config: { access: spec.access, ownTask: spec.ownTask ?? false },
+      handler: (request, reply) => spec.handler(request, reply, context),
+    });
+  }
+  return app;
+}
+
+/** onRequest: before the body is read, so an unauthenticated caller cannot make the server parse anything. */
+function authorizer(authenticator: Authenticator, options: ServerOptions) {
+  const limiter = new FailureLimiter(options.failedAuthLimit?.max ?? 20, options.failedAuthLimit?.windowMs ?? 60_000);
+  return async (request: FastifyRequest, reply: import('fastify').FastifyReply): Promise<void> => {
+    const access = request.routeOptions.config.access;
+    if (access === undefined || access === 'public') return; // no route: the not-found handler answers
+    const blocked = limiter.blockedFor(request.ip);
+    if (blocked > 0) {
+      reply.header('retry-after', String(blocked));
+      throw new AccessError('RATE_LIMITED', `too many failed authentications from this address: retry in ${blocked} s`);
+    }
+    try {
+      request.principal = await authenticator.authenticate(request);
+    } catch (error) {
+      if (error instanceof AccessError) limiter.recordFailure(request.ip);
+      throw error;
+    }
+    if (!ROLES_BY_ACCESS[access].includes(request.principal.role)) {
+      throw new AccessError(
+        'FORBIDDEN',
+        `role ${request.principal.role} may not ${request.method} ${request.routeOptions.url}; it needs ${ROLES_BY_ACCESS[access].join(' or ')}`,
+      );
+    }
+  };
+}

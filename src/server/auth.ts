@@ -1,0 +1,125 @@
+/**
+ * Who is calling: an API token (`Authorization: Bearer tl_…`, checked against
+ * its stored hash) or, when configured, a JWT verified with a shared secret or
+ * a JWKS, its claims mapped to a role and an owner. Credentials anywhere else
+ * (a query string, X-Api-Key, another scheme) are refused, not ignored.
+ * Failed attempts are counted per client address (FailureLimiter).
+ */
+import type { FastifyRequest } from 'fastify';
+import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { AccessError } from '../core/errors.js';
+import { Scope } from '../core/scope.js';
+import { TOKEN_PREFIX, type TokenApi } from '../client/tokens.js';
+import { TOKEN_ROLES, type TokenRole } from '../store/tokens.js';
+import type { JwtOptions } from './options.js';
+import { sessionCredential } from './ui-session.js';
+
+export interface Principal {
+  role: TokenRole;
+  /** Set for `user`: the only owner whose tasks it sees. */
+  owner: string | null;
+  /** Token name or JWT subject, for logs. */
+  name: string;
+  via: 'token' | 'jwt';
+}
+
+export function scopeOf(principal: Principal): Scope {
+  return principal.role === 'user' ? Scope.owner(principal.owner!) : Scope.global();
+}
+
+const CREDENTIAL_ELSEWHERE = ['x-api-key', 'x-auth-token', 'api-key', 'x-tasklease-token'];
+
+export class Authenticator {
+  private readonly jwtKey: Uint8Array | JWTVerifyGetKey | null;
+
+  constructor(
+    private readonly tokens: TokenApi,
+    private readonly jwt: JwtOptions | undefined,
+  ) {
+    if (!jwt) this.jwtKey = null;
+    else if (jwt.secret !== undefined) this.jwtKey = new TextEncoder().encode(jwt.secret);
+    else this.jwtKey = createRemoteJWKSet(new URL(jwt.jwksUrl!));
+  }
+
+  /** The caller, or an AccessError saying what was wrong (never which part of a token). */
+  async authenticate(request: FastifyRequest): Promise<Principal> {
+    const header = request.headers.authorization;
+    // The dashboard's session cookie (ui-session.ts): checked for cross-site use before it counts.
+    const session = header === undefined ? sessionCredential(request) : null;
+    if (session !== null) return this.verifyCredential(session);
+    if (header === undefined) {
+      const elsewhere =
+        CREDENTIAL_ELSEWHERE.find((name) => request.headers[name] !== undefined) ??
+        (/[?&](access_token|token|api_key)=/.test(request.url) ? 'the query string' : undefined);
+      if (elsewhere) throw new AccessError('UNAUTHENTICATED', `credentials in ${elsewhere} are not accepted: send Authorization: Bearer <token>`);
+      throw new AccessError('UNAUTHENTICATED', 'this route needs Authorization: Bearer <token>');
+    }
+    const match = /^Bearer ([\x21-\x7e]{1,4096})$/i.exec(header);
+    if (!match) throw new AccessError('UNAUTHENTICATED', 'the Authorization header must be "Bearer <token>"');
+    return this.verifyCredential(match[1]!);
+  }
+
+  /** An API token or a JWT, however it came (header, or the dashboard's login and session). */
+  async verifyCredential(credential: string): Promise<Principal> {
+    if (credential.startsWith(TOKEN_PREFIX)) return this.fromToken(credential);
+    if (this.jwtKey && credential.split('.').length === 3) return this.fromJwt(credential);
+    throw new AccessError('UNAUTHENTICATED', 'unknown, expired or revoked token');
+  }
+
+  private async fromToken(secret: string): Promise<Principal> {
+    const record = await this.tokens.verify(secret);
+    if (!record) throw new AccessError('UNAUTHENTICATED', 'unknown, expired or revoked token');
+    return { role: record.role, owner: record.owner, name: record.name, via: 'token' };
+  }
+
+  private async fromJwt(jwt: string): Promise<Principal> {
+    let payload: JWTPayload;
+    try {
+      const options = { ...(this.jwt!.issuer ? { issuer: this.jwt!.issuer } : {}), ...(this.jwt!.audience ? { audience: this.jwt!.audience } : {}) };
+      const key = this.jwtKey!;
+      payload = (key instanceof Uint8Array ? await jwtVerify(jwt, key, options) : await jwtVerify(jwt, key, options)).payload;
+    } catch {
+      throw new AccessError('UNAUTHENTICATED', 'invalid or expired JWT');
+    }
+    const role = payload[this.jwt!.roleClaim ?? 'role'];
+    const owner = payload[this.jwt!.ownerClaim ?? 'sub'];
+    if (typeof role !== 'string' || !TOKEN_ROLES.includes(role as TokenRole))
+      throw new AccessError('UNAUTHENTICATED', `the JWT has no valid role claim (${TOKEN_ROLES.join(', ')})`);
+    if (role === 'user' && (typeof owner !== 'string' || owner.length === 0)) throw new AccessError('UNAUTHENTICATED', 'a user JWT needs an owner claim');
+    return { role: role as TokenRole, owner: role === 'user' ? (owner as string) : null, name: String(payload.sub ?? 'jwt'), via: 'jwt' };
+  }
+}
+
+/** Failed authentications per client address in a fixed window; over the limit every request from it answers 429. */
+export class FailureLimiter {
+  private readonly windows = new Map<string, { count: number; resetAt: number }>();
+
+  constructor(
+    private readonly max: number,
+    private readonly windowMs: number,
+  ) {}
+
+  /** Seconds to wait when this address is blocked, else 0. */
+  blockedFor(address: string): number {
+    const entry = this.windows.get(address);
+    if (!entry) return 0;
+    const now = Date.now();
+    if (entry.resetAt <= now) {
+      this.windows.delete(address);
+      return 0;
+    }
+    return entry.count >= this.max ? Math.ceil((entry.resetAt - now) / 1000) : 0;
+  }
+
+  recordFailure(address: string): void {
+    const now = Date.now();
+    if (this.windows.size > 100_000) this.prune(now);
+    const entry = this.windows.get(address);
+    if (!entry || entry.resetAt <= now) this.windows.set(address, { count: 1, resetAt: now + this.windowMs });
+    else entry.count += 1;
+  }
+
+  private prune(now: number): void {
+    for (const [address, entry] of this.windows) if (entry.resetAt <= now) this.windows.delete(address);
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * tasklease's HTTP server (issue 13), a thin layer over the client API:
+ *
+ *   const server = await createServer({ databaseUrl: 'sqlite:tasks.db', migrate: true, tasks, worker: true });
+ *   const url = await server.listen();   // serving; the worker runs
+ *   await server.close();                // stop accepting, drain, stop the worker, close the store
+ *
+ * startServer(options) does both steps. The CLI's `tasklease serve` and `start` call these.
+ */
+import type { FastifyInstance } from 'fastify';
+import { createClient, type TaskLeaseClient } from '../client/client.js';
+import { createMetrics, type TaskleaseMetrics } from '../observe/metrics.js';
+import { openStore } from '../store/open.js';
+import type { Store } from '../store/types.js';
+import { createWorker, type Worker } from '../worker/worker.js';
+import { adminOpsRoutes } from './admin-ops-routes.js';
+import { adminRoutes } from './admin-routes.js';
+import { buildApp } from './app.js';
+import { Authenticator } from './auth.js';
+import { checkServerOptions, resolveSse, type ServerOptions } from './options.js';
+import { probeRoutes } from './probe-routes.js';
+import type { RouteContext } from './routes.js';
+import { SseStreams } from './sse.js';
+import { TaskEventHub } from './task-events.js';
+import { dashboardRoutes } from './ui-routes.js';
+import { userRoutes } from './user-routes.js';
+
+export type { ServerOptions, JwtOptions } from './options.js';
+export type { Access, RouteSpec } from './routes.js';
+export type { RouteRule } from './app.js';
+
+export interface TaskleaseServer {
+  readonly app: FastifyInstance;
+  readonly client: TaskLeaseClient;
+  readonly store: Store;
+  /** The in-process worker (option `worker`), else null. */
+  readonly worker: Worker | null;
+  readonly metrics: TaskleaseMetrics;
+  /** Starts listening (options host and port) and the worker; resolves to the base URL. */
+  listen(): Promise<string>;
+  /** Graceful: stop accepting, end streams, drain requests, stop the worker, close the store if the server opened it. Idempotent. */
+  close(): Promise<void>;
+}
+
+export async function createServer(options: ServerOptions): Promise<TaskleaseServer> {
+  checkServerOptions(options);
+  const store = options.store ?? (await openStore(options.databaseUrl!));
+  try {
+    if (options.migrate) await store.migrate();
+    return await assemble(options, store);
+  } catch (error) {
+    if (!options.store) await store.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+export async function startServer(options: ServerOptions): Promise<TaskleaseServer & { url: string }> {
+  const server = await createServer(options);
+  try {
+    return Object.assign(server, { url: await server.listen() });
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+}
+
+async function assemble(options: ServerOptions, store: Store): Promise<TaskleaseServer> {
+  const tasks = options.tasks ?? [];
+  const client = createClient({ store, tasks, ...(options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {}) });
+  const worker = options.worker ? createWorker({ store, tasks, ...(typeof options.worker === 'object' ? options.worker : {}) }) : null;
+  const metrics = createMetrics(options.registry ? { registry: options.registry } : {});
+  const detach = [metrics.attachClient(client), metrics.attachStore(store), ...(worker ? [metrics.attachWorker(worker)] : [])];
+  const events = new TaskEventHub();
+  if (worker) events.attach(worker);
+  const sse = resolveSse(options.sse);
+  const streams = new SseStreams(sse);
+  let started = false;
+  const context: RouteContext = { client, worker, metrics, events, sse, backlogThreshold: options.backlogThreshold ?? 1000, started: () => started };
+  const authenticator = new Authenticator(client.tokens, options.jwt);
+  const routes = [
+    ...userRoutes(streams),
+    ...adminRoutes(),
+    ...adminOpsRoutes(),
+    ...probeRoutes({ publicMetrics: options.publicMetrics ?? false }),
+    ...dashboardRoutes({ authenticator }),
+  ];
+  const app = await buildApp({ options, context, routes, authenticator });
+  // Streams never end on their own while tasks run: end them first, or close() would wait for them.
+  app.addHook('preClose', async () => streams.closeAll());
+
+  let closing: Promise<void> | null = null;
+  return {
+    app,
+    client,
+    store,
+    worker,
+    metrics,
+    async listen() {
+      const url = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
+      worker?.start();
+      started = true;
+      return url;
+    },
+    close() {
+      closing ??= (async () => {
+        started = false;
+        await app.close();
+        await worker?.stop();
+        for (const off of detach) off();
+        events.close();
+        if (!options.store) await store.close();
+      })();
+      return closing;
+    },
+  };
+}

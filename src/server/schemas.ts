@@ -1,0 +1,79 @@
+/** JSON Schemas shared by routes: validated by Fastify (ajv) and published in the OpenAPI document. */
+import { ALL_STATUSES } from '../core/status.js';
+
+/** Ids are UUIDs (tasks, dead letters, tokens): anything else is a 400 before any query. */
+export const ID_PATTERN = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+
+export const idParams = {
+  type: 'object',
+  required: ['id'],
+  additionalProperties: false,
+  properties: { id: { type: 'string', pattern: ID_PATTERN, description: 'A UUID' } },
+} as const;
+
+/** Most ids one batch call takes; the server works through them 1000 at a time. */
+export const MAX_BATCH_IDS = 10_000;
+
+export const idList = { type: 'array', maxItems: MAX_BATCH_IDS, items: { type: 'string', pattern: ID_PATTERN } } as const;
+
+/** A retention run (task cleanup, dead-letter clean): whole days kept, at least `minDays`, and rows per batch. */
+export function retentionQuery(minDays: number) {
+  return {
+    type: 'object',
+    required: ['retentionDays'],
+    additionalProperties: false,
+    properties: {
+      retentionDays: { type: 'integer', minimum: minDays, maximum: 36500 },
+      batchSize: { type: 'integer', minimum: 1, maximum: 10_000, default: 500 },
+    },
+  } as const;
+}
+export interface RetentionQuery {
+  retentionDays: number;
+  batchSize: number;
+}
+
+const dateTime = { type: 'string', format: 'date-time' } as const;
+const text = (maxLength: number) => ({ type: 'string', minLength: 1, maxLength }) as const;
+
+export const submitRequest = {
+  type: 'object',
+  required: ['type'],
+  additionalProperties: false,
+  properties: {
+    type: text(200),
+    payload: {},
+    priority: { type: 'integer', minimum: -1000, maximum: 1000 },
+    delayMs: { type: 'integer', minimum: 0 },
+    availableAt: dateTime,
+    deadlineAt: dateTime,
+    maxAttempts: { type: 'integer', minimum: 1, maximum: 100 },
+    owner: text(255),
+    idempotencyKey: text(255),
+    traceId: text(128),
+  },
+} as const;
+
+/** Most tasks one HTTP submit takes (the client takes more; bodies are bounded anyway). */
+export const MAX_SUBMIT_BATCH = 1000;
+
+export const statusList = {
+  type: 'string',
+  pattern: `^(${ALL_STATUSES.join('|')})(,(${ALL_STATUSES.join('|')}))*$`,
+  description: 'One status or several, comma-separated',
+} as const;
+
+export const listQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    type: text(200),
+    status: statusList,
+    owner: text(255),
+    idempotencyKey: text(255),
+    createdAfter: dateTime,
+    createdBefore: dateTime,
+    limit: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },
+    cursor: { type: 'string', pattern: ID_PATTERN },
+  },
+} as const;

@@ -1,0 +1,151 @@
+/**
+ * The dashboard's routes (issue 15): its built files under /ui (dist/ui, made
+ * by `npm run build`), the login session (ui-session.ts) and the cluster
+ * stats its overview polls. Everything else the dashboard shows comes from the
+ * public API with the same access rules as for any other caller.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, extname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AccessError, NotFoundError } from '../core/errors.js';
+import { FailureLimiter, type Authenticator, type Principal } from './auth.js';
+import { ADMIN_PREFIX } from './admin-routes.js';
+import { ok, principalOf, type RouteSpec } from './routes.js';
+import { assertSameOrigin, clearSession, setSession } from './ui-session.js';
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json; charset=utf-8',
+};
+
+/** dist/ui of the package this module belongs to (from src/server or dist/src/server alike). */
+export function builtUiDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+  return join(dir, 'dist', 'ui');
+}
+
+/** Every built file by its URL path, read once: only these paths are ever served (no traversal to guard). */
+function loadFiles(root: string): Map<string, { body: Buffer; type: string }> {
+  const files = new Map<string, { body: Buffer; type: string }>();
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+      else files.set(relative(root, path).split(sep).join('/'), { body: readFileSync(path), type: CONTENT_TYPES[extname(name)] ?? 'application/octet-stream' });
+    }
+  };
+  if (existsSync(root)) walk(root);
+  return files;
+}
+
+const whoIs = (principal: Principal) => ({ role: principal.role, owner: principal.owner, name: principal.name });
+
+function staticRoutes(root: string): RouteSpec[] {
+  let files: ReturnType<typeof loadFiles> | null = null;
+  const tags = ['dashboard'];
+  return [
+    {
+      method: 'GET',
+      url: '/ui',
+      access: 'public',
+      tags,
+      summary: 'The dashboard (redirects to /ui/)',
+      handler: async (_request, reply) => reply.redirect('/ui/'),
+    },
+    {
+      method: 'GET',
+      url: '/ui/*',
+      access: 'public',
+      tags,
+      summary: "The dashboard's built files",
+      async handler(request, reply) {
+        if (!files || files.size === 0) files = loadFiles(root); // built after start: look again
+        const path = (request.params as { '*': string })['*'] || 'index.html';
+        const file = files.get(path);
+        if (!file) {
+          if (files.size === 0) throw new NotFoundError('dashboard build (run npm run build)', root);
+          throw new NotFoundError('dashboard file', path);
+        }
+        // Bundles carry a content hash in their names; index.html must be re-read to find new ones.
+        reply.header('cache-control', path.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');
+        return reply.type(file.type).send(file.body);
+      },
+    },
+  ];
+}
+
+function sessionRoutes(authenticator: Authenticator): RouteSpec[] {
+  const limiter = new FailureLimiter(20, 60_000);
+  const tags = ['dashboard'];
+  return [
+    {
+      method: 'POST',
+      url: '/api/v1/session',
+      access: 'public',
+      tags,
+      summary: 'Log in with an API token (or JWT): sets the HttpOnly, SameSite=Strict session cookie the dashboard uses',
+      schema: {
+        body: { type: 'object', required: ['token'], additionalProperties: false, properties: { token: { type: 'string', minLength: 1, maxLength: 4096 } } },
+      },
+      async handler(request, reply) {
+        assertSameOrigin(request);
+        const blocked = limiter.blockedFor(request.ip);
+        if (blocked > 0) {
+          reply.header('retry-after', String(blocked));
+          throw new AccessError('RATE_LIMITED', `too many failed logins from this address: retry in ${blocked} s`);
+        }
+        const { token } = request.body as { token: string };
+        let principal: Principal;
+        try {
+          principal = await authenticator.verifyCredential(token.trim());
+        } catch (error) {
+          limiter.recordFailure(request.ip);
+          throw error;
+        }
+        setSession(request, reply, token.trim());
+        return whoIs(principal);
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/v1/session',
+      access: 'user',
+      tags,
+      summary: 'Who the caller is: role, owner, name',
+      handler: async (request) => whoIs(principalOf(request)),
+    },
+    {
+      method: 'DELETE',
+      url: '/api/v1/session',
+      access: 'public',
+      tags,
+      summary: 'Log out: clears the session cookie',
+      async handler(request, reply) {
+        assertSameOrigin(request);
+        clearSession(request, reply);
+        return { loggedOut: true };
+      },
+    },
+  ];
+}
+
+export function dashboardRoutes(options: { authenticator: Authenticator; uiDir?: string }): RouteSpec[] {
+  return [
+    ...staticRoutes(options.uiDir ?? builtUiDir()),
+    ...sessionRoutes(options.authenticator),
+    {
+      method: 'GET',
+      url: `${ADMIN_PREFIX}/stats`,
+      access: 'operator',
+      tags: ['admin'],
+      summary: 'Cluster snapshot: tasks by status, running against each limit, dead letters, workers, queue wait p50/p99 (last 5 min)',
+      handler: async (_request, _reply, { client }) => ok(await client.stats()),
+    },
+  ];
+}

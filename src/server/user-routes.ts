@@ -1,0 +1,182 @@
+/**
+ * The user API under /api/v1: submit, read, list and control tasks, and live
+ * streams. A `user` acts on its own tasks only (owner scope: another owner's
+ * task answers 404 exactly like a missing one); admin and operator see all.
+ */
+import type { FastifyRequest } from 'fastify';
+import { AccessError, NotFoundError, ValidationError } from '../core/errors.js';
+import type { TaskStatus } from '../core/status.js';
+import type { SubmitRequest } from '../client/submit.js';
+import { principalOf, type RouteSpec } from './routes.js';
+import { scopeOf } from './auth.js';
+import { idParams, listQuery, MAX_SUBMIT_BATCH, submitRequest } from './schemas.js';
+import { streamMyTasks, streamTask, type SseStreams } from './sse.js';
+
+type SubmitBody = Omit<SubmitRequest, 'availableAt' | 'deadlineAt'> & { availableAt?: string; deadlineAt?: string };
+
+/** JSON in, client request out: dates parsed, and a user's tasks always its own. */
+function toSubmitRequest(request: FastifyRequest, body: SubmitBody): SubmitRequest {
+  const principal = principalOf(request);
+  if (principal.role === 'user' && body.owner !== undefined && body.owner !== principal.owner) {
+    throw new AccessError('FORBIDDEN', 'a user token submits tasks for its own owner only: leave owner out');
+  }
+  const { availableAt, deadlineAt, ...rest } = body;
+  return {
+    ...rest,
+    ...(availableAt ? { availableAt: new Date(availableAt) } : {}),
+    ...(deadlineAt ? { deadlineAt: new Date(deadlineAt) } : {}),
+    ...(principal.role === 'user' ? { owner: principal.owner! } : {}),
+  };
+}
+
+const id = (request: FastifyRequest): string => (request.params as { id: string }).id;
+const scope = (request: FastifyRequest) => ({ scope: scopeOf(principalOf(request)) });
+const tags = ['tasks'];
+
+export function userRoutes(streams: SseStreams): RouteSpec[] {
+  return [
+    {
+      method: 'POST',
+      url: '/api/v1/tasks',
+      access: 'user',
+      summary: 'Submit one task',
+      tags,
+      schema: { body: submitRequest },
+      async handler(request, reply, { client }) {
+        const [result] = await client.submitMany([toSubmitRequest(request, request.body as SubmitBody)]);
+        return reply.code(202).send(result);
+      },
+    },
+    {
+      method: 'POST',
+      url: '/api/v1/tasks/batch',
+      access: 'user',
+      summary: `Submit up to ${MAX_SUBMIT_BATCH} tasks: all or none`,
+      tags,
+      schema: {
+        body: {
+          type: 'object',
+          required: ['tasks'],
+          additionalProperties: false,
+          properties: { tasks: { type: 'array', minItems: 1, maxItems: MAX_SUBMIT_BATCH, items: submitRequest } },
+        },
+      },
+      async handler(request, reply, { client }) {
+        const results = await client.submitMany((request.body as { tasks: SubmitBody[] }).tasks.map((task) => toSubmitRequest(request, task)));
+        return reply.code(202).send({ results });
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/v1/tasks',
+      access: 'user',
+      summary: 'List tasks, newest first (cursor paging)',
+      tags,
+      schema: { querystring: listQuery },
+      async handler(request, _reply, { client }) {
+        const q = request.query as {
+          type?: string;
+          status?: string;
+          owner?: string;
+          idempotencyKey?: string;
+          createdAfter?: string;
+          createdBefore?: string;
+          limit: number;
+          cursor?: string;
+        };
+        if (q.owner !== undefined && principalOf(request).role === 'user') throw new ValidationError('a user lists its own tasks: leave owner out', 'owner');
+        return client.list({
+          ...scope(request),
+          limit: q.limit,
+          ...(q.type ? { taskType: q.type } : {}),
+          ...(q.status ? { status: q.status.split(',') as TaskStatus[] } : {}),
+          ...(q.owner ? { owner: q.owner } : {}),
+          ...(q.idempotencyKey ? { idempotencyKey: q.idempotencyKey } : {}),
+          ...(q.cursor ? { cursor: q.cursor } : {}),
+          ...(q.createdAfter ? { createdAfter: new Date(q.createdAfter) } : {}),
+          ...(q.createdBefore ? { createdBefore: new Date(q.createdBefore) } : {}),
+        });
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/v1/tasks/:id',
+      access: 'user',
+      ownTask: true,
+      summary: 'One task',
+      tags,
+      schema: { params: idParams },
+      async handler(request, _reply, { client }) {
+        return client.get(id(request), scope(request)).then((task) => task ?? notFound(id(request)));
+      },
+    },
+    {
+      method: 'POST',
+      url: '/api/v1/tasks/:id/cancel',
+      access: 'user',
+      ownTask: true,
+      summary: 'Cancel a task (CANCELLED at once, or CANCEL_REQUESTED while it runs)',
+      tags,
+      schema: { params: idParams },
+      async handler(request, _reply, { client }) {
+        return { id: id(request), outcome: await client.requestCancellation(id(request), scope(request)) };
+      },
+    },
+    {
+      method: 'POST',
+      url: '/api/v1/tasks/:id/pause',
+      access: 'user',
+      ownTask: true,
+      summary: 'Hold a waiting task',
+      tags,
+      schema: { params: idParams },
+      async handler(request, _reply, { client }) {
+        await client.pause(id(request), scope(request));
+        return { id: id(request), status: 'PAUSED' };
+      },
+    },
+    {
+      method: 'POST',
+      url: '/api/v1/tasks/:id/resume',
+      access: 'user',
+      ownTask: true,
+      summary: 'Queue a paused task again',
+      tags,
+      schema: { params: idParams },
+      async handler(request, _reply, { client }) {
+        await client.resume(id(request), scope(request));
+        return { id: id(request), status: 'QUEUED' };
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/v1/tasks/:id/events',
+      access: 'user',
+      ownTask: true,
+      tags,
+      summary: 'Server-Sent Events: the task (event task), progress (event progress) until it ends (event end)',
+      schema: { params: idParams },
+      async handler(request, reply, context) {
+        const task = await context.client.get(id(request), scope(request));
+        if (!task) notFound(id(request));
+        void streamTask(streams.start(request, reply), context, id(request), scope(request).scope);
+        return reply;
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/v1/events',
+      access: 'user',
+      tags,
+      summary: 'Server-Sent Events: changes of my active tasks (all tasks for admin and operator)',
+      async handler(request, reply, context) {
+        void streamMyTasks(streams.start(request, reply), context, scope(request).scope);
+        return reply;
+      },
+    },
+  ];
+}
+
+export function notFound(taskId: string): never {
+  throw new NotFoundError('task', taskId);
+}

@@ -1,0 +1,164 @@
+/**
+ * What every store does alike, written once: the closed-store check, the
+ * empty-input short cuts, the wake-ups a write owes the workers, and the
+ * hand-off of driver errors to the dialect's mapping. A dialect class
+ * extends StoreBase and calls guardStore(itsClass) once after its
+ * declaration: each contract method is then wrapped, on the prototype, so
+ * that no dialect repeats these lines in its thirty methods.
+ */
+import { StoreClosedError } from '../core/errors.js';
+import { TaskStatus } from '../core/status.js';
+import { LocalBus } from './local-bus.js';
+import type { AttemptOutcome, ClaimParams, Dialect, FinishAndClaimResult, Store, StoreCapabilities, StoreEvent, StoreListener } from './types.js';
+
+type Method = Exclude<{ [K in keyof Store]: Store[K] extends (...args: never[]) => unknown ? K : never }[keyof Store], 'close'>;
+type Answer<M extends Method> = Awaited<ReturnType<Store[M]>>;
+type Params<M extends Method> = Parameters<Store[M]>[0];
+
+/** Calls with nothing to do answer at once, the same on every dialect (and never open a transaction). */
+const EMPTY_ANSWERS: { [M in Method]?: (params: Params<M>) => Answer<M> | undefined } = {
+  insertTasks: (p) => (p.tasks.length === 0 ? [] : undefined),
+  claimTasks: (p) => (p.limit <= 0 || p.taskTypes.length === 0 ? [] : undefined),
+  renewLeases: (p) => (p.leases.length === 0 ? { renewed: [], cancelRequested: [], lost: [] } : undefined),
+  finishAttempts: (p) => (p.outcomes.length === 0 ? { applied: [], deadLetters: [] } : undefined),
+  releaseTasks: (p) => (p.leases.length === 0 ? 0 : undefined),
+  changeStatus: (p) => (p.ids.length === 0 ? [] : undefined),
+  replayDeadLetters: (p) => (p.ids.length === 0 ? [] : undefined),
+  archiveDeadLetters: (p) => (p.ids.length === 0 ? 0 : undefined),
+};
+
+const WAKE_ALL: StoreEvent = Object.freeze({ kind: 'submitted', taskTypes: Object.freeze([]) as readonly string[] });
+
+/** The wake-ups a successful write owes idle workers: new or requeued work, cancel requests. */
+const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
+  insertTasks: (results) => {
+    const types = [...new Set(results.filter((r) => r.created).map((r) => r.task.taskType))];
+    return types.length > 0 ? [{ kind: 'submitted', taskTypes: types }] : [];
+  },
+  changeStatus: (results) => {
+    const cancelled = results.filter((r) => r.applied && r.status === TaskStatus.CANCEL_REQUESTED).map((r) => r.id);
+    const events: StoreEvent[] = cancelled.length > 0 ? [{ kind: 'cancelRequested', taskIds: cancelled }] : [];
+    if (results.some((r) => r.applied && r.status === TaskStatus.QUEUED)) events.push(WAKE_ALL);
+    return events;
+  },
+  releaseTasks: (released) => (released > 0 ? [WAKE_ALL] : []),
+  recover: (result) => (result.requeued + result.retriesDue > 0 ? [WAKE_ALL] : []),
+  replayDeadLetters: (results) => (results.some((r) => r.outcome === 'REPLAYED') ? [WAKE_ALL] : []),
+};
+
+/** Every method of the contract, checked against it by the compiler. */
+const METHODS = [
+  'migrate',
+  'now',
+  'schemaVersion',
+  'subscribe',
+  'insertTasks',
+  'getTask',
+  'listTasks',
+  'countByStatus',
+  'changeStatus',
+  'claimTasks',
+  'renewLeases',
+  'saveProgress',
+  'finishAttempts',
+  'finishAndClaim',
+  'releaseTasks',
+  'recover',
+  'listAttempts',
+  'listFailures',
+  'listDeadLetters',
+  'countDeadLetters',
+  'replayDeadLetters',
+  'archiveDeadLetters',
+  'savePolicy',
+  'listPolicies',
+  'deletePolicy',
+  'purgeTerminalTasks',
+  'purgeDeadLetters',
+  'registerWorker',
+  'unregisterWorker',
+  'listWorkers',
+  'leasedCounts',
+  'analysisData',
+] as const satisfies readonly Method[];
+type Missing = Exclude<Method, (typeof METHODS)[number]>;
+const everyMethodListed: Missing extends never ? true : Missing = true;
+void everyMethodListed;
+
+export abstract class StoreBase {
+  abstract readonly dialect: Dialect;
+  abstract readonly capabilities: StoreCapabilities;
+  /** Set by close(); every other call then fails with StoreClosedError. */
+  protected closed = false;
+  /** In-process wake-ups: workers of this process hear this process's writes at once. */
+  protected abstract readonly bus: LocalBus;
+
+  /** The store's class name for messages. */
+  protected get storeName(): string {
+    return this.constructor.name;
+  }
+
+  /** Driver error → project error (errors.ts of the dialect). Errors of the project pass through. */
+  protected abstract mapError(error: unknown): Error;
+
+  /** Sends the wake-ups a write owes. In-process by default; a dialect with a server channel overrides. */
+  protected wake(_method: Method, events: readonly StoreEvent[]): void | Promise<void> {
+    for (const event of events) this.bus.publish(event);
+  }
+
+  subscribe(listener: StoreListener): () => void {
+    return this.bus.subscribe(listener);
+  }
+
+  /** Two calls where a dialect has no one-round-trip form (capabilities.finishAndClaim is false). */
+  async finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult> {
+    const self = this as unknown as Store;
+    const finished = await self.finishAttempts({ outcomes: params.outcomes });
+    return { ...finished, claimed: await self.claimTasks(params.claim) };
+  }
+}
+
+/** Wraps every contract method of `store` (a StoreBase subclass): closed check, short cuts, error mapping, wake-ups. */
+export function guardStore(store: abstract new (...args: never[]) => StoreBase): void {
+  const proto = store.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  for (const name of METHODS) {
+    const original = proto[name];
+    if (typeof original !== 'function') throw new Error(`${store.name} does not implement ${name}`);
+    proto[name] = name === 'subscribe' ? guardedSync(name, original) : guardedAsync(name, original);
+  }
+}
+
+interface Guarded {
+  closed: boolean;
+  storeName: string;
+  mapError(error: unknown): Error;
+  wake(method: Method, events: readonly StoreEvent[]): void | Promise<void>;
+}
+
+function guardedSync(name: Method, original: (...args: unknown[]) => unknown) {
+  return function (this: Guarded, ...args: unknown[]): unknown {
+    if (this.closed) throw new StoreClosedError(this.storeName, name);
+    return original.apply(this, args);
+  };
+}
+
+function guardedAsync(name: Method, original: (...args: unknown[]) => unknown) {
+  const empty = EMPTY_ANSWERS[name] as ((params: unknown) => unknown) | undefined;
+  const wakeups = WAKEUPS[name] as ((answer: unknown) => StoreEvent[]) | undefined;
+  return async function (this: Guarded, ...args: unknown[]): Promise<unknown> {
+    if (this.closed) throw new StoreClosedError(this.storeName, name);
+    const shortCut = empty?.(args[0]);
+    if (shortCut !== undefined) return shortCut;
+    let answer: unknown;
+    try {
+      answer = await original.apply(this, args);
+    } catch (error) {
+      throw this.mapError(error);
+    }
+    const events = wakeups?.(answer);
+    if (events && events.length > 0) await this.wake(name, events);
+    return answer;
+  };
+}
+
+export type { Method as StoreMethod };

@@ -1,0 +1,1 @@
+export { MysqlStore, type MysqlStoreOptions, type MysqlTransaction } from './store.js';

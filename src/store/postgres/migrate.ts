@@ -1,0 +1,88 @@
+/**
+ * Creates or upgrades the schema. Several processes may start at once: a
+ * session advisory lock (keyed by schema) lets one migrate while the others
+ * wait, then find nothing left to do. Each version applies in its own
+ * transaction together with its row in tasklease_migrations, so a crash
+ * mid-way leaves the schema at a whole version.
+ */
+import { ErrorCode, TaskLeaseError } from '../../core/errors.js';
+import { claimFunctionSql } from './claim.js';
+import { finishFunctionSql } from './finish.js';
+import { run, type PgContext } from './connection.js';
+import { mapPgError } from './errors.js';
+import { MIGRATE_LOCK_SCOPE, PG_MIGRATIONS } from './migrations.js';
+
+export async function migrate(ctx: PgContext): Promise<void> {
+  let client;
+  try {
+    client = await ctx.pool.connect();
+  } catch (error) {
+    throw mapPgError(error, 'connecting to migrate');
+  }
+  let broken = false;
+  try {
+    await run(client, 'taking the migration lock', 'SELECT pg_advisory_lock(hashtextextended($1, 0))', [MIGRATE_LOCK_SCOPE + ctx.schemaName]);
+    try {
+      await applyMigrations(ctx, client);
+    } finally {
+      await run(client, 'releasing the migration lock', 'SELECT pg_advisory_unlock(hashtextextended($1, 0))', [MIGRATE_LOCK_SCOPE + ctx.schemaName]);
+    }
+  } catch (error) {
+    // A session lock must never go back to the pool: drop the connection when unsure.
+    broken = true;
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}
+
+async function applyMigrations(ctx: PgContext, client: import('pg').PoolClient): Promise<void> {
+  await run(client, 'creating the schema', `CREATE SCHEMA IF NOT EXISTS ${ctx.schema}`);
+  await run(
+    client,
+    'creating the migrations table',
+    `CREATE TABLE IF NOT EXISTS ${ctx.tables.migrations} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  const current = await schemaVersionOn(ctx, client);
+  const latest = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version;
+  if (current > latest) {
+    throw new TaskLeaseError(
+      ErrorCode.SCHEMA_MISMATCH,
+      `schema ${ctx.schemaName} is at version ${current}, newer than this tasklease knows (${latest}): upgrade tasklease`,
+    );
+  }
+  for (const migration of PG_MIGRATIONS) {
+    if (migration.version <= current) continue;
+    await inTransaction(client, `applying migration ${migration.version} (${migration.name})`, async () => {
+      await run(client, `applying migration ${migration.version}`, migration.sql(ctx.schema));
+      await run(client, 'recording the migration', `INSERT INTO ${ctx.tables.migrations} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
+    });
+  }
+  // Repeatable: the claim and outcome functions always match this code (CREATE OR REPLACE under the lock).
+  await run(client, 'installing the claim function', claimFunctionSql(ctx));
+  await run(client, 'installing the outcome function', finishFunctionSql(ctx));
+}
+
+export async function schemaVersion(ctx: PgContext): Promise<number> {
+  return schemaVersionOn(ctx, ctx.pool);
+}
+
+async function schemaVersionOn(ctx: PgContext, on: Pick<import('pg').ClientBase, 'query'>): Promise<number> {
+  const exists = await run<{ present: boolean }>(on, 'reading the schema version', 'SELECT to_regclass($1) IS NOT NULL AS present', [
+    `${ctx.schema}.tasklease_migrations`,
+  ]);
+  if (!exists.rows[0]?.present) return 0;
+  const result = await run<{ v: number | null }>(on, 'reading the schema version', `SELECT max(version) AS v FROM ${ctx.tables.migrations}`);
+  return result.rows[0]?.v ?? 0;
+}
+
+async function inTransaction(client: import('pg').PoolClient, action: string, body: () => Promise<void>): Promise<void> {
+  await run(client, action, 'BEGIN');
+  try {
+    await body();
+    await run(client, action, 'COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}

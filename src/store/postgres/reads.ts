@@ -1,0 +1,112 @@
+/**
+ * Read-only queries (tasks, counts, history). Filters are added as SQL text
+ * only for their shape ("owner = $n"); every value is a parameter. Scope is
+ * always a WHERE term, so a task outside it answers exactly like a missing one.
+ */
+import { scopeOwner, type Scope } from '../../core/scope.js';
+import { isTaskStatus, type TaskStatus } from '../../core/status.js';
+import type { Task } from '../../core/task.js';
+import { attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
+import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskPage } from '../types.js';
+import { run, type PgContext } from './connection.js';
+import { decodePostgres } from './encode.js';
+
+/** Collects WHERE conditions and their parameters. */
+class Where {
+  readonly conditions: string[] = [];
+  readonly values: unknown[] = [];
+  add(condition: (placeholder: string) => string, value: unknown): this {
+    this.values.push(value);
+    this.conditions.push(condition(`$${this.values.length}`));
+    return this;
+  }
+  scope(scope: Scope, column = 'owner'): this {
+    const owner = scopeOwner(scope);
+    return owner === null ? this : this.add((p) => `${column} = ${p}`, owner);
+  }
+  get sql(): string {
+    return this.conditions.length > 0 ? `WHERE ${this.conditions.join(' AND ')}` : '';
+  }
+  next(value: unknown): string {
+    this.values.push(value);
+    return `$${this.values.length}`;
+  }
+}
+
+export async function getTask(ctx: PgContext, id: string, scope: Scope): Promise<Task | null> {
+  const where = new Where().add((p) => `id = ${p}`, id).scope(scope);
+  const result = await run<Row>(ctx.pool, 'reading a task', `SELECT * FROM ${ctx.tables.task} ${where.sql}`, where.values);
+  return result.rows[0] ? taskFromRow(result.rows[0], decodePostgres) : null;
+}
+
+export async function listTasks(ctx: PgContext, params: ListTasksParams): Promise<TaskPage> {
+  const where = new Where().scope(params.scope);
+  if (params.owner != null) where.add((p) => `owner = ${p}`, params.owner);
+  if (params.taskType != null) where.add((p) => `task_type = ${p}`, params.taskType);
+  if (params.idempotencyKey != null) where.add((p) => `idempotency_key = ${p}`, params.idempotencyKey);
+  if (params.status && params.status.length > 0) where.add((p) => `status = ANY(${p}::text[])`, [...params.status]);
+  if (params.cursor != null) where.add((p) => `id < ${p}`, params.cursor);
+  const limit = where.next(params.limit + 1);
+  const result = await run<Row>(ctx.pool, 'listing tasks', `SELECT * FROM ${ctx.tables.task} ${where.sql} ORDER BY id DESC LIMIT ${limit}`, where.values);
+  const tasks = result.rows.slice(0, params.limit).map((row) => taskFromRow(row, decodePostgres));
+  return { tasks, nextCursor: result.rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+}
+
+export async function countByStatus(ctx: PgContext, scope: Scope, taskType: string | null | undefined): Promise<Record<TaskStatus, number>> {
+  const where = new Where().scope(scope);
+  if (taskType != null) where.add((p) => `task_type = ${p}`, taskType);
+  const result = await run<{ status: TaskStatus; n: number }>(
+    ctx.pool,
+    'counting tasks',
+    `SELECT status, count(*)::integer AS n FROM ${ctx.tables.task} ${where.sql} GROUP BY status`,
+    where.values,
+  );
+  const counts = emptyStatusCounts();
+  for (const row of result.rows) if (isTaskStatus(row.status)) counts[row.status] = row.n;
+  return counts;
+}
+
+/** Dead letters neither replayed nor archived. */
+export async function countDeadLetters(ctx: PgContext, scope: Scope, taskType: string | null | undefined): Promise<number> {
+  const where = new Where().scope(scope);
+  if (taskType != null) where.add((p) => `task_type = ${p}`, taskType);
+  where.conditions.push('replayed_at IS NULL AND archived_at IS NULL');
+  const result = await run<{ n: number }>(
+    ctx.pool,
+    'counting dead letters',
+    `SELECT count(*)::integer AS n FROM ${ctx.tables.deadLetter} ${where.sql}`,
+    where.values,
+  );
+  return result.rows[0]?.n ?? 0;
+}
+
+export async function listAttempts(ctx: PgContext, taskId: string): Promise<AttemptRecord[]> {
+  const result = await run<Row>(ctx.pool, 'listing attempts', `SELECT * FROM ${ctx.tables.attempt} WHERE task_id = $1 ORDER BY attempt`, [taskId]);
+  return result.rows.map((row) => attemptFromRow(row, decodePostgres));
+}
+
+export async function listFailures(ctx: PgContext, taskId: string, limit: number | undefined): Promise<FailureRow[]> {
+  const result = await run<Row>(
+    ctx.pool,
+    'listing failures',
+    `SELECT * FROM ${ctx.tables.failure} WHERE task_id = $1 ORDER BY failed_at DESC, attempt DESC, id DESC LIMIT $2`,
+    [taskId, limit ?? 100],
+  );
+  return result.rows.map((row) => failureFromRow(row, decodePostgres));
+}
+
+export async function listDeadLetters(ctx: PgContext, params: ListDeadLettersParams): Promise<DeadLetter[]> {
+  const where = new Where().scope(params.scope);
+  if (params.taskType != null) where.add((p) => `task_type = ${p}`, params.taskType);
+  if (params.movedAfter != null) where.add((p) => `moved_at >= ${p}`, params.movedAfter);
+  if (params.movedBefore != null) where.add((p) => `moved_at < ${p}`, params.movedBefore);
+  if (params.cursor != null) where.add((p) => `id < ${p}`, params.cursor);
+  const limit = where.next(params.limit);
+  const result = await run<Row>(
+    ctx.pool,
+    'listing dead letters',
+    `SELECT * FROM ${ctx.tables.deadLetter} ${where.sql} ORDER BY id DESC LIMIT ${limit}`,
+    where.values,
+  );
+  return result.rows.map((row) => deadLetterFromRow(row, decodePostgres));
+}

@@ -1,0 +1,48 @@
+/**
+ * Operator status changes (pause, resume, cancel, retry) in one statement:
+ * lock the matching rows in id order, change them with rules/: column
+ * rules, NOTIFY (cancel requests by id, in chunks under the payload limit;
+ * requeues as a wake-up for every type), and answer for every id.
+ */
+import { scopeOwner } from '../../core/scope.js';
+import { TaskStatus } from '../../core/status.js';
+import { changeStatusAssignments } from '../rules/index.js';
+import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
+import { run, type PgContext } from './connection.js';
+import { WAKE_ALL_PAYLOAD } from './wakeups.js';
+
+export async function changeStatus(ctx: PgContext, params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
+  const owner = scopeOwner(params.scope);
+  // $4 is always referenced: every $n needs a type.
+  const sets = changeStatusAssignments(params, { now: 'now()', availableAt: 'COALESCE($4::timestamptz, t.available_at)', row: 't.' });
+  const inScope = owner === null ? '$3::text IS NULL' : 'owner = $3';
+  const sql = `
+WITH input AS (SELECT * FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord)),
+locked AS MATERIALIZED (
+  SELECT id FROM ${ctx.tables.task} WHERE id = ANY($1::text[]) AND ${inScope} AND status = ANY($2::text[])
+  ORDER BY id COLLATE "C" FOR UPDATE
+),
+changed AS (
+  UPDATE ${ctx.tables.task} t SET ${sets.join(', ')} WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) RETURNING t.id, t.status
+),
+notified AS (${notifySql(params.to)})
+SELECT i.id, c.id IS NOT NULL AS applied, COALESCE(c.status, cur.status) AS status, note.n AS notified
+FROM input i
+LEFT JOIN changed c ON c.id = i.id
+LEFT JOIN ${ctx.tables.task} cur ON cur.id = i.id AND ${inScope.replace('owner', 'cur.owner')}
+CROSS JOIN (SELECT count(*) AS n FROM notified) AS note
+ORDER BY i.ord`;
+  const values: unknown[] = [[...params.ids], [...params.from], owner, params.availableAt ?? null, ctx.channel];
+  const result = await run<{ id: string; applied: boolean; status: TaskStatus | null }>(ctx.pool, 'changing task status', sql, values);
+  return result.rows.map((row) => ({ id: row.id, applied: row.applied, status: row.status }));
+}
+
+function notifySql(to: TaskStatus): string {
+  if (to === TaskStatus.CANCEL_REQUESTED) {
+    // Ids are ≤ 128 bytes (encode.ts); chunks of 7000 bytes stay under the payload limit.
+    return `SELECT pg_notify($5, json_build_object('k', 'c', 'i', array_agg(id))::text) FROM (
+      SELECT id, (sum(octet_length(id) + 3) OVER (ORDER BY id)) / 7000 AS chunk FROM changed) AS ids GROUP BY chunk`;
+  }
+  if (to === TaskStatus.QUEUED) return `SELECT pg_notify($5, '${WAKE_ALL_PAYLOAD}') FROM changed HAVING count(*) > 0`;
+  return `SELECT 1 WHERE $5::text IS NOT NULL AND false`;
+}

@@ -1,0 +1,75 @@
+/**
+ * The recovery sweep's rules: what becomes of an expired lease (requeued
+ * with attempts left, failed and dead-lettered when spent, cancelled when a
+ * cancel was requested), the failures it records and their messages.
+ */
+import { ErrorCode } from '../../core/errors.js';
+import { AttemptOutcomeName } from '../../core/status.js';
+import type { FailureRecord } from '../../core/task.js';
+import type { RecoveryResult } from '../types.js';
+import { literal, STATUS_SQL } from './sql.js';
+
+export const LEASE_EXPIRED_MESSAGE = 'lease expired: the worker stopped renewing it (crashed, stalled or partitioned)';
+export const DEADLINE_MESSAGE = 'deadline passed before the task could run';
+export const LEASE_EXPIRED_SQL = literal(ErrorCode.LEASE_EXPIRED);
+export const DEADLINE_EXCEEDED_SQL = literal(ErrorCode.DEADLINE_EXCEEDED);
+/** The attempt outcome of an expired lease, as SQL. */
+export const LEASE_EXPIRED_OUTCOME_SQL = literal(AttemptOutcomeName.LEASE_EXPIRED);
+
+export function leaseExpiredFailure(retryable: boolean): FailureRecord {
+  return { errorCode: ErrorCode.LEASE_EXPIRED, message: LEASE_EXPIRED_MESSAGE, traceId: null, retryable };
+}
+
+export const DEADLINE_FAILURE: FailureRecord = Object.freeze({
+  errorCode: ErrorCode.DEADLINE_EXCEEDED,
+  message: DEADLINE_MESSAGE,
+  traceId: null,
+  retryable: false,
+});
+
+export interface ExpiredLeaseRow {
+  status: string;
+  attempt_count: unknown;
+  attempt_base: unknown;
+  max_attempts: unknown;
+}
+
+export interface ExpiredLeaseDecision {
+  /** CANCELLED (a cancel was requested), QUEUED (attempts left) or FAILED (spent). */
+  status: 'CANCELLED' | 'QUEUED' | 'FAILED';
+  /** The task ends for good: finish_time is set. */
+  finished: boolean;
+  /** Spent: the payload goes to the dead-letter table. */
+  deadLetter: boolean;
+  attemptOutcome: AttemptOutcomeName;
+  /** Recorded as a failure row unless the task was being cancelled. */
+  failure: FailureRecord | null;
+}
+
+/** What the sweep does with an expired lease. */
+export function expiredLeaseDecision(row: ExpiredLeaseRow): ExpiredLeaseDecision {
+  if (row.status === 'CANCEL_REQUESTED') {
+    return { status: 'CANCELLED', finished: true, deadLetter: false, attemptOutcome: 'CANCELLED', failure: null };
+  }
+  const spent = Number(row.attempt_count) - Number(row.attempt_base) >= Number(row.max_attempts);
+  return {
+    status: spent ? 'FAILED' : 'QUEUED',
+    finished: spent,
+    deadLetter: spent,
+    attemptOutcome: AttemptOutcomeName.LEASE_EXPIRED,
+    failure: leaseExpiredFailure(!spent),
+  };
+}
+
+/** The sweep's counts of expired leases by what became of them. */
+export function tallyExpired(decisions: readonly ExpiredLeaseDecision[]): Pick<RecoveryResult, 'requeued' | 'failed' | 'cancelled'> {
+  const count = (status: ExpiredLeaseDecision['status']) => decisions.filter((d) => d.status === status).length;
+  return { requeued: count('QUEUED'), failed: count('FAILED'), cancelled: count('CANCELLED') };
+}
+
+/** expiredLeaseDecision's status as SQL over the row (alias `row`, e.g. 't.'). */
+export function expiredLeaseStatusSql(row = ''): string {
+  return `CASE WHEN ${row}status = ${STATUS_SQL.CANCEL_REQUESTED} THEN ${STATUS_SQL.CANCELLED}
+                  WHEN ${row}attempt_count - ${row}attempt_base >= ${row}max_attempts THEN ${STATUS_SQL.FAILED}
+                  ELSE ${STATUS_SQL.QUEUED} END`;
+}

@@ -1,0 +1,1 @@
+export { SqliteStore, type SqliteStoreOptions, type SqliteTransaction } from './store.js';

@@ -1,0 +1,55 @@
+/**
+ * Fenced writes about held leases on SQLite: heartbeat, progress, hand-back.
+ * Each WHERE carries lease owner, attempt and a leased status; the rows
+ * touched decide the answer (rules/: renewalAnswer, releaseAssignments).
+ */
+import type { Lease, TaskProgress } from '../../core/task.js';
+import { progressValues } from '../rows.js';
+import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import type { RenewResult } from '../types.js';
+import { statement, type Db } from './connection.js';
+
+export function renewLeases(db: Db, leases: readonly Lease[], leaseUntil: string, now: string): RenewResult {
+  // One statement for every lease: the leases travel as one JSON array.
+  const rows = statement(
+    db,
+    `UPDATE system_async_task AS t SET lease_until = ?, update_time = ?
+     FROM (SELECT json_extract(value, '$[0]') AS lease_id, json_extract(value, '$[1]') AS lease_worker,
+             json_extract(value, '$[2]') AS lease_attempt FROM json_each(?)) AS l
+     WHERE t.id = l.lease_id AND t.lease_owner = l.lease_worker AND t.attempt_count = l.lease_attempt AND t.status IN ${LEASED_SQL}
+     RETURNING id, lease_owner AS owner, attempt_count AS attempt, status`,
+  ).all(leaseUntil, now, JSON.stringify(leases.map((lease) => [lease.taskId, lease.workerId, lease.attempt]))) as {
+    id: string;
+    owner: string;
+    attempt: number;
+    status: string;
+  }[];
+  return renewalAnswer(leases, new Map(rows.map((row) => [leaseKey(row.id, row.owner, row.attempt), row.status])));
+}
+
+export function saveProgress(db: Db, lease: Lease, progress: TaskProgress, now: string): boolean {
+  const info = statement(
+    db,
+    `UPDATE system_async_task SET progress_total = ?, progress_processed = ?, progress_succeeded = ?, progress_failed = ?,
+       progress_skipped = ?, progress_message = ?, update_time = ?
+     WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED_SQL}`,
+  ).run(...progressValues(progress), now, lease.taskId, lease.workerId, lease.attempt);
+  return info.changes === 1;
+}
+
+/** Never-started prefetched tasks go back as if never claimed; inside the caller's transaction. */
+export function releaseTasks(db: Db, leases: readonly Lease[], now: string): number {
+  const release = statement(
+    db,
+    `UPDATE system_async_task SET ${releaseAssignments('@now').join(', ')}
+     WHERE id = @id AND lease_owner = @worker AND attempt_count = @attempt AND status IN ${LEASED_SQL}`,
+  );
+  const dropAttempt = statement(db, 'DELETE FROM system_async_task_attempt WHERE task_id = ? AND attempt = ?');
+  let released = 0;
+  for (const lease of leases) {
+    if (release.run({ now, id: lease.taskId, worker: lease.workerId, attempt: lease.attempt }).changes !== 1) continue;
+    dropAttempt.run(lease.taskId, lease.attempt);
+    released += 1;
+  }
+  return released;
+}

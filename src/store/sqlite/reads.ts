@@ -1,0 +1,74 @@
+/**
+ * Read-only queries on SQLite: tasks, counts and history. Scope is always a
+ * WHERE term, so a task outside it answers exactly like a missing one.
+ */
+import { scopeOwner, type Scope } from '../../core/scope.js';
+import type { TaskStatus } from '../../core/status.js';
+import type { Task } from '../../core/task.js';
+import { attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
+import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskPage } from '../types.js';
+import { Where } from '../where.js';
+import { statement, type Db } from './connection.js';
+import { decodeSqlite, toSqliteTime } from './encode.js';
+
+export function getTask(db: Db, id: string, scope: Scope): Task | null {
+  const owner = scopeOwner(scope);
+  const row = statement(db, `SELECT * FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`).get(
+    ...(owner === null ? [id] : [id, owner]),
+  ) as Row | undefined;
+  return row ? taskFromRow(row, decodeSqlite) : null;
+}
+
+export function listTasks(db: Db, params: ListTasksParams): TaskPage {
+  const where = new Where()
+    .optional('owner = ?', scopeOwner(params.scope))
+    .optional('owner = ?', params.owner)
+    .optional('task_type = ?', params.taskType)
+    .optional('idempotency_key = ?', params.idempotencyKey)
+    .optional('id < ?', params.cursor);
+  if (params.status && params.status.length > 0) where.in('status', params.status);
+  const rows = statement(db, `SELECT * FROM system_async_task ${where} ORDER BY id DESC LIMIT ?`).all(...where.values, params.limit + 1) as Row[];
+  const tasks = rows.slice(0, params.limit).map((row) => taskFromRow(row, decodeSqlite));
+  return { tasks, nextCursor: rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+}
+
+export function countByStatus(db: Db, scope: Scope, taskType: string | null | undefined): Record<TaskStatus, number> {
+  const where = new Where().optional('owner = ?', scopeOwner(scope)).optional('task_type = ?', taskType);
+  const rows = statement(db, `SELECT status, COUNT(*) AS n FROM system_async_task ${where} GROUP BY status`).all(...where.values) as {
+    status: TaskStatus;
+    n: number;
+  }[];
+  const counts = emptyStatusCounts();
+  for (const row of rows) counts[row.status] = row.n;
+  return counts;
+}
+
+export function listAttempts(db: Db, taskId: string): AttemptRecord[] {
+  const rows = statement(db, 'SELECT * FROM system_async_task_attempt WHERE task_id = ? ORDER BY attempt').all(taskId) as Row[];
+  return rows.map((row) => attemptFromRow(row, decodeSqlite));
+}
+
+export function listFailures(db: Db, taskId: string, limit: number | undefined): FailureRow[] {
+  const rows = statement(db, 'SELECT * FROM system_async_task_failure WHERE task_id = ? ORDER BY failed_at DESC, attempt DESC LIMIT ?').all(
+    taskId,
+    limit ?? 100,
+  ) as Row[];
+  return rows.map((row) => failureFromRow(row, decodeSqlite));
+}
+
+/** Dead letters neither replayed nor archived. */
+export function countDeadLetters(db: Db, scope: Scope, taskType: string | null | undefined): number {
+  const where = new Where().add('replayed_at IS NULL AND archived_at IS NULL').optional('owner = ?', scopeOwner(scope)).optional('task_type = ?', taskType);
+  return (statement(db, `SELECT COUNT(*) AS n FROM system_async_task_dead_letter ${where}`).get(...where.values) as { n: number }).n;
+}
+
+export function listDeadLetters(db: Db, params: ListDeadLettersParams): DeadLetter[] {
+  const where = new Where()
+    .optional('owner = ?', scopeOwner(params.scope))
+    .optional('task_type = ?', params.taskType)
+    .optional('moved_at >= ?', params.movedAfter ? toSqliteTime(params.movedAfter.getTime()) : null)
+    .optional('moved_at < ?', params.movedBefore ? toSqliteTime(params.movedBefore.getTime()) : null)
+    .optional('id < ?', params.cursor);
+  const rows = statement(db, `SELECT * FROM system_async_task_dead_letter ${where} ORDER BY id DESC LIMIT ?`).all(...where.values, params.limit) as Row[];
+  return rows.map((row) => deadLetterFromRow(row, decodeSqlite));
+}

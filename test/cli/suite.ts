@@ -1,0 +1,413 @@
+/**
+ * Every command end to end, in-process through run(argv, io), against one
+ * dialect: exit codes, --json documents, and the errors of bad flags and
+ * unknown ids. sqlite.test.ts and postgres.test.ts run it.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Task } from '../../src/core/task.js';
+import type { Store } from '../../src/store/types.js';
+import { waitFor } from '../helpers/wait.js';
+import { cli, FIXTURES, type CliEnv, type CliResult } from './harness.js';
+
+export interface CliTarget {
+  /** URL of a migrated, empty database for the current test. */
+  url(): string;
+  /** A database never migrated, for `migrate`; drop() removes it. */
+  fresh(): Promise<{ url: string; drop(): Promise<void> }>;
+  /** The schema version this code migrates to (known once the suite's database is migrated). */
+  expectedSchemaVersion(): number;
+}
+
+/**
+ * The suite on a database server: one area (schema or database) migrated for
+ * the file and emptied before each test; `migrate` gets areas of its own.
+ */
+export function serverCliSuite<Area extends { clean(): Promise<void>; drop(): Promise<void> }>(options: {
+  create: () => Promise<Area>;
+  url: (area: Area) => string;
+  openStore: (area: Area) => Store;
+}): void {
+  let area: Area | undefined;
+  let expectedVersion = 0;
+  beforeAll(async () => {
+    area = await options.create();
+    const store = options.openStore(area);
+    await store.migrate();
+    expectedVersion = store.expectedSchemaVersion;
+    await store.close();
+  });
+  afterAll(async () => {
+    await area?.drop();
+  });
+  beforeEach(() => area!.clean());
+  cliSuite({
+    url: () => options.url(area!),
+    expectedSchemaVersion: () => expectedVersion,
+    fresh: async () => {
+      const fresh = await options.create();
+      return { url: options.url(fresh), drop: () => fresh.drop() };
+    },
+  });
+}
+
+const UNKNOWN_ID = '01900000-0000-7000-8000-000000000000';
+
+export function cliSuite(target: CliTarget): void {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'tasklease-cli-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const tl = (argv: readonly string[], options: CliEnv = {}): Promise<CliResult> =>
+    cli(argv, { ...options, cwd: options.cwd ?? dir, env: { TASKLEASE_DATABASE_URL: target.url(), ...options.env } });
+  const submit = async (type: string, payload: unknown, ...flags: string[]): Promise<string> => {
+    const submitted = await tl(['submit', type, JSON.stringify(payload), ...flags, '--json']);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    return submitted.json<{ id: string }>().id;
+  };
+  const get = async (id: string): Promise<Task> => (await tl(['get', id, '--json'])).json<Task>();
+
+  it('migrate creates the schema, then finds nothing to do; commands on an unmigrated database say to migrate', async () => {
+    const fresh = await target.fresh();
+    try {
+      const env = { TASKLEASE_DATABASE_URL: fresh.url };
+      const before = await tl(['list'], { env });
+      expect([before.code, before.stderr]).toEqual([1, expect.stringMatching(/error SCHEMA_NOT_MIGRATED: .*tasklease migrate/)]);
+      const first = await tl(['migrate', '--json'], { env });
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.json()).toMatchObject({ previousVersion: 0, schemaVersion: target.expectedSchemaVersion() });
+      const second = await tl(['migrate'], { env });
+      expect(second.stdout).toMatch(new RegExp(`schema already at version ${target.expectedSchemaVersion()}`));
+      expect((await tl(['list', '--json'], { env })).json()).toEqual({ tasks: [], nextCursor: null });
+    } finally {
+      await fresh.drop();
+    }
+  });
+
+  describe('submit, get, list', () => {
+    it('submits one task with its options and shows it as JSON and as a table', async () => {
+      const submitted = await tl(['submit', 'cli.echo', '{"value":42}', '--priority', '7', '--max-attempts', '2', '--trace-id', 'trace-1', '--json'], {
+        env: { TASKLEASE_OWNER: 'team-a' },
+      });
+      expect(submitted.code, submitted.stderr).toBe(0);
+      const { id, created, status } = submitted.json<{ id: string; created: boolean; status: string }>();
+      expect({ created, status }).toEqual({ created: true, status: 'QUEUED' });
+      const task = await get(id);
+      expect(task).toMatchObject({ id, taskType: 'cli.echo', payload: { value: 42 }, priority: 7, maxAttempts: 2, owner: 'team-a', traceId: 'trace-1' });
+      const human = await tl(['get', id]);
+      expect(human.stdout).toMatch(new RegExp(`id\\s+${id}`));
+      expect(human.stdout).toMatch(/status\s+QUEUED/);
+      expect(human.stdout).not.toContain('\u001b['); // not a TTY: no colours
+    });
+
+    it('returns the existing task for a repeated idempotency key', async () => {
+      const first = await submit('cli.echo', {}, '--idempotency-key', 'k1');
+      const again = await tl(['submit', 'cli.echo', '{}', '--idempotency-key', 'k1', '--json']);
+      expect(again.json()).toMatchObject({ id: first, created: false });
+      expect((await tl(['submit', 'cli.echo', '{}', '--idempotency-key', 'k1'])).stdout).toContain('already exists');
+      const other = await submit('cli.echo', {}, '--idempotency-key', 'k10');
+      const found = (await tl(['list', '--idempotency-key', 'k1', '--json'])).json<{ tasks: Task[] }>().tasks;
+      expect(found.map((t) => t.id)).toEqual([first]);
+      expect((await tl(['list', '--idempotency-key', 'k10', '--json'])).json<{ tasks: Task[] }>().tasks.map((t) => t.id)).toEqual([other]);
+    });
+
+    it('lists with filters and pages with the cursor', async () => {
+      const ids = [await submit('cli.a', { n: 1 }), await submit('cli.a', { n: 2 }), await submit('cli.b', { n: 3 }, '--owner', 'o2')];
+      await tl(['pause', ids[0]!]);
+      const page1 = (await tl(['list', '--type', 'cli.a', '--limit', '1', '--json'])).json<{ tasks: Task[]; nextCursor: string }>();
+      expect(page1.tasks.map((t) => t.id)).toEqual([ids[1]]);
+      const page2 = (await tl(['list', '--type', 'cli.a', '--cursor', page1.nextCursor, '--json'])).json<{ tasks: Task[]; nextCursor: null }>();
+      expect(page2).toEqual(expect.objectContaining({ nextCursor: null }));
+      expect(page2.tasks.map((t) => t.id)).toEqual([ids[0]]);
+      expect((await tl(['list', '--status', 'paused', '--json'])).json<{ tasks: Task[] }>().tasks.map((t) => t.id)).toEqual([ids[0]]);
+      expect((await tl(['list', '--status', 'QUEUED,PAUSED', '--json'])).json<{ tasks: Task[] }>().tasks).toHaveLength(3);
+      expect((await tl(['list', '--owner', 'o2', '--json'])).json<{ tasks: Task[] }>().tasks.map((t) => t.id)).toEqual([ids[2]]);
+      const table = await tl(['list', '--limit', '2']);
+      expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+TYPE\s+STATUS/);
+      expect(table.stdout).toContain('more: tasklease list --cursor');
+    });
+
+    it('rejects bad input with exit 2 and unknown ids with exit 3', async () => {
+      const badJson = await tl(['submit', 'cli.echo', '{nope', '--json']);
+      expect(badJson.code).toBe(2);
+      expect(badJson.stderr).toMatch(/^error USAGE: payload is not valid JSON/);
+      expect(badJson.json()).toMatchObject({ error: { code: 'USAGE', field: 'payload' } });
+      const badFlag = await tl(['list', '--limit', '0']);
+      expect(badFlag.code).toBe(2);
+      expect(badFlag.stderr).toContain("error USAGE: option '-n, --limit <n>' argument '0' is invalid. must be an integer from 1 to 1000");
+      const unknownFlag = await tl(['get', UNKNOWN_ID, '--colour']);
+      expect([unknownFlag.code, unknownFlag.stderr]).toEqual([2, expect.stringContaining("unknown option '--colour'")]);
+      const badStatus = await tl(['list', '--status', 'DONE']);
+      expect([badStatus.code, badStatus.stderr]).toEqual([2, 'error VALIDATION: unknown status DONE\n']);
+      const missing = await tl(['get', UNKNOWN_ID]);
+      expect([missing.code, missing.stderr]).toEqual([3, `error NOT_FOUND: task "${UNKNOWN_ID}" not found\n`]);
+      const missingJson = await tl(['get', UNKNOWN_ID, '--json']);
+      expect(missingJson.json()).toEqual({ error: { code: 'NOT_FOUND', message: `task "${UNKNOWN_ID}" not found` } });
+      const noType = await tl(['submit']);
+      expect([noType.code, noType.stderr]).toEqual([2, expect.stringContaining('error USAGE: submit needs a task type')]);
+      const both = await tl(['submit', 'cli.echo', '--delay', '1m', '--at', '2030-01-01T00:00:00Z']);
+      expect([both.code, both.stderr]).toEqual([2, expect.stringContaining('give --delay or --at, not both')]);
+      const badDelay = await tl(['submit', 'cli.echo', '--delay', '10']);
+      expect([badDelay.code, badDelay.stderr]).toEqual([2, expect.stringContaining('must be a duration such as')]);
+    });
+
+    it('checks payloads against the schemas of --tasks modules', async () => {
+      const tasks = join(FIXTURES, 'schema-tasks.ts');
+      const ok = await tl(['submit', 'cli.import', '{"id":1,"name":"a"}', '--tasks', tasks, '--json']);
+      expect(ok.code, ok.stderr).toBe(0);
+      const invalid = await tl(['submit', 'cli.import', '{"id":"x"}', '--tasks', tasks]);
+      expect([invalid.code, invalid.stderr]).toEqual([2, expect.stringMatching(/^error PAYLOAD_INVALID: payload for task type "cli.import" fails its schema/)]);
+      const unknown = await tl(['submit', 'cli.other', '{}', '--tasks', tasks]);
+      expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringMatching(/^error UNKNOWN_TASK_TYPE/)]);
+      const noModule = await tl(['submit', 'cli.import', '{}', '--tasks', 'missing.js']);
+      expect([noModule.code, noModule.stderr]).toEqual([2, expect.stringContaining('task module missing.js does not exist')]);
+    });
+  });
+
+  describe('submit --file', () => {
+    it('submits every JSON line in batches; a re-run with an idempotency field adds nothing', async () => {
+      const file = join(FIXTURES, 'rows.jsonl');
+      const first = await tl(['submit', '--file', file, '--type', 'cli.rows', '--batch-size', '2', '--idempotency-key-field', 'id', '--json']);
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.json()).toMatchObject({ taskType: 'cli.rows', submitted: 5, created: 5, existing: 0, batches: 3 });
+      const again = await tl(['submit', 'cli.rows', '--file', file, '--idempotency-key-field', 'id', '--json']);
+      expect(again.json()).toMatchObject({ submitted: 5, created: 0, existing: 5, batches: 1 });
+      const tasks = (await tl(['list', '--type', 'cli.rows', '--json'])).json<{ tasks: Task[] }>().tasks;
+      expect(tasks.map((t) => (t.payload as { id: number }).id).sort()).toEqual([1, 2, 3, 4, 5]);
+      expect(tasks.map((t) => t.idempotencyKey).sort()).toEqual(['1', '2', '3', '4', '5']);
+    });
+
+    it('turns CSV rows into payload objects (quoted commas and line breaks kept)', async () => {
+      const human = await tl(['submit', '--file', join(FIXTURES, 'rows.csv'), '--type', 'cli.csv']);
+      expect(human.code, human.stderr).toBe(0);
+      expect(human.stdout).toMatch(/^submitted 3 cli.csv tasks from .*rows.csv in 1 batches \(3 new, 0 already there\)/);
+      const payloads = (await tl(['list', '--type', 'cli.csv', '--json'])).json<{ tasks: Task[] }>().tasks.map((t) => t.payload);
+      expect(payloads).toEqual(
+        expect.arrayContaining([
+          { id: '1', name: 'alpha', note: 'plain' },
+          { id: '2', name: 'beta', note: 'with, a comma' },
+          { id: '3', name: 'gamma', note: 'two\nlines' },
+        ]),
+      );
+    });
+
+    it('stops at a bad line, naming it, after submitting the earlier batches', async () => {
+      const bad = await tl(['submit', '--file', join(FIXTURES, 'bad.jsonl'), '--type', 'cli.bad', '--batch-size', '1']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('stopped: 2 tasks from earlier lines were submitted');
+      expect(bad.stderr).toMatch(/error USAGE: .*bad.jsonl:3: not valid JSON/);
+      const schemaBad = join(dir, 'rows.jsonl');
+      writeFileSync(schemaBad, '{"id":1,"name":"a"}\n{"id":2}\n');
+      const invalid = await tl(['submit', '--file', schemaBad, '--type', 'cli.import', '--tasks', join(FIXTURES, 'schema-tasks.ts')]);
+      expect([invalid.code, invalid.stderr]).toEqual([
+        2,
+        expect.stringMatching(/error PAYLOAD_INVALID: lines 1–2: payload for task type "cli.import" fails its schema/),
+      ]);
+      expect((await tl(['list', '--type', 'cli.import', '--json'])).json<{ tasks: Task[] }>().tasks).toEqual([]);
+      const noType = await tl(['submit', '--file', schemaBad]);
+      expect([noType.code, noType.stderr]).toEqual([2, expect.stringContaining('--file needs the task type')]);
+      const noFile = await tl(['submit', 'cli.x', '--file', 'nope.jsonl']);
+      expect([noFile.code, noFile.stderr]).toEqual([2, expect.stringContaining('file nope.jsonl does not exist')]);
+      writeFileSync(join(dir, 'rows.txt'), '{}\n');
+      const noFormat = await tl(['submit', 'cli.x', '--file', 'rows.txt']);
+      expect([noFormat.code, noFormat.stderr]).toEqual([2, expect.stringContaining('give --format jsonl or --format csv')]);
+    });
+  });
+
+  describe('control', () => {
+    it('pauses, reschedules, resumes and cancels; refuses what the status forbids', async () => {
+      const id = await submit('cli.echo', {});
+      expect((await tl(['pause', id, '--json'])).json()).toEqual({ id, status: 'PAUSED' });
+      const before = Date.now();
+      const moved = await tl(['reschedule', id, '--in', '10m', '--json']);
+      expect(moved.code, moved.stderr).toBe(0);
+      expect(new Date(moved.json<{ availableAt: string }>().availableAt).getTime()).toBeGreaterThan(before + 9 * 60_000);
+      expect((await get(id)).status).toBe('PAUSED');
+      const at = await tl(['reschedule', id, '--at', '2031-05-01T08:00:00Z', '--json']);
+      expect(at.json()).toMatchObject({ availableAt: '2031-05-01T08:00:00.000Z' });
+      expect((await tl(['resume', id])).stdout).toBe(`task ${id} resumed (now QUEUED)\n`);
+      const retryQueued = await tl(['retry', id]);
+      expect([retryQueued.code, retryQueued.stderr]).toEqual([1, `error INVALID_TRANSITION: cannot retry task ${id}: it is QUEUED\n`]);
+      expect((await tl(['cancel', id, '--json'])).json()).toEqual({ id, outcome: 'CANCELLED' });
+      const again = await tl(['cancel', id]);
+      expect([again.code, again.stderr]).toEqual([1, `error INVALID_TRANSITION: cannot cancel task ${id}: it is CANCELLED\n`]);
+      const neither = await tl(['reschedule', id]);
+      expect([neither.code, neither.stderr]).toEqual([2, 'error USAGE: reschedule needs exactly one of --at or --in\n']);
+      const badTime = await tl(['reschedule', id, '--at', 'tomorrow']);
+      expect([badTime.code, badTime.stderr]).toEqual([2, expect.stringContaining('must be an ISO 8601 time')]);
+      for (const command of ['pause', 'resume', 'retry']) {
+        const missing = await tl([command, UNKNOWN_ID]);
+        expect([command, missing.code, missing.stderr]).toEqual([command, 3, `error NOT_FOUND: task "${UNKNOWN_ID}" not found\n`]);
+      }
+    });
+
+    it('cancels many, saying which could not be cancelled (exit 3 when one is unknown, 1 when one is finished)', async () => {
+      const [a, b] = [await submit('cli.echo', {}), await submit('cli.echo', {})];
+      const withUnknown = await tl(['cancel', a, UNKNOWN_ID, '--json']);
+      expect(withUnknown.code).toBe(3);
+      expect(withUnknown.json()).toEqual({ cancelled: 1, cancelRequested: 0, notCancelled: [{ id: UNKNOWN_ID, reason: 'NOT_FOUND' }] });
+      const withFinished = await tl(['cancel', a, b]);
+      expect(withFinished.code).toBe(1);
+      expect(withFinished.stdout).toBe(`cancelled: 1, asked to stop: 0, not cancelled: 1\n  ${a}: already CANCELLED\n`);
+    });
+  });
+
+  describe('diagnose, analyze, dlq, retry, workers — with a worker running the fixture tasks', () => {
+    it('diagnoses a task nobody runs, then one that failed for good; analyzes; replays and archives dead letters', async () => {
+      const waiting = await submit('cli.nobody', {});
+      const diagnosis = await tl(['diagnose', waiting, '--json']);
+      expect(diagnosis.code, diagnosis.stderr).toBe(0);
+      expect(diagnosis.json()).toMatchObject({
+        task: { id: waiting, status: 'QUEUED' },
+        attempts: [],
+        failures: [],
+        lease: { status: 'NO_LEASE', remainingSeconds: null },
+        causes: [{ code: 'NO_WORKER' }],
+        workers: { forType: [] },
+        controlPlane: { status: 'UP' },
+      });
+      const missing = await tl(['diagnose', UNKNOWN_ID]);
+      expect([missing.code, missing.stderr]).toEqual([3, `error NOT_FOUND: task "${UNKNOWN_ID}" not found\n`]);
+
+      let stop!: (signal: string) => void;
+      const worker = tl(
+        ['worker', join(FIXTURES, 'tasks.ts'), '--concurrency', '2', '--poll', '50ms', '--worker-id', `cli-${Date.now()}`, '--log-level', 'warn'],
+        { stop: new Promise((resolve) => (stop = resolve)) },
+      );
+      try {
+        const [failing, failing2, echo] = [await submit('cli.fail', { n: 1 }), await submit('cli.fail', { n: 2 }), await submit('cli.echo', { value: 'hi' })];
+        for (const id of [failing, failing2]) await waitFor(async () => (await get(id)).status === 'FAILED', `task ${id} FAILED`, 20_000, 50);
+        await waitFor(async () => (await get(echo)).status === 'SUCCESS', 'echo SUCCESS', 20_000, 50);
+        expect((await get(echo)).result).toEqual({ echoed: { value: 'hi' } });
+
+        const workers = (await tl(['workers', '--json'])).json<{ workers: { workerId: string; taskTypes: string[] }[] }>().workers;
+        expect(workers.find((w) => w.workerId.startsWith('cli-'))?.taskTypes.sort()).toEqual(['cli.echo', 'cli.fail', 'cli.wait']);
+
+        const failed = (await tl(['diagnose', failing, '--json'])).json<Record<string, unknown>>();
+        expect(failed).toMatchObject({
+          task: { status: 'FAILED', lastErrorCode: 'FIXTURE_BROKEN' },
+          attempts: [{ attempt: 1, outcome: 'FAILED', errorCode: 'FIXTURE_BROKEN' }],
+          failures: [{ errorCode: 'FIXTURE_BROKEN', retryable: false }],
+          causes: [{ code: 'DEAD_LETTERED' }],
+        });
+        expect((failed.workers as { forType: unknown[] }).forType).toHaveLength(1);
+        const human = (await tl(['diagnose', failing])).stdout;
+        for (const section of [
+          '=== Task ===',
+          '=== Attempts (1) ===',
+          '=== Last failures ===',
+          '=== Lease ===',
+          '=== Workers for cli.fail (1 of',
+          '=== Control plane ===',
+          '=== Verdict ===',
+        ]) {
+          expect(human).toContain(section);
+        }
+        expect(human).toContain('the task failed for good (FIXTURE_BROKEN)');
+
+        const analysis = (await tl(['analyze', 'cli.fail', '--hours', '1', '--json'])).json<Record<string, unknown>>();
+        expect(analysis).toMatchObject({
+          taskType: 'cli.fail',
+          hours: 1,
+          statusCounts: { FAILED: 2 },
+          execution: { count: 2 },
+          queueWait: { count: 2 },
+          failures: [{ errorCode: 'FIXTURE_BROKEN', count: 2, share: 1 }],
+        });
+        expect((await tl(['analyze', 'cli.fail'])).stdout).toMatch(/FIXTURE_BROKEN\s+2\s+100.0 %/);
+
+        const list = (await tl(['dlq', 'list', '--type', 'cli.fail', '--json'])).json<{
+          deadLetters: { id: string; originalTaskId: string }[];
+          waiting: number;
+        }>();
+        expect(list.waiting).toBe(2);
+        const letterOf = (task: string): string => list.deadLetters.find((d) => d.originalTaskId === task)!.id;
+        const replayed = await tl(['dlq', 'replay', letterOf(failing), '--json']);
+        expect(replayed.json()).toEqual({ replayed: 1, results: [{ id: letterOf(failing), outcome: 'REPLAYED', taskId: failing }] });
+        const again = await tl(['dlq', 'replay', letterOf(failing)]);
+        expect([again.code, again.stdout]).toEqual([1, expect.stringContaining('ALREADY_REPLAYED')]);
+        const batch = await tl(['dlq', 'replay-batch', letterOf(failing2), UNKNOWN_ID, '--json']);
+        expect(batch.code).toBe(3);
+        expect(batch.json<{ results: { outcome: string }[] }>().results.map((r) => r.outcome)).toEqual(['REPLAYED', 'NOT_FOUND']);
+        // Replayed: the worker runs them again, and they fail again (a new dead letter each).
+        for (const id of [failing, failing2])
+          await waitFor(async () => (await get(id)).attemptCount === 2 && (await get(id)).status === 'FAILED', `task ${id} failed again`, 20_000, 50);
+        const retried = await tl(['retry', failing, '--json']);
+        expect(retried.json()).toMatchObject({ id: failing });
+        await waitFor(async () => (await get(failing)).attemptCount === 3 && (await get(failing)).status === 'FAILED', 'retried task failed again', 20_000, 50);
+        const waitingLetters = (await tl(['dlq', 'list', '--type', 'cli.fail', '--json'])).json<{
+          deadLetters: { id: string; replayedAt: string | null }[];
+          waiting: number;
+        }>();
+        expect(waitingLetters.waiting).toBe(3);
+        const open = waitingLetters.deadLetters.filter((d) => d.replayedAt === null).map((d) => d.id);
+        const archived = await tl(['dlq', 'archive', ...open, '--json']);
+        expect(archived.json()).toEqual({ archived: 3, requested: 3 });
+        expect((await tl(['dlq', 'list', '--json'])).json()).toMatchObject({ waiting: 0 });
+        const archivedAgain = await tl(['dlq', 'archive', open[0]!]);
+        expect([archivedAgain.code, archivedAgain.stdout]).toEqual([3, expect.stringContaining('archived 0 of 1')]);
+
+        const kept = await tl(['dlq', 'clean', '--retention-days', '1', '--json']);
+        expect(kept.code, kept.stderr).toBe(0);
+        expect(kept.json()).toMatchObject({ deleted: 0, batches: 1 });
+        const cleaned = await tl(['dlq', 'clean', '--retention-days', '0', '--batch-size', '2']);
+        expect([cleaned.code, cleaned.stdout]).toEqual([0, expect.stringMatching(/^deleted 3 archived dead letters in 2 batches/)]);
+        const left = (await tl(['dlq', 'list', '--type', 'cli.fail', '--json'])).json<{ deadLetters: { id: string; replayedAt: string | null }[] }>();
+        expect(left.deadLetters.map((d) => d.replayedAt === null)).toEqual([false, false]);
+        const negative = await tl(['dlq', 'clean', '--retention-days', '-1']);
+        expect([negative.code, negative.stderr]).toEqual([2, expect.stringContaining('must be a number from 0 to 100000')]);
+        const noRetention = await tl(['dlq', 'clean']);
+        expect([noRetention.code, noRetention.stderr]).toEqual([2, expect.stringContaining("required option '--retention-days <n>' not specified")]);
+      } finally {
+        stop('SIGTERM');
+        const stopped = await worker;
+        expect(stopped.code, stopped.stderr).toBe(0);
+      }
+    });
+  });
+
+  describe('policy, cleanup, workers', () => {
+    it("sets, shows and resets a type's policy and the global one", async () => {
+      const set = await tl(['policy', 'set', 'cli.p', '--max-concurrency', '3', '--enabled', 'false', '--json']);
+      expect(set.code, set.stderr).toBe(0);
+      expect(set.json()).toMatchObject({ policy: { policyKey: 'TYPE:cli.p', maxConcurrency: 3, enabled: false, maxAttempts: null } });
+      const merged = await tl(['policy', 'set', 'cli.p', '--max-attempts', '4', '--max-concurrency', 'default', '--json']);
+      expect(merged.json()).toMatchObject({ policy: { maxConcurrency: null, maxAttempts: 4, enabled: false } });
+      await tl(['policy', 'set', '--retry-base-delay-ms', '500']);
+      const all = (await tl(['policy', 'get', '--json']))
+        .json<{ policies: { policyKey: string }[] }>()
+        .policies.map((p) => p.policyKey)
+        .sort();
+      expect(all).toEqual(['GLOBAL', 'TYPE:cli.p']);
+      expect((await tl(['policy', 'get', 'cli.p', '--json'])).json()).toMatchObject({ policy: { maxAttempts: 4 } });
+      expect((await tl(['policy', 'get', 'cli.p'])).stdout).toMatch(/^POLICY\s+MAX CONCURRENCY.*\nTYPE:cli.p\s+default\s+4\s+default\s+false/);
+      expect((await tl(['policy', 'reset', 'cli.p', '--json'])).json()).toEqual({ policyKey: 'TYPE:cli.p', removed: true });
+      expect((await tl(['policy', 'reset', 'cli.p', '--json'])).json()).toEqual({ policyKey: 'TYPE:cli.p', removed: false });
+      expect((await tl(['policy', 'get', 'cli.p', '--json'])).json()).toEqual({ policy: null });
+      expect((await tl(['policy', 'reset'])).stdout).toBe('GLOBAL reset to the defaults\n');
+      const nothing = await tl(['policy', 'set', 'cli.p']);
+      expect([nothing.code, nothing.stderr]).toEqual([2, expect.stringContaining('policy set needs at least one of')]);
+      const badBool = await tl(['policy', 'set', 'cli.p', '--enabled', 'yes']);
+      expect([badBool.code, badBool.stderr]).toEqual([2, expect.stringContaining("argument 'yes' is invalid. must be true or false")]);
+      const badAttempts = await tl(['policy', 'set', 'cli.p', '--max-attempts', '0']);
+      expect(badAttempts.code).toBe(2);
+    });
+
+    it('cleans up in batches and keeps tasks inside the retention', async () => {
+      const id = await submit('cli.echo', {});
+      await tl(['cancel', id]);
+      const cleaned = await tl(['cleanup', '--retention-days', '1', '--batch-size', '10', '--json']);
+      expect(cleaned.code, cleaned.stderr).toBe(0);
+      expect(cleaned.json()).toMatchObject({ tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0, batches: 1 });
+      expect((await get(id)).status).toBe('CANCELLED');
+      const noRetention = await tl(['cleanup']);
+      expect([noRetention.code, noRetention.stderr]).toEqual([2, expect.stringContaining("required option '--retention-days <n>' not specified")]);
+      const tooShort = await tl(['cleanup', '--retention-days', '0.5']);
+      expect([tooShort.code, tooShort.stderr]).toEqual([2, expect.stringContaining('error VALIDATION: retentionDays must be at least 1')]);
+    });
+  });
+}

@@ -1,0 +1,124 @@
+/**
+ * One valid request per route, for the authorization matrix. Each builder
+ * makes fresh fixtures (a task owned by alice in the state the route needs),
+ * so every call can succeed. A route missing here fails the matrix test.
+ */
+import { randomUUID } from 'node:crypto';
+import { ADMIN_PREFIX } from '../../src/server/admin-routes.js';
+import { failedTask, type Running } from './harness.js';
+
+export interface ExampleRequest {
+  method: string;
+  path: string;
+  body?: unknown;
+  /** An SSE stream that stays open: the test reads the status and hangs up. */
+  stream?: boolean;
+}
+
+type Builder = (running: Running) => Promise<ExampleRequest>;
+
+const A = ADMIN_PREFIX;
+const HOUR = 3_600_000;
+
+/** A task of alice's that waits an hour: pausable, cancellable, reschedulable. */
+export async function aliceTask(running: Running): Promise<string> {
+  return (await running.server.client.submit('test.idle', {}, { owner: 'alice', delayMs: HOUR })).task.id;
+}
+
+async function pausedTask(running: Running): Promise<string> {
+  const id = await aliceTask(running);
+  await running.server.client.pause(id);
+  return id;
+}
+
+async function cancelledTask(running: Running): Promise<string> {
+  const id = await aliceTask(running);
+  await running.server.client.requestCancellation(id);
+  return id;
+}
+
+const get =
+  (path: string): Builder =>
+  async () => ({ method: 'GET', path });
+
+export const EXAMPLES: Record<string, Builder> = {
+  'POST /api/v1/tasks': async () => ({ method: 'POST', path: '/api/v1/tasks', body: { type: 'test.idle', payload: { n: 1 }, delayMs: HOUR } }),
+  'POST /api/v1/tasks/batch': async () => ({
+    method: 'POST',
+    path: '/api/v1/tasks/batch',
+    body: { tasks: [{ type: 'test.idle', payload: {}, delayMs: HOUR }] },
+  }),
+  'GET /api/v1/tasks': get('/api/v1/tasks?limit=5'),
+  'GET /api/v1/tasks/:id': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await aliceTask(r)}` }),
+  'POST /api/v1/tasks/:id/cancel': async (r) => ({ method: 'POST', path: `/api/v1/tasks/${await aliceTask(r)}/cancel` }),
+  'POST /api/v1/tasks/:id/pause': async (r) => ({ method: 'POST', path: `/api/v1/tasks/${await aliceTask(r)}/pause` }),
+  'POST /api/v1/tasks/:id/resume': async (r) => ({ method: 'POST', path: `/api/v1/tasks/${await pausedTask(r)}/resume` }),
+  'GET /api/v1/tasks/:id/events': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await cancelledTask(r)}/events` }),
+  'GET /api/v1/events': async () => ({ method: 'GET', path: '/api/v1/events', stream: true }),
+
+  [`POST ${A}/:id/pause`]: async (r) => ({ method: 'POST', path: `${A}/${await aliceTask(r)}/pause` }),
+  [`POST ${A}/:id/resume`]: async (r) => ({ method: 'POST', path: `${A}/${await pausedTask(r)}/resume` }),
+  [`POST ${A}/:id/retry`]: async (r) => ({ method: 'POST', path: `${A}/${(await failedTask(r)).taskId}/retry` }),
+  [`POST ${A}/:id/cancel`]: async (r) => ({ method: 'POST', path: `${A}/${await aliceTask(r)}/cancel` }),
+  [`POST ${A}/:id/reschedule`]: async (r) => ({ method: 'POST', path: `${A}/${await aliceTask(r)}/reschedule`, body: { delayMs: HOUR } }),
+  [`GET ${A}/:id/diagnose`]: async (r) => ({ method: 'GET', path: `${A}/${await aliceTask(r)}/diagnose` }),
+  [`POST ${A}/batch-cancel`]: async (r) => ({ method: 'POST', path: `${A}/batch-cancel`, body: [await aliceTask(r), randomUUID()] }),
+  [`POST ${A}/cleanup`]: async () => ({ method: 'POST', path: `${A}/cleanup?retentionDays=30&batchSize=100` }),
+  [`POST ${A}/policy/global/concurrency`]: async () => ({ method: 'POST', path: `${A}/policy/global/concurrency?maxConcurrency=50` }),
+  [`GET ${A}/policies`]: get(`${A}/policies`),
+  [`GET ${A}/policy/global`]: get(`${A}/policy/global`),
+  [`PUT ${A}/policy/global`]: async () => ({ method: 'PUT', path: `${A}/policy/global`, body: { maxConcurrency: 50, enabled: true } }),
+  [`DELETE ${A}/policy/global`]: async () => ({ method: 'DELETE', path: `${A}/policy/global` }),
+  [`GET ${A}/policy/type/:taskType`]: get(`${A}/policy/type/test.idle`),
+  [`PUT ${A}/policy/type/:taskType`]: async () => ({ method: 'PUT', path: `${A}/policy/type/test.idle`, body: { maxAttempts: 3 } }),
+  [`DELETE ${A}/policy/type/:taskType`]: async () => ({ method: 'DELETE', path: `${A}/policy/type/test.idle` }),
+  [`GET ${A}/analyze/:taskType`]: get(`${A}/analyze/test.fail?hours=1`),
+  [`GET ${A}/dead-letters`]: get(`${A}/dead-letters?taskType=test.fail&limit=10`),
+  [`GET ${A}/dead-letters/size`]: get(`${A}/dead-letters/size`),
+  [`POST ${A}/dead-letters/:id/replay`]: async (r) => ({ method: 'POST', path: `${A}/dead-letters/${(await failedTask(r)).deadLetterId}/replay` }),
+  [`POST ${A}/dead-letters/replay-batch`]: async (r) => ({
+    method: 'POST',
+    path: `${A}/dead-letters/replay-batch`,
+    body: [(await failedTask(r)).deadLetterId],
+  }),
+  [`POST ${A}/dead-letters/archive`]: async (r) => ({ method: 'POST', path: `${A}/dead-letters/archive`, body: [(await failedTask(r)).deadLetterId] }),
+  [`POST ${A}/dead-letters/clean`]: async () => ({ method: 'POST', path: `${A}/dead-letters/clean?retentionDays=30&batchSize=100` }),
+  [`GET ${A}/workers`]: get(`${A}/workers`),
+  [`GET ${A}/tokens`]: get(`${A}/tokens`),
+  [`POST ${A}/tokens`]: async () => ({
+    method: 'POST',
+    path: `${A}/tokens`,
+    body: { name: 'made by the matrix', role: 'user', owner: 'carol', expiresInDays: 1 },
+  }),
+  [`DELETE ${A}/tokens/:id`]: async (r) => ({
+    method: 'DELETE',
+    path: `${A}/tokens/${(await r.server.client.tokens.create({ name: 'to revoke', role: 'operator' })).record.id}`,
+  }),
+
+  'GET /actuator/health': get('/actuator/health'),
+  'GET /actuator/health/liveness': get('/actuator/health/liveness'),
+  'GET /actuator/health/readiness': get('/actuator/health/readiness'),
+  'GET /actuator/health/startup': get('/actuator/health/startup'),
+  'GET /actuator/health/asyncTaskWorker': get('/actuator/health/asyncTaskWorker'),
+  'GET /actuator/metrics': get('/actuator/metrics'),
+  'GET /actuator/metrics/:name': get('/actuator/metrics/async.task.dead.letter.queue.size'),
+  'GET /metrics': get('/metrics'),
+  'GET /actuator/prometheus': get('/actuator/prometheus'),
+  'GET /openapi.json': get('/openapi.json'),
+
+  // The dashboard (src/server/ui-routes.ts): its files, its login session, the stats its overview polls.
+  'GET /ui': get('/ui'),
+  'GET /ui/*': get('/ui/index.html'),
+  'POST /api/v1/session': async (r) => ({ method: 'POST', path: '/api/v1/session', body: { token: r.tokens.operator } }),
+  'GET /api/v1/session': get('/api/v1/session'),
+  'DELETE /api/v1/session': async () => ({ method: 'DELETE', path: '/api/v1/session' }),
+  [`GET ${A}/stats`]: get(`${A}/stats`),
+};
+
+/** swagger-ui's own routes (all GET): their paths are the example, a wildcard asks for the page. */
+export function exampleFor(method: string, url: string): Builder | undefined {
+  const known = EXAMPLES[`${method} ${url}`];
+  if (known) return known;
+  if (method.split(',').includes('GET') && url.startsWith('/docs')) return get(url.replace('*', 'index.html'));
+  return undefined;
+}

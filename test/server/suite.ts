@@ -1,0 +1,341 @@
+/**
+ * The HTTP suite, run on every dialect's store: the authorization matrix
+ * generated from the server's own route rules, live streams, hostile input
+ * and tokens. Real sockets throughout (fetch against a listening server).
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from '../../src/server/index.js';
+import { ROLES_BY_ACCESS } from '../../src/server/routes.js';
+import { ADMIN_PREFIX } from '../../src/server/admin-routes.js';
+import type { Store } from '../../src/store/types.js';
+import { aliceTask, exampleFor, type ExampleRequest } from './matrix.js';
+import { failedTask, gate, sseEvents, startTestServer, type Answer, type Role, type Running } from './harness.js';
+
+export interface ServerSuiteStores {
+  create(): Promise<Store>;
+  /** A second store on the same database (another process's view). */
+  twin(store: Store): Store;
+  destroy(store: Store): Promise<void>;
+}
+
+const ROLE_OF: Record<Role, 'admin' | 'operator' | 'user'> = { admin: 'admin', operator: 'operator', alice: 'user', bob: 'user' };
+
+async function send(running: Running, request: ExampleRequest, as: Role | null): Promise<Answer> {
+  if (!request.stream) return running.call(request.method, request.path, { as, ...(request.body !== undefined ? { body: request.body } : {}) });
+  const abort = new AbortController();
+  const response = await fetch(`${running.url}${request.path}`, { headers: as ? { authorization: `Bearer ${running.tokens[as]}` } : {}, signal: abort.signal });
+  const answer: Answer = { status: response.status, headers: response.headers, body: null, text: '' };
+  if (response.status !== 200) {
+    answer.text = await response.text();
+    answer.body = JSON.parse(answer.text || 'null');
+  }
+  abort.abort();
+  return answer;
+}
+
+export function serverSuite(stores: ServerSuiteStores): void {
+  let store: Store;
+  let running: Running;
+  beforeAll(async () => {
+    store = await stores.create();
+    running = await startTestServer(store, { bodyLimitBytes: 512 * 1024 });
+  });
+  afterAll(async () => {
+    await running?.close();
+    if (store) await stores.destroy(store);
+  });
+
+  describe('authorization', () => {
+    it('every registered route has an access rule and a matrix example', () => {
+      const missing = running.server.app.routeRules.filter((rule) => !exampleFor(rule.method, rule.url)).map((r) => `${r.method} ${r.url}`);
+      expect(missing).toEqual([]);
+      expect(running.server.app.routeRules.length).toBeGreaterThan(40);
+    });
+
+    it('refuses a route added without an access rule', async () => {
+      const bare = await createServer({ store, logger: false });
+      expect(() => bare.app.get('/unruled', async () => 'open')).toThrow(/no access rule/);
+      await bare.close();
+    });
+
+    it(
+      "each role × each route: 401 without a token, 403 for the wrong role, 404 for another owner's task, 2xx for the right one",
+      { timeout: 120_000 },
+      async () => {
+        const failures: string[] = [];
+        const expectStatus = (label: string, answer: Answer, ok: (status: number) => boolean, want: string): void => {
+          if (!ok(answer.status)) failures.push(`${label}: got ${answer.status}, want ${want} (${answer.text.slice(0, 160)})`);
+        };
+        for (const rule of running.server.app.routeRules) {
+          const build = exampleFor(rule.method, rule.url)!;
+          const name = `${rule.method} ${rule.url}`;
+          if (rule.access === 'public') {
+            expectStatus(`${name} without a token`, await send(running, await build(running), null), (s) => s >= 200 && s < 300, '2xx');
+            continue;
+          }
+          const unauthenticated = await send(running, await build(running), null);
+          expectStatus(`${name} without a token`, unauthenticated, (s) => s === 401, '401');
+          if (unauthenticated.status === 401 && unauthenticated.body?.code !== 'UNAUTHENTICATED') failures.push(`${name}: 401 without code UNAUTHENTICATED`);
+          for (const role of ['admin', 'operator', 'alice'] as const) {
+            const allowed = ROLES_BY_ACCESS[rule.access].includes(ROLE_OF[role]);
+            const answer = await send(running, await build(running), role);
+            expectStatus(`${name} as ${role}`, answer, allowed ? (s) => s >= 200 && s < 300 : (s) => s === 403, allowed ? '2xx' : '403');
+          }
+          if (rule.ownTask) {
+            const request = await build(running);
+            const foreign = await send(running, request, 'bob');
+            const id = /[0-9a-f-]{36}/.exec(request.path)![0];
+            const missing = await send(running, { ...request, path: request.path.replace(id, randomUUID()) }, 'bob');
+            expectStatus(`${name} as bob on alice's task`, foreign, (s) => s === 404, '404');
+            const shape = (a: Answer) => JSON.stringify({ ...a.body, requestId: null, message: String(a.body?.message).replace(/[0-9a-f-]{36}/, 'ID') });
+            if (shape(foreign) !== shape(missing)) failures.push(`${name}: another owner's task answers ${shape(foreign)}, a missing one ${shape(missing)}`);
+          }
+        }
+        expect(failures).toEqual([]);
+      },
+    );
+
+    it('a user submits for its own owner only and lists only its own tasks', async () => {
+      const forged = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.idle', payload: {}, owner: 'bob' } });
+      expect(forged.status).toBe(403);
+      expect(forged.body).toMatchObject({ success: false, code: 'FORBIDDEN' });
+      const own = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.idle', payload: {}, delayMs: 3_600_000 } });
+      expect(own.body.task.owner).toBe('alice');
+      await running.server.client.submit('test.idle', {}, { owner: 'bob', delayMs: 3_600_000 });
+      const listed = await running.call('GET', '/api/v1/tasks?limit=1000', { as: 'alice' });
+      expect(listed.body.tasks.length).toBeGreaterThan(0);
+      expect(listed.body.tasks.every((t: { owner: string }) => t.owner === 'alice')).toBe(true);
+    });
+  });
+
+  describe('the user API', () => {
+    it('pages with a cursor and filters by type, status and creation time', async () => {
+      const before = new Date(Date.now() - 1);
+      const ids = [];
+      for (let i = 0; i < 3; i++) ids.push(await aliceTask(running));
+      const first = await running.call('GET', `/api/v1/tasks?type=test.idle&status=QUEUED,PAUSED&createdAfter=${before.toISOString()}&limit=2`, {
+        as: 'alice',
+      });
+      expect(first.status).toBe(200);
+      expect(first.body.tasks.map((t: { id: string }) => t.id)).toEqual([ids[2], ids[1]]);
+      const second = await running.call('GET', `/api/v1/tasks?type=test.idle&createdAfter=${before.toISOString()}&limit=2&cursor=${first.body.nextCursor}`, {
+        as: 'alice',
+      });
+      expect(second.body.tasks.map((t: { id: string }) => t.id)).toEqual([ids[0]]);
+      expect(second.body.nextCursor).toBeNull();
+    });
+
+    it("finds a user's own task by idempotency key, never another owner's with the same key", async () => {
+      const key = `search-${Date.now()}`;
+      const own = await running.call('POST', '/api/v1/tasks', {
+        as: 'alice',
+        body: { type: 'test.idle', payload: {}, idempotencyKey: key, delayMs: 3_600_000 },
+      });
+      const bobs = await running.server.client.submit('test.idle', {}, { owner: 'bob', idempotencyKey: key, delayMs: 3_600_000 });
+      const found = await running.call('GET', `/api/v1/tasks?idempotencyKey=${encodeURIComponent(key)}`, { as: 'alice' });
+      expect(found.status).toBe(200);
+      expect(found.body.tasks.map((t: { id: string }) => t.id)).toEqual([own.body.task.id]);
+      const admin = await running.call('GET', `/api/v1/tasks?idempotencyKey=${encodeURIComponent(key)}`, { as: 'admin' });
+      expect(admin.body.tasks.map((t: { id: string }) => t.id).sort()).toEqual([own.body.task.id, bobs.task.id].sort());
+      const empty = await running.call('GET', '/api/v1/tasks?idempotencyKey=', { as: 'alice' });
+      expect(empty.status).toBe(400);
+    });
+
+    it('answers a wrong transition with 409 and the one error shape', async () => {
+      const id = await aliceTask(running);
+      await running.call('POST', `/api/v1/tasks/${id}/cancel`, { as: 'alice' });
+      const again = await running.call('POST', `/api/v1/tasks/${id}/pause`, { as: 'alice' });
+      expect(again.status).toBe(409);
+      expect(again.body).toEqual({ success: false, code: 'INVALID_TRANSITION', message: expect.stringContaining('CANCELLED'), requestId: expect.any(String) });
+      expect(again.headers.get('x-request-id')).toBe(again.body.requestId);
+    });
+
+    it('streams progress while a task runs and closes when it ends, in-process and from a server without the worker', { timeout: 30_000 }, async () => {
+      const twin = stores.twin(store);
+      const remote = await createServer({ store: twin, tasks: [], logger: false, port: 0, sse: { minPollMs: 20, maxPollMs: 100 } });
+      const remoteUrl = await remote.listen();
+      try {
+        const submitted = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.gated', payload: {} } });
+        const id = submitted.body.task.id;
+        const open = (base: string) => fetch(`${base}/api/v1/tasks/${id}/events`, { headers: { authorization: `Bearer ${running.tokens.alice}` } });
+        const [local, far] = await Promise.all([open(running.url), open(remoteUrl)]);
+        expect(local.headers.get('content-type')).toMatch(/text\/event-stream/);
+        const streams = [sseEvents(local), sseEvents(far)];
+        for (let step = 1; step <= 3; step++) {
+          gate.release();
+          for (const stream of streams) await readUntil(stream, (e) => (e.event === 'progress' ? e.data.progress : e.data.progress)?.processed === step);
+        }
+        gate.release();
+        for (const stream of streams) {
+          const end = await readUntil(stream, (e) => e.event === 'end');
+          expect(end.data).toEqual({ id, status: 'SUCCESS' });
+          expect((await stream.next()).done).toBe(true);
+        }
+      } finally {
+        await remote.close();
+        await twin.close();
+      }
+    });
+  });
+
+  describe('the admin API', () => {
+    it('cleans archived dead letters older than the retention, never waiting ones', async () => {
+      const archived = await failedTask(running);
+      const waiting = await failedTask(running);
+      const archive = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/archive`, { as: 'operator', body: [archived.deadLetterId] });
+      expect(archive.body.data).toEqual({ archived: 1 });
+      const letterIds = async () => (await running.server.client.deadLetters.list({ taskType: 'test.fail', limit: 1000 })).map((l) => l.id);
+      const kept = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/clean?retentionDays=1`, { as: 'operator' });
+      expect([kept.status, kept.body.data.deleted]).toEqual([200, 0]);
+      expect(await letterIds()).toContain(archived.deadLetterId);
+      const cleaned = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/clean?retentionDays=0&batchSize=1`, { as: 'operator' });
+      expect(cleaned.status).toBe(200);
+      expect(cleaned.body.data.deleted).toBeGreaterThanOrEqual(1);
+      expect(cleaned.body.data.batches).toBe(cleaned.body.data.deleted + 1);
+      const left = await letterIds();
+      expect(left).not.toContain(archived.deadLetterId);
+      expect(left).toContain(waiting.deadLetterId);
+      const negative = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/clean?retentionDays=-1`, { as: 'operator' });
+      expect([negative.status, negative.body.code]).toEqual([400, 'VALIDATION']);
+      const forbidden = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/clean?retentionDays=0`, { as: 'alice' });
+      expect(forbidden.status).toBe(403);
+    });
+  });
+
+  describe('hostile input', () => {
+    const countTasks = async () => (await running.server.client.list({ limit: 1000 })).tasks.length;
+
+    it('oversized bodies 413, malformed JSON 400, unknown fields 400, wrong media type 415 — nothing written', async () => {
+      const before = await countTasks();
+      const big = await running.call('POST', '/api/v1/tasks', { as: 'admin', body: { type: 'test.idle', payload: 'x'.repeat(600 * 1024) } });
+      expect(big.status).toBe(413);
+      expect(big.body.code).toBe('REQUEST_TOO_LARGE');
+      const malformed = await running.call('POST', '/api/v1/tasks', { as: 'admin', rawBody: '{"type": "test.idle", ' });
+      expect([malformed.status, malformed.body.code]).toEqual([400, 'VALIDATION']);
+      const unknown = await running.call('POST', '/api/v1/tasks', { as: 'admin', body: { type: 'test.idle', payload: {}, evil: true } });
+      expect([unknown.status, unknown.body.field]).toEqual([400, 'body']);
+      const media = await running.call('POST', '/api/v1/tasks', {
+        as: 'admin',
+        rawBody: 'type=test.idle',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      expect(media.status).toBe(415);
+      const unknownType = await running.call('POST', '/api/v1/tasks', { as: 'admin', body: { type: 'nope', payload: {} } });
+      expect([unknownType.status, unknownType.body.code]).toEqual([400, 'UNKNOWN_TASK_TYPE']);
+      expect(await countTasks()).toBe(before);
+    });
+
+    it('path ids that are not ids and SQL in query strings get clear 400s or harmless answers', async () => {
+      const long = await running.call('GET', `/api/v1/tasks/${'a'.repeat(300)}`, { as: 'admin' });
+      expect(long.status).toBe(414);
+      for (const path of [
+        '/api/v1/tasks/1%20OR%201=1',
+        '/api/v1/tasks/..%2F..%2Fetc',
+        `/api/v1/tasks/${'a'.repeat(90)}`,
+        `${ADMIN_PREFIX}/%27%3B%20DROP%20TABLE%20x/pause`,
+      ]) {
+        const answer = await running.call(path.endsWith('pause') ? 'POST' : 'GET', path, { as: 'admin' });
+        expect(answer.status, path).toBe(400);
+        expect(answer.body.field, path).toBe('params.id');
+      }
+      const before = await countTasks();
+      const injected = await running.call('GET', `/api/v1/tasks?type=${encodeURIComponent("x' OR '1'='1")}`, { as: 'admin' });
+      expect([injected.status, injected.body.tasks]).toEqual([200, []]);
+      const badStatus = await running.call('GET', `/api/v1/tasks?status=${encodeURIComponent('QUEUED;DROP TABLE system_async_task')}`, { as: 'admin' });
+      expect([badStatus.status, badStatus.body.field]).toEqual([400, 'querystring.status']);
+      expect(await countTasks()).toBe(before);
+    });
+
+    it('10,000 ids in a batch are worked through in batches; 10,001 are refused', { timeout: 60_000 }, async () => {
+      const mine = await aliceTask(running);
+      const ids = [mine, ...Array.from({ length: 9_999 }, () => randomUUID())];
+      const cancelled = await running.call('POST', `${ADMIN_PREFIX}/batch-cancel`, { as: 'operator', body: ids });
+      expect(cancelled.status).toBe(200);
+      expect(cancelled.body.data).toMatchObject({ count: 1, cancelled: 1, cancelRequested: 0 });
+      expect(cancelled.body.data.notCancelled).toHaveLength(9_999);
+      const tooMany = await running.call('POST', `${ADMIN_PREFIX}/batch-cancel`, { as: 'operator', body: [...ids, randomUUID()] });
+      expect([tooMany.status, tooMany.body.code]).toEqual([400, 'VALIDATION']);
+      const other = await aliceTask(running);
+      const refused = await running.call('POST', `${ADMIN_PREFIX}/batch-cancel`, { as: 'operator', body: [other, ...ids] });
+      expect(refused.status).toBe(400);
+      expect((await running.server.client.get(other))!.status).toBe('QUEUED');
+    });
+
+    it('expired and revoked tokens, and tokens in the wrong place, answer 401', async () => {
+      const expired = await running.server.client.tokens.create({ name: 'expired', role: 'admin', expiresAt: new Date(Date.now() - 1000) });
+      expect((await running.call('GET', '/api/v1/tasks', { token: expired.token })).status).toBe(401);
+      const made = await running.call('POST', `${ADMIN_PREFIX}/tokens`, { as: 'admin', body: { name: 'short-lived', role: 'operator' } });
+      expect(made.status).toBe(201);
+      expect((await running.call('GET', '/api/v1/tasks', { token: made.body.data.token })).status).toBe(200);
+      expect((await running.call('DELETE', `${ADMIN_PREFIX}/tokens/${made.body.data.record.id}`, { as: 'admin' })).status).toBe(200);
+      const revoked = await running.call('GET', '/api/v1/tasks', { token: made.body.data.token });
+      expect([revoked.status, revoked.body.code]).toEqual([401, 'UNAUTHENTICATED']);
+      const listed = await running.call('GET', `${ADMIN_PREFIX}/tokens`, { as: 'admin' });
+      expect(JSON.stringify(listed.body)).not.toContain(running.tokens.admin);
+      const token = running.tokens.admin;
+      const wrong = [
+        await running.call('GET', '/api/v1/tasks', { headers: { 'x-api-key': token } }),
+        await running.call('GET', `/api/v1/tasks?access_token=${token}`),
+        await running.call('GET', '/api/v1/tasks', { headers: { authorization: `Token ${token}` } }),
+        await running.call('GET', '/api/v1/tasks', { headers: { authorization: `Basic ${Buffer.from(`admin:${token}`).toString('base64')}` } }),
+        await running.call('GET', '/api/v1/tasks', { headers: { authorization: `Bearer ${token}x` } }),
+      ];
+      expect(wrong.map((a) => a.status)).toEqual([401, 401, 401, 401, 401]);
+      expect(wrong[0]!.body.message).toMatch(/x-api-key are not accepted/);
+    });
+
+    it('rate-limits failed authentication per address', async () => {
+      const limited = await createServer({ store, logger: false, port: 0, failedAuthLimit: { max: 3, windowMs: 60_000 } });
+      const url = await limited.listen();
+      try {
+        const statuses = [];
+        for (let i = 0; i < 4; i++) statuses.push((await fetch(`${url}/api/v1/tasks`, { headers: { authorization: 'Bearer tl_wrong' } })).status);
+        expect(statuses).toEqual([401, 401, 401, 429]);
+        const good = await fetch(`${url}/api/v1/tasks`, { headers: { authorization: `Bearer ${running.tokens.admin}` } });
+        expect(good.status).toBe(429);
+        expect(Number(good.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect((await fetch(`${url}/actuator/health/liveness`)).status).toBe(200);
+      } finally {
+        await limited.close();
+      }
+    });
+  });
+
+  describe('probes, metrics and docs', () => {
+    it("answers the seed's worker document and metric look-ups, Prometheus text and OpenAPI", async () => {
+      const worker = await running.call('GET', '/actuator/health/asyncTaskWorker');
+      expect(worker.body).toMatchObject({ status: 'UP', details: { max_concurrency: 8, registered_task_types: ['test.idle', 'test.fail', 'test.gated'] } });
+      expect(worker.body.details.utilization).toMatch(/^\d+\.\d\d%$/);
+      const types = await running.call('GET', '/actuator/metrics/async.task.registered.types', { as: 'operator' });
+      expect(types.body.measurements[0].value).toBe(3);
+      const size = await running.call('GET', '/actuator/metrics/async.task.dead.letter.queue.size', { as: 'operator' });
+      expect(size.body.measurements[0].value).toBe(await running.server.client.deadLetters.size());
+      const rate = await running.call('GET', '/actuator/metrics/async.task.lease.renewal.success.rate', { as: 'operator' });
+      expect(rate.body.measurements[0].value).toBeGreaterThan(0.99);
+      expect((await running.call('GET', '/actuator/metrics/no.such.metric', { as: 'operator' })).status).toBe(404);
+      const prometheus = await running.call('GET', '/metrics', { as: 'operator' });
+      expect(prometheus.headers.get('content-type')).toMatch(/text\/plain/);
+      expect(prometheus.text).toMatch(/^async_task_submitted_total\{task_type="test.idle"\} \d+/m);
+      const openapi = await running.call('GET', '/openapi.json', { as: 'alice' });
+      expect(openapi.body.openapi).toBe('3.0.3');
+      expect(Object.keys(openapi.body.paths)).toEqual(
+        expect.arrayContaining(['/api/v1/tasks', '/api/admin/async-task/{id}/pause', '/actuator/health/readiness']),
+      );
+      expect(openapi.body.paths['/api/v1/tasks'].post.security).toEqual([{ bearerAuth: [] }]);
+      const docs = await running.call('GET', '/docs/static/index.html', { as: 'alice' });
+      expect(docs.text).toContain('swagger-ui');
+      expect(docs.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(docs.headers.get('content-security-policy')).toBeTruthy();
+    });
+  });
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+async function readUntil<T extends { event: string; data: any }>(stream: AsyncGenerator<T>, found: (event: T) => boolean): Promise<T> {
+  for (;;) {
+    const next = await stream.next();
+    if (next.done) throw new Error('the stream ended before the awaited event');
+    if (found(next.value)) return next.value;
+  }
+}

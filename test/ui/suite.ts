@@ -1,0 +1,240 @@
+/**
+ * The dashboard in a real headless Chromium against a real server: the same
+ * scenarios on every database (sqlite.test.ts, postgres.test.ts). Every page
+ * is screenshot into test/ui/screenshots/.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Store } from '../../src/store/types.js';
+import { waitFor } from '../helpers/wait.js';
+import { shoot, startRig, type Rig } from './harness.js';
+
+export function dashboardSuite(name: string, factory: { create(): Promise<Store>; destroy(store: Store): Promise<void> }): void {
+  describe(`dashboard on ${name}`, () => {
+    let store: Store;
+    let rig: Rig;
+    beforeAll(async () => {
+      store = await factory.create();
+      rig = await startRig(store);
+    });
+    afterAll(async () => {
+      await rig?.close();
+      if (store) await factory.destroy(store);
+    });
+
+    it('logs in with a token and the overview charts fill while tasks run', async () => {
+      const { context, page } = await rig.open();
+      await shoot(page, `${name}-login`);
+      await page.getByLabel('API token').fill('tl_not-a-real-token');
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page
+        .getByRole('alert')
+        .filter({ hasText: /unknown, expired or revoked/ })
+        .waitFor();
+      await page.getByLabel('API token').fill(rig.tokens.admin);
+      await page.getByRole('button', { name: 'Log in' }).click();
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      const throughput = page.locator('[data-chart="Tasks per minute"]');
+      await waitFor(async () => Number(await throughput.getAttribute('data-samples')) >= 1, 'the first stats sample drawn');
+      await rig.server.client.submitMany(Array.from({ length: 30 }, (_v, i) => ({ type: 'ui.quick', payload: { i } })));
+      // submitted and completed per minute both rise above zero in the drawn series
+      await waitFor(
+        async () => {
+          const [submitted = 0, completed = 0] = ((await throughput.getAttribute('data-last')) ?? '').split(',').map(Number);
+          return submitted > 0 && completed > 0;
+        },
+        'submitted and completed per minute above zero in the chart',
+        20_000,
+      );
+      expect(Number(await throughput.getAttribute('data-samples'))).toBeGreaterThanOrEqual(2);
+      await page
+        .locator('[data-tile="workers"] strong')
+        .filter({ hasText: /^1 \(8 slots\)$/ })
+        .waitFor();
+      await page.locator('tr[data-type="ui.quick"]').waitFor();
+      await shoot(page, `${name}-overview`);
+      await context.close();
+    });
+
+    it('filters tasks, opens one, watches its progress bar move over SSE, and cancels it', async () => {
+      const client = rig.server.client;
+      const { task } = await client.submit('ui.steps', { video: 'intro.mp4' }, { owner: 'alice' });
+      await client.submitMany([
+        { type: 'ui.quick', payload: {} },
+        { type: 'ui.quick', payload: {}, owner: 'alice' },
+      ]);
+      await waitFor(async () => (await client.get(task.id))?.status === 'RUNNING', 'the steps task runs');
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks`);
+      await page.getByLabel('Type').fill('ui.steps');
+      await page.getByLabel('Status').selectOption('RUNNING');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.locator(`tr[data-id="${task.id}"]`).waitFor();
+      const statuses = await page.locator('tbody tr[data-status]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-status')));
+      expect(statuses).toEqual(['RUNNING']);
+      await shoot(page, `${name}-tasks`);
+      await page.locator(`tr[data-id="${task.id}"] a`).click();
+      await page.getByRole('heading', { name: /ui\.steps/ }).waitFor();
+      await page.locator('[data-progress="none"]').waitFor();
+      rig.controls.steps.release();
+      await page.locator('[data-progress="25"]').waitFor();
+      rig.controls.steps.release();
+      await page.locator('[data-progress="50"]').waitFor();
+      await page.locator('[data-diagnosis="RUNNING"]').waitFor();
+      await shoot(page, `${name}-task`);
+      expect(await page.getByRole('button', { name: 'Retry' }).count()).toBe(0);
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      await page.locator('dialog [data-confirm]').click();
+      await page.locator('h1 .badge', { hasText: 'CANCELLED' }).waitFor({ timeout: 15_000 });
+      expect((await client.get(task.id))?.status).toBe('CANCELLED');
+      expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(0);
+      await context.close();
+    });
+
+    it('one search box: an idempotency key lists its tasks (even a key shaped like an id), a task id opens the task', async () => {
+      const client = rig.server.client;
+      const idShapedKey = randomUUID();
+      const { task: keyed } = await client.submit('ui.quick', {}, { idempotencyKey: idShapedKey, delayMs: 3_600_000 });
+      const { task: plain } = await client.submit('ui.quick', {}, { idempotencyKey: 'invoice-1', delayMs: 3_600_000 });
+      await client.submit('ui.quick', {}, { idempotencyKey: 'invoice-10', delayMs: 3_600_000 });
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks`);
+      const search = page.getByLabel('Search by task id or idempotency key');
+      const listedIds = () => page.locator('tbody tr[data-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-id')));
+      await search.fill('invoice-1');
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.waitForURL(/idempotencyKey=invoice-1$/);
+      await waitFor(async () => JSON.stringify(await listedIds()) === JSON.stringify([plain.id]), 'only the invoice-1 task listed');
+      await search.fill(idShapedKey);
+      await page.getByRole('button', { name: 'Search' }).click();
+      await waitFor(async () => JSON.stringify(await listedIds()) === JSON.stringify([keyed.id]), 'the task with the id-shaped key listed');
+      await search.fill(plain.id);
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.waitForURL(new RegExp(`#/tasks/${plain.id}$`));
+      await page.getByRole('heading', { name: /ui\.quick/ }).waitFor();
+      await context.close();
+    });
+
+    it('replays a dead letter after the cause is fixed, and the replayed task succeeds', async () => {
+      const client = rig.server.client;
+      rig.controls.broken = true;
+      const { task } = await client.submit('ui.flaky', { order: 42 });
+      const { task: other } = await client.submit('ui.flaky', { order: 43 });
+      await waitFor(async () => (await client.get(task.id))?.status === 'FAILED' && (await client.get(other.id))?.status === 'FAILED', 'the flaky tasks fail');
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/dead-letters`);
+      const row = page.locator(`tr[data-task="${task.id}"]`);
+      await row.waitFor();
+      await expect(row.textContent()).resolves.toMatch(/UPSTREAM_REFUSED/);
+      await shoot(page, `${name}-dead-letters`);
+      rig.controls.broken = false;
+      await row.getByRole('button', { name: 'Replay' }).click();
+      await page.locator('dialog [data-confirm]').click();
+      await page.getByRole('status').filter({ hasText: 'Replayed 1' }).waitFor();
+      const otherRow = page.locator(`tr[data-task="${other.id}"]`);
+      await otherRow.getByRole('checkbox').check();
+      await page.getByRole('button', { name: 'Archive selected' }).click();
+      await page.locator('dialog [data-confirm]').click();
+      await page.getByRole('status').filter({ hasText: 'Archived 1' }).waitFor();
+      await otherRow.getByText('archived').waitFor();
+      expect(await client.deadLetters.size({ taskType: 'ui.flaky' })).toBe(0);
+      await row.getByRole('link', { name: 'replayed' }).click();
+      await page.locator('h1 .badge', { hasText: 'SUCCESS' }).waitFor({ timeout: 15_000 });
+      expect((await client.get(task.id))?.status).toBe('SUCCESS');
+      await context.close();
+    });
+
+    it('raising then lowering a type limit on Policies: the running count obeys, Workers shows DEGRADED when full', async () => {
+      const client = rig.server.client;
+      await client.submitMany(Array.from({ length: 12 }, (_v, i) => ({ type: 'ui.hold', payload: { i } })));
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/policies`);
+      const holdRow = page.locator('tr[data-policy="ui.hold"]');
+      await holdRow.locator('[data-running]').filter({ hasText: '5 / 5' }).waitFor({ timeout: 15_000 });
+      await holdRow.getByLabel('Max concurrency of ui.hold').fill('8');
+      await holdRow.getByRole('button', { name: 'Save' }).click();
+      await holdRow.locator('[data-running]').filter({ hasText: '8 / 8' }).waitFor({ timeout: 15_000 });
+      await page.getByRole('link', { name: 'Workers' }).click();
+      await page.locator('tr[data-health="DEGRADED"]').waitFor();
+      await shoot(page, `${name}-workers`);
+      await page.getByRole('link', { name: 'Policies' }).click();
+      await holdRow.getByLabel('Max concurrency of ui.hold').fill('2');
+      await holdRow.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved the ui.hold policy' }).waitFor();
+      for (let i = 0; i < 8; i++) rig.controls.holds.release(); // the 8 running end; new claims obey the limit
+      await holdRow.locator('[data-running]').filter({ hasText: '2 / 2' }).waitFor({ timeout: 15_000 });
+      await shoot(page, `${name}-policies`);
+      const stats = await client.stats();
+      expect(stats.types.find((t) => t.taskType === 'ui.hold')).toMatchObject({ running: 2, limit: 2 });
+      expect((await client.list({ taskType: 'ui.hold', status: 'QUEUED' })).tasks).toHaveLength(2);
+      for (let i = 0; i < 4; i++) rig.controls.holds.release();
+      await waitFor(async () => (await client.list({ taskType: 'ui.hold', status: ['QUEUED', 'RUNNING'] })).tasks.length === 0, 'every hold task done');
+      await context.close();
+    });
+
+    it('a user sees only its own tasks, no admin pages, and no admin actions; the server refuses them anyway', async () => {
+      const client = rig.server.client;
+      const mine = (await client.submit('ui.quick', {}, { owner: 'alice', delayMs: 3_600_000 })).task;
+      const bobs = (await client.submit('ui.quick', {}, { owner: 'bob', delayMs: 3_600_000 })).task;
+      const { context, page } = await rig.open(rig.tokens.alice, { width: 390, height: 844 });
+      await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+      await page.locator(`tr[data-id="${mine.id}"]`).waitFor();
+      expect(await page.locator(`tr[data-id="${bobs.id}"]`).count()).toBe(0);
+      const owners = await page.locator('tbody tr[data-id] td:nth-child(4)').allTextContents();
+      expect(new Set(owners)).toEqual(new Set(['alice']));
+      expect(await page.getByRole('navigation', { name: 'Pages' }).getByRole('link').allTextContents()).toEqual(['Tasks']);
+      expect(await page.getByLabel('Owner').count()).toBe(0);
+      await shoot(page, `${name}-user-tasks-phone`);
+      await page.goto(`${rig.url}/ui/#/policies`);
+      await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+      await page.goto(`${rig.url}/ui/#/tasks/${bobs.id}`);
+      await page.getByRole('heading', { name: 'Task not found' }).waitFor();
+      await page.goto(`${rig.url}/ui/#/tasks/${mine.id}`);
+      await page.getByRole('button', { name: 'Cancel' }).waitFor();
+      expect(await page.getByRole('button', { name: 'Reschedule' }).count()).toBe(0);
+      expect(await page.locator('[data-diagnosis]').count()).toBe(0);
+      const answers = await page.evaluate(
+        async ([bobId]) =>
+          Promise.all([
+            fetch('/api/admin/async-task/policies').then((r) => r.status),
+            fetch(`/api/v1/tasks/${bobId}`).then((r) => r.status),
+            fetch(`/api/v1/tasks/${bobId}/cancel`, { method: 'POST' }).then((r) => r.status),
+            fetch('/api/admin/async-task/stats').then((r) => r.status),
+          ]),
+        [bobs.id],
+      );
+      expect(answers).toEqual([403, 404, 404, 403]);
+      expect((await client.get(bobs.id))?.status).toBe('QUEUED');
+      await context.close();
+    });
+
+    it('refuses a cross-site POST that carries the session cookie', async () => {
+      const { task } = await rig.server.client.submit('ui.quick', {}, { delayMs: 3_600_000 });
+      // Another origin on the same host (another port): same-site, so the SameSite cookie goes along; the origin check must stop it.
+      const attacker = await serve(
+        `<form id="f" method="POST" action="${rig.url}/api/v1/tasks/${task.id}/cancel"></form><script>document.getElementById('f').submit()</script>`,
+      );
+      const { context, page } = await rig.open(rig.tokens.admin, { dark: true });
+      await page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
+      await page.getByRole('heading', { name: /ui\.quick/ }).waitFor();
+      await shoot(page, `${name}-task-dark`);
+      try {
+        await page.goto(attacker.url);
+        await page.waitForURL(/\/cancel$/);
+        await page.getByText('cross-site request refused').waitFor();
+        expect((await rig.server.client.get(task.id))?.status).toBe('QUEUED');
+      } finally {
+        await new Promise((resolve) => attacker.server.close(resolve));
+        await context.close();
+      }
+    });
+  });
+}
+
+async function serve(html: string): Promise<{ server: Server; url: string }> {
+  const server = createHttpServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end(html));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/` };
+}

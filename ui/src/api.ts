@@ -1,0 +1,149 @@
+/**
+ * The HTTP API as the dashboard uses it: same-origin fetches that carry the
+ * session cookie (set by POST /api/v1/session), JSON in and out, and the
+ * API's one error shape turned into an ApiError with its stable code.
+ */
+export type Role = 'admin' | 'operator' | 'user';
+export interface Me {
+  role: Role;
+  owner: string | null;
+  name: string;
+}
+
+export type TaskStatus = 'QUEUED' | 'RUNNING' | 'RETRY_WAIT' | 'PAUSED' | 'CANCEL_REQUESTED' | 'SUCCESS' | 'PARTIAL_SUCCESS' | 'FAILED' | 'CANCELLED';
+export const STATUSES: TaskStatus[] = ['QUEUED', 'RUNNING', 'RETRY_WAIT', 'PAUSED', 'CANCEL_REQUESTED', 'SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED'];
+
+export interface Progress {
+  total: number;
+  processed: number;
+  succeeded: number;
+  failed: number;
+  skipped: number;
+  message: string | null;
+}
+export interface Task {
+  id: string;
+  taskType: string;
+  status: TaskStatus;
+  priority: number;
+  payload: unknown;
+  availableAt: string;
+  deadlineAt: string | null;
+  leaseOwner: string | null;
+  leaseUntil: string | null;
+  attemptCount: number;
+  attemptBase: number;
+  maxAttempts: number;
+  owner: string | null;
+  idempotencyKey: string | null;
+  progress: Progress | null;
+  result: unknown;
+  lastErrorCode: string | null;
+  createdAt: string;
+  updatedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+}
+export interface Attempt {
+  attempt: number;
+  workerId: string;
+  startedAt: string;
+  finishedAt: string | null;
+  outcome: string | null;
+  errorCode: string | null;
+}
+export interface Failure {
+  attempt: number;
+  errorCode: string;
+  message: string;
+  failedAt: string;
+  retryable: boolean;
+}
+export interface Diagnosis {
+  task: Task;
+  attempts: Attempt[];
+  failures: Failure[];
+  lease: { status: string; remainingSeconds: number | null };
+  causes: { code: string; message: string }[];
+  verdict: string;
+}
+export interface DeadLetter {
+  id: string;
+  originalTaskId: string;
+  taskType: string;
+  owner: string | null;
+  errorCode: string;
+  errorMessage: string;
+  attemptCount: number;
+  movedAt: string;
+  replayedAt: string | null;
+  replayTaskId: string | null;
+  archivedAt: string | null;
+}
+export interface Policy {
+  policyKey: string;
+  taskType: string | null;
+  maxConcurrency: number | null;
+  maxAttempts: number | null;
+  retryBaseDelayMs: number | null;
+  enabled: boolean;
+}
+export interface LimitUse {
+  running: number;
+  limit: number;
+  enabled: boolean;
+}
+export interface Stats {
+  at: string;
+  counts: Record<TaskStatus, number>;
+  backlog: number;
+  deadLetters: number;
+  global: LimitUse;
+  types: (LimitUse & { taskType: string; backlog: number })[];
+  workers: { live: number; concurrency: number };
+  queueWait: { count: number; p50Ms: number; p99Ms: number } | null;
+}
+export interface WorkerRecord {
+  workerId: string;
+  host: string;
+  pid: number;
+  taskTypes: string[];
+  concurrency: number;
+  startedAt: string;
+  lastSeenAt: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export const ADMIN = '/api/admin/async-task';
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(path, {
+    method,
+    credentials: 'same-origin',
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  const parsed = text ? JSON.parse(text) : null;
+  if (!response.ok) {
+    if (response.status === 401 && path !== '/api/v1/session') window.dispatchEvent(new CustomEvent('tasklease:logged-out'));
+    throw new ApiError(response.status, parsed?.code ?? 'HTTP_' + response.status, parsed?.message ?? response.statusText);
+  }
+  return parsed as T;
+}
+
+/** The admin API's envelope { success, data }: the data. */
+export async function admin<T>(method: string, path: string, body?: unknown): Promise<T> {
+  return (await api<{ data: T }>(method, `${ADMIN}${path}`, body)).data;
+}
+
+export const isOperator = (me: Me): boolean => me.role === 'admin' || me.role === 'operator';

@@ -1,0 +1,94 @@
+/**
+ * The dashboard: log in, then a hash-routed page per view. Pages get the
+ * caller (role and owner) so they offer only what the role may do; the
+ * server refuses the rest anyway.
+ */
+import './style.css';
+import { api, isOperator, type Me } from './api.js';
+import { clear, h } from './dom.js';
+import { loginPage } from './pages/login.js';
+import { overviewPage } from './pages/overview.js';
+import { tasksPage } from './pages/tasks.js';
+import { taskPage } from './pages/task.js';
+import { deadLettersPage } from './pages/dead-letters.js';
+import { policiesPage } from './pages/policies.js';
+import { workersPage } from './pages/workers.js';
+
+export interface PageContext {
+  me: Me;
+  params: URLSearchParams;
+  path: string[];
+}
+export type Page = (root: HTMLElement, context: PageContext) => (() => void) | void;
+
+interface Route {
+  name: string;
+  label: string;
+  page: Page;
+  operator: boolean;
+  nav: boolean;
+}
+const ROUTES: Route[] = [
+  { name: 'overview', label: 'Overview', page: overviewPage, operator: true, nav: true },
+  { name: 'tasks', label: 'Tasks', page: tasksPage, operator: false, nav: true },
+  { name: 'task', label: 'Task', page: taskPage, operator: false, nav: false },
+  { name: 'dead-letters', label: 'Dead letters', page: deadLettersPage, operator: true, nav: true },
+  { name: 'policies', label: 'Policies', page: policiesPage, operator: true, nav: true },
+  { name: 'workers', label: 'Workers', page: workersPage, operator: true, nav: true },
+];
+
+const app = document.getElementById('app')!;
+let me: Me | null = null;
+let cleanup: (() => void) | void;
+
+function shell(current: Me, active: string): HTMLElement {
+  const links = ROUTES.filter((r) => r.nav && (!r.operator || isOperator(current))).map((r) =>
+    h('a', { href: `#/${r.name}`, ...(r.name === active ? { 'aria-current': 'page' } : {}) }, r.label),
+  );
+  const logout = h('button', { type: 'button', class: 'secondary', onclick: () => void logOut() }, 'Log out');
+  return h(
+    'header',
+    { class: 'top' },
+    h('a', { class: 'brand', href: '#/' }, 'tasklease'),
+    h('nav', { 'aria-label': 'Pages' }, links),
+    h('span', { class: 'who' }, `${current.name} · ${current.role}${current.owner ? ` (${current.owner})` : ''}`),
+    logout,
+  );
+}
+
+function render(): void {
+  if (typeof cleanup === 'function') cleanup();
+  cleanup = undefined;
+  if (!me) {
+    clear(app, h('main', { id: 'main' }));
+    cleanup = loginPage(app.querySelector('main')!, (who) => {
+      me = who;
+      render();
+    });
+    return;
+  }
+  const [pathPart = '', query = ''] = location.hash.replace(/^#\/?/, '').split('?');
+  const path = pathPart.split('/').filter(Boolean).map(decodeURIComponent);
+  const fallback = isOperator(me) ? 'overview' : 'tasks';
+  let route = ROUTES.find((r) => r.name === (path[0] === 'tasks' && path[1] ? 'task' : (path[0] ?? fallback)));
+  if (!route || (route.operator && !isOperator(me))) route = ROUTES.find((r) => r.name === fallback)!;
+  const main = h('main', { id: 'main', tabindex: '-1' });
+  clear(app, shell(me, route.name === 'task' ? 'tasks' : route.name), h('p', { id: 'notice', class: 'notice', role: 'status' }), main);
+  cleanup = route.page(main, { me, params: new URLSearchParams(query), path });
+}
+
+async function logOut(): Promise<void> {
+  await api('DELETE', '/api/v1/session').catch(() => undefined);
+  me = null;
+  render();
+}
+
+window.addEventListener('hashchange', render);
+window.addEventListener('tasklease:logged-out', () => {
+  if (me) {
+    me = null;
+    render();
+  }
+});
+me = await api<Me>('GET', '/api/v1/session').catch(() => null);
+render();

@@ -1,0 +1,148 @@
+/**
+ * Overview: polls the stats route every 2 s and draws, over the last 10
+ * minutes, submitted / completed / failed per minute (differences of the
+ * cumulative counts over a sliding minute), queue wait p50/p99, and running
+ * against capacity; tiles for dead letters and backlog; a table per type.
+ */
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { admin, type Stats } from '../api.js';
+import { clear, duration, every, h } from '../dom.js';
+import type { Page } from '../main.js';
+
+const WINDOW_MS = 10 * 60_000;
+const MINUTE = 60_000;
+
+interface Sample {
+  t: number;
+  stats: Stats;
+}
+
+const done = (s: Stats): number => s.counts.SUCCESS + s.counts.PARTIAL_SUCCESS;
+const total = (s: Stats): number => Object.values(s.counts).reduce((sum, n) => sum + n, 0);
+
+/**
+ * Tasks in the minute before a sample (since the page opened, when that is
+ * shorter: a short span is not extrapolated). Counts only grow, except by
+ * purge or replay, hence the floor at zero.
+ */
+function perMinute(samples: Sample[], at: number, read: (s: Stats) => number): number {
+  const now = samples[at]!;
+  let from = at;
+  while (from > 0 && now.t - samples[from - 1]!.t <= MINUTE) from -= 1;
+  const then = samples[from]!;
+  const span = now.t - then.t;
+  return span <= 0 ? 0 : Math.max(0, ((read(now.stats) - read(then.stats)) / Math.max(span, MINUTE)) * MINUTE);
+}
+
+function chart(title: string, series: { label: string; stroke: string }[], unit: string): { element: HTMLElement; plot: uPlot } {
+  const element = h('figure', { class: 'card chart', 'data-chart': title }, h('figcaption', {}, title));
+  const width = (): number => Math.max(260, Math.min(560, element.clientWidth - 24 || 520));
+  const plot = new uPlot(
+    {
+      width: width(),
+      height: 180,
+      legend: { live: false },
+      scales: { x: { time: true } },
+      axes: [
+        { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } },
+        { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' }, size: 56, values: (_u, ticks) => ticks.map((v) => `${v}${unit}`) },
+      ],
+      series: [{}, ...series.map((s) => ({ ...s, width: 2 }))],
+    },
+    [[], ...series.map(() => [])],
+    element,
+  );
+  new ResizeObserver(() => plot.setSize({ width: width(), height: 180 })).observe(element);
+  return { element, plot };
+}
+
+export const overviewPage: Page = (root) => {
+  const tiles = h('section', { class: 'tiles', 'aria-label': 'Now' });
+  const throughput = chart(
+    'Tasks per minute',
+    [
+      { label: 'submitted', stroke: '#3b82f6' },
+      { label: 'completed', stroke: '#16a34a' },
+      { label: 'failed', stroke: '#dc2626' },
+    ],
+    '',
+  );
+  const wait = chart(
+    'Queue wait (last 5 min)',
+    [
+      { label: 'p50', stroke: '#8b5cf6' },
+      { label: 'p99', stroke: '#f59e0b' },
+    ],
+    ' ms',
+  );
+  const active = chart(
+    'Running vs capacity',
+    [
+      { label: 'running', stroke: '#0ea5e9' },
+      { label: 'limit', stroke: '#64748b' },
+      { label: 'backlog', stroke: '#f97316' },
+    ],
+    '',
+  );
+  const types = h('tbody');
+  root.append(
+    h('h1', {}, 'Overview'),
+    tiles,
+    h('section', { class: 'charts' }, throughput.element, wait.element, active.element),
+    h(
+      'section',
+      { class: 'card' },
+      h('h2', {}, 'Per type'),
+      h(
+        'div',
+        { class: 'scroll' },
+        h('table', {}, h('thead', {}, h('tr', {}, h('th', {}, 'type'), h('th', {}, 'running / limit'), h('th', {}, 'backlog'), h('th', {}, 'enabled'))), types),
+      ),
+    ),
+  );
+  const samples: Sample[] = [];
+  return every(2000, async () => {
+    const stats = await admin<Stats>('GET', '/stats');
+    const t = Date.now();
+    samples.push({ t, stats });
+    while (samples.length > 1 && t - samples[0]!.t > WINDOW_MS) samples.shift();
+    const xs = samples.map((s) => s.t / 1000);
+    const rates = [total, done, (s: Stats) => s.counts.FAILED].map((read) => samples.map((_s, i) => perMinute(samples, i, read)));
+    throughput.plot.setData([xs, ...rates]);
+    // What the chart shows, readable without pixels (tests, assistive tools).
+    throughput.element.dataset.samples = String(xs.length);
+    throughput.element.dataset.last = rates.map((r) => Math.round(r.at(-1) ?? 0)).join(',');
+    wait.plot.setData([xs, samples.map((s) => s.stats.queueWait?.p50Ms ?? null), samples.map((s) => s.stats.queueWait?.p99Ms ?? null)] as uPlot.AlignedData);
+    active.plot.setData([xs, samples.map((s) => s.stats.global.running), samples.map((s) => s.stats.global.limit), samples.map((s) => s.stats.backlog)]);
+    const tile = (label: string, value: string, name: string) =>
+      h('div', { class: 'card tile', 'data-tile': name }, h('span', { class: 'muted' }, label), h('strong', {}, value));
+    clear(
+      tiles,
+      tile('Running', `${stats.global.running} / ${stats.global.limit}`, 'running'),
+      tile('Backlog', String(stats.backlog), 'backlog'),
+      tile('Dead letters', String(stats.deadLetters), 'dead-letters'),
+      tile('Workers', `${stats.workers.live} (${stats.workers.concurrency} slots)`, 'workers'),
+      tile('Queue wait p50 / p99', stats.queueWait ? `${duration(stats.queueWait.p50Ms)} / ${duration(stats.queueWait.p99Ms)}` : '—', 'queue-wait'),
+      tile('Per minute (submitted)', String(Math.round(rates[0]!.at(-1) ?? 0)), 'submitted'),
+    );
+    clear(
+      types,
+      stats.types.map((type) =>
+        h(
+          'tr',
+          { 'data-type': type.taskType },
+          h('td', {}, h('a', { href: `#/tasks?type=${encodeURIComponent(type.taskType)}` }, type.taskType)),
+          h(
+            'td',
+            {},
+            h('meter', { min: 0, max: type.limit, value: type.running, 'aria-label': `${type.running} of ${type.limit}` }),
+            ` ${type.running} / ${type.limit}`,
+          ),
+          h('td', {}, type.backlog),
+          h('td', {}, type.enabled ? 'yes' : 'no'),
+        ),
+      ),
+    );
+  });
+};

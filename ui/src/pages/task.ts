@@ -1,0 +1,222 @@
+/**
+ * One task: a live progress bar and status (Server-Sent Events from
+ * /api/v1/tasks/:id/events), its timeline, attempts and lease and the
+ * diagnose verdict (operators), and the actions its status and the caller's
+ * role allow.
+ */
+import { admin, api, isOperator, type Diagnosis, type Me, type Progress, type Task } from '../api.js';
+import { clear, confirmAction, duration, every, guarded, h, notify, statusBadge, when } from '../dom.js';
+import type { Page } from '../main.js';
+
+const WAITING = ['QUEUED', 'RETRY_WAIT', 'PAUSED'];
+
+interface Action {
+  label: string;
+  allowed: (task: Task, me: Me) => boolean;
+  run: (task: Task) => Promise<unknown>;
+  confirm?: string;
+}
+
+const ACTIONS: Action[] = [
+  {
+    label: 'Cancel',
+    allowed: (t) => [...WAITING, 'RUNNING'].includes(t.status),
+    run: (t) => api('POST', `/api/v1/tasks/${t.id}/cancel`),
+    confirm: 'Cancel this task? A running handler is asked to stop.',
+  },
+  { label: 'Pause', allowed: (t) => ['QUEUED', 'RETRY_WAIT'].includes(t.status), run: (t) => api('POST', `/api/v1/tasks/${t.id}/pause`) },
+  { label: 'Resume', allowed: (t) => t.status === 'PAUSED', run: (t) => api('POST', `/api/v1/tasks/${t.id}/resume`) },
+  {
+    label: 'Retry',
+    allowed: (t, me) => t.status === 'FAILED' && isOperator(me),
+    run: (t) => admin('POST', `/${t.id}/retry`),
+    confirm: 'Run this failed task again with a fresh set of attempts?',
+  },
+];
+
+function progressView(progress: Progress | null): HTMLElement {
+  if (!progress || progress.total <= 0) return h('p', { class: 'muted', 'data-progress': 'none' }, 'No progress reported.');
+  const percent = Math.round((progress.processed / progress.total) * 100);
+  return h(
+    'div',
+    { class: 'progress', 'data-progress': percent },
+    h('progress', { max: progress.total, value: progress.processed, 'aria-label': 'Progress' }),
+    h('span', {}, `${progress.processed} / ${progress.total} (${percent} %)`, progress.message ? ` — ${progress.message}` : ''),
+  );
+}
+
+function facts(task: Task): HTMLElement {
+  const row = (label: string, value: string | Node) => [h('dt', {}, label), h('dd', {}, value)];
+  return h(
+    'dl',
+    { class: 'facts' },
+    row('Type', task.taskType),
+    row('Owner', task.owner ?? '—'),
+    row('Idempotency key', task.idempotencyKey ?? '—'),
+    row('Priority', String(task.priority)),
+    row('Attempts', `${task.attemptCount - task.attemptBase} of ${task.maxAttempts}`),
+    row('Available at', when(task.availableAt)),
+    row('Lease', task.leaseOwner ? `${task.leaseOwner} until ${when(task.leaseUntil)}` : '—'),
+    row('Last error', task.lastErrorCode ?? '—'),
+  );
+}
+
+function timeline(task: Task, diagnosis: Diagnosis | null): HTMLElement {
+  const events: [string, string][] = [[task.createdAt, 'submitted']];
+  for (const a of diagnosis?.attempts ?? []) {
+    events.push([a.startedAt, `attempt ${a.attempt} started on ${a.workerId}`]);
+    if (a.finishedAt) events.push([a.finishedAt, `attempt ${a.attempt} ended ${a.outcome ?? ''}${a.errorCode ? ` (${a.errorCode})` : ''}`]);
+  }
+  if (!diagnosis && task.startedAt) events.push([task.startedAt, 'started']);
+  if (task.finishedAt) events.push([task.finishedAt, `finished ${task.status}`]);
+  events.sort((a, b) => a[0].localeCompare(b[0]));
+  return h(
+    'ol',
+    { class: 'timeline' },
+    events.map(([at, what]) => h('li', {}, h('time', { datetime: at }, when(at)), ' ', what)),
+  );
+}
+
+function attemptsTable(diagnosis: Diagnosis): HTMLElement {
+  const failure = (attempt: number) => diagnosis.failures.find((f) => f.attempt === attempt);
+  return h(
+    'div',
+    { class: 'scroll' },
+    h(
+      'table',
+      {},
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['#', 'worker', 'started', 'duration', 'outcome', 'failure'].map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        diagnosis.attempts.map((a) =>
+          h(
+            'tr',
+            {},
+            h('td', {}, a.attempt),
+            h('td', { class: 'mono' }, a.workerId),
+            h('td', {}, when(a.startedAt)),
+            h('td', {}, a.finishedAt ? duration(Date.parse(a.finishedAt) - Date.parse(a.startedAt)) : 'running'),
+            h('td', {}, a.outcome ? statusBadge(a.outcome) : '—'),
+            h('td', {}, failure(a.attempt)?.message ?? a.errorCode ?? ''),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+export const taskPage: Page = (root, { me, path }) => {
+  const id = path[1]!;
+  let task: Task | null = null;
+  let diagnosis: Diagnosis | null = null;
+  const header = h('div', { class: 'row spread' });
+  const progress = h('section', { class: 'card', 'aria-label': 'Progress' });
+  const actions = h('div', { class: 'row actions', role: 'group', 'aria-label': 'Actions' });
+  const details = h('div', { class: 'grid2' });
+  root.append(header, progress, actions, details);
+
+  const act = (action: Action) =>
+    guarded(async () => {
+      if (action.confirm && !(await confirmAction(action.confirm, action.label))) return;
+      await action.run(task!);
+      notify(`${action.label}: done`);
+      await refresh();
+    });
+  const reschedule = (): HTMLElement => {
+    const minutes = h('input', { type: 'number', min: 0, value: 0, name: 'delayMinutes', 'aria-label': 'Start in minutes', class: 'narrow' });
+    const form = h(
+      'form',
+      { class: 'inline' },
+      h('label', {}, 'Start in ', minutes, ' min'),
+      h('button', { type: 'submit', class: 'secondary' }, 'Reschedule'),
+    );
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      void guarded(async () => {
+        await admin('POST', `/${id}/reschedule`, { delayMs: Math.round(Number(minutes.value) * 60_000) });
+        notify('Rescheduled');
+        await refresh();
+      });
+    });
+    return form;
+  };
+
+  const draw = (): void => {
+    if (!task) return;
+    clear(header, h('h1', {}, task.taskType, ' ', statusBadge(task.status)), h('span', { class: 'mono muted' }, task.id));
+    clear(progress, h('h2', {}, 'Progress'), progressView(task.progress));
+    clear(
+      actions,
+      ACTIONS.filter((a) => a.allowed(task!, me)).map((a) =>
+        h('button', { type: 'button', class: a.label === 'Cancel' ? 'danger' : '', onclick: () => void act(a) }, a.label),
+      ),
+      isOperator(me) && WAITING.includes(task.status) ? reschedule() : null,
+    );
+    clear(
+      details,
+      h('section', { class: 'card' }, h('h2', {}, 'Details'), facts(task)),
+      h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis)),
+      diagnosis
+        ? h(
+            'section',
+            { class: 'card', 'data-diagnosis': diagnosis.causes[0]?.code ?? '' },
+            h('h2', {}, 'Diagnosis'),
+            h('p', { class: 'verdict' }, diagnosis.verdict),
+            h(
+              'p',
+              { class: 'muted' },
+              `Lease: ${diagnosis.lease.status}${diagnosis.lease.remainingSeconds !== null ? `, ${diagnosis.lease.remainingSeconds} s left` : ''}`,
+            ),
+          )
+        : null,
+      diagnosis && diagnosis.attempts.length > 0 ? h('section', { class: 'card wide' }, h('h2', {}, 'Attempts'), attemptsTable(diagnosis)) : null,
+      h(
+        'section',
+        { class: 'card wide' },
+        h('details', {}, h('summary', {}, 'Payload and result'), h('pre', {}, JSON.stringify({ payload: task.payload, result: task.result }, null, 2))),
+      ),
+    );
+  };
+  const refresh = async (): Promise<void> => {
+    task = await api<Task>('GET', `/api/v1/tasks/${id}`);
+    if (isOperator(me)) diagnosis = await admin<Diagnosis>('GET', `/${id}/diagnose`);
+    draw();
+  };
+
+  const events = new EventSource(`/api/v1/tasks/${id}/events`);
+  events.addEventListener('task', (event) => {
+    task = JSON.parse((event as MessageEvent).data);
+    draw();
+  });
+  events.addEventListener('progress', (event) => {
+    if (!task) return;
+    task.progress = JSON.parse((event as MessageEvent).data).progress;
+    clear(progress, h('h2', {}, 'Progress'), progressView(task.progress));
+  });
+  events.addEventListener('end', () => {
+    events.close();
+    void guarded(refresh);
+  });
+  // Lease seconds and the verdict change without a status change: operators re-read the diagnosis.
+  const stop = every(4000, async () => {
+    try {
+      await refresh();
+    } catch (error) {
+      clear(header, h('h1', {}, 'Task not found'));
+      throw error;
+    }
+  });
+  return () => {
+    events.close();
+    stop();
+  };
+};

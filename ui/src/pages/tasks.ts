@@ -1,0 +1,198 @@
+/**
+ * Tasks: filter by type, status, owner (operators) and creation time, page
+ * with the API's cursor, and search by id or idempotency key. The filters live in the URL
+ * (#/tasks?type=…&status=…), so a filtered view can be linked and reloaded.
+ */
+import { api, ApiError, isOperator, STATUSES, type Task } from '../api.js';
+import { clear, every, h, statusBadge, when } from '../dom.js';
+import type { Page } from '../main.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function field(label: string, control: HTMLElement): HTMLElement {
+  return h('label', { class: 'field' }, h('span', {}, label), control);
+}
+
+function progressCell(task: Task): HTMLElement | string {
+  const p = task.progress;
+  if (!p || p.total <= 0) return '—';
+  return h('progress', { max: p.total, value: p.processed, 'aria-label': `${p.processed} of ${p.total}` });
+}
+
+/** datetime-local (browser's zone) → ISO for the API, and back. */
+const toIso = (local: string): string => (local ? new Date(local).toISOString() : '');
+const toLocal = (iso: string | null): string =>
+  iso ? new Date(new Date(iso).getTime() - new Date().getTimezoneOffset() * 60_000).toISOString().slice(0, 16) : '';
+
+/** Whether a task with this id is visible to us (a key may look like an id, too). */
+async function taskExists(id: string): Promise<boolean> {
+  try {
+    await api('GET', `/api/v1/tasks/${id}`);
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return false;
+    throw error;
+  }
+}
+
+/**
+ * One box for an id or an idempotency key: an id of a visible task opens it;
+ * anything else filters the list by key (keys are free text, UUIDs included).
+ * An empty search drops the key filter.
+ */
+function searchForm(params: URLSearchParams): HTMLElement {
+  const search = h('input', {
+    name: 'search',
+    type: 'search',
+    value: params.get('idempotencyKey') ?? '',
+    placeholder: 'task id or idempotency key',
+    'aria-label': 'Search by task id or idempotency key',
+    maxlength: 255,
+  });
+  const form = h(
+    'form',
+    { class: 'inline', role: 'search', 'aria-label': 'Find a task' },
+    search,
+    h('button', { type: 'submit', class: 'secondary' }, 'Search'),
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const text = search.value.trim();
+    void (async () => {
+      if (UUID.test(text) && (await taskExists(text))) {
+        location.hash = `#/tasks/${text}`;
+        return;
+      }
+      const next = new URLSearchParams(params);
+      if (text) next.set('idempotencyKey', text);
+      else next.delete('idempotencyKey');
+      location.hash = `#/tasks?${next}`;
+    })();
+  });
+  return form;
+}
+
+export const tasksPage: Page = (root, { me, params }) => {
+  const type = h('input', { name: 'type', value: params.get('type') ?? '', placeholder: 'any type' });
+  const status = h(
+    'select',
+    { name: 'status' },
+    h('option', { value: '' }, 'any status'),
+    STATUSES.map((s) => h('option', { value: s, selected: params.get('status') === s }, s)),
+  );
+  const owner = h('input', { name: 'owner', value: params.get('owner') ?? '', placeholder: 'any owner' });
+  const after = h('input', { name: 'createdAfter', type: 'datetime-local', value: toLocal(params.get('createdAfter')) });
+  const before = h('input', { name: 'createdBefore', type: 'datetime-local', value: toLocal(params.get('createdBefore')) });
+  const filters = h(
+    'form',
+    { class: 'card filters', role: 'search' },
+    field('Type', type),
+    field('Status', status),
+    isOperator(me) ? field('Owner', owner) : null,
+    field('Created after', after),
+    field('Created before', before),
+    h('button', { type: 'submit' }, 'Filter'),
+  );
+  filters.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const next = new URLSearchParams();
+    const set = (key: string, value: string): void => {
+      if (value.trim()) next.set(key, value.trim());
+    };
+    set('type', type.value);
+    set('status', status.value);
+    set('owner', isOperator(me) ? owner.value : '');
+    set('createdAfter', toIso(after.value));
+    set('createdBefore', toIso(before.value));
+    set('idempotencyKey', params.get('idempotencyKey') ?? '');
+    location.hash = `#/tasks?${next}`;
+  });
+  const open = searchForm(params);
+
+  const body = h('tbody');
+  const pager = h('nav', { class: 'row pager', 'aria-label': 'Pages of tasks' });
+  const cursors: (string | null)[] = [null];
+  root.append(
+    h('div', { class: 'row spread' }, h('h1', {}, 'Tasks'), open),
+    filters,
+    h(
+      'div',
+      { class: 'card scroll' },
+      h(
+        'table',
+        { class: 'tasks' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['id', 'type', 'status', 'owner', 'created', 'attempts', 'progress'].map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
+        body,
+      ),
+    ),
+    pager,
+  );
+
+  const load = async (): Promise<void> => {
+    const query = new URLSearchParams(params);
+    query.set('limit', '25');
+    const cursor = cursors[cursors.length - 1];
+    if (cursor) query.set('cursor', cursor);
+    const page = await api<{ tasks: Task[]; nextCursor: string | null }>('GET', `/api/v1/tasks?${query}`);
+    clear(
+      body,
+      page.tasks.length === 0
+        ? h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No tasks match.'))
+        : page.tasks.map((task) =>
+            h(
+              'tr',
+              { 'data-id': task.id, 'data-status': task.status },
+              h('td', {}, h('a', { href: `#/tasks/${task.id}`, class: 'mono' }, task.id.slice(0, 8) + '…')),
+              h('td', {}, task.taskType),
+              h('td', {}, statusBadge(task.status)),
+              h('td', {}, task.owner ?? '—'),
+              h('td', {}, when(task.createdAt)),
+              h('td', {}, `${task.attemptCount - task.attemptBase} / ${task.maxAttempts}`),
+              h('td', {}, progressCell(task)),
+            ),
+          ),
+    );
+    clear(
+      pager,
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'secondary',
+          disabled: cursors.length === 1,
+          onclick: () => {
+            cursors.pop();
+            void load();
+          },
+        },
+        'Previous',
+      ),
+      h('span', { class: 'muted' }, `page ${cursors.length}`),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'secondary',
+          disabled: page.nextCursor === null,
+          onclick: () => {
+            cursors.push(page.nextCursor);
+            void load();
+          },
+        },
+        'Next',
+      ),
+    );
+  };
+  // The first page refreshes itself; later pages stay put while read.
+  return every(3000, async () => {
+    if (cursors.length === 1) await load();
+  });
+};
