@@ -48,7 +48,7 @@ await describeWithCluster('database faults', (env) => {
     await env().cluster.start();
     await waitFor(() => load.acknowledgedSinceRestart() > 0, 'a submit to succeed after the restart', 60_000, 50);
     await load.stop();
-    await waitForAllSucceeded(env());
+    await waitForAllSucceeded(env(), workers);
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] });
     await stopAll(workers); // both were still alive and stopped gracefully
   }, 180_000);
@@ -94,13 +94,18 @@ await describeWithCluster('database faults', (env) => {
   }, 180_000);
 });
 
-async function waitForAllSucceeded(env: FaultEnvironment): Promise<void> {
+async function waitForAllSucceeded(env: FaultEnvironment, workers: ChildWorker[] = []): Promise<void> {
   await waitFor(
-    async () => (await env.countStatus('SUCCESS')) === env.acknowledged.length,
+    async () => (await env.countAcknowledged('SUCCESS')) === env.acknowledged.length,
     `all ${env.acknowledged.length} acknowledged tasks to succeed`,
     SETTLE_MS,
     200,
-  );
+  ).catch(async (error: Error) => {
+    // What a stuck drain leaves to look at: the statuses, and each worker's last words.
+    const statuses = await env.cluster.query(`SELECT status, lease_until < now() AS expired, count(*) FROM "${env.schema}".system_async_task GROUP BY 1, 2`);
+    const last = workers.map((w) => `${w.config.label} exit=${String(w.exitCode())} ${JSON.stringify(w.events.slice(-4))}\n${w.log.slice(-1000)}`);
+    throw new Error(`${error.message}\n${JSON.stringify(statuses)}\n${last.join('\n')}`);
+  });
 }
 
 async function stopAll(workers: ChildWorker[]): Promise<void> {

@@ -61,6 +61,18 @@ export class FaultEnvironment {
     return Number((await this.cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${SCHEMA}".system_async_task WHERE status = $1`, [status]))[0]!.n);
   }
 
+  /**
+   * Acknowledged tasks in `status`. Not countStatus: a batch whose insert committed but whose reply was lost
+   * (a crash mid-commit) is in the table without having been acknowledged.
+   */
+  async countAcknowledged(status: string): Promise<number> {
+    const rows = await this.cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${SCHEMA}".system_async_task WHERE status = $1 AND id = ANY($2)`, [
+      status,
+      this.acknowledged,
+    ]);
+    return Number(rows[0]!.n);
+  }
+
   /** Rows the handlers logged when they started (of one worker, or all). */
   async executions(worker?: string): Promise<number> {
     const rows = await this.cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${SCHEMA}".executions WHERE $1::text IS NULL OR worker = $1`, [
