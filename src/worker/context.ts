@@ -12,21 +12,23 @@ export interface AbortSource {
   readonly abortReason: TaskAbortedError | null;
 }
 
-export interface ProgressSink {
+/** One per worker, shared by every context (no closures per task on the hot path): each call names its execution. */
+export interface ProgressSink<Source extends AbortSource> {
   /** Writes progress (fenced); false when the lease is gone. */
-  save(progress: TaskProgress): Promise<boolean>;
+  save(source: Source, progress: TaskProgress): Promise<boolean>;
   /** Asks the store whether a cancellation was requested; aborts the signal if so. */
-  pollCancellation(): Promise<void>;
+  pollCancellation(source: Source): Promise<void>;
 }
 
+/** One per worker, shared by every context. */
 export interface ContextOptions {
   flushIntervalMs: number;
   flushThreshold: number;
   cancelCheckIntervalMs: number;
-  now: () => number;
+  clock: { now(): number };
 }
 
-export class ExecutionContext implements TaskContext {
+export class ExecutionContext<Source extends AbortSource = AbortSource> implements TaskContext {
   readonly taskId: string;
   readonly taskType: string;
   readonly attempt: number;
@@ -41,8 +43,8 @@ export class ExecutionContext implements TaskContext {
 
   constructor(
     readonly task: Task,
-    private readonly abortSource: AbortSource,
-    private readonly sink: ProgressSink,
+    private readonly abortSource: Source,
+    private readonly sink: ProgressSink<Source>,
     private readonly options: ContextOptions,
   ) {
     this.taskId = task.id;
@@ -51,7 +53,7 @@ export class ExecutionContext implements TaskContext {
     this.owner = task.owner;
     this.traceId = task.traceId;
     this.latest = task.progress;
-    this.lastFlushAt = options.now();
+    this.lastFlushAt = options.clock.now();
   }
 
   get signal(): AbortSignal {
@@ -66,7 +68,7 @@ export class ExecutionContext implements TaskContext {
   reportProgress(progress: Partial<TaskProgress>): void {
     const base = this.latest ?? { total: 0, processed: 0, succeeded: 0, failed: 0, skipped: 0, message: null };
     this.latest = { ...base, ...progress };
-    const now = this.options.now();
+    const now = this.options.clock.now();
     const dueByTime = now - this.lastFlushAt >= this.options.flushIntervalMs;
     const dueByCount = this.latest.processed - this.lastFlushedProcessed >= this.options.flushThreshold;
     if (dueByTime || dueByCount) this.flush();
@@ -80,10 +82,10 @@ export class ExecutionContext implements TaskContext {
       return;
     }
     const progress = this.latest;
-    this.lastFlushAt = this.options.now();
+    this.lastFlushAt = this.options.clock.now();
     this.lastFlushedProcessed = progress.processed;
     this.flushing = this.sink
-      .save(progress)
+      .save(this.abortSource, progress)
       .catch(() => undefined) // a failed progress write is not the task's failure; the heartbeat judges the lease
       .then(() => {
         this.flushing = null;
@@ -102,10 +104,10 @@ export class ExecutionContext implements TaskContext {
 
   async checkCancellation(): Promise<void> {
     this.throwIfAborted();
-    const now = this.options.now();
+    const now = this.options.clock.now();
     if (now - this.lastCancelCheck >= this.options.cancelCheckIntervalMs) {
       this.lastCancelCheck = now;
-      await this.sink.pollCancellation();
+      await this.sink.pollCancellation(this.abortSource);
       this.throwIfAborted();
     }
   }

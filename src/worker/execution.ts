@@ -36,7 +36,7 @@ export class Execution implements AbortSource {
   startedAt = 0;
   /** Monotonic time the last renewal that confirmed this lease was sent. */
   leaseConfirmedAt: number;
-  context: ExecutionContext | null = null;
+  context: ExecutionContext<Execution> | null = null;
   /** Settles when the handler has returned or thrown (not merely been raced). */
   handlerSettled: Promise<void> = Promise.resolve();
   /** No handler of this execution is running: none started yet, or it returned or threw. */

@@ -9,7 +9,7 @@ import { PayloadInvalidError } from '../core/errors.js';
 import type { TaskResult } from '../core/definition.js';
 import { runSchema } from '../core/standard-schema.js';
 import type { AttemptOutcome } from '../store/types.js';
-import { ExecutionContext } from './context.js';
+import { ExecutionContext, type ContextOptions, type ProgressSink } from './context.js';
 import type { Announcer } from './events.js';
 import type { Execution } from './execution.js';
 import type { ExecutionTable } from './execution-table.js';
@@ -36,7 +36,19 @@ export class Executor {
     private readonly clock: Clock,
     private readonly events: Announcer,
     private readonly hooks: ExecutorHooks,
-  ) {}
+  ) {
+    this.sink = { save: (execution, progress) => leases.saveProgress(execution, progress), pollCancellation: (execution) => leases.check(execution) };
+    this.contextOptions = {
+      flushIntervalMs: options.progressFlushIntervalMs,
+      flushThreshold: options.progressFlushThreshold,
+      cancelCheckIntervalMs: options.cancelCheckIntervalMs,
+      clock,
+    };
+  }
+
+  // One sink and one set of context options for every execution: nothing per task but the context itself.
+  private readonly sink: ProgressSink<Execution>;
+  private readonly contextOptions: ContextOptions;
 
   /** Starts waiting executions while slots are free; `accepting` false starts none. */
   startWaiting(accepting: boolean): void {
@@ -51,20 +63,7 @@ export class Executor {
     const { task } = execution;
     execution.startedAt = this.clock.now();
     this.table.runningHandlers += 1;
-    const context = new ExecutionContext(
-      task,
-      execution,
-      {
-        save: (progress) => this.leases.saveProgress(execution, progress),
-        pollCancellation: () => this.leases.check(execution),
-      },
-      {
-        flushIntervalMs: o.progressFlushIntervalMs,
-        flushThreshold: o.progressFlushThreshold,
-        cancelCheckIntervalMs: o.cancelCheckIntervalMs,
-        now: () => this.clock.now(),
-      },
-    );
+    const context = new ExecutionContext(task, execution, this.sink, this.contextOptions);
     execution.context = context;
     this.armTimeout(execution);
     if (this.events.listening('started')) this.events.emit('started', { task, queueWaitMs: Math.max(0, Date.now() - task.createdAt.getTime()) });
@@ -83,7 +82,7 @@ export class Executor {
     }
   }
 
-  private async outcomeOf(execution: Execution, context: ExecutionContext): Promise<AttemptOutcome | null> {
+  private async outcomeOf(execution: Execution, context: ExecutionContext<Execution>): Promise<AttemptOutcome | null> {
     try {
       const result = await runHandler(execution, context);
       await context.settle();
@@ -121,7 +120,7 @@ export class Executor {
 }
 
 /** Validates the payload, runs validate and execute; raced against the signal except on shutdown. */
-async function runHandler(execution: Execution, context: ExecutionContext): Promise<TaskResult> {
+async function runHandler(execution: Execution, context: ExecutionContext<Execution>): Promise<TaskResult> {
   const { definition, task } = execution;
   let payload: unknown = task.payload;
   if (definition.schema) {
