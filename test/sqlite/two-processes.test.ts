@@ -2,27 +2,40 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { Scope } from '../../src/core/scope.js';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { defineTask } from '../../src/core/definition.js';
 import { waitFor } from '../helpers/wait.js';
 
+/** Every worker process a test started: a test that fails half-way must not leave them running. */
+const started = new Set<ChildProcess>();
+
 function startWorker(path: string, pollIntervalMs = 20, barrier?: string): { child: ChildProcess; output: Promise<string>; ready: Promise<void> } {
   const args = [join(import.meta.dirname, 'worker-child.ts'), path, String(pollIntervalMs), ...(barrier ? [barrier] : [])];
   const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  started.add(child);
   let text = '';
   child.stdout!.on('data', (chunk: Buffer) => (text += chunk.toString()));
-  const output = new Promise<string>((resolve) => child.on('exit', () => resolve(text)));
+  const output = new Promise<string>((resolve) =>
+    child.on('exit', () => {
+      started.delete(child);
+      resolve(text);
+    }),
+  );
   const ready = waitFor(() => text.includes('ready'), 'worker process to start', 30_000).then(() => undefined);
   return { child, output, ready };
 }
 
 describe('two worker processes on one SQLite file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tasklease-mp-'));
+  afterEach(() => {
+    for (const child of started) child.kill('SIGKILL');
+    started.clear();
+  });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('complete 2,000 tasks, each exactly once', async () => {
