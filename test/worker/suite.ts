@@ -10,7 +10,7 @@ import { TaskFailure } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Task } from '../../src/core/task.js';
 import type { Store } from '../../src/store/types.js';
-import { defineTask, type AnyTaskDefinition } from '../../src/core/definition.js';
+import { defineTask, TaskResult, type AnyTaskDefinition } from '../../src/core/definition.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
@@ -404,12 +404,73 @@ export function runWorkerSuite(factory: StoreFactory): void {
         },
       });
       const { client, worker } = setup([t], { shutdownGraceMs: 200 });
+      const released = worker.waitFor('released');
       worker.start();
-      const { task } = await client.submit(t, {});
+      const { task } = await client.submit(t, {}, { maxAttempts: 1 });
       await started.promise;
       await worker.stop();
       expect((reason as { code?: string }).code).toBe('SHUTDOWN');
-      expect(await statusOf(task.id)).toMatchObject({ status: 'QUEUED', leaseOwner: null, attemptCount: 1 });
+      expect(await released).toMatchObject({ task: { id: task.id }, started: true });
+      // A hand-back is not a failure (issue 11, F5): no attempt spent, the attempt row says so.
+      const back = await statusOf(task.id);
+      expect(back).toMatchObject({ status: 'QUEUED', leaseOwner: null, attemptCount: 1, lastErrorCode: null });
+      expect(back.attemptCount - back.attemptBase).toBe(0);
+      expect(await store.listAttempts({ taskId: task.id })).toMatchObject([{ attempt: 1, outcome: 'RELEASED', errorCode: null }]);
+      expect(await store.listFailures({ taskId: task.id })).toEqual([]);
+      // maxAttempts 1 and one start behind it: the task still has its attempt, and runs to SUCCESS.
+      const next = defineTask({ type: 'stubborn', execute: () => undefined });
+      const { worker: second } = setup([next]);
+      second.start();
+      await until(task.id, 'SUCCESS');
+      expect((await store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['RELEASED', 'SUCCESS']);
+    });
+
+    it('a snoozed task runs again after its delay, spending no attempt: snoozed twice with maxAttempts 1, it still succeeds', async () => {
+      const runs: number[] = [];
+      const t = defineTask({
+        type: 'snoozer',
+        execute: (ctx) => {
+          runs.push(ctx.attempt);
+          return runs.length <= 2 ? TaskResult.snooze(300) : TaskResult.success({ result: { runs: runs.length } });
+        },
+      });
+      const { client, worker } = setup([t]);
+      const snoozes: { delayMs: number; status: string }[] = [];
+      worker.on('snoozed', (e) => snoozes.push({ delayMs: e.delayMs, status: e.task.status }));
+      const failed: unknown[] = [];
+      worker.on('failed', (e) => failed.push(e));
+      worker.start();
+      const { task } = await client.submit(t, {}, { maxAttempts: 1 });
+      const done = await waitFor(async () => {
+        const now = await statusOf(task.id);
+        return now.status === 'SUCCESS' ? now : undefined;
+      }, 'the snoozed task to succeed');
+      expect(done).toMatchObject({ attemptCount: 3, attemptBase: 2, lastErrorCode: null, result: { runs: 3 } });
+      expect(snoozes).toEqual([
+        { delayMs: 300, status: 'QUEUED' },
+        { delayMs: 300, status: 'QUEUED' },
+      ]);
+      expect(failed).toEqual([]);
+      const attempts = await store.listAttempts({ taskId: task.id });
+      expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+        [1, 'SNOOZED'],
+        [2, 'SNOOZED'],
+        [3, 'SUCCESS'],
+      ]);
+      // The delay is kept by the database clock: each run starts at least 300 ms after the snooze was written.
+      for (let i = 1; i < attempts.length; i++) {
+        expect(attempts[i]!.startedAt.getTime() - attempts[i - 1]!.finishedAt!.getTime()).toBeGreaterThanOrEqual(290);
+      }
+    });
+
+    it('a snooze with a bad delay fails the attempt like any handler error', async () => {
+      const t = defineTask({ type: 'bad-snooze', execute: () => ({ status: 'SNOOZED' as const, delayMs: -1 }) });
+      const { client, worker } = setup([t]);
+      worker.start();
+      const { task } = await client.submit(t, {}, { maxAttempts: 1 });
+      await until(task.id, 'FAILED');
+      expect((await store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['FAILED']);
+      expect(() => TaskResult.snooze(Number.NaN)).toThrow(/snooze delay/);
     });
 
     it('hands back prefetched tasks at once when it stops', async () => {
