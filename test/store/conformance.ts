@@ -51,6 +51,7 @@ export function runStoreConformance(factory: StoreFactory): void {
         maxAttempts: 5,
         attemptCount: 0,
         attemptBase: 0,
+        leaseExpiries: 0,
         leaseOwner: null,
         progress: null,
         result: null,
@@ -363,6 +364,14 @@ export function runStoreConformance(factory: StoreFactory): void {
       const retryable = await insert({ maxAttempts: 2, taskType: 'retryable' });
       const cancelling = await insert({ taskType: 'cancelling' });
       const live = await insert({ taskType: 'live' });
+      // A task's first two expired leases cost no attempt (it may have died beside a poison pill, issue 11 B3):
+      // `spent` (maxAttempts 1) loses two leases and is still QUEUED, its one attempt intact.
+      for (let expiries = 1; expiries <= 2; expiries++) {
+        await store.claimTasks(claimParams({ taskTypes: ['spent'], leaseMs: 150 }));
+        await waitFor(async () => (await store.recover({ batchSize: 10 })).requeued === 1, 'the expired lease to be requeued');
+        const back = (await store.getTask({ id: spent.id, scope: G }))!;
+        expect(back).toMatchObject({ status: 'QUEUED', attemptCount: expiries, attemptBase: expiries, leaseExpiries: expiries });
+      }
       const overdue = await insert({ taskType: 'overdue', deadlineAt: new Date(Date.now() + 300) });
       await store.claimTasks(claimParams({ taskTypes: ['spent', 'retryable', 'cancelling'], leaseMs: 150 }));
       await store.claimTasks(claimParams({ taskTypes: ['live'], leaseMs: 60_000 }));
@@ -377,8 +386,10 @@ export function runStoreConformance(factory: StoreFactory): void {
         return total.requeued === 1 && total.failed === 1 && total.cancelled === 1 && total.deadlineExpired === 1;
       }, 'all four recoveries');
       const status = async (t: Task) => (await store.getTask({ id: t.id, scope: G }))!;
-      expect(await status(spent)).toMatchObject({ status: 'FAILED', lastErrorCode: 'LEASE_EXPIRED' });
-      expect(await status(retryable)).toMatchObject({ status: 'QUEUED', attemptCount: 1, leaseOwner: null });
+      // its third lease lost (quarantined: it ran alone) is charged, and its one attempt is spent
+      expect(await status(spent)).toMatchObject({ status: 'FAILED', lastErrorCode: 'LEASE_EXPIRED', attemptCount: 3, attemptBase: 2, leaseExpiries: 3 });
+      expect(await status(retryable)).toMatchObject({ status: 'QUEUED', attemptCount: 1, attemptBase: 1, leaseExpiries: 1, leaseOwner: null });
+      expect((await store.listAttempts({ taskId: spent.id })).map((a) => a.outcome)).toEqual(['LEASE_EXPIRED', 'LEASE_EXPIRED', 'LEASE_EXPIRED']);
       expect(await status(cancelling)).toMatchObject({ status: 'CANCELLED' });
       expect(await status(live)).toMatchObject({ status: 'RUNNING' });
       expect(await status(overdue)).toMatchObject({ status: 'FAILED', lastErrorCode: 'DEADLINE_EXCEEDED' });
