@@ -75,7 +75,8 @@ export class ExecutionTable {
     const isolated = this.isolated;
     if (isolated !== null && isolated.state !== 'buffered') return undefined; // it runs alone until it is forgotten
     if (this.runningHandlers >= concurrency) return undefined;
-    const next = this.waitingQueue.shift() ?? (this.runningHandlers === 0 ? isolated : null);
+    // Alone means alone: not even an outcome write in flight, whose task a crash would requeue.
+    const next = this.waitingQueue.shift() ?? (this.runningHandlers === 0 && this.finishingCount === 0 ? isolated : null);
     next?.moveTo('running');
     return next ?? undefined;
   }

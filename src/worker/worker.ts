@@ -166,6 +166,7 @@ export class Worker extends Emitter<WorkerEvents> {
     if (applied) announceOutcome(this.announcer, execution.task, item.outcome, this.options.clock.now() - execution.startedAt, deadLetterId);
     else this.emit('leaseLost', { task: execution.task, reason: 'write' });
     this.table.forgetIfSettled(execution);
+    if (this.table.holdsIsolated) this.executor.startWaiting(this.state === 'running'); // it may wait for this write
     // A claim that went with this write already counted the slot it freed.
     if (!claimedAlong) this.claims.request();
   }
