@@ -62,6 +62,7 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
       else log.debug(fields, 'task attempt failed for good');
     }),
     worker.on('retryScheduled', ({ task, retryDelayMs }) => log.debug({ ...taskFields(task), retryDelayMs }, 'task retry scheduled')),
+    worker.on('snoozed', ({ task, delayMs, durationMs }) => log.debug({ ...taskFields(task), delayMs, durationMs }, 'task snoozed')),
     worker.on('deadLettered', ({ task, failure, deadLetterId }) =>
       log.error({ ...taskFields(task), ...failureFields(failure), deadLetterId, ...payloadOf(task) }, 'task failed and moved to the dead letter queue'),
     ),

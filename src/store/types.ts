@@ -266,8 +266,10 @@ export type AttemptOutcome =
   /** Failed for good: FAILED, plus a dead letter holding the payload. */
   | { kind: 'FAILED'; lease: Lease; failure: FailureRecord; progress: TaskProgress | null }
   | { kind: 'CANCELLED'; lease: Lease; progress: TaskProgress | null }
-  /** Started but given up by a stopping worker: QUEUED again, the attempt counted. */
-  | { kind: 'ABANDONED'; lease: Lease; progress: TaskProgress | null };
+  /** Started but handed back by a stopping worker: QUEUED again; a hand-back is not a failure and spends no attempt. */
+  | { kind: 'RELEASED'; lease: Lease; progress: TaskProgress | null }
+  /** The handler asked to run again after `delayMs` of the database clock: QUEUED then, no attempt spent. */
+  | { kind: 'SNOOZED'; lease: Lease; delayMs: number; progress: TaskProgress | null };
 
 export interface RecoveryResult {
   requeued: number;

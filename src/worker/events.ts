@@ -23,6 +23,8 @@ export interface WorkerEvents {
   /** Every failed attempt, retried or not. */
   failed: { task: Task; failure: FailureRecord; durationMs: number; willRetry: boolean };
   retryScheduled: { task: Task; failure: FailureRecord; retryDelayMs: number };
+  /** The handler returned TaskResult.snooze(delayMs): the task runs again then, no attempt spent. */
+  snoozed: { task: Task; delayMs: number; durationMs: number };
   /** A failure for good moved the task's payload to the dead-letter queue: `deadLetterId` replays it. */
   deadLettered: { task: Task; failure: FailureRecord; deadLetterId: string };
   cancelled: { task: Task; durationMs: number };
@@ -73,7 +75,10 @@ export function announceOutcome(events: Announcer, task: Task, outcome: AttemptO
     case 'CANCELLED':
       events.emit('cancelled', { task: { ...task, status: 'CANCELLED' }, durationMs });
       return;
-    case 'ABANDONED':
+    case 'RELEASED':
       events.emit('released', { task: { ...task, status: 'QUEUED' }, started: true });
+      return;
+    case 'SNOOZED':
+      events.emit('snoozed', { task: { ...task, status: 'QUEUED' }, delayMs: outcome.delayMs, durationMs });
   }
 }

@@ -13,7 +13,7 @@
 import { registryOf, type AnyTaskDefinition } from '../core/definition.js';
 import { Emitter } from '../core/emitter.js';
 import { InvalidStateError } from '../core/errors.js';
-import type { Task } from '../core/task.js';
+import { isQuarantined, type Task } from '../core/task.js';
 import type { StoreEvent } from '../store/types.js';
 import { ClaimScheduler } from './claim-scheduler.js';
 import { announceOutcome, type Announcer, type WorkerEvents } from './events.js';
@@ -137,7 +137,14 @@ export class Worker extends Emitter<WorkerEvents> {
 
   private adopt(tasks: Task[], sentAt: number): void {
     if (tasks.length === 0) return;
-    for (const task of tasks) this.table.add(new Execution(task, this.registry.get(task.taskType)!, sentAt));
+    const extra: Execution[] = [];
+    for (const task of tasks) {
+      const execution = new Execution(task, this.registry.get(task.taskType)!, sentAt);
+      // One quarantined task at a time (it runs alone): any other goes back at once, for another worker or later.
+      if (isQuarantined(task) && this.table.holdsIsolated) extra.push(execution);
+      else this.table.add(execution);
+    }
+    if (extra.length > 0) void this.handBack(extra);
     this.leases.adopted();
     this.emit('claimed', { workerId: this.workerId, count: tasks.length });
     if (this.state !== 'running') void this.releaseWaiting();
@@ -159,6 +166,7 @@ export class Worker extends Emitter<WorkerEvents> {
     if (applied) announceOutcome(this.announcer, execution.task, item.outcome, this.options.clock.now() - execution.startedAt, deadLetterId);
     else this.emit('leaseLost', { task: execution.task, reason: 'write' });
     this.table.forgetIfSettled(execution);
+    if (this.table.holdsIsolated) this.executor.startWaiting(this.state === 'running'); // it may wait for this write
     // A claim that went with this write already counted the slot it freed.
     if (!claimedAlong) this.claims.request();
   }
@@ -171,8 +179,12 @@ export class Worker extends Emitter<WorkerEvents> {
     for (const id of event.taskIds) this.leases.cancel(id);
   }
 
-  private async releaseWaiting(): Promise<void> {
-    const waiting = this.table.takeAllWaiting();
+  private releaseWaiting(): Promise<void> {
+    return this.handBack(this.table.takeAllWaiting());
+  }
+
+  /** Hands leased tasks that never started back to the queue. */
+  private async handBack(waiting: Execution[]): Promise<void> {
     if (waiting.length === 0) return;
     try {
       await this.options.store.releaseTasks({ leases: waiting.map((execution) => execution.lease) });

@@ -398,6 +398,7 @@ export function runControlSuite(factory: StoreFactory): void {
       }
       const e = await client.diagnose(expiring.id);
       expect(e.causes[0]!.code).toBe('LEASE_EXPIRING_REPEATEDLY');
+      expect(e.causes[0]!.message).toMatch(/quarantined: a worker runs it alone/); // two leases lost (issue 11, B3)
       expect(e.attempts.map((a) => a.outcome)).toEqual(['LEASE_EXPIRED', 'LEASE_EXPIRED']);
       expect(e.failures.map((f) => f.errorCode)).toEqual(['LEASE_EXPIRED', 'LEASE_EXPIRED']);
       expect(e.lease.status).toBe('NO_LEASE');

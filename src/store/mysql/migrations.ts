@@ -164,6 +164,13 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 4,
+    name: 'lease expiries',
+    // Leases a task lost (issue 11, B3): a task that lost two may be a poison pill, and runs alone
+    // from then on; its first two expiries cost no attempt (rules/sweep.ts).
+    statements: ['ALTER TABLE system_async_task ADD COLUMN lease_expiries INT NOT NULL DEFAULT 0'],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

@@ -8,8 +8,9 @@
  *
  * A task whose cancellation was requested cannot go back to waiting (the
  * transition table allows CANCEL_REQUESTED → CANCELLED, SUCCESS,
- * PARTIAL_SUCCESS only), so RETRY, FAILED and ABANDONED outcomes for it end
- * it as CANCELLED; the failure is still recorded.
+ * PARTIAL_SUCCESS only), so RETRY, FAILED, RELEASED and SNOOZED outcomes for
+ * it end it as CANCELLED; the failure is still recorded. RELEASED and SNOOZED
+ * spend no attempt (rules/: attempt_base + 1).
  */
 import type { TaskProgress } from '../../core/task.js';
 import { progressValues, taskFromRow, type Row } from '../rows.js';
@@ -19,7 +20,11 @@ import { run, sql, type PgContext } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
 import {
+  attemptBaseAfterSql,
   attemptOutcomeSql,
+  currentKindSql,
+  DELAYED_KINDS_SQL,
+  delayOf,
   FAILURE_KINDS_SQL,
   hasFailure,
   lastErrorCodeSql,
@@ -52,7 +57,11 @@ CREATE OR REPLACE FUNCTION ${ctx.schema}.${FINISH_FUNCTION}(
 BEGIN
 RETURN QUERY
 WITH input AS MATERIALIZED (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::boolean[],
+  -- u.-qualified: ord is also the name of an output column (a PL/pgSQL variable).
+  SELECT u.task_id, u.worker_id, u.attempt, ${currentKindSql('u.kind')} AS kind, u.artifact_id, u.result_json, u.has_progress,
+    u.p_total, u.p_processed, u.p_succeeded, u.p_failed, u.p_skipped, u.p_message, u.error_code, u.error_message, u.trace_id,
+    u.retryable, u.delay_ms, u.ord
+  FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::boolean[],
     $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[],
     $14::text[], $15::text[], $16::text[], $17::boolean[], $18::double precision[])
   WITH ORDINALITY AS u(task_id, worker_id, attempt, kind, artifact_id, result_json, has_progress,
@@ -69,7 +78,9 @@ updated AS (
     status = l.new_status,
     lease_owner = NULL,
     lease_until = NULL,
-    available_at = CASE WHEN l.new_status = ${STATUS_SQL.RETRY_WAIT} THEN now() + l.delay_ms * interval '1 millisecond' ELSE t.available_at END,
+    available_at = CASE WHEN l.kind IN ${DELAYED_KINDS_SQL} AND l.new_status <> ${STATUS_SQL.CANCELLED}
+      THEN now() + l.delay_ms * interval '1 millisecond' ELSE t.available_at END,
+    attempt_base = ${attemptBaseAfterSql('l.kind', 't.attempt_base')},
     finish_time = CASE WHEN l.new_status IN ${TERMINAL_SQL} THEN now() ELSE t.finish_time END,
     artifact_id = CASE WHEN l.kind IN ${SUCCESS_KINDS_SQL} THEN l.artifact_id ELSE t.artifact_id END,
     result_json = CASE WHEN l.kind IN ${SUCCESS_KINDS_SQL} THEN l.result_json ELSE t.result_json END,
@@ -207,7 +218,7 @@ function outcomeRow(outcome: AttemptOutcome): unknown[] {
     failure ? storableMessage(failure.message ?? '') : null,
     failure ? storableMessage(failure.traceId) : null,
     failure ? failure.retryable : null,
-    outcome.kind === 'RETRY' ? Math.max(0, outcome.retryDelayMs) : 0,
+    delayOf(outcome) ?? 0,
   ];
 }
 

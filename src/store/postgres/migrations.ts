@@ -198,4 +198,12 @@ CREATE TABLE ${s}.system_async_task_api_token (
     // for processes of the previous release during a rolling upgrade.
     sql: () => 'SELECT 1',
   },
+  {
+    version: 6,
+    name: 'lease expiries',
+    // Leases a task lost (issue 11, B3): a task that lost two may be a poison pill, and runs alone
+    // from then on; its first two expiries cost no attempt (rules/sweep.ts). The claim function
+    // returns the task row, so it carries the column once migrate() reinstalls it.
+    sql: (s) => `ALTER TABLE ${s}.system_async_task ADD COLUMN lease_expiries integer NOT NULL DEFAULT 0;`,
+  },
 ];

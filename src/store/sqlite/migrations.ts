@@ -156,4 +156,11 @@ CREATE TABLE system_async_task_api_token (
 CREATE UNIQUE INDEX ux_system_async_task_api_token_hash ON system_async_task_api_token (token_hash);
 `,
   },
+  {
+    version: 5,
+    name: 'lease expiries',
+    // Leases a task lost (issue 11, B3): a task that lost two may be a poison pill, and runs alone
+    // from then on; its first two expiries cost no attempt (rules/sweep.ts).
+    sql: `ALTER TABLE system_async_task ADD COLUMN lease_expiries INTEGER NOT NULL DEFAULT 0;`,
+  },
 ];
