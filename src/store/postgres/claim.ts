@@ -112,17 +112,20 @@ function roomsSql(ctx: PgContext): string {
   global_room AS MATERIALIZED (
     SELECT GREATEST(0, LEAST(p_limit, COALESCE(v_global_cap, p_global) - COALESCE((SELECT sum(n) FROM leased), 0))) AS n
   ),
+  live AS MATERIALIZED (
+    -- The live workers of each type (the registry, refreshed every heartbeat): the fair share's divisor.
+    SELECT x.task_type, count(*)::integer AS n
+    FROM ${worker} r CROSS JOIN LATERAL jsonb_array_elements_text(r.task_types::jsonb) AS x(task_type)
+    WHERE p_live_ms IS NOT NULL AND r.last_seen_at >= v_now - p_live_ms * interval '1 millisecond'
+    GROUP BY x.task_type
+  ),
   wanted AS (
-    SELECT w.task_type, ${typeShareSql('s.cap', 's.n', 's.mine', 's.live')} AS room
+    SELECT w.task_type,
+      ${typeShareSql('COALESCE(p.max_concurrency, p_type_cap)', 'COALESCE(leased.n, 0)::integer', 'COALESCE(leased.mine, 0)::integer', 'COALESCE(live.n, 0)')} AS room
     FROM (SELECT DISTINCT unnest(p_types) AS task_type) w
     LEFT JOIN ${policy} p ON p.policy_key = ${TYPE_POLICY_PREFIX_SQL} || w.task_type
     LEFT JOIN leased ON leased.task_type = w.task_type
-    CROSS JOIN LATERAL (
-      SELECT COALESCE(p.max_concurrency, p_type_cap) AS cap, COALESCE(leased.n, 0)::integer AS n, COALESCE(leased.mine, 0)::integer AS mine,
-        -- The live workers of the type (the registry, refreshed every heartbeat): the fair share's divisor.
-        CASE WHEN p_live_ms IS NULL THEN 1 ELSE (SELECT count(*) FROM ${worker} r
-          WHERE r.last_seen_at >= v_now - p_live_ms * interval '1 millisecond' AND r.task_types::jsonb ? w.task_type)::integer END AS live
-    ) s
+    LEFT JOIN live ON live.task_type = w.task_type
     WHERE p.enabled IS NOT FALSE
   )`;
 }
