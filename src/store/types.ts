@@ -226,6 +226,15 @@ export interface ClaimParams {
   globalConcurrency: number;
   /** Per-type cap unless a TYPE:<type> policy row says otherwise. */
   typeConcurrency: number;
+  /**
+   * Share each binding type limit fairly among the workers of the type seen
+   * in the registry within this many ms (rules/fairness.ts); absent: no sharing.
+   */
+  liveWithinMs?: number;
+  /** Per-owner cap unless an OWNER:<owner> policy row says otherwise; absent or null: owners are unlimited. */
+  ownerConcurrency?: number | null;
+  /** Take claimable rows round robin across owners even when no owner limit exists. */
+  fairOwners?: boolean;
 }
 
 export interface FinishResult {

@@ -137,6 +137,10 @@ export class ClaimScheduler implements ClaimAlong {
       leaseMs: o.leaseMs,
       globalConcurrency: o.globalConcurrency,
       typeConcurrency: o.typeConcurrency,
+      // Three heartbeats: a worker that missed one renewal of its registry row still counts as live.
+      liveWithinMs: 3 * o.heartbeatIntervalMs,
+      ownerConcurrency: o.ownerConcurrency,
+      fairOwners: o.fairOwners,
     };
   }
 

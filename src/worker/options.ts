@@ -51,6 +51,10 @@ export interface WorkerOptions {
   globalConcurrency?: number;
   /** Per-type cap unless a TYPE:<type> policy says otherwise (seed: 5). */
   typeConcurrency?: number;
+  /** Per-owner (tenant) cap unless an OWNER:<owner> policy says otherwise. Default: none (owners are unlimited). */
+  ownerConcurrency?: number;
+  /** Claim round robin across owners even when no owner limit is set (it always does when one is). Default false. */
+  fairOwners?: boolean;
   /** Backoff (seed: base 30 s, ×2, ±20 %). */
   retry?: Partial<RetryOptions>;
   /** Progress is written at most this often (seed: 1 s). */
@@ -73,7 +77,11 @@ export interface WorkerOptions {
   logger?: Logger | false;
 }
 
-export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry' | 'logger'>> & { retry: RetryOptions; logger: Logger | null };
+export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry' | 'logger' | 'ownerConcurrency'>> & {
+  retry: RetryOptions;
+  logger: Logger | null;
+  ownerConcurrency: number | null;
+};
 
 const KNOWN = [
   'store',
@@ -94,6 +102,8 @@ const KNOWN = [
   'shutdownAbortWaitMs',
   'globalConcurrency',
   'typeConcurrency',
+  'ownerConcurrency',
+  'fairOwners',
   'retry',
   'progressFlushIntervalMs',
   'progressFlushThreshold',
@@ -129,6 +139,8 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     shutdownAbortWaitMs: input.shutdownAbortWaitMs ?? 5000,
     globalConcurrency: input.globalConcurrency ?? 20,
     typeConcurrency: input.typeConcurrency ?? 5,
+    ownerConcurrency: input.ownerConcurrency ?? null,
+    fairOwners: input.fairOwners ?? false,
     retry: resolveRetryOptions(c, input.retry),
     progressFlushIntervalMs: input.progressFlushIntervalMs ?? 1000,
     progressFlushThreshold: input.progressFlushThreshold ?? 500,
@@ -160,6 +172,8 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   }
   checkInteger(c, 'globalConcurrency', o.globalConcurrency, { min: 1 });
   checkInteger(c, 'typeConcurrency', o.typeConcurrency, { min: 1 });
+  if (o.ownerConcurrency !== null) checkInteger(c, 'ownerConcurrency', o.ownerConcurrency, { min: 1 });
+  if (typeof o.fairOwners !== 'boolean') throw new InvalidOptionsError(c, 'fairOwners', 'must be true or false');
   checkInteger(c, 'progressFlushIntervalMs', o.progressFlushIntervalMs, { min: 0 });
   checkInteger(c, 'progressFlushThreshold', o.progressFlushThreshold, { min: 1 });
   checkInteger(c, 'cancelCheckIntervalMs', o.cancelCheckIntervalMs, { min: 0 });

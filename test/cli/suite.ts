@@ -397,6 +397,19 @@ export function cliSuite(target: CliTarget): void {
       expect(badAttempts.code).toBe(2);
     });
 
+    it("sets, shows and resets an owner's policy; owner policies hold a concurrency limit only", async () => {
+      const set = await tl(['policy', 'set', '--owner', 'acme', '--max-concurrency', '2', '--json']);
+      expect(set.code, set.stderr).toBe(0);
+      expect(set.json()).toMatchObject({ policy: { policyKey: 'OWNER:acme', taskType: null, maxConcurrency: 2, enabled: true } });
+      expect((await tl(['policy', 'get', '--owner', 'acme', '--json'])).json()).toMatchObject({ policy: { maxConcurrency: 2 } });
+      const attempts = await tl(['policy', 'set', '--owner', 'acme', '--max-attempts', '3']);
+      expect([attempts.code, attempts.stderr]).toEqual([2, expect.stringContaining('maxConcurrency and enabled only')]);
+      const both = await tl(['policy', 'get', 'cli.p', '--owner', 'acme']);
+      expect([both.code, both.stderr]).toEqual([2, expect.stringContaining('not both')]);
+      expect((await tl(['policy', 'reset', '--owner', 'acme', '--json'])).json()).toEqual({ policyKey: 'OWNER:acme', removed: true });
+      expect((await tl(['policy', 'get', '--owner', 'acme'])).stdout).toBe("no policy for OWNER:acme: the workers' defaults apply\n");
+    });
+
     it('cleans up in batches and keeps tasks inside the retention', async () => {
       const id = await submit('cli.echo', {});
       await tl(['cancel', id]);

@@ -34,6 +34,8 @@ export interface ChildConfig {
       | 'recoveryIntervalMs'
       | 'globalConcurrency'
       | 'typeConcurrency'
+      | 'ownerConcurrency'
+      | 'fairOwners'
       | 'shutdownGraceMs'
     >
   >;

@@ -174,6 +174,28 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await context.close();
     });
 
+    it('adds, changes and removes an owner limit on Policies', async () => {
+      const client = rig.server.client;
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/policies`);
+      const form = page.getByRole('form', { name: 'Add an owner limit' });
+      await form.getByLabel('Owner', { exact: true }).fill('acme');
+      await form.getByLabel('Owner max concurrency').fill('3');
+      await form.getByRole('button', { name: 'Save owner limit' }).click();
+      const row = page.locator('tr[data-policy="OWNER:acme"]');
+      await row.waitFor();
+      expect(await client.policies.get({ owner: 'acme' })).toMatchObject({ maxConcurrency: 3, enabled: true });
+      await row.getByLabel('Max concurrency of owner acme').fill('5');
+      await row.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved the owner acme policy' }).waitFor();
+      expect(await client.policies.get({ owner: 'acme' })).toMatchObject({ maxConcurrency: 5 });
+      await row.getByRole('button', { name: 'Remove' }).click();
+      await page.locator('dialog [data-confirm]').click();
+      await page.getByRole('status').filter({ hasText: 'Removed the owner acme policy' }).waitFor();
+      expect(await client.policies.get({ owner: 'acme' })).toBeNull();
+      await context.close();
+    });
+
     it('a user sees only its own tasks, no admin pages, and no admin actions; the server refuses them anyway', async () => {
       const client = rig.server.client;
       const mine = (await client.submit('ui.quick', {}, { owner: 'alice', delayMs: 3_600_000 })).task;

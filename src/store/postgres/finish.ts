@@ -15,7 +15,7 @@
 import type { TaskProgress } from '../../core/task.js';
 import { progressValues, taskFromRow, type Row } from '../rows.js';
 import type { AttemptOutcome, ClaimParams, DeadLetterRef, FinishAndClaimResult, FinishResult } from '../types.js';
-import { claimTasks } from './claim.js';
+import { claimArgs, claimTasks } from './claim.js';
 import { run, sql, type PgContext } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
@@ -135,7 +135,7 @@ function finishAndClaimSql(ctx: PgContext): string {
   return `SELECT f.applied, f.dead_letters, c.* FROM (
   SELECT array_agg(o.ord) AS applied, array_agg(o.ord || ':' || o.dead_letter_id) FILTER (WHERE o.dead_letter_id IS NOT NULL) AS dead_letters
   FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o) f
-LEFT JOIN LATERAL ${ctx.schema}.tasklease_claim($19, $20, $21 + 0 * COALESCE(cardinality(f.applied), 0), $22, $23, $24) c ON true`;
+LEFT JOIN LATERAL ${ctx.schema}.tasklease_claim($19, $20, $21 + 0 * COALESCE(cardinality(f.applied), 0), $22, $23, $24, $25, $26, $27) c ON true`;
 }
 
 export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptOutcome[]): Promise<FinishResult> {
@@ -157,7 +157,7 @@ export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptO
 export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptOutcome[], claim: ClaimParams): Promise<FinishAndClaimResult> {
   if (outcomes.length === 0) return { applied: [], deadLetters: [], claimed: await claimTasks(ctx, claim) };
   const { order, columns } = outcomeColumns(outcomes);
-  const params = [...columns, claim.workerId, claim.taskTypes, Math.max(0, claim.limit), claim.leaseMs, claim.globalConcurrency, claim.typeConcurrency];
+  const params = [...columns, ...claimArgs(claim)];
   const result = await run<Row>(
     ctx.pool,
     'writing outcomes and claiming',
