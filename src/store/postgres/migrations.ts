@@ -198,4 +198,28 @@ CREATE TABLE ${s}.system_async_task_api_token (
     // for processes of the previous release during a rolling upgrade.
     sql: () => 'SELECT 1',
   },
+  {
+    version: 6,
+    name: 'schedules',
+    // Periodic tasks (src/core/schedule.ts): last_tick_at is the cursor, revision the compare-and-set token.
+    sql: (s) => `
+CREATE TABLE ${s}.system_async_task_schedule (
+  schedule_key text PRIMARY KEY,
+  task_type text NOT NULL,
+  cron text NOT NULL,
+  time_zone text NOT NULL,
+  payload_json text NOT NULL,
+  priority integer NOT NULL,
+  max_attempts integer NOT NULL,
+  owner text,
+  catch_up integer NOT NULL,
+  enabled smallint NOT NULL,
+  revision bigint NOT NULL,
+  last_tick_at timestamptz NOT NULL,
+  last_task_id text,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+`,
+  },
 ];
