@@ -1,15 +1,6 @@
 /** Schedules on MySQL/MariaDB (see ../schedules.ts); DATETIME(3) in UTC like every table here. */
 import type { Schedule, ScheduleDefinition } from '../../core/schedule.js';
-import {
-  claimTickSql,
-  definitionValues,
-  enableAssignments,
-  SCHEDULE_COLUMNS,
-  SCHEDULE_INSERT_COLUMNS,
-  SCHEDULE_TABLE,
-  scheduleFromRow,
-  upsertAssignments,
-} from '../rules/schedules.js';
+import * as rules from '../rules/schedules.js';
 import type { ClaimTicksParams, ClaimTicksResult, ScheduleStore } from '../schedules.js';
 import type { Conn } from './connection.js';
 import { decode, sqlTime } from './encode.js';
@@ -28,10 +19,10 @@ export class MysqlScheduleStore implements ScheduleStore {
       // The enable rule reads the parameter twice (cursor, then state): it is bound twice.
       await db.exec(
         conn,
-        `INSERT INTO ${SCHEDULE_TABLE} (${SCHEDULE_INSERT_COLUMNS})
+        `INSERT INTO ${rules.SCHEDULE_TABLE} (${rules.SCHEDULE_INSERT_COLUMNS})
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, 1), 1, ${NOW}, ${NOW}, ${NOW})
-         ON DUPLICATE KEY UPDATE ${upsertAssignments((column) => `VALUES(${column})`, 'COALESCE(?, enabled)', NOW)}`,
-        [...definitionValues(schedule), enabled, enabled, enabled],
+         ON DUPLICATE KEY UPDATE ${rules.upsertAssignments((column) => `VALUES(${column})`, 'COALESCE(?, enabled)', NOW)}`,
+        [...rules.definitionValues(schedule), enabled, enabled, enabled],
       );
       return (await this.select(conn, 'WHERE schedule_key = ?', [schedule.key]))[0]!;
     });
@@ -48,14 +39,18 @@ export class MysqlScheduleStore implements ScheduleStore {
   async setScheduleEnabled({ key, enabled }: { key: string; enabled: boolean }): Promise<Schedule | null> {
     const db = this.store.db;
     return db.transaction(async (conn) => {
-      await db.exec(conn, `UPDATE ${SCHEDULE_TABLE} SET ${enableAssignments('?', NOW)} WHERE schedule_key = ?`, [Number(enabled), Number(enabled), key]);
+      await db.exec(conn, `UPDATE ${rules.SCHEDULE_TABLE} SET ${rules.enableAssignments('?', NOW)} WHERE schedule_key = ?`, [
+        Number(enabled),
+        Number(enabled),
+        key,
+      ]);
       return (await this.select(conn, 'WHERE schedule_key = ?', [key]))[0] ?? null;
     });
   }
 
   async deleteSchedule({ key }: { key: string }): Promise<boolean> {
     const db = this.store.db;
-    const result = await db.run((conn) => db.exec(conn, `DELETE FROM ${SCHEDULE_TABLE} WHERE schedule_key = ?`, [key]));
+    const result = await db.run((conn) => db.exec(conn, `DELETE FROM ${rules.SCHEDULE_TABLE} WHERE schedule_key = ?`, [key]));
     return result.affectedRows === 1;
   }
 
@@ -65,7 +60,7 @@ export class MysqlScheduleStore implements ScheduleStore {
     return db.transaction(async (conn) => {
       const moved = await db.exec(
         conn,
-        claimTickSql(SCHEDULE_TABLE, () => '?', NOW),
+        rules.claimTickSql(rules.SCHEDULE_TABLE, () => '?', NOW),
         [sqlTime(params.cursor), params.tasks.at(-1)?.id ?? null, params.key, params.revision],
       );
       if (moved.affectedRows !== 1) return { claimed: false, tasks: [] };
@@ -75,7 +70,7 @@ export class MysqlScheduleStore implements ScheduleStore {
   }
 
   private async select(conn: Conn, rest: string, values: unknown[]): Promise<Schedule[]> {
-    const rows = await this.store.db.rows(conn, `SELECT ${SCHEDULE_COLUMNS} FROM ${SCHEDULE_TABLE} ${rest}`, values);
-    return rows.map((row) => scheduleFromRow(row, decode.time));
+    const rows = await this.store.db.rows(conn, `SELECT ${rules.SCHEDULE_COLUMNS} FROM ${rules.SCHEDULE_TABLE} ${rest}`, values);
+    return rows.map((row) => rules.scheduleFromRow(row, decode.time));
   }
 }

@@ -1,15 +1,6 @@
 /** Schedules on PostgreSQL (see ../schedules.ts), in the store's schema, on its pool. */
 import type { Schedule, ScheduleDefinition } from '../../core/schedule.js';
-import {
-  claimTickSql,
-  definitionValues,
-  enableAssignments,
-  SCHEDULE_COLUMNS,
-  SCHEDULE_INSERT_COLUMNS,
-  SCHEDULE_TABLE,
-  scheduleFromRow,
-  upsertAssignments,
-} from '../rules/schedules.js';
+import * as rules from '../rules/schedules.js';
 import type { ClaimTicksParams, ClaimTicksResult, ScheduleStore } from '../schedules.js';
 import { run } from './connection.js';
 import { decodePostgres } from './encode.js';
@@ -17,14 +8,14 @@ import { quoteIdent } from './options.js';
 import type { PostgresStore } from './store.js';
 
 const NOW = 'clock_timestamp()';
-const fromRow = (row: Record<string, unknown>): Schedule => scheduleFromRow(row, decodePostgres.time);
+const fromRow = (row: Record<string, unknown>): Schedule => rules.scheduleFromRow(row, decodePostgres.time);
 const enabledParam = (enabled: boolean | null): number | null => (enabled === null ? null : Number(enabled));
 
 export class PostgresScheduleStore implements ScheduleStore {
   private readonly table: string;
 
   constructor(private readonly store: PostgresStore) {
-    this.table = `${quoteIdent(store.schema)}.${SCHEDULE_TABLE}`;
+    this.table = `${quoteIdent(store.schema)}.${rules.SCHEDULE_TABLE}`;
   }
 
   async saveSchedule({ schedule }: { schedule: ScheduleDefinition }): Promise<Schedule> {
@@ -32,22 +23,22 @@ export class PostgresScheduleStore implements ScheduleStore {
     const result = await run(
       this.store.pool,
       'saving a schedule',
-      `INSERT INTO ${this.table} AS s (${SCHEDULE_INSERT_COLUMNS})
+      `INSERT INTO ${this.table} AS s (${rules.SCHEDULE_INSERT_COLUMNS})
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, COALESCE($10::smallint, 1), 1, ${NOW}, ${NOW}, ${NOW})
-       ON CONFLICT (schedule_key) DO UPDATE SET ${upsertAssignments((column) => `EXCLUDED.${column}`, enabled, NOW, 's.')}
-       RETURNING ${SCHEDULE_COLUMNS}`,
-      [...definitionValues(schedule), enabledParam(schedule.enabled)],
+       ON CONFLICT (schedule_key) DO UPDATE SET ${rules.upsertAssignments((column) => `EXCLUDED.${column}`, enabled, NOW, 's.')}
+       RETURNING ${rules.SCHEDULE_COLUMNS}`,
+      [...rules.definitionValues(schedule), enabledParam(schedule.enabled)],
     );
     return fromRow(result.rows[0]!);
   }
 
   async getSchedule({ key }: { key: string }): Promise<Schedule | null> {
-    const result = await run(this.store.pool, 'reading a schedule', `SELECT ${SCHEDULE_COLUMNS} FROM ${this.table} WHERE schedule_key = $1`, [key]);
+    const result = await run(this.store.pool, 'reading a schedule', `SELECT ${rules.SCHEDULE_COLUMNS} FROM ${this.table} WHERE schedule_key = $1`, [key]);
     return result.rows[0] ? fromRow(result.rows[0]) : null;
   }
 
   async listSchedules(): Promise<Schedule[]> {
-    const result = await run(this.store.pool, 'listing schedules', `SELECT ${SCHEDULE_COLUMNS} FROM ${this.table} ORDER BY schedule_key`);
+    const result = await run(this.store.pool, 'listing schedules', `SELECT ${rules.SCHEDULE_COLUMNS} FROM ${this.table} ORDER BY schedule_key`);
     return result.rows.map(fromRow);
   }
 
@@ -55,7 +46,7 @@ export class PostgresScheduleStore implements ScheduleStore {
     const result = await run(
       this.store.pool,
       'enabling or disabling a schedule',
-      `UPDATE ${this.table} SET ${enableAssignments('$2::smallint', NOW)} WHERE schedule_key = $1 RETURNING ${SCHEDULE_COLUMNS}`,
+      `UPDATE ${this.table} SET ${rules.enableAssignments('$2::smallint', NOW)} WHERE schedule_key = $1 RETURNING ${rules.SCHEDULE_COLUMNS}`,
       [key, Number(enabled)],
     );
     return result.rows[0] ? fromRow(result.rows[0]) : null;
@@ -74,7 +65,7 @@ export class PostgresScheduleStore implements ScheduleStore {
       const moved = await run(
         client,
         'claiming schedule ticks',
-        claimTickSql(this.table, (i) => `$${i}`, NOW),
+        rules.claimTickSql(this.table, (i) => `$${i}`, NOW),
         [params.cursor, params.tasks.at(-1)?.id ?? null, params.key, params.revision],
       );
       if (moved.rowCount !== 1) {

@@ -4,16 +4,7 @@
  * write here: the compare-and-set and the insert see one state.
  */
 import type { Schedule, ScheduleDefinition } from '../../core/schedule.js';
-import {
-  claimTickSql,
-  definitionValues,
-  enableAssignments,
-  SCHEDULE_COLUMNS,
-  SCHEDULE_INSERT_COLUMNS,
-  SCHEDULE_TABLE,
-  scheduleFromRow,
-  upsertAssignments,
-} from '../rules/schedules.js';
+import * as rules from '../rules/schedules.js';
 import type { ClaimTicksParams, ClaimTicksResult, ScheduleStore } from '../schedules.js';
 import { statement } from './connection.js';
 import { fromSqliteTime, toSqliteTime } from './encode.js';
@@ -31,10 +22,10 @@ export class SqliteScheduleStore implements ScheduleStore {
     // The enable rule reads the parameter twice (cursor, then state): it is bound twice.
     statement(
       this.store.db,
-      `INSERT INTO ${SCHEDULE_TABLE} (${SCHEDULE_INSERT_COLUMNS})
+      `INSERT INTO ${rules.SCHEDULE_TABLE} (${rules.SCHEDULE_INSERT_COLUMNS})
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, 1), 1, ?, ?, ?)
-       ON CONFLICT (schedule_key) DO UPDATE SET ${upsertAssignments((column) => `excluded.${column}`, 'COALESCE(?, enabled)', '?')}`,
-    ).run(...definitionValues(schedule), enabled, now, now, now, enabled, now, enabled, now);
+       ON CONFLICT (schedule_key) DO UPDATE SET ${rules.upsertAssignments((column) => `excluded.${column}`, 'COALESCE(?, enabled)', '?')}`,
+    ).run(...rules.definitionValues(schedule), enabled, now, now, now, enabled, now, enabled, now);
     return (await this.getSchedule({ key: schedule.key }))!;
   }
 
@@ -48,7 +39,7 @@ export class SqliteScheduleStore implements ScheduleStore {
 
   async setScheduleEnabled({ key, enabled }: { key: string; enabled: boolean }): Promise<Schedule | null> {
     const now = this.store.nowText();
-    statement(this.store.db, `UPDATE ${SCHEDULE_TABLE} SET ${enableAssignments('?', '?')} WHERE schedule_key = ?`).run(
+    statement(this.store.db, `UPDATE ${rules.SCHEDULE_TABLE} SET ${rules.enableAssignments('?', '?')} WHERE schedule_key = ?`).run(
       Number(enabled),
       now,
       Number(enabled),
@@ -59,7 +50,7 @@ export class SqliteScheduleStore implements ScheduleStore {
   }
 
   async deleteSchedule({ key }: { key: string }): Promise<boolean> {
-    return statement(this.store.db, `DELETE FROM ${SCHEDULE_TABLE} WHERE schedule_key = ?`).run(key).changes === 1;
+    return statement(this.store.db, `DELETE FROM ${rules.SCHEDULE_TABLE} WHERE schedule_key = ?`).run(key).changes === 1;
   }
 
   async claimTicks(params: ClaimTicksParams): Promise<ClaimTicksResult> {
@@ -69,7 +60,7 @@ export class SqliteScheduleStore implements ScheduleStore {
         const now = this.store.nowText();
         const moved = statement(
           db,
-          claimTickSql(SCHEDULE_TABLE, () => '?', '?'),
+          rules.claimTickSql(rules.SCHEDULE_TABLE, () => '?', '?'),
         ).run(toSqliteTime(params.cursor.getTime()), params.tasks.at(-1)?.id ?? null, now, params.key, params.revision);
         if (moved.changes !== 1) return { claimed: false, tasks: [] };
         return { claimed: true, tasks: insertTasks(db, params.tasks, fromSqliteTime(now).getTime()) };
@@ -78,7 +69,7 @@ export class SqliteScheduleStore implements ScheduleStore {
   }
 
   private select(rest: string, values: unknown[]): Schedule[] {
-    const rows = statement(this.store.db, `SELECT ${SCHEDULE_COLUMNS} FROM ${SCHEDULE_TABLE} ${rest}`).all(...values);
-    return rows.map((row) => scheduleFromRow(row as Record<string, unknown>, fromSqliteTime));
+    const rows = statement(this.store.db, `SELECT ${rules.SCHEDULE_COLUMNS} FROM ${rules.SCHEDULE_TABLE} ${rest}`).all(...values);
+    return rows.map((row) => rules.scheduleFromRow(row as Record<string, unknown>, fromSqliteTime));
   }
 }
