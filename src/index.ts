@@ -17,4 +17,6 @@ export { Worker, createWorker, type WorkerStats, type WorkerState } from './work
 export type { WorkerOptions } from './worker/options.js';
 export { TaskLeaseClient, createClient, type ClientEvents, type ClientOptions, type ListOptions, type CancelOutcome } from './client/client.js';
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';
+export type { ScheduleApi, ScheduleView } from './client/schedules.js';
+export { MAX_CATCH_UP, type Schedule, type ScheduleInput } from './core/schedule.js';
 export * from './observe/index.js';

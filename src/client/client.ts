@@ -21,6 +21,7 @@ import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core
 import { cutPage, windowCursor } from './time-window.js';
 import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
+import { ScheduleApi } from './schedules.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
 export interface ClientOptions {
@@ -89,6 +90,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly deadLetters: DeadLetterApi;
   /** API tokens of the HTTP server: create (secret shown once), list, revoke, verify. */
   readonly tokens: TokenApi;
+  /** Periodic tasks: cron schedules with their next runs; save, enable / disable, delete. */
+  readonly schedules: ScheduleApi;
 
   constructor(options: ClientOptions) {
     super();
@@ -105,6 +108,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     this.policies = new PolicyApi(this.store);
     this.deadLetters = new DeadLetterApi(this.store);
     this.tokens = new TokenApi(this.store);
+    this.schedules = new ScheduleApi(this.store);
   }
 
   /** Submits one task. Resolves once it has committed (or, with `transaction`, once it is in the caller's transaction). */

@@ -42,6 +42,10 @@ export const ErrorCode = {
   STORE_CONNECT_TIMEOUT: 'STORE_CONNECT_TIMEOUT',
   /** One of the store's statements ran longer than statementTimeoutMs and was cancelled by the server. */
   STORE_STATEMENT_TIMEOUT: 'STORE_STATEMENT_TIMEOUT',
+  /** A schedule's cron expression that the parser rejects. */
+  INVALID_CRON: 'INVALID_CRON',
+  /** A schedule's time zone that is not an IANA zone this runtime knows. */
+  INVALID_TIME_ZONE: 'INVALID_TIME_ZONE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -93,6 +97,23 @@ export class PayloadTooLargeError extends ValidationError {
 export class InvalidOptionsError extends ValidationError {
   constructor(component: string, field: string, problem: string) {
     super(`${component} option "${field}" ${problem}`, field, ErrorCode.INVALID_OPTIONS);
+  }
+}
+
+/** A schedule's cron expression the parser (croner) rejects; `expression` is what was given. */
+export class InvalidCronError extends ValidationError {
+  readonly expression: string;
+  constructor(expression: string, problem: string, options?: { cause?: unknown }) {
+    super(`cron expression ${JSON.stringify(truncate(expression, 120))} is invalid: ${problem}`, 'cron', ErrorCode.INVALID_CRON, options);
+    this.expression = expression;
+  }
+}
+
+export class InvalidTimeZoneError extends ValidationError {
+  readonly timeZone: string;
+  constructor(timeZone: string) {
+    super(`time zone ${JSON.stringify(truncate(timeZone, 80))} is not an IANA time zone (e.g. UTC, Europe/Paris)`, 'timeZone', ErrorCode.INVALID_TIME_ZONE);
+    this.timeZone = timeZone;
   }
 }
 

@@ -85,6 +85,9 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
       else if (result.cancelled + result.retriesDue + result.deadlineExpired > 0) log.info({ ...result }, 'recovery sweep');
       else log.trace({ ...result }, 'recovery sweep found nothing');
     }),
+    worker.on('scheduled', ({ scheduleKey, ticks, tasks }) =>
+      log.info({ scheduleKey, ticks: ticks.map((tick) => tick.toISOString()), taskIds: tasks.map((task) => task.id) }, 'periodic ticks submitted'),
+    ),
     worker.on('error', ({ operation, error }) =>
       log.error({ operation, ...errorFields(error), ...(exposeMessages ? { err: error } : {}) }, 'store operation failed; the worker retries'),
     ),

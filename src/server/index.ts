@@ -15,6 +15,7 @@ import type { Store } from '../store/types.js';
 import { createWorker, type Worker } from '../worker/worker.js';
 import { adminOpsRoutes } from './admin-ops-routes.js';
 import { adminRoutes } from './admin-routes.js';
+import { scheduleRoutes } from './schedule-routes.js';
 import { buildApp } from './app.js';
 import { Authenticator } from './auth.js';
 import { checkServerOptions, resolveSse, type ServerOptions } from './options.js';
@@ -81,6 +82,7 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
     ...userRoutes(streams),
     ...adminRoutes(),
     ...adminOpsRoutes(),
+    ...scheduleRoutes(),
     ...probeRoutes({ publicMetrics: options.publicMetrics ?? false }),
     ...dashboardRoutes({ authenticator }),
   ];

@@ -35,6 +35,8 @@ export interface WorkerEvents {
   released: { task: Task; started: boolean };
   slow: { task: Task; durationMs: number; thresholdMs: number };
   recoveryBatch: { result: RecoveryResult };
+  /** This worker's scheduler claimed due ticks of a schedule (oldest first) and created these tasks. */
+  scheduled: { scheduleKey: string; ticks: Date[]; tasks: Task[] };
   heartbeat: { renewed: number; cancelRequested: number; lost: number };
   /** An operation against the store failed; the worker carries on and retries. */
   error: { operation: string; error: unknown };

@@ -9,6 +9,7 @@
  * - LeaseKeeper: heartbeats, renewal answers, cancellation, lease loss, local lease deadline
  * - RecoverySweeper: the periodic sweep of expired leases and due retries
  * - PolicyCache: the runtime policies (retry options, effective limits) and the registry row
+ * - PeriodicScheduler: submits the due ticks of schedules (periodic tasks), once across all workers
  */
 import { registryOf, type AnyTaskDefinition } from '../core/definition.js';
 import { Emitter } from '../core/emitter.js';
@@ -25,6 +26,7 @@ import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } 
 import { OutcomeWriter, type PendingOutcome } from './outcome-writer.js';
 import { PolicyCache, type EffectiveLimits } from './policy-cache.js';
 import { RecoverySweeper } from './recovery-sweeper.js';
+import { PeriodicScheduler } from './periodic-scheduler.js';
 import { stopGracefully } from './shutdown.js';
 import { WorkerLog, type StoreProblem } from './error-log.js';
 
@@ -65,6 +67,7 @@ export class Worker extends Emitter<WorkerEvents> {
   private readonly writer: OutcomeWriter<Execution>;
   private readonly executor: Executor;
   private readonly sweeper: RecoverySweeper;
+  private readonly scheduler: PeriodicScheduler;
   private state: WorkerState = 'idle';
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
@@ -94,6 +97,7 @@ export class Worker extends Emitter<WorkerEvents> {
       nothingToWrite: () => this.claims.request(),
     });
     this.sweeper = new RecoverySweeper(store, clock, events, o);
+    this.scheduler = new PeriodicScheduler(store, clock, events, o, (types) => this.onStoreEvent({ kind: 'submitted', taskTypes: types }));
   }
 
   get taskTypes(): string[] {
@@ -125,6 +129,7 @@ export class Worker extends Emitter<WorkerEvents> {
     // Claims wait for the first policy read, so that an operator's settings apply from the first claim.
     this.claims.start(this.policies.start().then(() => this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch)));
     this.sweeper.start();
+    this.scheduler.start();
     return this;
   }
 
@@ -198,6 +203,7 @@ export class Worker extends Emitter<WorkerEvents> {
     if (this.state === 'running') this.state = 'stopping';
     this.emit('stopping', { workerId: this.workerId, active: this.table.runningHandlers, buffered: this.table.waiting });
     this.unsubscribe?.();
+    await this.scheduler.stop();
     await stopGracefully({
       options: this.options,
       table: this.table,

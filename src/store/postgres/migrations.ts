@@ -206,4 +206,28 @@ CREATE TABLE ${s}.system_async_task_api_token (
     // returns the task row, so it carries the column once migrate() reinstalls it.
     sql: (s) => `ALTER TABLE ${s}.system_async_task ADD COLUMN lease_expiries integer NOT NULL DEFAULT 0;`,
   },
+  {
+    version: 7,
+    name: 'schedules',
+    // Periodic tasks (src/core/schedule.ts): last_tick_at is the cursor, revision the compare-and-set token.
+    sql: (s) => `
+CREATE TABLE ${s}.system_async_task_schedule (
+  schedule_key text PRIMARY KEY,
+  task_type text NOT NULL,
+  cron text NOT NULL,
+  time_zone text NOT NULL,
+  payload_json text NOT NULL,
+  priority integer NOT NULL,
+  max_attempts integer NOT NULL,
+  owner text,
+  catch_up integer NOT NULL,
+  enabled smallint NOT NULL,
+  revision bigint NOT NULL,
+  last_tick_at timestamptz NOT NULL,
+  last_task_id text,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+`,
+  },
 ];
