@@ -32,6 +32,7 @@ import type {
   ListTasksParams,
   Policy,
   PolicyInput,
+  PayloadLimit,
   PurgeResult,
   RecoveryResult,
   RenewResult,
@@ -46,7 +47,7 @@ import { MysqlDatabase, mysqlPoolStats, type Conn } from './connection.js';
 import * as control from './control.js';
 import { decode } from './encode.js';
 import { finishAttempts } from './finish.js';
-import { insertTasks } from './insert.js';
+import { insertTasks, payloadLimit } from './insert.js';
 import { releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { MYSQL_MIGRATIONS } from './migrations.js';
@@ -87,8 +88,14 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return error as Error;
   }
 
-  migrate(): Promise<void> {
-    return migrate(this.db);
+  async migrate(): Promise<void> {
+    await migrate(this.db);
+    // Read at start, so that a server (or CLI) can warn when maxPayloadBytes exceeds it.
+    await this.payloadLimit();
+  }
+
+  override payloadLimit(): Promise<PayloadLimit> {
+    return this.db.run((conn) => payloadLimit(this.db, conn));
   }
 
   schemaVersion(): Promise<number> {
