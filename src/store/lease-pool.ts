@@ -26,3 +26,26 @@ export function checkLeasePoolSize(component: string, size: unknown): asserts si
   }
   checkInteger(component, 'leasePoolSize', size, { min: MIN_LEASE_POOL_SIZE, max: MAX_LEASE_POOL_SIZE });
 }
+
+/**
+ * A lease pool of yours (option `leasePool`): it must be a pool of its own
+ * (handlers take connections from the main one) with room for a worker.
+ * `size` is its connection limit as the driver reports it.
+ */
+export function checkOwnLeasePool(component: string, leasePool: object, mainPool: unknown, size: number, sizeOption: string): void {
+  if (leasePool === mainPool) {
+    throw new InvalidOptionsError(
+      component,
+      'leasePool',
+      'is the same pool as `pool`: handlers could take every connection of it; give a separate pool, or leave leasePool out (the store opens one)',
+    );
+  }
+  if (size < MIN_LEASE_POOL_SIZE) {
+    throw new InvalidOptionsError(
+      component,
+      'leasePool',
+      `allows ${size} connection(s), but a worker needs ${MIN_LEASE_POOL_SIZE} (one for heartbeats, one for outcome writes): ` +
+        `create it with ${sizeOption} ≥ ${MIN_LEASE_POOL_SIZE}, or leave leasePool out (the store opens one)`,
+    );
+  }
+}

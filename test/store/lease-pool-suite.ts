@@ -14,21 +14,48 @@ export interface LeasePoolCase {
   dialect: string;
   /** A migrated store on a pool of one connection that the test owns. */
   openOnOwnPool(): Promise<{ store: Store; holdOnlyConnection(): Promise<() => Promise<void>>; dispose(): Promise<void> }>;
-  /** The store constructor with this leasePoolSize. */
-  construct(leasePoolSize: number): unknown;
+  /** The store constructor with these options (and the test server's address unless they give `pool`). */
+  construct(options: { leasePoolSize?: number; leasePool?: object; pool?: object }): unknown;
+  /** A pool of the dialect allowing `size` connections (none opened here), and its end. */
+  pool(size: number): { pool: object; end(): Promise<void> };
+  /** The pool option that sets its size. */
+  sizeOption: string;
 }
 
 export function runLeasePoolSuite(c: LeasePoolCase): void {
   describe(`the lease pool on ${c.dialect}`, () => {
     it('refuses a lease pool smaller than a worker needs, naming the fix', () => {
-      expect(() => c.construct(1)).toThrow(
+      expect(() => c.construct({ leasePoolSize: 1 })).toThrow(
         expect.objectContaining({
           code: 'INVALID_OPTIONS',
           field: 'leasePoolSize',
           message: expect.stringMatching(/one for heartbeats.*give leasePoolSize ≥ 2/),
         }),
       );
-      expect(() => c.construct(2.5)).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS', field: 'leasePoolSize' }));
+      expect(() => c.construct({ leasePoolSize: 2.5 })).toThrow(expect.objectContaining({ code: 'INVALID_OPTIONS', field: 'leasePoolSize' }));
+    });
+
+    it('refuses a lease pool of yours that is too small, or is the main pool, naming the fix', async () => {
+      const small = c.pool(1);
+      const main = c.pool(4);
+      try {
+        expect(() => c.construct({ leasePool: small.pool })).toThrow(
+          expect.objectContaining({
+            code: 'INVALID_OPTIONS',
+            field: 'leasePool',
+            message: expect.stringContaining(
+              `allows 1 connection(s), but a worker needs 2 (one for heartbeats, one for outcome writes): create it with ${c.sizeOption} ≥ 2`,
+            ),
+          }),
+        );
+        expect(() => c.construct({ pool: main.pool, leasePool: main.pool })).toThrow(
+          expect.objectContaining({ code: 'INVALID_OPTIONS', field: 'leasePool', message: expect.stringContaining('is the same pool as `pool`') }),
+        );
+        expect(() => c.construct({ leasePool: main.pool, leasePoolSize: 3 })).toThrow(expect.objectContaining({ field: 'leasePoolSize' }));
+      } finally {
+        await small.end();
+        await main.end();
+      }
     });
 
     it('renews, saves progress and writes outcomes while a handler holds every connection of your pool', async () => {

@@ -9,7 +9,12 @@ const available = await mysqlAvailable('test/store/mysql-lease-pool.test.ts');
 describeOnServer(available, 'MySQL/MariaDB', 'MySQL: lease pool', () =>
   runLeasePoolSuite({
     dialect: 'mysql',
-    construct: (leasePoolSize) => new MysqlStore({ uri: MYSQL_URL, leasePoolSize }),
+    construct: (options) => new MysqlStore({ ...(options.pool ? {} : { uri: MYSQL_URL }), ...(options as object) }),
+    pool: (size) => {
+      const pool = mysql.createPool({ uri: MYSQL_URL, connectionLimit: size });
+      return { pool, end: () => pool.end() };
+    },
+    sizeOption: 'connectionLimit',
     async openOnOwnPool() {
       const database = await createTestDatabase();
       const pool = mysql.createPool({ uri: database.uri, connectionLimit: 1, dateStrings: true, flags: ['FOUND_ROWS'], multipleStatements: true });

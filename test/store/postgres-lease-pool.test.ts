@@ -9,7 +9,12 @@ const available = await postgresAvailable('test/store/postgres-lease-pool.test.t
 describeOnServer(available, 'PostgreSQL', 'PostgreSQL: lease pool', () =>
   runLeasePoolSuite({
     dialect: 'postgres',
-    construct: (leasePoolSize) => new PostgresStore({ connectionString: PG_URL, leasePoolSize }),
+    construct: (options) => new PostgresStore({ ...(options.pool ? {} : { connectionString: PG_URL }), ...(options as object) }),
+    pool: (size) => {
+      const pool = new pg.Pool({ connectionString: PG_URL, max: size });
+      return { pool, end: () => pool.end() };
+    },
+    sizeOption: 'max',
     async openOnOwnPool() {
       const schema = await createTestSchema();
       const pool = new pg.Pool({ connectionString: PG_URL, max: 1 });

@@ -7,7 +7,7 @@ import mysql from 'mysql2/promise';
 import type { Pool } from 'mysql2/promise';
 import { InvalidOptionsError } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, checkString, describe } from '../../core/validate.js';
-import { checkLeasePoolSize, MIN_LEASE_POOL_SIZE } from '../lease-pool.js';
+import { checkLeasePoolSize, checkOwnLeasePool, MIN_LEASE_POOL_SIZE } from '../lease-pool.js';
 
 export interface MysqlStoreOptions {
   /** mysql://user:password@host:port/database (mariadb:// is accepted too). Either this or `pool`. */
@@ -33,6 +33,13 @@ export interface MysqlStoreOptions {
    */
   leasePoolSize?: number;
   /**
+   * Your own mysql2 promise pool for the lease statements instead of the one
+   * the store opens (a special authentication, say): used by nothing else,
+   * connectionLimit ≥ 2, created with `flags: ['FOUND_ROWS']` as `pool` must
+   * be. The store never ends it.
+   */
+  leasePool?: Pool;
+  /**
    * Milliseconds to wait for a connection's handshake (pool from `uri`); past it
    * a call fails with StoreConnectTimeoutError (STORE_CONNECT_TIMEOUT) naming
    * the host. Default 10000.
@@ -47,15 +54,16 @@ export interface MysqlStoreOptions {
 }
 
 const COMPONENT = 'MysqlStore';
-const KNOWN = ['uri', 'pool', 'database', 'poolSize', 'leasePoolSize', 'connectTimeoutMs', 'statementTimeoutMs'] as const;
+const KNOWN = ['uri', 'pool', 'database', 'poolSize', 'leasePoolSize', 'leasePool', 'connectTimeoutMs', 'statementTimeoutMs'] as const;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
 export interface ResolvedMysqlOptions {
   pool: Pool;
   ownsPool: boolean;
-  /** The worker's own lease and outcome statements run here; always the store's own. */
+  /** The worker's own lease and outcome statements run here. */
   leasePool: Pool;
+  ownsLeasePool: boolean;
   database: string | null;
   /** Identifies the database for in-process wake-ups shared between stores; also names it in messages (no credentials). */
   identity: string;
@@ -77,14 +85,29 @@ export function resolveMysqlOptions(input: MysqlStoreOptions): ResolvedMysqlOpti
   };
   checkInteger(COMPONENT, 'connectTimeoutMs', timeouts.connectTimeoutMs, { min: 1, max: 600_000 });
   checkInteger(COMPONENT, 'statementTimeoutMs', timeouts.statementTimeoutMs, { min: 0, max: 86_400_000 });
-  const leasePoolSize = input.leasePoolSize ?? MIN_LEASE_POOL_SIZE;
-  checkLeasePoolSize(COMPONENT, leasePoolSize);
-  if (input.pool !== undefined) return { ...fromPool(input, leasePoolSize, timeouts.connectTimeoutMs), ...timeouts };
+  if (input.leasePool === undefined) checkLeasePoolSize(COMPONENT, input.leasePoolSize ?? MIN_LEASE_POOL_SIZE);
+  const lease: LeasePoolFor = (endpoint) => leasePoolFor(input, endpoint, timeouts.connectTimeoutMs);
+  if (input.pool !== undefined) return { ...fromPool(input, lease), ...timeouts };
   if (input.uri === undefined) throw new InvalidOptionsError(COMPONENT, 'uri', 'is required (or pass a mysql2 pool as "pool")');
-  return { ...fromUri(input.uri, input, leasePoolSize, timeouts.connectTimeoutMs), ...timeouts };
+  return { ...fromUri(input.uri, input, lease, timeouts.connectTimeoutMs), ...timeouts };
 }
 
 type PoolPart = Omit<ResolvedMysqlOptions, 'connectTimeoutMs' | 'statementTimeoutMs'>;
+type LeasePoolFor = (endpoint: Endpoint) => Pick<ResolvedMysqlOptions, 'leasePool' | 'ownsLeasePool'>;
+
+/** Yours (`leasePool`), or one the store opens where the main pool connects. */
+function leasePoolFor(input: MysqlStoreOptions, endpoint: Endpoint, connectTimeoutMs: number): Pick<ResolvedMysqlOptions, 'leasePool' | 'ownsLeasePool'> {
+  const own = input.leasePool as unknown;
+  if (own === undefined) return { leasePool: createPool(endpoint, input.leasePoolSize ?? MIN_LEASE_POOL_SIZE, connectTimeoutMs), ownsLeasePool: true };
+  if (input.leasePoolSize !== undefined)
+    throw new InvalidOptionsError(COMPONENT, 'leasePoolSize', 'applies only to the lease pool the store opens, not to `leasePool`');
+  if (typeof own !== 'object' || own === null || typeof (own as Pool).getConnection !== 'function') {
+    throw new InvalidOptionsError(COMPONENT, 'leasePool', 'must be a mysql2/promise Pool (it has no getConnection())');
+  }
+  const limit = (own as { pool?: { config?: { connectionLimit?: number } } }).pool?.config?.connectionLimit ?? 10;
+  checkOwnLeasePool(COMPONENT, own, input.pool, limit, 'connectionLimit');
+  return { leasePool: own as Pool, ownsLeasePool: false };
+}
 
 /** Where a pool connects: what the store's own pools are opened with. */
 interface Endpoint {
@@ -97,7 +120,7 @@ interface Endpoint {
   ssl?: unknown;
 }
 
-function fromPool(input: MysqlStoreOptions, leasePoolSize: number, connectTimeoutMs: number): PoolPart {
+function fromPool(input: MysqlStoreOptions, lease: LeasePoolFor): PoolPart {
   const pool = input.pool as unknown;
   if (typeof pool !== 'object' || pool === null || typeof (pool as Pool).getConnection !== 'function') {
     throw new InvalidOptionsError(COMPONENT, 'pool', 'must be a mysql2/promise Pool (it has no getConnection())');
@@ -107,11 +130,10 @@ function fromPool(input: MysqlStoreOptions, leasePoolSize: number, connectTimeou
   const database = input.database ?? config.database ?? null;
   const { host, port, user, password, socketPath, ssl } = config;
   const endpoint: Endpoint = { host, port, user, password, socketPath, ssl: ssl || undefined, ...(database ? { database } : {}) };
-  const leasePool = createPool(endpoint, leasePoolSize, connectTimeoutMs);
-  return { pool: pool as Pool, ownsPool: false, leasePool, database, identity: identityOf(config.host, config.port, database) };
+  return { pool: pool as Pool, ownsPool: false, ...lease(endpoint), database, identity: identityOf(config.host, config.port, database) };
 }
 
-function fromUri(uri: unknown, input: MysqlStoreOptions, leasePoolSize: number, connectTimeoutMs: number): PoolPart {
+function fromUri(uri: unknown, input: MysqlStoreOptions, lease: LeasePoolFor, connectTimeoutMs: number): PoolPart {
   checkString(COMPONENT, 'uri', uri, { minLength: 1 });
   let url: URL;
   try {
@@ -132,8 +154,7 @@ function fromUri(uri: unknown, input: MysqlStoreOptions, leasePoolSize: number, 
     ...(database ? { database } : {}),
   };
   const pool = createPool(endpoint, poolSize, connectTimeoutMs);
-  const leasePool = createPool(endpoint, leasePoolSize, connectTimeoutMs);
-  return { pool, ownsPool: true, leasePool, database, identity: identityOf(url.hostname, url.port ? Number(url.port) : 3306, database) };
+  return { pool, ownsPool: true, ...lease(endpoint), database, identity: identityOf(url.hostname, url.port ? Number(url.port) : 3306, database) };
 }
 
 /** A pool with the session settings every statement of the store assumes. */

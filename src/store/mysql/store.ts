@@ -79,7 +79,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     const resolved = resolveMysqlOptions(options);
     const server = { name: resolved.identity, connectTimeoutMs: resolved.connectTimeoutMs };
     this.db = new MysqlDatabase(resolved.pool, resolved.ownsPool, resolved.database, server, resolved.statementTimeoutMs);
-    this.leaseDb = new MysqlDatabase(resolved.leasePool, true, resolved.database, server, resolved.statementTimeoutMs);
+    this.leaseDb = new MysqlDatabase(resolved.leasePool, resolved.ownsLeasePool, resolved.database, server, resolved.statementTimeoutMs);
     this.bus = wakeupBus(resolved.identity);
   }
 

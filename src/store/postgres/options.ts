@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { InvalidOptionsError } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, checkString } from '../../core/validate.js';
-import { checkLeasePoolSize, MIN_LEASE_POOL_SIZE } from '../lease-pool.js';
+import { checkLeasePoolSize, checkOwnLeasePool, MIN_LEASE_POOL_SIZE } from '../lease-pool.js';
 
 export interface PostgresStoreOptions {
   /**
@@ -31,6 +31,12 @@ export interface PostgresStoreOptions {
    * outcome writes. Default 2.
    */
   leasePoolSize?: number;
+  /**
+   * Your own pool for the lease statements instead of the one the store
+   * opens (a special authentication, a pooler): used by nothing else, max ≥ 2.
+   * The store never ends it.
+   */
+  leasePool?: pg.Pool;
   /** Schema holding the tables; created by migrate(). Default 'tasklease'. */
   schema?: string;
   /** Size of the pool the store creates (not with `pool`). Minimum 1, default 10. */
@@ -62,8 +68,9 @@ export interface ResolvedPostgresOptions {
   schema: string;
   pool: pg.Pool;
   ownsPool: boolean;
-  /** The worker's own lease and outcome statements run here; always the store's own. */
+  /** The worker's own lease and outcome statements run here. */
   leasePool: pg.Pool;
+  ownsLeasePool: boolean;
   /** What the dedicated LISTEN connection connects with. */
   clientConfig: pg.ClientConfig;
   /** The server as host:port/database, for messages (never a password). */
@@ -78,6 +85,7 @@ const KNOWN = [
   'schema',
   'poolSize',
   'leasePoolSize',
+  'leasePool',
   'applicationName',
   'connectTimeoutMs',
   'statementTimeoutMs',
@@ -110,10 +118,13 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
   checkInteger(COMPONENT, 'statementTimeoutMs', statementTimeoutMs, { min: 0, max: 86_400_000 });
   const timeouts = { connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS };
   const statementTimeout = statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {};
-  const leasePoolSize = options.leasePoolSize ?? MIN_LEASE_POOL_SIZE;
-  checkLeasePoolSize(COMPONENT, leasePoolSize);
-  const leasePool = (base: pg.PoolConfig): pg.Pool =>
-    new pg.Pool({ ...base, ...timeouts, ...statementTimeout, max: leasePoolSize, application_name: applicationName('lease', schema, prefix) });
+  const leasePool = (base: pg.PoolConfig): { leasePool: pg.Pool; ownsLeasePool: boolean } => {
+    if (options.leasePool !== undefined) return { leasePool: ownLeasePool(options), ownsLeasePool: false };
+    const max = options.leasePoolSize ?? MIN_LEASE_POOL_SIZE;
+    checkLeasePoolSize(COMPONENT, max);
+    const pool = new pg.Pool({ ...base, ...timeouts, ...statementTimeout, max, application_name: applicationName('lease', schema, prefix) });
+    return { leasePool: pool, ownsLeasePool: true };
+  };
   if (options.pool !== undefined) {
     if (options.connectionString !== undefined) throw new InvalidOptionsError(COMPONENT, 'pool', 'cannot be given together with connectionString');
     if (options.poolSize !== undefined) throw new InvalidOptionsError(COMPONENT, 'poolSize', 'applies only to the pool the store creates, not to `pool`');
@@ -122,15 +133,24 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
     }
     const poolOptions = (options.pool as pg.Pool & { options?: pg.PoolConfig }).options ?? {};
     const clientConfig = { ...timeouts, ...listenerConfig(poolOptions, schema, prefix) };
-    const lease = leasePool(poolOptions);
-    return { schema, pool: options.pool, ownsPool: false, leasePool: lease, clientConfig, serverLabel: serverLabel(poolOptions), connectTimeoutMs };
+    return { schema, pool: options.pool, ownsPool: false, ...leasePool(poolOptions), clientConfig, serverLabel: serverLabel(poolOptions), connectTimeoutMs };
   }
   const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
   checkInteger(COMPONENT, 'poolSize', poolSize, { min: 1, max: 1000 });
   const base: pg.ClientConfig = options.connectionString !== undefined ? { connectionString: options.connectionString } : {};
   const pool = new pg.Pool({ ...base, ...timeouts, ...statementTimeout, max: poolSize, application_name: applicationName('pool', schema, prefix) });
   const clientConfig = { ...timeouts, ...listenerConfig(base, schema, prefix) };
-  return { schema, pool, ownsPool: true, leasePool: leasePool(base), clientConfig, serverLabel: serverLabel(base), connectTimeoutMs };
+  return { schema, pool, ownsPool: true, ...leasePool(base), clientConfig, serverLabel: serverLabel(base), connectTimeoutMs };
+}
+
+function ownLeasePool(options: PostgresStoreOptions): pg.Pool {
+  const pool = options.leasePool as unknown;
+  if (options.leasePoolSize !== undefined)
+    throw new InvalidOptionsError(COMPONENT, 'leasePoolSize', 'applies only to the lease pool the store opens, not to `leasePool`');
+  if (typeof pool !== 'object' || pool === null || typeof (pool as pg.Pool).connect !== 'function')
+    throw new InvalidOptionsError(COMPONENT, 'leasePool', 'must be a pg.Pool');
+  checkOwnLeasePool(COMPONENT, pool, options.pool, (pool as pg.Pool).options?.max ?? 10, 'max');
+  return pool as pg.Pool;
 }
 
 export function checkSchemaName(schema: unknown): asserts schema is string {

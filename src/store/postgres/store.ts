@@ -83,6 +83,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   protected readonly bus = new LocalBus();
   private readonly ctx: PgContext;
   private readonly ownsPool: boolean;
+  private readonly ownsLeasePool: boolean;
   private readonly listener: PgListener;
   private readonly serverLabel: string;
   private readonly connectTimeoutMs: number;
@@ -100,7 +101,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     // is reported here; without a handler Node would crash the process. The
     // pool drops it and the next statement opens a fresh one.
     if (this.ownsPool) this.pool.on('error', () => undefined);
-    resolved.leasePool.on('error', () => undefined);
+    if (resolved.ownsLeasePool) resolved.leasePool.on('error', () => undefined);
+    this.ownsLeasePool = resolved.ownsLeasePool;
     this.listener = new PgListener(resolved.clientConfig, this.ctx.channel);
   }
 
@@ -145,7 +147,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     if (this.closed) return;
     this.closed = true;
     await this.listener.close();
-    await this.ctx.leasePool.end().catch(() => undefined);
+    if (this.ownsLeasePool) await this.ctx.leasePool.end().catch(() => undefined);
     if (this.ownsPool) await this.pool.end().catch(() => undefined);
   }
 
