@@ -115,8 +115,9 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     const cause = error instanceof StoreError && error.code === ErrorCode.STORE_UNAVAILABLE ? error.cause : error;
     if (!isConnectTimeout(cause)) return error as Error;
     // The pool's timer also fires when every connection stayed busy that long: that is not the server's fault.
-    const exhausted = this.pool.totalCount >= (this.pool.options.max ?? 10) && this.pool.idleCount === 0;
-    if (exhausted) return new StoreError(`PostgresStore: no pooled connection became free within ${this.connectTimeoutMs} ms (poolSize)`, { cause });
+    const busy = (pool: pg.Pool) => pool.totalCount >= (pool.options.max ?? 10) && pool.idleCount === 0;
+    const exhausted = busy(this.pool) ? 'poolSize' : busy(this.ctx.leasePool) ? 'leasePoolSize' : null;
+    if (exhausted) return new StoreError(`PostgresStore: no pooled connection became free within ${this.connectTimeoutMs} ms (${exhausted})`, { cause });
     return new StoreConnectTimeoutError(`PostgreSQL at ${this.serverLabel}`, this.connectTimeoutMs, { cause });
   }
 
