@@ -5,7 +5,8 @@
  * blocked the loop for up to busyTimeoutMs, one after the other: a 2.5 s lock
  * froze the worker for as long, and its handlers could not be aborted on
  * time. Now each try blocks at most a few milliseconds, the store's writes
- * take turns, and the event loop runs between tries.
+ * take turns, the event loop runs between tries, and the worker sends one
+ * heartbeat and one round of lease checks at a time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -50,8 +51,20 @@ describe('a worker on SQLite while another process holds the write lock', () => 
         return { status: 'SUCCESS' as const };
       },
     });
+    // Renewals on their way at once: one heartbeat and one round of lease checks at most, however many handlers ask.
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const counted: typeof store = Object.create(store);
+    counted.renewLeases = async (params) => {
+      maxInFlight = Math.max(maxInFlight, ++inFlight);
+      try {
+        return await store.renewLeases(params);
+      } finally {
+        inFlight -= 1;
+      }
+    };
     const worker = createWorker({
-      store,
+      store: counted,
       tasks: [t],
       concurrency: TASKS,
       leaseMs: 5000,
@@ -87,6 +100,7 @@ describe('a worker on SQLite while another process holds the write lock', () => 
 
     // Before the fix: the whole hold (2.5 s measured), each wait up to busyTimeoutMs, one after the other. After: ~0.1 s on a loaded machine.
     expect(maxLagMs).toBeLessThan(500);
+    expect(maxInFlight).toBeLessThanOrEqual(2); // before: a heartbeat every 100 ms and a check per handler, all waiting
     expect(lost).toEqual([]);
     const counts = await store.countByStatus({ scope: Scope.global() });
     expect(counts.SUCCESS).toBe(TASKS);
