@@ -141,6 +141,18 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     return results;
   }
 
+  /**
+   * A warning when maxPayloadBytes lets through payloads the database server
+   * itself refuses (MySQL max_allowed_packet), else null. A server or worker
+   * process logs it at start; such a payload fails at submit with
+   * PAYLOAD_TOO_LARGE either way.
+   */
+  async payloadLimitWarning(): Promise<string | null> {
+    const server = await this.store.payloadLimit();
+    if (server === null || this.limits.maxPayloadBytes <= server.bytes) return null;
+    return `maxPayloadBytes is ${this.limits.maxPayloadBytes} bytes, but the database takes payloads of at most ${server.bytes} bytes (${server.source})`;
+  }
+
   async get(id: string, options: ScopeOption = {}): Promise<Task | null> {
     return this.store.getTask({ id, scope: options.scope ?? Scope.global() });
   }

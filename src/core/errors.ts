@@ -87,9 +87,21 @@ export class PayloadInvalidError extends ValidationError {
   }
 }
 
+/**
+ * A payload over a limit: the client's maxPayloadBytes, or the database
+ * server's own (`source` names it and the fix). Permanent: the same payload
+ * is refused again on every try.
+ */
 export class PayloadTooLargeError extends ValidationError {
-  constructor(bytes: number, limit: number) {
-    super(`payload is ${bytes} bytes as JSON, over the limit of ${limit} bytes (option maxPayloadBytes)`, 'payload', ErrorCode.PAYLOAD_TOO_LARGE);
+  constructor(bytes: number, limit: number, source = 'option maxPayloadBytes', options?: { cause?: unknown }) {
+    super(`payload is ${bytes} bytes as JSON, over the limit of ${limit} bytes (${source})`, 'payload', ErrorCode.PAYLOAD_TOO_LARGE, options);
+  }
+}
+
+/** A statement the database server refused for its size (MySQL max_allowed_packet): permanent, like a payload too large. */
+export class StatementTooLargeError extends ValidationError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, 'payload', ErrorCode.PAYLOAD_TOO_LARGE, options);
   }
 }
 

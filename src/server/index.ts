@@ -9,6 +9,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { createClient, type TaskLeaseClient } from '../client/client.js';
+import { ErrorCode } from '../core/errors.js';
 import { createMetrics, type TaskleaseMetrics } from '../observe/metrics.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
@@ -87,6 +88,9 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
     ...dashboardRoutes({ authenticator }),
   ];
   const app = await buildApp({ options, context, routes, authenticator });
+  // Best effort: a database not reachable yet must not keep the server from starting.
+  const payloadWarning = await client.payloadLimitWarning().catch(() => null);
+  if (payloadWarning) app.log.warn({ errorCode: ErrorCode.PAYLOAD_TOO_LARGE }, payloadWarning);
   // Streams never end on their own while tasks run: end them first, or close() would wait for them.
   app.addHook('preClose', async () => streams.closeAll());
 

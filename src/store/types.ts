@@ -53,6 +53,18 @@ export interface SchemaStore {
   schemaVersion(): Promise<number>;
   /** The migration this code expects. */
   readonly expectedSchemaVersion: number;
+  /**
+   * The database server's own limit on one payload (MySQL: max_allowed_packet
+   * less room for the statement), read once; null where only the client's
+   * maxPayloadBytes applies. A larger payload is refused with PAYLOAD_TOO_LARGE.
+   */
+  payloadLimit(): Promise<PayloadLimit | null>;
+}
+
+/** A payload limit the database server sets, and what sets it (for messages). */
+export interface PayloadLimit {
+  bytes: number;
+  source: string;
 }
 
 /** Submitting and reading tasks. */

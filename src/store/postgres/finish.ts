@@ -142,7 +142,7 @@ export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptO
   if (outcomes.length === 0) return { applied: [], deadLetters: [] };
   const { order, columns } = outcomeColumns(outcomes);
   const text = sql(ctx, 'finish', () => `SELECT o.ord, o.dead_letter_id FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o`);
-  const result = await run<{ ord: string; dead_letter_id: string | null }>(ctx.pool, 'writing outcomes', text, columns, `${ctx.statementPrefix}finish`);
+  const result = await run<{ ord: string; dead_letter_id: string | null }>(ctx.leasePool, 'writing outcomes', text, columns, `${ctx.statementPrefix}finish`);
   const deadLetters = result.rows.flatMap((row) => (row.dead_letter_id === null ? [] : [deadLetterOf(outcomes, order, row.ord, row.dead_letter_id)]));
   return {
     applied: appliedByInput(
@@ -159,7 +159,7 @@ export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptO
   const { order, columns } = outcomeColumns(outcomes);
   const params = [...columns, ...claimArgs(claim)];
   const result = await run<Row>(
-    ctx.pool,
+    ctx.leasePool,
     'writing outcomes and claiming',
     sql(ctx, 'finish_claim', finishAndClaimSql),
     params,
