@@ -21,6 +21,7 @@ import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core
 import { cutPage, windowCursor } from './time-window.js';
 import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
+import { waitForTask, type WaitOptions } from './wait.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
 export interface ClientOptions {
@@ -158,6 +159,24 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
       cursor: windowCursor(options.cursor ?? null, window),
     });
     return cutPage(page, window);
+  }
+
+  /**
+   * Resolves with the task once it is finished (a terminal status), whichever
+   * process ran it; rejects with WaitError (WAIT_TIMEOUT, WAIT_ABORTED), or
+   * NotFoundError when the task is not there (or not in scope). See wait.ts.
+   */
+  override waitFor(id: string, options?: WaitOptions): Promise<Task>;
+  /** The emitter's: resolves with the first client event `name` that satisfies `predicate`. */
+  override waitFor<K extends keyof ClientEvents>(name: K, predicate?: (event: ClientEvents[K]) => boolean): Promise<ClientEvents[K]>;
+  override waitFor(idOrEvent: string, options?: WaitOptions | ((event: never) => boolean)): Promise<unknown> {
+    // An event name is never a task id (ids are UUIDs): both meanings stay available.
+    if (idOrEvent === 'submitted' && (options === undefined || typeof options === 'function')) {
+      return super.waitFor('submitted', options as ((event: ClientEvents['submitted']) => boolean) | undefined);
+    }
+    const waitOptions = (options ?? {}) as WaitOptions;
+    const scope = waitOptions.scope ?? Scope.global();
+    return waitForTask((taskId) => this.store.getTask({ id: taskId, scope }), idOrEvent, waitOptions);
   }
 
   /**

@@ -42,6 +42,10 @@ export const ErrorCode = {
   STORE_CONNECT_TIMEOUT: 'STORE_CONNECT_TIMEOUT',
   /** One of the store's statements ran longer than statementTimeoutMs and was cancelled by the server. */
   STORE_STATEMENT_TIMEOUT: 'STORE_STATEMENT_TIMEOUT',
+  /** client.waitFor: the task did not finish within timeoutMs. */
+  WAIT_TIMEOUT: 'WAIT_TIMEOUT',
+  /** client.waitFor: the caller's signal aborted the wait. */
+  WAIT_ABORTED: 'WAIT_ABORTED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -119,6 +123,18 @@ export class InvalidTransitionError extends TaskLeaseError {
 export class TaskAbortedError extends TaskLeaseError {
   constructor(code: 'CANCELLED' | 'TIMEOUT' | 'DEADLINE_EXCEEDED' | 'LEASE_LOST' | 'SHUTDOWN', message: string) {
     super(code, message);
+  }
+}
+
+/** client.waitFor gave up before the task finished; `lastStatus` is the status it last read (null: none yet). */
+export class WaitError extends TaskLeaseError {
+  readonly taskId: string;
+  readonly lastStatus: string | null;
+  constructor(taskId: string, code: 'WAIT_TIMEOUT' | 'WAIT_ABORTED', lastStatus: string | null) {
+    const why = code === 'WAIT_TIMEOUT' ? 'timed out (option timeoutMs)' : 'was aborted (option signal)';
+    super(code, `waiting for task ${taskId} to finish ${why}${lastStatus ? `; it is ${lastStatus}` : ''}`);
+    this.taskId = taskId;
+    this.lastStatus = lastStatus;
   }
 }
 
