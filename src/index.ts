@@ -17,4 +17,6 @@ export { Worker, createWorker, type WorkerStats, type WorkerState } from './work
 export type { WorkerOptions } from './worker/options.js';
 export { TaskLeaseClient, createClient, type ClientEvents, type ClientOptions, type ListOptions, type CancelOutcome } from './client/client.js';
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';
+export type { UniqueOptions } from './client/unique.js';
+export type { WaitOptions } from './client/wait.js';
 export * from './observe/index.js';

@@ -166,9 +166,9 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
    * process ran it; rejects with WaitError (WAIT_TIMEOUT, WAIT_ABORTED), or
    * NotFoundError when the task is not there (or not in scope). See wait.ts.
    */
-  override waitFor(id: string, options?: WaitOptions): Promise<Task>;
   /** The emitter's: resolves with the first client event `name` that satisfies `predicate`. */
   override waitFor<K extends keyof ClientEvents>(name: K, predicate?: (event: ClientEvents[K]) => boolean): Promise<ClientEvents[K]>;
+  override waitFor(id: string, options?: WaitOptions): Promise<Task>;
   override waitFor(idOrEvent: string, options?: WaitOptions | ((event: never) => boolean)): Promise<unknown> {
     // An event name is never a task id (ids are UUIDs): both meanings stay available.
     if (idOrEvent === 'submitted' && (options === undefined || typeof options === 'function')) {
