@@ -18,6 +18,7 @@ import { serveCommands } from './serve.js';
 import { submitCommand } from './submit.js';
 import { tokenCommand } from './token.js';
 import { workerCommand } from './worker.js';
+import { waitCommand } from './wait.js';
 import { workersCommand } from './workers.js';
 
 export const COMMANDS: readonly CliCommand[] = [
@@ -26,6 +27,7 @@ export const COMMANDS: readonly CliCommand[] = [
   workerCommand,
   submitCommand,
   getCommand,
+  waitCommand,
   listCommand,
   cancelCommand,
   controlCommands,
