@@ -8,7 +8,10 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
 import { ValidationError } from '../../src/core/errors.js';
 import { defineTask } from '../../src/core/definition.js';
+import { uuidv7 } from '../../src/core/ids.js';
 import { Scope } from '../../src/core/scope.js';
+import type { NewTask } from '../../src/core/task.js';
+import { statesMask } from '../../src/store/rules/unique.js';
 import type { Store } from '../../src/store/types.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { perTestStore } from '../helpers/per-test.js';
@@ -109,6 +112,23 @@ export function runUniqueSuite(factory: StoreFactory): void {
       expect(results[2]!.task.id).toBe(results[0]!.task.id);
       expect(results[1]!.task.payload).toEqual({ v: 2 });
       expect(await total()).toBe(2);
+    });
+
+    it('a batch with unique tasks is all or nothing: a failing task leaves none of the others', async () => {
+      const { task: existing } = await client.submit(job, { v: 0 });
+      const spec = (key: string) => ({
+        key,
+        states: statesMask(['QUEUED', 'RUNNING', 'RETRY_WAIT', 'PAUSED', 'CANCEL_REQUESTED']),
+        periodMs: null,
+        debounceMs: null,
+      });
+      const task = (id: string, key: string): NewTask => ({
+        ...{ id, taskType: job.type, payloadJson: '{}', priority: 0, delayMs: 0, availableAt: null, deadlineAt: null, maxAttempts: 3 },
+        ...{ owner: null, idempotencyKey: null, traceId: null, unique: spec(key) },
+      });
+      // The second task's id is taken: whatever the store answers, the first must not stay behind.
+      await expect(store.insertTasks({ tasks: [task(uuidv7(), 'first'), task(existing.id, 'second')] })).rejects.toThrow();
+      expect(await total()).toBe(1);
     });
 
     for (const [mode, unique] of [

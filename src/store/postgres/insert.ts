@@ -20,13 +20,13 @@ import { checkNewTask, decodePostgres, storableJson } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './wakeups.js';
 import { TaskStatus } from '../../core/status.js';
 import { STATUS_SQL } from '../rules/index.js';
-import { insertUnique } from './unique.js';
+import { atomically, insertUnique } from './unique.js';
 
 const MAX_ROUNDS = 3;
 
 export async function insertTasks(ctx: PgContext, tasks: readonly NewTask[], on: Queryable): Promise<InsertTaskResult[]> {
   tasks.forEach(checkNewTask);
-  if (tasks.some((t) => t.unique)) return insertWithUnique(ctx, tasks, on);
+  if (tasks.some((t) => t.unique)) return atomically(on, tasks.length, (client) => insertWithUnique(ctx, tasks, client));
   return insertPlain(ctx, tasks, on);
 }
 

@@ -6,6 +6,7 @@
  * ON CONFLICT DO NOTHING. An insert that lost to a concurrent one waited for
  * it to commit, so the next round's statement (a new snapshot) finds it.
  */
+import pg from 'pg';
 import { StoreError } from '../../core/errors.js';
 import type { NewTask, Task, UniqueSpec } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
@@ -13,6 +14,7 @@ import { debouncedStart, storedUniqueKey, UNIQUE_HOLD_SQL } from '../rules/uniqu
 import type { InsertTaskResult } from '../types.js';
 import { run, sql, type PgContext, type Queryable } from './connection.js';
 import { decodePostgres, storableJson } from './encode.js';
+import { mapPgError } from './errors.js';
 
 const MAX_ROUNDS = 5;
 
@@ -46,4 +48,31 @@ async function debounceHolder(ctx: PgContext, on: Queryable, key: string, task: 
   );
   const result = await run<Row>(on, 'debouncing a unique task', text, [key, storableJson(task.payloadJson), availableAt]);
   return result.rows[0] ? taskFromRow(result.rows[0], decodePostgres) : undefined;
+}
+
+/**
+ * A batch holding unique tasks takes several statements; on the pool they run
+ * in one transaction of their own, so that the batch stays all or nothing (a
+ * caller's transaction, or a single task, needs none).
+ */
+export async function atomically<T>(on: Queryable, count: number, body: (on: Queryable) => Promise<T>): Promise<T> {
+  if (count < 2 || !(on instanceof pg.Pool)) return body(on);
+  let client: pg.PoolClient;
+  try {
+    client = await on.connect();
+  } catch (error) {
+    throw mapPgError(error, 'connecting to submit');
+  }
+  let broken = false;
+  try {
+    await run(client, 'submitting tasks', 'BEGIN');
+    const result = await body(client);
+    await run(client, 'submitting tasks', 'COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => (broken = true));
+    throw error;
+  } finally {
+    client.release(broken);
+  }
 }
