@@ -42,6 +42,8 @@ export const ErrorCode = {
   STORE_CONNECT_TIMEOUT: 'STORE_CONNECT_TIMEOUT',
   /** One of the store's statements ran longer than statementTimeoutMs and was cancelled by the server. */
   STORE_STATEMENT_TIMEOUT: 'STORE_STATEMENT_TIMEOUT',
+  /** A status change would make a task hold a `unique` key that another task holds meanwhile. */
+  UNIQUE_CONFLICT: 'UNIQUE_CONFLICT',
   /** client.waitFor: the task did not finish within timeoutMs. */
   WAIT_TIMEOUT: 'WAIT_TIMEOUT',
   /** client.waitFor: the caller's signal aborted the wait. */
@@ -123,6 +125,17 @@ export class InvalidTransitionError extends TaskLeaseError {
 export class TaskAbortedError extends TaskLeaseError {
   constructor(code: 'CANCELLED' | 'TIMEOUT' | 'DEADLINE_EXCEEDED' | 'LEASE_LOST' | 'SHUTDOWN', message: string) {
     super(code, message);
+  }
+}
+
+/**
+ * The database refused to put a task back into a status in which it holds its
+ * `unique` key (an operator's retry, a replay, a resume), because another task
+ * holds that key now. Nothing changed.
+ */
+export class UniqueConflictError extends TaskLeaseError {
+  constructor(action: string, options?: { cause?: unknown }) {
+    super(ErrorCode.UNIQUE_CONFLICT, `${action}: another task holds this task's unique key now; nothing changed`, options);
   }
 }
 

@@ -6,7 +6,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
-import { ValidationError } from '../../src/core/errors.js';
+import { UniqueConflictError, ValidationError } from '../../src/core/errors.js';
 import { defineTask } from '../../src/core/definition.js';
 import { uuidv7 } from '../../src/core/ids.js';
 import { Scope } from '../../src/core/scope.js';
@@ -100,6 +100,19 @@ export function runUniqueSuite(factory: StoreFactory): void {
       const later = await client.submit(job, { v: 2 }, { unique: { key: 'n', debounceMs: 0 } });
       expect(later.created).toBe(true);
       expect((await store.getTask({ id: now.task.id, scope: G }))!.payload).toEqual({ v: 1 });
+    });
+
+    it('an operator retry of a failed task whose key another task holds now is refused with UNIQUE_CONFLICT, changing nothing', async () => {
+      const a = await client.submit(job, { v: 1 }, { unique: { key: 'r' } });
+      const [lease] = await claim();
+      const failure = { errorCode: 'BOOM', message: 'boom', traceId: null, retryable: false };
+      const lease1 = { taskId: lease!.id, workerId: 'w1', attempt: lease!.attemptCount };
+      expect((await store.finishAttempts({ outcomes: [{ kind: 'FAILED', lease: lease1, failure, progress: null }] })).applied).toEqual([true]);
+      const b = await client.submit(job, { v: 2 }, { unique: { key: 'r' } });
+      expect(b.created).toBe(true);
+      const error = await client.retry(a.task.id).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UniqueConflictError);
+      expect((await store.getTask({ id: a.task.id, scope: G }))!.status).toBe('FAILED');
     });
 
     it('a batch mixing unique and plain tasks answers in input order', async () => {

@@ -8,7 +8,8 @@
  * naming it; anything else a StoreError (STORE_UNAVAILABLE) naming the
  * driver's code, with the driver's error as cause.
  */
-import { ErrorCode, SchemaMissingError, StoreConnectTimeoutError, StoreError, TaskLeaseError } from '../../core/errors.js';
+import { ErrorCode, SchemaMissingError, StoreConnectTimeoutError, StoreError, TaskLeaseError, UniqueConflictError } from '../../core/errors.js';
+import { UNIQUE_INDEX } from '../rules/unique.js';
 
 export const DEADLOCK = 1213;
 const LOCK_WAIT_TIMEOUT = 1205;
@@ -19,6 +20,7 @@ export class NamedLockTimeout extends Error {}
 
 /** ER_NO_SUCH_TABLE. */
 const NO_SUCH_TABLE = 1146;
+const DUPLICATE_ENTRY = 1062;
 /** MariaDB ER_STATEMENT_TIMEOUT (max_statement_time), MySQL ER_QUERY_TIMEOUT (max_execution_time). */
 const STATEMENT_TIMEOUTS = new Set([1969, 3024]);
 
@@ -32,6 +34,7 @@ export function mapMysqlError(error: unknown, server: ServerLabel): Error {
   if (error instanceof TaskLeaseError) return error;
   if (error instanceof NamedLockTimeout) return new StoreError(`MySQL store: ${error.message}`, { cause: error });
   const driver = error as { code?: string; errno?: number; message?: string };
+  if (driver.errno === DUPLICATE_ENTRY && (driver.message ?? '').includes(UNIQUE_INDEX)) return new UniqueConflictError('MySQL store', { cause: error });
   if (driver.errno === NO_SUCH_TABLE) return new SchemaMissingError(`MySQL database ${server.name} (${driver.message ?? ''})`, { cause: error });
   if (driver.code === 'ETIMEDOUT' && /connect/i.test(driver.message ?? '')) {
     return new StoreConnectTimeoutError(`MySQL at ${server.name}`, server.connectTimeoutMs, { cause: error });

@@ -31,6 +31,9 @@ export const UNIQUE_HOLD_SQL =
   "WHEN 'PARTIAL_SUCCESS' THEN 128 WHEN 'FAILED' THEN 256 ELSE 0 END)) <> 0 " +
   'AND ((unique_states & 512) = 0 OR attempt_count = 0) THEN unique_key END';
 
+/** The unique index over UNIQUE_HOLD_SQL: the dialects recognise its violations by this name. */
+export const UNIQUE_INDEX = 'ux_system_async_task_unique';
+
 export function statesMask(statuses: readonly TaskStatus[]): number {
   return statuses.reduce((mask, status) => mask | STATUS_BITS[status], 0);
 }
