@@ -22,6 +22,7 @@ import { cutPage, windowCursor } from './time-window.js';
 import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
 import { ScheduleApi } from './schedules.js';
+import { waitForTask, type WaitOptions } from './wait.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
 export interface ClientOptions {
@@ -174,6 +175,24 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
       cursor: windowCursor(options.cursor ?? null, window),
     });
     return cutPage(page, window);
+  }
+
+  /**
+   * Resolves with the task once it is finished (a terminal status), whichever
+   * process ran it; rejects with WaitError (WAIT_TIMEOUT, WAIT_ABORTED), or
+   * NotFoundError when the task is not there (or not in scope). See wait.ts.
+   */
+  /** The emitter's: resolves with the first client event `name` that satisfies `predicate`. */
+  override waitFor<K extends keyof ClientEvents>(name: K, predicate?: (event: ClientEvents[K]) => boolean): Promise<ClientEvents[K]>;
+  override waitFor(id: string, options?: WaitOptions): Promise<Task>;
+  override waitFor(idOrEvent: string, options?: WaitOptions | ((event: never) => boolean)): Promise<unknown> {
+    // An event name is never a task id (ids are UUIDs): both meanings stay available.
+    if (idOrEvent === 'submitted' && (options === undefined || typeof options === 'function')) {
+      return super.waitFor('submitted', options as ((event: ClientEvents['submitted']) => boolean) | undefined);
+    }
+    const waitOptions = (options ?? {}) as WaitOptions;
+    const scope = waitOptions.scope ?? Scope.global();
+    return waitForTask((taskId) => this.store.getTask({ id: taskId, scope }), idOrEvent, waitOptions);
   }
 
   /**

@@ -30,6 +30,9 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
         { version: 1, name: 'initial schema' },
         { version: 2, name: 'worker registry' },
         { version: 3, name: 'api tokens' },
+        { version: 4, name: 'lease expiries' },
+        { version: 5, name: 'schedules' },
+        { version: 6, name: 'uniqueness windows' },
       ]);
     } finally {
       await Promise.all(stores.map((store) => store.close()));
@@ -69,7 +72,8 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
     const fields = await database.fields('SELECT * FROM system_async_task LIMIT 0');
     expect(fields).not.toContain('claimable');
     expect(fields).not.toContain('owner_key');
-    expect(fields).toHaveLength(28);
+    expect(fields).not.toContain('unique_hold');
+    expect(fields).toHaveLength(31);
   });
 
   it('judges time by the database clock in UTC', async () => {

@@ -18,6 +18,7 @@
  * DDL commits implicitly, so each table carries its indexes inside one
  * CREATE TABLE IF NOT EXISTS: a migration interrupted half-way re-runs cleanly.
  */
+import { UNIQUE_HOLD_SQL } from '../rules/unique.js';
 export interface MysqlMigration {
   version: number;
   name: string;
@@ -194,6 +195,19 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
   updated_at DATETIME(3) NOT NULL,
   PRIMARY KEY (schedule_key)
 ) ${TABLE_OPTIONS}`,
+    ],
+  },
+  {
+    version: 6,
+    name: 'uniqueness windows',
+    // unique_key / unique_states: see rules/unique.ts. No functional index on MariaDB: an invisible stored
+    // column holds the expression, as `claimable` does. One ALTER (atomic DDL on MySQL 8).
+    statements: [
+      `ALTER TABLE system_async_task
+  ADD COLUMN unique_key VARCHAR(100) NULL,
+  ADD COLUMN unique_states INT NULL,
+  ADD COLUMN unique_hold VARCHAR(100) GENERATED ALWAYS AS (${UNIQUE_HOLD_SQL}) STORED INVISIBLE,
+  ADD UNIQUE KEY ux_system_async_task_unique (unique_hold)`,
     ],
   },
 ];

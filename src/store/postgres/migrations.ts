@@ -10,6 +10,7 @@
  * Everything lives in one schema (default `tasklease`), passed in as an
  * already-validated, quoted identifier.
  */
+import { UNIQUE_HOLD_SQL } from '../rules/unique.js';
 export interface PgMigration {
   version: number;
   name: string;
@@ -228,6 +229,16 @@ CREATE TABLE ${s}.system_async_task_schedule (
   created_at timestamptz NOT NULL,
   updated_at timestamptz NOT NULL
 );
+`,
+  },
+  {
+    version: 8,
+    name: 'uniqueness windows',
+    // unique_key / unique_states: see rules/unique.ts. The index covers keyed rows only, so tasks without a
+    // `unique` option cost it nothing but the predicate test.
+    sql: (s) => `
+ALTER TABLE ${s}.system_async_task ADD COLUMN unique_key text, ADD COLUMN unique_states integer;
+CREATE UNIQUE INDEX ux_system_async_task_unique ON ${s}.system_async_task ((${UNIQUE_HOLD_SQL})) WHERE unique_key IS NOT NULL;
 `,
   },
 ];

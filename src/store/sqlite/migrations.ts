@@ -5,6 +5,7 @@
  * Table and column names are the seed's (DESIGN.md §2); the PostgreSQL and
  * MySQL schemas mirror them column for column.
  */
+import { UNIQUE_HOLD_SQL } from '../rules/unique.js';
 export interface Migration {
   version: number;
   name: string;
@@ -185,6 +186,16 @@ CREATE TABLE system_async_task_schedule (
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
+`,
+  },
+  {
+    version: 7,
+    name: 'uniqueness windows',
+    // unique_key / unique_states: see rules/unique.ts (the expression index, as on PostgreSQL).
+    sql: `
+ALTER TABLE system_async_task ADD COLUMN unique_key TEXT;
+ALTER TABLE system_async_task ADD COLUMN unique_states INTEGER;
+CREATE UNIQUE INDEX ux_system_async_task_unique ON system_async_task (${UNIQUE_HOLD_SQL}) WHERE unique_key IS NOT NULL;
 `,
   },
 ];
