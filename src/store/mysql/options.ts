@@ -33,12 +33,21 @@ export interface MysqlStoreOptions {
    * past it the statement fails with STORE_STATEMENT_TIMEOUT. 0: none. Default 30000.
    */
   statementTimeoutMs?: number;
+  /**
+   * How often (ms) a store with idle workers reads the wake-up counters that
+   * every submit bumps, so that workers in other processes see a new task
+   * within about this long (MySQL has no LISTEN/NOTIFY). One primary-key read
+   * per period per process while workers run. 0: off (other processes then
+   * see new tasks at their next poll, pollIntervalMs). Default 10.
+   */
+  wakeupPollMs?: number;
 }
 
 const COMPONENT = 'MysqlStore';
-const KNOWN = ['uri', 'pool', 'database', 'poolSize', 'connectTimeoutMs', 'statementTimeoutMs'] as const;
+const KNOWN = ['uri', 'pool', 'database', 'poolSize', 'connectTimeoutMs', 'statementTimeoutMs', 'wakeupPollMs'] as const;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
+export const DEFAULT_WAKEUP_POLL_MS = 10;
 
 export interface ResolvedMysqlOptions {
   pool: Pool;
@@ -48,6 +57,7 @@ export interface ResolvedMysqlOptions {
   identity: string;
   connectTimeoutMs: number;
   statementTimeoutMs: number;
+  wakeupPollMs: number;
 }
 
 export function resolveMysqlOptions(input: MysqlStoreOptions): ResolvedMysqlOptions {
@@ -61,15 +71,17 @@ export function resolveMysqlOptions(input: MysqlStoreOptions): ResolvedMysqlOpti
   const timeouts = {
     connectTimeoutMs: input.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: input.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+    wakeupPollMs: input.wakeupPollMs ?? DEFAULT_WAKEUP_POLL_MS,
   };
   checkInteger(COMPONENT, 'connectTimeoutMs', timeouts.connectTimeoutMs, { min: 1, max: 600_000 });
   checkInteger(COMPONENT, 'statementTimeoutMs', timeouts.statementTimeoutMs, { min: 0, max: 86_400_000 });
+  checkInteger(COMPONENT, 'wakeupPollMs', timeouts.wakeupPollMs, { min: 0, max: 60_000 });
   if (input.pool !== undefined) return { ...fromPool(input), ...timeouts };
   if (input.uri === undefined) throw new InvalidOptionsError(COMPONENT, 'uri', 'is required (or pass a mysql2 pool as "pool")');
   return { ...fromUri(input.uri, input, timeouts.connectTimeoutMs), ...timeouts };
 }
 
-type PoolPart = Omit<ResolvedMysqlOptions, 'connectTimeoutMs' | 'statementTimeoutMs'>;
+type PoolPart = Omit<ResolvedMysqlOptions, 'connectTimeoutMs' | 'statementTimeoutMs' | 'wakeupPollMs'>;
 
 function fromPool(input: MysqlStoreOptions): PoolPart {
   const pool = input.pool as unknown;
