@@ -73,6 +73,8 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   private claimLock: string | null = null;
   private readonly claimCaps: CapCache = new Map();
   private readonly wakeups: WakeupPoller;
+  /** When the last claim began (monotonic ms): the wake-up poller rests while claims run. */
+  private lastClaimAt = -Infinity;
 
   constructor(options: MysqlStoreOptions) {
     super();
@@ -80,7 +82,13 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     const server = { name: resolved.identity, connectTimeoutMs: resolved.connectTimeoutMs };
     this.db = new MysqlDatabase(resolved.pool, resolved.ownsPool, resolved.database, server, resolved.statementTimeoutMs);
     this.bus = wakeupBus(resolved.identity);
-    this.wakeups = new WakeupPoller(this.db, resolved.wakeupPollMs, () => this.bus.publish({ kind: 'submitted', taskTypes: [] }));
+    const period = resolved.wakeupPollMs;
+    this.wakeups = new WakeupPoller(
+      this.db,
+      period,
+      () => this.bus.publish({ kind: 'submitted', taskTypes: [] }),
+      () => performance.now() - this.lastClaimAt < period,
+    );
   }
 
   override subscribe(listener: StoreListener): () => void {
@@ -167,6 +175,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   // ---- workers -------------------------------------------------------------
 
   async claimTasks(params: ClaimParams): Promise<Task[]> {
+    this.lastClaimAt = performance.now();
     this.claimLock ??= lockName('claim', await this.db.databaseName());
     return this.db.batchedTransaction((tx) => claim(tx, params, this.claimCaps), { lockName: this.claimLock, lockTimeoutSeconds: 5 });
   }

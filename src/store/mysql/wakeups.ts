@@ -5,8 +5,9 @@
  * workers at once. Across processes: every submit bumps a counter row inside
  * its own transaction (a rolled-back submit wakes nobody), and a store with
  * listeners reads the counters' sum every few milliseconds — one primary-key
- * range read of 16 rows — and wakes its workers when the sum moves. Polling
- * for tasks (pollIntervalMs) stays the fallback when a read fails.
+ * range read of 16 rows — and wakes its workers when the sum moves; it skips
+ * the read while its workers are claiming anyway (a drain). Polling for
+ * tasks (pollIntervalMs) stays the fallback when a read fails.
  */
 import { randomInt } from 'node:crypto';
 import { LocalBus } from '../local-bus.js';
@@ -47,6 +48,8 @@ export class WakeupPoller {
     private readonly db: MysqlDatabase,
     private readonly periodMs: number,
     private readonly onChange: () => void,
+    /** A claim of this store began within the last period: the workers are busy claiming, a read would tell them nothing. */
+    private readonly claimingNow: () => boolean,
   ) {}
 
   retain(): void {
@@ -75,6 +78,8 @@ export class WakeupPoller {
 
   private async tick(): Promise<void> {
     this.timer = null;
+    // Skipping a read delays a wake-up by one period at most: the next read still sees the sum moved.
+    if (this.claimingNow()) return this.schedule(this.periodMs);
     this.reading = true;
     let delay = this.periodMs;
     try {
