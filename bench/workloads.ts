@@ -14,6 +14,8 @@ export interface BenchOptions {
   n: number;
   /** Untimed tasks enqueued and drained ahead of the timed ones. */
   warmupTasks: number;
+  /** Timed tasks of the limits workload. */
+  limitsN: number;
   concurrency: number;
   backlog: number;
   smallBacklog: number;

@@ -73,8 +73,8 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   private claimLock: string | null = null;
   private readonly claimCaps: CapCache = new Map();
   private readonly wakeups: WakeupPoller;
-  /** When the last claim began (monotonic ms): the wake-up poller rests while claims run. */
-  private lastClaimAt = -Infinity;
+  /** When the last claim that filled its limit began (monotonic ms): the workers will claim again at once. */
+  private lastFullClaimAt = -Infinity;
 
   constructor(options: MysqlStoreOptions) {
     super();
@@ -87,7 +87,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
       this.db,
       period,
       () => this.bus.publish({ kind: 'submitted', taskTypes: [] }),
-      () => performance.now() - this.lastClaimAt < period,
+      () => performance.now() - this.lastFullClaimAt < period,
     );
   }
 
@@ -175,9 +175,12 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   // ---- workers -------------------------------------------------------------
 
   async claimTasks(params: ClaimParams): Promise<Task[]> {
-    this.lastClaimAt = performance.now();
+    const sentAt = performance.now();
     this.claimLock ??= lockName('claim', await this.db.databaseName());
-    return this.db.batchedTransaction((tx) => claim(tx, params, this.claimCaps), { lockName: this.claimLock, lockTimeoutSeconds: 5 });
+    const tasks = await this.db.batchedTransaction((tx) => claim(tx, params, this.claimCaps), { lockName: this.claimLock, lockTimeoutSeconds: 5 });
+    // A short claim means the queue is empty (or limits bind): then the wake-up poller must keep reading.
+    if (tasks.length >= params.limit) this.lastFullClaimAt = sentAt;
+    return tasks;
   }
 
   renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {

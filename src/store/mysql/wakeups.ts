@@ -6,7 +6,8 @@
  * its own transaction (a rolled-back submit wakes nobody), and a store with
  * listeners reads the counters' sum every few milliseconds — one primary-key
  * range read of 16 rows — and wakes its workers when the sum moves; it skips
- * the read while its workers are claiming anyway (a drain). Polling for
+ * the read while its workers drain a backlog (their last claim came back
+ * full, so they claim again anyway). Polling for
  * tasks (pollIntervalMs) stays the fallback when a read fails.
  */
 import { randomInt } from 'node:crypto';
@@ -48,7 +49,7 @@ export class WakeupPoller {
     private readonly db: MysqlDatabase,
     private readonly periodMs: number,
     private readonly onChange: () => void,
-    /** A claim of this store began within the last period: the workers are busy claiming, a read would tell them nothing. */
+    /** A claim of this store that filled its limit began within the last period: the workers are draining a backlog and claim again anyway. */
     private readonly claimingNow: () => boolean,
   ) {}
 
