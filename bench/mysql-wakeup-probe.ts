@@ -33,11 +33,28 @@ const ignore = (): void => undefined;
 diagnostics.tracingChannel('mysql2:query').subscribe({ start: () => (statements += 1), end: ignore, asyncStart: ignore, asyncEnd: ignore, error: ignore });
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function round(database: string, pollMs: number): Promise<{ readsPerSecond: number; cpuMsPerSecond: number; p50: number; p90: number }> {
+async function round(database: string, pollMs: number): Promise<{ steps: string; readsPerSecond: number; cpuMsPerSecond: number; p50: number; p90: number }> {
   const store = new MysqlStore({ uri: `${SERVER}/${database}`, wakeupPollMs: pollMs, poolSize: 4 });
   // Another spelling of the same server: another in-process bus, as for a producer in another process.
   const producerStore = new MysqlStore({ uri: `${SERVER.replace('127.0.0.1', 'localhost')}/${database}`, wakeupPollMs: 0, poolSize: 2 });
   let started: ((at: number) => void) | null = null;
+  // Per probe, ms after the submit call: the submit's answer, the counter read that saw it, the claim that took it.
+  const marks = { submitted: 0, heard: 0, claimSent: 0, claimAnswered: 0 };
+  let t0 = 0;
+  store.subscribe((event) => {
+    if (t0 && !marks.heard && event.kind === 'submitted' && event.taskTypes.length === 0) marks.heard = performance.now() - t0;
+  });
+  const claimTasks = store.claimTasks.bind(store);
+  store.claimTasks = async (params) => {
+    const sent = performance.now();
+    const tasks = await claimTasks(params);
+    if (t0 && tasks.length > 0 && !marks.claimAnswered) {
+      marks.claimSent = sent - t0;
+      marks.claimAnswered = performance.now() - t0;
+    }
+    return tasks;
+  };
+  const steps: number[][] = [];
   const task = defineTask<unknown>({ type: 'probe', execute: () => started?.(performance.now()) });
   const worker = createWorker({ store, tasks: [task], concurrency: 10, logger: false });
   const client = createClient({ store: producerStore, tasks: [task] });
@@ -50,16 +67,29 @@ async function round(database: string, pollMs: number): Promise<{ readsPerSecond
   const waits: number[] = [];
   for (let i = 0; i < probes; i += 1) {
     const done = new Promise<number>((resolve) => (started = resolve));
+    for (const key of Object.keys(marks) as (keyof typeof marks)[]) marks[key] = 0;
     const at = performance.now();
+    t0 = at;
     await client.submit('probe', {});
+    marks.submitted = performance.now() - at;
     waits.push((await done) - at);
+    t0 = 0;
+    steps.push([marks.submitted, marks.heard, marks.claimSent, marks.claimAnswered]);
     await sleep(Math.random() * 30);
   }
   await worker.stop();
   await store.close();
   await producerStore.close();
   waits.sort((a, b) => a - b);
+  const median = (i: number): number => {
+    const xs = steps
+      .map((row) => row[i]!)
+      .filter((x) => x > 0)
+      .sort((a, b) => a - b);
+    return xs[Math.floor(xs.length / 2)] ?? Number.NaN;
+  };
   return {
+    steps: `submit answered ${median(0).toFixed(1)}, counter heard ${median(1).toFixed(1)}, claim sent ${median(2).toFixed(1)}, claim answered ${median(3).toFixed(1)} (medians, ms)`,
     readsPerSecond: (statements - before.statements) / seconds,
     cpuMsPerSecond: (cpu.user + cpu.system) / 1000 / seconds,
     p50: waits[Math.floor(waits.length / 2)]!,
@@ -78,7 +108,7 @@ try {
     for (const pollMs of r % 2 === 1 ? polls : [...polls].reverse()) {
       const result = await round(database, pollMs);
       console.log(
-        `round ${r} wakeupPollMs=${pollMs}: idle ${result.readsPerSecond.toFixed(1)} statements/s, ${result.cpuMsPerSecond.toFixed(2)} ms CPU/s; pickup p50 ${result.p50.toFixed(1)} ms, p90 ${result.p90.toFixed(1)} ms`,
+        `round ${r} wakeupPollMs=${pollMs}: idle ${result.readsPerSecond.toFixed(1)} statements/s, ${result.cpuMsPerSecond.toFixed(2)} ms CPU/s; pickup p50 ${result.p50.toFixed(1)} ms, p90 ${result.p90.toFixed(1)} ms; ${result.steps}`,
       );
     }
   }
