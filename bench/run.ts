@@ -289,7 +289,8 @@ async function main(): Promise<void> {
       await runRound(adapter, plan, index);
     }
   }
-  for (const adapter of ready) {
+  const once = plan.workloads.some((w) => w === 'limits' || w === 'scale');
+  for (const adapter of once ? ready : []) {
     current = adapter;
     process.stderr.write(`[bench] ${elapsed(started)}: ${adapter.name}: limits, scale…\n`);
     await runOnce(adapter, plan);
