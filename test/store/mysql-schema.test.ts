@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeOnServer } from '../helpers/factory.js';
 import { InvalidOptionsError, StoreError } from '../../src/core/errors.js';
+import { MYSQL_MIGRATIONS } from '../../src/store/mysql/migrations.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
 
@@ -26,14 +27,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
       await Promise.all(stores.map((store) => store.migrate()));
       expect(await stores[0]!.schemaVersion()).toBe(stores[0]!.expectedSchemaVersion);
       const versions = await database.query('SELECT version, name FROM tasklease_migrations ORDER BY version');
-      expect(versions).toEqual([
-        { version: 1, name: 'initial schema' },
-        { version: 2, name: 'worker registry' },
-        { version: 3, name: 'api tokens' },
-        { version: 4, name: 'lease expiries' },
-        { version: 5, name: 'schedules' },
-        { version: 6, name: 'uniqueness windows' },
-      ]);
+      expect(versions).toEqual(MYSQL_MIGRATIONS.map(({ version, name }) => ({ version, name })));
     } finally {
       await Promise.all(stores.map((store) => store.close()));
     }

@@ -210,6 +210,23 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
   ADD UNIQUE KEY ux_system_async_task_unique (unique_hold)`,
     ],
   },
+  {
+    version: 7,
+    name: 'wake-up counter',
+    // MySQL has no LISTEN/NOTIFY: every submit bumps one of these rows in its own transaction and
+    // idle workers in other processes poll their sum (wakeups.ts). Several rows, one picked at
+    // random per submit, so that concurrent submits rarely wait on one another's row lock.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_wakeup (
+  slot INT NOT NULL,
+  version BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (slot)
+) ${TABLE_OPTIONS}`,
+      `INSERT INTO system_async_task_wakeup (slot, version)
+VALUES (0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0), (8, 0), (9, 0), (10, 0), (11, 0), (12, 0), (13, 0), (14, 0), (15, 0)
+ON DUPLICATE KEY UPDATE slot = slot`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.
