@@ -198,4 +198,15 @@ CREATE TABLE ${s}.system_async_task_api_token (
     // for processes of the previous release during a rolling upgrade.
     sql: () => 'SELECT 1',
   },
+  {
+    version: 6,
+    name: 'deadline index covers paused tasks',
+    // The sweep's deadline step fails PAUSED tasks too (they stayed PAUSED forever past their deadline):
+    // the partial index it walks must hold them, or that step would scan the table.
+    sql: (s) => `
+DROP INDEX IF EXISTS ${s}.ix_system_async_task_deadline;
+CREATE INDEX ix_system_async_task_deadline ON ${s}.system_async_task (deadline_at)
+  WHERE status IN ('QUEUED', 'RETRY_WAIT', 'PAUSED') AND deadline_at IS NOT NULL;
+`,
+  },
 ];
