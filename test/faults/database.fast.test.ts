@@ -1,13 +1,14 @@
 /**
- * Faults of the database (FAULTS.md 7, 8, 9 and issue 11's B1), injected on
+ * Faults of the database (FAULTS.md 8, 9 and issue 11's B1), injected on
  * the file's own PostgreSQL cluster only: frozen (SIGSTOP on all its
  * processes), crashed (pg_ctl stop -m immediate) and restarted, made
- * read-only, its connections terminated.
+ * read-only. (Killed connections are a worker case, on every store:
+ * worker-cases.ts.)
  */
 import { expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
 import type { ChildWorker } from '../process/harness.js';
-import { describeWithCluster } from './describe-cluster.js';
+import { describeWithCluster } from './describe-store.js';
 import { TIMING, type FaultEnvironment } from './environment.js';
 
 const SETTLE_MS = 90_000;
@@ -72,22 +73,6 @@ await describeWithCluster('database faults', (env) => {
     await waitFor(() => workers.every((w) => w.count('error') >= 3), 'a few failed tries each', 30_000, 50);
     expect(await env().countStatus('SUCCESS')).toBe(during); // nothing was written meanwhile
     await env().cluster.setReadOnly(false);
-    await waitForAllSucceeded(env());
-    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] });
-    await stopAll(workers);
-  }, 180_000);
-
-  it('killed connections (pg_terminate_backend on every worker backend, twice): the workers reconnect, no task is lost', async () => {
-    const workers = [env().worker('cut-a', ['work'], { concurrency: 4 }), env().worker('cut-b', ['work'], { concurrency: 4 })];
-    await Promise.all(workers.map((w) => w.until('ready')));
-    await env().submit(
-      'work',
-      Array.from({ length: 600 }, () => ({ mode: 'sleep' as const, ms: 10 })),
-    );
-    for (const threshold of [100, 300]) {
-      await waitFor(async () => (await env().countStatus('SUCCESS')) >= threshold, `${threshold} successes`, SETTLE_MS, 50);
-      expect(await env().cluster.terminate('tlw-')).toBeGreaterThan(0);
-    }
     await waitForAllSucceeded(env());
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] });
     await stopAll(workers);

@@ -5,7 +5,7 @@
  * neighbours survive is issue 11's B3, a store fix: pending/poison.test.ts.)
  */
 import { expect, it } from 'vitest';
-import { describeWithCluster } from './describe-cluster.js';
+import { describeWithCluster } from './describe-store.js';
 import { runPoisonPill } from './poison-case.js';
 
 await describeWithCluster('poison pill', (env) => {

@@ -8,7 +8,7 @@
  * of a poison pill are dead-lettered with it (3 × LEASE_EXPIRED each).
  */
 import { expect, it } from 'vitest';
-import { describeWithCluster } from '../describe-cluster.js';
+import { describeWithCluster } from '../describe-store.js';
 import { runPoisonPill } from '../poison-case.js';
 
 await describeWithCluster('poison pill (B3)', (env) => {
