@@ -51,6 +51,7 @@ const METHODS = [
   'migrate',
   'now',
   'schemaVersion',
+  'explainClaim',
   'subscribe',
   'insertTasks',
   'getTask',

@@ -53,6 +53,16 @@ export interface SchemaStore {
   schemaVersion(): Promise<number>;
   /** The migration this code expects. */
   readonly expectedSchemaVersion: number;
+  /**
+   * The database's plan for a claim of `taskType` (nothing is claimed): what shows that the claim reads the claim
+   * index, not the table (diagnostics, and the fault suite's flood check).
+   */
+  explainClaim(params: { taskType: string }): Promise<ClaimPlan>;
+}
+
+export interface ClaimPlan {
+  /** The plan as the database prints it (PostgreSQL: auto_explain; MySQL: EXPLAIN rows as JSON; SQLite: EXPLAIN QUERY PLAN). */
+  plan: string;
 }
 
 /** Submitting and reading tasks. */

@@ -12,6 +12,7 @@ import type { StoreFactory } from '../helpers/factory.js';
 import { waitFor } from '../helpers/wait.js';
 import { runContractConformance } from './conformance-contract.js';
 import { runControlConformance } from './conformance-control.js';
+import { runPlanConformance } from './conformance-plan.js';
 import { claimParams, FAILURE, leaseOf, newTask, useStore } from './fixtures.js';
 
 const G = Scope.global();
@@ -403,4 +404,5 @@ export function runStoreConformance(factory: StoreFactory): void {
   });
   runContractConformance(factory);
   runControlConformance(factory);
+  runPlanConformance(factory);
 }

@@ -18,6 +18,7 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase } from '../base.js';
 import type { LocalBus } from '../local-bus.js';
 import type {
+  ClaimPlan,
   AnalysisData,
   AttemptOutcome,
   AttemptRecord,
@@ -42,6 +43,7 @@ import type {
   WorkerRegistration,
 } from '../types.js';
 import { claim, type CapCache } from './claim.js';
+import { explainClaim } from './explain.js';
 import { MysqlDatabase, mysqlPoolStats, type Conn } from './connection.js';
 import * as control from './control.js';
 import { decode } from './encode.js';
@@ -101,6 +103,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     if (this.closed) return;
     this.closed = true;
     await this.db.close();
+  }
+
+  async explainClaim(params: { taskType: string }): Promise<ClaimPlan> {
+    return explainClaim(this.db, params.taskType);
   }
 
   async now(): Promise<Date> {

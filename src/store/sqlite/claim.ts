@@ -19,6 +19,11 @@ interface PolicyRow {
   enabled: number;
 }
 
+/** A type's claimable rows in claim order; parameters: type, now, now, limit (explain.ts shows its plan). */
+export const CANDIDATES_SQL = `SELECT id, task_type, priority, available_at, create_time FROM system_async_task
+     WHERE task_type = ? AND status IN ${CLAIMABLE_SQL} AND available_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)
+     ORDER BY priority DESC, available_at, create_time LIMIT ?`;
+
 export function claim(db: Db, params: ClaimParams, nowMs: number): Task[] {
   const now = toSqliteTime(nowMs);
   const policies = readPolicies(db, params.taskTypes);
@@ -29,12 +34,7 @@ export function claim(db: Db, params: ClaimParams, nowMs: number): Task[] {
   let room = Math.min(params.limit, globalCap - [...leased.values()].reduce((sum, n) => sum + n, 0));
   if (room <= 0) return [];
 
-  const candidatesOf = statement(
-    db,
-    `SELECT id, task_type, priority, available_at, create_time FROM system_async_task
-     WHERE task_type = ? AND status IN ${CLAIMABLE_SQL} AND available_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)
-     ORDER BY priority DESC, available_at, create_time LIMIT ?`,
-  );
+  const candidatesOf = statement(db, CANDIDATES_SQL);
   const candidates: Row[] = [];
   for (const taskType of new Set(params.taskTypes)) {
     const policy = policies.get(typePolicyKey(taskType));
