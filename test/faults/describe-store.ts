@@ -6,13 +6,20 @@ import { openTarget, unavailable, type FaultDialect } from './targets.js';
 
 /**
  * describe() with a fresh fault environment on `dialect` for the file
- * (targets.ts): opened before its tests, removed after them; children killed,
- * the cluster (PostgreSQL) made healthy again and the tables emptied after
+ * (targets.ts; `ownServer`: on a database server of its own, which the
+ * case may crash or freeze): opened before its tests, removed after them;
+ * children killed, that server made healthy again and the tables emptied after
  * each test. Without the server or the cluster tools: fails on CI, else
  * skipped with one line.
  */
-export async function describeOnStore(dialect: FaultDialect, title: string, body: (env: () => FaultEnvironment) => void): Promise<void> {
-  const missing = await unavailable(dialect);
+export async function describeOnStore(
+  dialect: FaultDialect,
+  title: string,
+  body: (env: () => FaultEnvironment) => void,
+  options: { ownServer?: boolean } = {},
+): Promise<void> {
+  const ownServer = options.ownServer ?? false;
+  const missing = await unavailable(dialect, ownServer);
   if (missing !== null) {
     skipWithoutServer(`${title} on ${dialect}`, missing);
     return;
@@ -20,11 +27,11 @@ export async function describeOnStore(dialect: FaultDialect, title: string, body
   describe(`${title} on ${dialect}`, () => {
     let env: FaultEnvironment | undefined;
     beforeAll(async () => {
-      env = await FaultEnvironment.on(await openTarget(dialect));
+      env = await FaultEnvironment.on(await openTarget(dialect, ownServer));
     }, 120_000);
     afterEach(async () => {
       await killAllChildren();
-      await env?.target.cluster?.restoreHealth();
+      await env?.target.server?.restoreHealth();
       await env?.reset();
     });
     afterAll(async () => {

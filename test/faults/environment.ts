@@ -12,7 +12,7 @@ import type { AttemptRecord } from '../../src/store/types.js';
 import type { NewTask } from '../../src/core/task.js';
 import type { TaskStatus } from '../../src/core/status.js';
 import { ChildWorker } from '../process/harness.js';
-import type { TestCluster } from './cluster.js';
+import type { DatabaseServer, TestCluster } from './cluster.js';
 import type { FaultChildConfig, FaultPayload } from './fault-child.js';
 import { allTasks, checkInvariants, type InvariantReport } from './invariants.js';
 import { PG_SCHEMA, postgresTarget, type FaultDialect, type FaultTarget } from './targets.js';
@@ -52,6 +52,12 @@ export class FaultEnvironment {
   /** The schema of the tables on the PostgreSQL cluster (diagnostic queries of the database cases). */
   get schema(): string {
     return PG_SCHEMA;
+  }
+
+  /** The database server of its own under this environment (the database cases'). */
+  get server(): DatabaseServer {
+    if (!this.target.server) throw new Error(`no server of our own under this ${this.dialect} environment`);
+    return this.target.server;
   }
 
   /** The PostgreSQL cluster under this environment: only the database cases, which run there alone, ask for it. */

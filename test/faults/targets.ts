@@ -17,7 +17,8 @@ import { join } from 'node:path';
 import type { Store } from '../../src/store/types.js';
 import { createTestDatabase, mysqlAvailable } from '../helpers/mysql.js';
 import { childApplicationName, mysqlChildUser, type ChildStoreConfig } from '../process/child-store.js';
-import { clusterTools, TestCluster } from './cluster.js';
+import { clusterTools, TestCluster, type DatabaseServer } from './cluster.js';
+import { MariaServer, mariaTools } from './maria-server.js';
 import { openHandlerTables, type HandlerDb, type HandlerTables } from './handler-tables.js';
 
 export type FaultDialect = Store['dialect'];
@@ -29,8 +30,10 @@ export interface FaultTarget {
   tables: HandlerTables;
   childStore: ChildStoreConfig;
   handlerDb: HandlerDb;
-  /** The PostgreSQL cluster the target runs on (only there can a case crash or freeze its database). */
+  /** The PostgreSQL cluster the target runs on (its own, which the database cases crash, freeze and reconfigure). */
   cluster?: TestCluster;
+  /** The server of its own the target runs on (PostgreSQL: the cluster; MySQL: maria-server.ts), when it has one. */
+  server?: DatabaseServer;
   /** Cuts every database connection of the worker process labelled `label`; returns how many. Absent on SQLite (no connections). */
   terminate?(label: string): Promise<number>;
   destroy(): Promise<void>;
@@ -40,8 +43,13 @@ export interface FaultTarget {
 export const PG_SCHEMA = 'faults';
 export const DIALECTS: readonly FaultDialect[] = ['postgres', 'mysql', 'sqlite'];
 
-/** Why a dialect cannot run here (outside CI only: on CI a missing server fails), or null. */
-export async function unavailable(dialect: FaultDialect): Promise<string | null> {
+/** Why a dialect cannot run here (outside CI only: on CI a missing server fails), or null. `ownServer`: one the test starts. */
+export async function unavailable(dialect: FaultDialect, ownServer = false): Promise<string | null> {
+  if (dialect === 'mysql' && ownServer) {
+    if (await mariaTools()) return null;
+    if (process.env.CI === 'true') throw new Error('the fault suite needs mariadbd and mariadb-install-db on PATH (MariaDB server binaries)');
+    return 'mariadbd and mariadb-install-db (MariaDB server binaries) on PATH';
+  }
   if (dialect === 'postgres') {
     if (await clusterTools()) return null;
     if (process.env.CI === 'true') throw new Error('the fault suite needs initdb and pg_ctl on PATH (PostgreSQL server binaries)');
@@ -51,8 +59,10 @@ export async function unavailable(dialect: FaultDialect): Promise<string | null>
   return null;
 }
 
-export async function openTarget(dialect: FaultDialect): Promise<FaultTarget> {
+/** A fresh target; PostgreSQL always on a cluster of its own, MySQL on one of its own when `ownServer`, else on the shared server. */
+export async function openTarget(dialect: FaultDialect, ownServer = false): Promise<FaultTarget> {
   if (dialect === 'postgres') return postgresTarget(await TestCluster.create((await clusterTools())!), true);
+  if (dialect === 'mysql' && ownServer) return mariaTarget(await MariaServer.create((await mariaTools())!));
   return dialect === 'mysql' ? mysqlTarget() : sqliteTarget();
 }
 
@@ -61,7 +71,7 @@ async function assemble(
   store: Store,
   childStore: ChildStoreConfig,
   handlerDb: HandlerDb,
-  around: Pick<FaultTarget, 'cluster' | 'terminate'> & { remove(): Promise<void> },
+  around: Pick<FaultTarget, 'cluster' | 'server' | 'terminate'> & { remove(): Promise<void> },
 ): Promise<FaultTarget> {
   await store.migrate();
   const tables = await openHandlerTables(handlerDb, 'parent');
@@ -91,6 +101,7 @@ export async function postgresTarget(cluster: TestCluster, owns = false): Promis
     { dialect: 'postgres', url: cluster.url, schema: PG_SCHEMA },
     {
       cluster,
+      server: cluster,
       terminate: (label) => cluster.terminate(childApplicationName(label)),
       remove: async () => (owns ? cluster.destroy() : undefined),
     },
@@ -106,11 +117,7 @@ async function mysqlTarget(): Promise<FaultTarget> {
     { dialect: 'mysql', uri: database.uri },
     { dialect: 'mysql', uri: database.uri },
     {
-      async terminate(label) {
-        const rows = await database.query('SELECT id FROM information_schema.processlist WHERE user = ?', [mysqlChildUser(database.uri, label)]);
-        for (const row of rows) await database.query(`KILL CONNECTION ${Number(row.id)}`).catch(() => undefined); // gone meanwhile
-        return rows.length;
-      },
+      terminate: (label) => killConnections(database.query, database.uri, label),
       async remove() {
         const users = await database.query("SELECT user AS name FROM mysql.user WHERE user LIKE CONCAT('tlw\\\\_%', ?)", [database.name.slice(-12)]);
         for (const user of users) await database.query('DROP USER IF EXISTS ?@?', [String(user.name), '%']);
@@ -118,6 +125,24 @@ async function mysqlTarget(): Promise<FaultTarget> {
       },
     },
   );
+}
+
+/** The `test` database of a MariaDB server of its own; destroy() removes the server. */
+async function mariaTarget(server: MariaServer): Promise<FaultTarget> {
+  const { MysqlStore } = await import('../../src/store/mysql/store.js');
+  return assemble(
+    new MysqlStore({ uri: server.url, poolSize: 4 }),
+    { dialect: 'mysql', uri: server.url },
+    { dialect: 'mysql', uri: server.url },
+    { server, terminate: (label) => killConnections((sql, values) => server.query(sql, values), server.url, label), remove: () => server.destroy() },
+  );
+}
+
+/** KILL every connection of the worker process labelled `label` (it connects as its own user: child-store.ts). */
+async function killConnections(query: (sql: string, values?: unknown[]) => Promise<Record<string, unknown>[]>, uri: string, label: string): Promise<number> {
+  const rows = await query('SELECT id FROM information_schema.processlist WHERE user = ?', [mysqlChildUser(uri, label)]);
+  for (const row of rows) await query(`KILL CONNECTION ${Number(row.id)}`).catch(() => undefined); // gone meanwhile
+  return rows.length;
 }
 
 async function sqliteTarget(): Promise<FaultTarget> {
