@@ -10,7 +10,7 @@ import { waitFor } from '../helpers/wait.js';
 import { describeOnStore } from './describe-store.js';
 import { DIALECTS } from './targets.js';
 
-const FLOOD = 100_000;
+const FLOOD = Number(process.env.FLOOD ?? 100_000);
 
 for (const dialect of DIALECTS) {
   await describeOnStore(dialect, 'flood', (env) => {
