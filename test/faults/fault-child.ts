@@ -107,7 +107,7 @@ process.on('SIGTERM', () => {
   void worker.stop().then(async () => {
     await store.close().catch(() => undefined);
     await tables.close().catch(() => undefined);
-    say({ event: 'stopped', completed });
-    process.exit(0);
+    // Exit once the line is written: a long one outgrows the pipe's buffer, and process.exit would cut its tail.
+    process.stdout.write(`${JSON.stringify({ event: 'stopped', completed })}\n`, () => process.exit(0));
   });
 });
