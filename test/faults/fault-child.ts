@@ -94,7 +94,7 @@ async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status:
 const tasks = config.types.map((type) => defineTask({ type, execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload) }));
 const worker = createWorker({ store, tasks, clock, workerId: config.label, ...config.worker });
 worker.on('started', ({ task }) => say({ event: 'started', id: task.id, attempt: task.attemptCount }));
-worker.on('completed', ({ task }) => say({ event: 'completed', id: task.id }));
+worker.on('completed', ({ task }) => say({ event: 'completed', id: task.id, attempt: task.attemptCount }));
 worker.on('leaseLost', ({ task, reason }) => say({ event: 'leaseLost', id: task.id, reason }));
 worker.on('error', ({ operation, error }) => say({ event: 'error', operation, message: String((error as Error)?.message ?? error) }));
 worker.start();

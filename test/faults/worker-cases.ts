@@ -61,23 +61,26 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
   }, 90_000);
 
   it('event loop blocked for 3 leases: the lease loss is detected and the stale completion fenced', async () => {
+    // The sweeper runs before the block begins: a rescuer forked during it may start later than the block ends (a loaded
+    // machine), and an expired lease nobody swept yet can still be renewed by its holder (see docs/faults.md).
+    const sweeper = env().worker('busy-s', ['idle']);
     const blocked = env().worker('busy-a', ['work'], { concurrency: 1, recoveryIntervalMs: 0 });
-    await blocked.until('ready');
+    await Promise.all([sweeper.until('ready'), blocked.until('ready')]);
     const [id] = await env().submit('work', [{ mode: 'busy', ms: 3 * TIMING.leaseMs, completeAnyway: true, onlyAttempt: 1 }]);
     await blocked.until('started', 30_000, id);
     const rescuer = env().worker('busy-b', ['work']);
     const aborted = await blocked.until('aborted', RESCUE_MS, id);
     expect(aborted.reason).toBe('LEASE_LOST');
-    await waitFor(async () => (await env().statusOf(id!)) === 'SUCCESS', 'the rescuer to complete the task', RESCUE_MS, 100);
+    await waitFor(async () => (await env().statusOf(id!)) === 'SUCCESS', 'the task to run again', RESCUE_MS, 100);
     const task = await env().store.getTask({ id: id!, scope: Scope.global() });
-    expect(task!.result).toEqual({ by: 'busy-b', attempt: 2 });
-    expect((await env().attempts(id!)).map((a) => [a.worker_id, a.outcome])).toEqual([
-      ['busy-a', 'LEASE_EXPIRED'],
-      ['busy-b', 'SUCCESS'],
+    expect(task!.result).toMatchObject({ attempt: 2 }); // busy-b's, or busy-a's once it was free again
+    expect((await env().attempts(id!)).map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, 'LEASE_EXPIRED'],
+      [2, 'SUCCESS'],
     ]);
-    expect(blocked.has('completed', id)).toBe(false); // the blocked worker never reported the stale completion as done
+    expect(blocked.events.some((e) => e.event === 'completed' && e.id === id && e.attempt === 1)).toBe(false);
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
-    await Promise.all([blocked.stop(), rescuer.stop()]);
+    await Promise.all([blocked.stop(), rescuer.stop(), sweeper.stop()]);
   }, 90_000);
 
   it('SIGTERM ×5 with tasks shorter and longer than the grace: short ones complete, long ones are handed back, none left RUNNING', async () => {
