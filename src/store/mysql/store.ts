@@ -18,6 +18,7 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase, type StoreMethod } from '../base.js';
 import type { LocalBus } from '../local-bus.js';
 import type {
+  ClaimPlan,
   AnalysisData,
   AttemptOutcome,
   AttemptRecord,
@@ -45,6 +46,7 @@ import type {
   WorkerRegistration,
 } from '../types.js';
 import { claim, type CapCache } from './claim.js';
+import { explainClaim } from './explain.js';
 import { MysqlDatabase, mysqlPoolStats, type Conn } from './connection.js';
 import * as control from './control.js';
 import { decode } from './encode.js';
@@ -143,6 +145,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     this.closed = true;
     this.wakeups.stop();
     await Promise.all([this.db.close(), this.leaseDb.close()]);
+  }
+
+  async explainClaim(params: { taskType: string }): Promise<ClaimPlan> {
+    return explainClaim(this.db, params.taskType);
   }
 
   async now(): Promise<Date> {

@@ -241,4 +241,15 @@ ALTER TABLE ${s}.system_async_task ADD COLUMN unique_key text, ADD COLUMN unique
 CREATE UNIQUE INDEX ux_system_async_task_unique ON ${s}.system_async_task ((${UNIQUE_HOLD_SQL})) WHERE unique_key IS NOT NULL;
 `,
   },
+  {
+    version: 9,
+    name: 'deadline index covers paused tasks',
+    // The sweep's deadline step fails PAUSED tasks too (they stayed PAUSED forever past their deadline):
+    // the partial index it walks must hold them, or that step would scan the table.
+    sql: (s) => `
+DROP INDEX IF EXISTS ${s}.ix_system_async_task_deadline;
+CREATE INDEX ix_system_async_task_deadline ON ${s}.system_async_task (deadline_at)
+  WHERE status IN ('QUEUED', 'RETRY_WAIT', 'PAUSED') AND deadline_at IS NOT NULL;
+`,
+  },
 ];
