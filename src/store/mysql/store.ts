@@ -113,7 +113,9 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   protected override async wake(method: StoreMethod, events: readonly StoreEvent[]): Promise<void> {
     await super.wake(method, events);
     if (method === 'insertTasks' || !events.some((event) => event.kind === 'submitted')) return;
-    await this.db.run((conn) => bumpWakeup(this.db, conn)).catch(() => undefined); // a lost wake-up costs a poll period, not the write
+    // A worker's hand-back bumps on the lease pool, as it wrote: the main pool may be full of handlers' connections.
+    const db = method === 'releaseTasks' ? this.leaseDb : this.db;
+    await db.run((conn) => bumpWakeup(db, conn)).catch(() => undefined); // a lost wake-up costs a poll period, not the write
   }
 
   /** The connection layer maps driver errors (errors.ts) where it can still tell retries apart. */
