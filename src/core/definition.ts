@@ -7,25 +7,9 @@ import { DEFAULT_RETRY, type RetryOptions } from './retry.js';
 import { checkKnownKeys, keysOf } from './validate.js';
 import { isStandardSchema, type StandardSchemaV1 } from './standard-schema.js';
 import type { TaskContext } from './context.js';
+import type { TaskResult } from './result.js';
 
-export type TaskResultStatus = 'SUCCESS' | 'PARTIAL_SUCCESS';
-
-export interface TaskResult {
-  status: TaskResultStatus;
-  /** An id of what the task produced (a file, a report), stored in artifact_id. */
-  artifactId?: string | null;
-  /** Any JSON value, stored in result_json. */
-  result?: unknown;
-}
-
-export const TaskResult = {
-  success(options: { artifactId?: string | null; result?: unknown } = {}): TaskResult {
-    return { status: 'SUCCESS', ...options };
-  },
-  partial(options: { artifactId?: string | null; result?: unknown } = {}): TaskResult {
-    return { status: 'PARTIAL_SUCCESS', ...options };
-  },
-};
+export { TaskResult, type TaskResultStatus } from './result.js';
 
 export interface TaskDefinition<Payload = unknown> {
   /** 1–200 characters, no control characters. */

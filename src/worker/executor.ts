@@ -17,10 +17,15 @@ import type { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { failureOutcome, successOutcome } from './outcome.js';
 import type { PolicyCache } from './policy-cache.js';
+import { completeInTransaction, completionCommitted } from './tx-complete.js';
+
+const COMMITTED = Symbol('committed in the handler transaction');
 
 export interface ExecutorHooks {
   /** An outcome to write (the execution is finishing). */
   write(outcome: AttemptOutcome, execution: Execution): void;
+  /** The handler's own transaction committed this outcome (ctx.complete): nothing to write, only to tell. */
+  committed(outcome: AttemptOutcome, execution: Execution): void;
   /** A handler stopped and its slot is free; `forgotten`: its execution had already ended (nothing will claim for its room). */
   slotFreed(forgotten: boolean): void;
   /** An execution ended with nothing to write (its lease is gone): its room is free now. */
@@ -37,7 +42,12 @@ export class Executor {
     private readonly events: Announcer,
     private readonly hooks: ExecutorHooks,
   ) {
-    this.sink = { save: (execution, progress) => leases.saveProgress(execution, progress), pollCancellation: (execution) => leases.check(execution) };
+    const services = { store: options.store, table, leases };
+    this.sink = {
+      save: (execution, progress) => leases.saveProgress(execution, progress),
+      pollCancellation: (execution) => leases.check(execution),
+      complete: (execution, transaction, result) => completeInTransaction(execution, services, transaction, result),
+    };
     this.contextOptions = {
       flushIntervalMs: options.progressFlushIntervalMs,
       flushThreshold: options.progressFlushThreshold,
@@ -72,23 +82,28 @@ export class Executor {
     const durationMs = this.clock.now() - execution.startedAt;
     if (o.slowTaskThresholdMs > 0 && durationMs > o.slowTaskThresholdMs) this.events.emit('slow', { task, durationMs, thresholdMs: o.slowTaskThresholdMs });
     void execution.handlerSettled.then(() => this.handlerStopped(execution));
-    if (outcome && execution.state === 'running') {
+    if (outcome === COMMITTED) {
+      this.hooks.committed(execution.completion!, execution);
+    } else if (outcome && (execution.state === 'running' || execution.state === 'committing')) {
       this.table.moveTo(execution, 'finishing');
       this.hooks.write(outcome, execution);
     } else {
-      if (execution.state === 'running') this.table.moveTo(execution, 'lost'); // the lease could not be confirmed
+      if (execution.state === 'running' || execution.state === 'committing') this.table.moveTo(execution, 'lost'); // the lease could not be confirmed
       this.table.forgetIfSettled(execution);
       this.hooks.nothingToWrite();
     }
   }
 
-  private async outcomeOf(execution: Execution, context: ExecutionContext<Execution>): Promise<AttemptOutcome | null> {
+  /** COMMITTED: ctx.complete(tx) wrote it and the handler's transaction committed; null: nothing may be written. */
+  private async outcomeOf(execution: Execution, context: ExecutionContext<Execution>): Promise<AttemptOutcome | null | typeof COMMITTED> {
     try {
       const result = await runHandler(execution, context);
       await context.settle();
+      if (await this.completedInTransaction(execution)) return COMMITTED;
       return successOutcome(execution, result);
     } catch (error) {
       await context.settle();
+      if (await this.completedInTransaction(execution)) return COMMITTED;
       const decision = {
         retry: this.policies.retryFor(execution.task.taskType),
         exposeErrorMessages: this.options.exposeErrorMessages,
@@ -100,6 +115,11 @@ export class Executor {
         return null; // cannot confirm the lease: leave the task to lease expiry
       });
     }
+  }
+
+  private async completedInTransaction(execution: Execution): Promise<boolean> {
+    if (execution.state !== 'committing') return false;
+    return completionCommitted(execution, this.options.store, (error) => this.events.emit('error', { operation: 'getTask', error }));
   }
 
   private handlerStopped(execution: Execution): void {
@@ -128,6 +148,7 @@ async function runHandler(execution: Execution, context: ExecutionContext<Execut
     if (!checked.ok) throw new PayloadInvalidError(task.taskType, checked.issues);
     payload = checked.value;
   }
+  execution.payload = payload;
   if (definition.validate) await definition.validate(payload, context);
   context.throwIfAborted();
   const work = Promise.resolve().then(() => definition.execute!(context, payload));
@@ -138,7 +159,8 @@ async function runHandler(execution: Execution, context: ExecutionContext<Execut
   execution.handlerSettled = work.then(settle, settle);
   const result = (await raceAbort(work, execution)) ?? { status: 'SUCCESS' };
   if (execution.abortReason && execution.abortReason.code !== 'SHUTDOWN') throw execution.abortReason;
-  if (definition.validateCompletion) await definition.validateCompletion(result, payload, context);
+  // A completion made in the handler's transaction was validated before it was written.
+  if (definition.validateCompletion && execution.state !== 'committing') await definition.validateCompletion(result, payload, context);
   return result;
 }
 
@@ -147,7 +169,8 @@ function raceAbort<T>(work: Promise<T>, execution: Execution): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => {
       const reason = execution.abortReason;
-      if (reason?.code === 'SHUTDOWN') return;
+      // A handler committing its own transaction is waited for: whether it committed decides the outcome.
+      if (reason?.code === 'SHUTDOWN' || execution.state === 'committing') return;
       reject(reason);
     };
     if (execution.abortReason) onAbort();

@@ -2,9 +2,11 @@ import { onPostgres } from '../helpers/postgres.js';
 import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runWorkerSuite } from './suite.js';
+import { runTxCompleteSuite } from './tx-complete-suite.js';
 
 await onPostgres('test/worker/postgres.test.ts', 'worker', (factory) => {
   runWorkerSuite(factory);
   runOutcomeSuite(factory);
   runCommitDoubtSuite(factory);
+  runTxCompleteSuite(factory);
 });
