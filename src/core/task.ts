@@ -37,6 +37,8 @@ export interface Task<Payload = unknown> {
   result: unknown;
   lastErrorCode: string | null;
   traceId: string | null;
+  /** The W3C traceparent of the OpenTelemetry span that submitted the task (null: none was active). */
+  traceParent: string | null;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
@@ -59,6 +61,8 @@ export interface NewTask {
   owner: string | null;
   idempotencyKey: string | null;
   traceId: string | null;
+  /** W3C traceparent of the submitting span (observe/tracing.ts); absent or null: none. */
+  traceParent?: string | null;
 }
 
 /** The fencing token of one execution: every write a worker makes carries it. */

@@ -22,6 +22,7 @@ import { TaskAbortedError } from '../core/errors.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
 import type { Lease, Task } from '../core/task.js';
 import type { TimerHandle } from '../core/clock.js';
+import type { TaskSpan } from '../observe/tracing.js';
 import type { AttemptOutcome } from '../store/types.js';
 import type { AbortSource, ExecutionContext } from './context.js';
 
@@ -53,6 +54,8 @@ export class Execution implements AbortSource {
   timer: TimerHandle = undefined;
   /** The payload as the handler received it (after its schema), for validateCompletion. */
   payload: unknown = undefined;
+  /** The attempt's OpenTelemetry span (null: the API is not installed). */
+  span: TaskSpan | null = null;
   /** The outcome ctx.complete(tx) wrote inside the handler's transaction (state committing). */
   completion: AttemptOutcome | null = null;
   private reason: TaskAbortedError | null = null;

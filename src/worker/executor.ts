@@ -18,6 +18,7 @@ import type { ResolvedWorkerOptions } from './options.js';
 import { failureOutcome, successOutcome } from './outcome.js';
 import type { PolicyCache } from './policy-cache.js';
 import { completeInTransaction, completionCommitted } from './tx-complete.js';
+import { startExecuteSpan } from '../observe/tracing.js';
 
 const COMMITTED = Symbol('committed in the handler transaction');
 
@@ -75,6 +76,7 @@ export class Executor {
     this.table.runningHandlers += 1;
     const context = new ExecutionContext(task, execution, this.sink, this.contextOptions);
     execution.context = context;
+    execution.span = startExecuteSpan(task, o.workerId);
     this.armTimeout(execution);
     if (this.events.listening('started')) this.events.emit('started', { task, queueWaitMs: Math.max(0, Date.now() - task.createdAt.getTime()) });
     const outcome = await this.outcomeOf(execution, context);
@@ -82,6 +84,7 @@ export class Executor {
     const durationMs = this.clock.now() - execution.startedAt;
     if (o.slowTaskThresholdMs > 0 && durationMs > o.slowTaskThresholdMs) this.events.emit('slow', { task, durationMs, thresholdMs: o.slowTaskThresholdMs });
     void execution.handlerSettled.then(() => this.handlerStopped(execution));
+    execution.span?.end(...spanEnding(outcome === COMMITTED ? execution.completion : outcome));
     if (outcome === COMMITTED) {
       this.hooks.committed(execution.completion!, execution);
     } else if (outcome && (execution.state === 'running' || execution.state === 'committing')) {
@@ -151,7 +154,8 @@ async function runHandler(execution: Execution, context: ExecutionContext<Execut
   execution.payload = payload;
   if (definition.validate) await definition.validate(payload, context);
   context.throwIfAborted();
-  const work = Promise.resolve().then(() => definition.execute!(context, payload));
+  const { span } = execution;
+  const work = Promise.resolve().then(() => (span ? span.run(() => definition.execute!(context, payload)) : definition.execute!(context, payload)));
   execution.handlerIdle = false;
   const settle = (): void => {
     execution.handlerIdle = true;
@@ -177,4 +181,12 @@ function raceAbort<T>(work: Promise<T>, execution: Execution): Promise<T> {
     const off = execution.onAbort(onAbort);
     work.then(resolve, reject).finally(off);
   });
+}
+
+/** How an attempt's span ends: status ERROR for a failure (its sanitized code and message, never the raw error) or a lost lease. */
+function spanEnding(outcome: AttemptOutcome | null): [string | null, Record<string, string>] {
+  if (outcome === null) return ['LEASE_LOST', { 'tasklease.outcome': 'LEASE_LOST' }];
+  const attributes = { 'tasklease.outcome': outcome.kind };
+  if (outcome.kind !== 'RETRY' && outcome.kind !== 'FAILED') return [null, attributes];
+  return [`${outcome.failure.errorCode}: ${outcome.failure.message}`, { ...attributes, 'tasklease.error_code': outcome.failure.errorCode }];
 }

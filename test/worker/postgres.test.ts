@@ -2,6 +2,7 @@ import { onPostgres } from '../helpers/postgres.js';
 import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runWorkerSuite } from './suite.js';
+import { runTracingSuite } from './tracing-suite.js';
 import { runTxCompleteSuite } from './tx-complete-suite.js';
 
 await onPostgres('test/worker/postgres.test.ts', 'worker', (factory) => {
@@ -9,4 +10,5 @@ await onPostgres('test/worker/postgres.test.ts', 'worker', (factory) => {
   runOutcomeSuite(factory);
   runCommitDoubtSuite(factory);
   runTxCompleteSuite(factory);
+  runTracingSuite(factory);
 });

@@ -17,7 +17,7 @@ const MAX_STATEMENT_BYTES = 4 * 1024 * 1024;
 const MAX_STATEMENT_ROWS = 1000;
 
 const COLUMNS = `id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
-  max_attempts, owner, idempotency_key, trace_id, create_time, update_time`;
+  max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time`;
 
 export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {
   if (tasks.length === 0) return [];
@@ -39,6 +39,7 @@ export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly
       task.owner,
       task.idempotencyKey,
       task.traceId,
+      task.traceParent ?? null,
       now,
       now,
     ]);

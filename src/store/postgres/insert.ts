@@ -57,7 +57,7 @@ export async function insertTasks(ctx: PgContext, tasks: readonly NewTask[], on:
 }
 
 async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTask[]): Promise<Map<string, Task>> {
-  const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], []];
+  const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], []];
   for (const t of tasks) {
     const values = [
       t.id,
@@ -71,6 +71,7 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
       t.owner,
       t.idempotencyKey,
       t.traceId,
+      t.traceParent ?? null,
     ];
     values.forEach((value, i) => columns[i]!.push(value));
   }
@@ -117,6 +118,7 @@ function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
     result: null,
     lastErrorCode: null,
     traceId: input.traceId,
+    traceParent: input.traceParent ?? null,
     createdAt,
     updatedAt: createdAt,
     startedAt: null,
@@ -129,21 +131,21 @@ function insertSql(ctx: PgContext, keyed = true): string {
   return `
 WITH input AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::double precision[], $6::timestamptz[],
-                       $7::timestamptz[], $8::integer[], $9::text[], $10::text[], $11::text[])
+                       $7::timestamptz[], $8::integer[], $9::text[], $10::text[], $11::text[], $12::text[])
     WITH ORDINALITY AS u(id, task_type, payload_json, priority, delay_ms, available_at, deadline_at, max_attempts,
-                         owner, idempotency_key, trace_id, ord)
+                         owner, idempotency_key, trace_id, trace_parent, ord)
 ),
 inserted AS (
   INSERT INTO ${task} (id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
-                       max_attempts, owner, idempotency_key, trace_id, create_time, update_time)
+                       max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time)
   SELECT id, task_type, ${STATUS_SQL.QUEUED}, priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
-         deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, now(), now()
+         deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, trace_parent, now(), now()
   FROM input ORDER BY ord
   ${keyed ? "ON CONFLICT (task_type, COALESCE(owner, ''), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING" : ''}
   RETURNING ${keyed ? 'id, task_type, available_at, create_time' : 'task_type'}
 ),
 notified AS (
-  SELECT pg_notify($12, CASE WHEN octet_length(payload) > ${MAX_NOTIFY_BYTES} THEN '${WAKE_ALL_PAYLOAD}' ELSE payload END)
+  SELECT pg_notify($13, CASE WHEN octet_length(payload) > ${MAX_NOTIFY_BYTES} THEN '${WAKE_ALL_PAYLOAD}' ELSE payload END)
   FROM (SELECT json_build_object('k', 's', 't', array_agg(DISTINCT task_type))::text AS payload FROM inserted HAVING count(*) > 0) AS created
 )
 ${

@@ -198,4 +198,11 @@ CREATE TABLE ${s}.system_async_task_api_token (
     // for processes of the previous release during a rolling upgrade.
     sql: () => 'SELECT 1',
   },
+  {
+    version: 6,
+    name: 'trace parent',
+    // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
+    // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.
+    sql: (s) => `ALTER TABLE ${s}.system_async_task ADD COLUMN IF NOT EXISTS trace_parent text;`,
+  },
 ];

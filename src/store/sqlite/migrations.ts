@@ -156,4 +156,11 @@ CREATE TABLE system_async_task_api_token (
 CREATE UNIQUE INDEX ux_system_async_task_api_token_hash ON system_async_task_api_token (token_hash);
 `,
   },
+  {
+    version: 5,
+    name: 'trace parent',
+    // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
+    // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.
+    sql: `ALTER TABLE system_async_task ADD COLUMN trace_parent TEXT;`,
+  },
 ];
