@@ -102,11 +102,11 @@ export class Executor {
     try {
       const result = await runHandler(execution, context);
       await context.settle();
-      if (await this.completedInTransaction(execution)) return COMMITTED;
+      if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;
       return successOutcome(execution, result);
     } catch (error) {
       await context.settle();
-      if (await this.completedInTransaction(execution)) return COMMITTED;
+      if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;
       const decision = {
         retry: this.policies.retryFor(execution.task.taskType),
         exposeErrorMessages: this.options.exposeErrorMessages,
@@ -120,8 +120,8 @@ export class Executor {
     }
   }
 
-  private async completedInTransaction(execution: Execution): Promise<boolean> {
-    if (execution.state !== 'committing') return false;
+  /** Only for an execution in state committing (no extra await on the common path). */
+  private committedInTransaction(execution: Execution): Promise<boolean> {
     return completionCommitted(execution, this.options.store, (error) => this.events.emit('error', { operation: 'getTask', error }));
   }
 
