@@ -5,12 +5,14 @@
  * over, the worker none the wiser) has its effect rolled back with it.
  * PostgreSQL and MySQL; the effect table is the test's own (raw SQL here).
  */
+import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import type { TaskContext } from '../../src/core/context.js';
 import { defineTask } from '../../src/core/definition.js';
 import { TaskAbortedError, UnsupportedError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
+import { createMetrics } from '../../src/observe/metrics.js';
 import type { MysqlStore } from '../../src/store/mysql/store.js';
 import type { PostgresStore } from '../../src/store/postgres/store.js';
 import type { Store } from '../../src/store/types.js';
@@ -135,7 +137,7 @@ export function runTxCompleteSuite(factory: StoreFactory): void {
   describe(`ctx.complete(tx) on ${factory.dialect}`, () => {
     const env = perTestStore(factory);
 
-    it('commits the effect and SUCCESS together; the worker writes no second outcome and still reports the completion', async () => {
+    it('commits the effect and SUCCESS together; the worker writes no second outcome and still reports the completion (event, metric)', async () => {
       const kit = kitFor(env.store);
       await kit.createEffects();
       const counted = countingOwnWrites(env.store);
@@ -148,6 +150,8 @@ export function runTxCompleteSuite(factory: StoreFactory): void {
           }),
       });
       const worker = env.track(createWorker({ store: counted.store, tasks: [t], ...options }));
+      const registry = new Registry();
+      createMetrics({ registry }).attachWorker(worker);
       const completed: string[] = [];
       worker.on('completed', ({ task, status }) => completed.push(`${task.id}:${status}`));
       const { task } = await createClient({ store: env.store, tasks: [t] }).submit(t, {});
@@ -158,6 +162,10 @@ export function runTxCompleteSuite(factory: StoreFactory): void {
       expect(await kit.effects(task.id)).toEqual([{ taskId: task.id, attempt: 1 }]);
       const attempts = await env.store.listAttempts({ taskId: task.id });
       expect(attempts.map((a) => a.outcome)).toEqual(['SUCCESS']);
+      const successes = (await registry.getSingleMetric('async_task_completed_total')!.get()).values.filter(
+        (v) => v.labels.status === 'SUCCESS' && v.labels.task_type === 'tx-effect',
+      );
+      expect(successes.map((v) => v.value)).toEqual([1]);
       await worker.stop();
       expect(counted.writes()).toBe(0);
     });
