@@ -221,6 +221,52 @@ export function runTxCompleteSuite(factory: StoreFactory): void {
       ]);
     });
 
+    it('while a completed transaction stays open, the worker keeps renewing its other leases (the locked row is left out)', async () => {
+      const kit = kitFor(env.store);
+      await kit.createEffects();
+      let commitNow!: () => void;
+      const mayCommit = new Promise<void>((resolve) => (commitNow = resolve));
+      let finishOther!: () => void;
+      const otherMayFinish = new Promise<void>((resolve) => (finishOther = resolve));
+      let completedInTx = false;
+      const t = defineTask<{ hold: boolean }>({
+        type: 'tx-hold',
+        execute: async (ctx: TaskContext, { hold }) => {
+          if (!hold) return otherMayFinish;
+          await kit.inTransaction(async (tx) => {
+            await tx.insertEffect(ctx.taskId, ctx.attempt);
+            await ctx.complete(tx.handle);
+            completedInTx = true;
+            await mayCommit;
+          });
+        },
+      });
+      const worker = env.track(createWorker({ store: env.store, tasks: [t], ...options, concurrency: 2 }));
+      const lost: string[] = [];
+      worker.on('leaseLost', ({ task }) => lost.push(task.id));
+      const renewals: number[] = [];
+      worker.on('heartbeat', ({ renewed }) => completedInTx && renewals.push(renewed));
+      const client = createClient({ store: env.store, tasks: [t] });
+      const [other, held] = await client.submitMany([
+        { type: 'tx-hold', payload: { hold: false } },
+        { type: 'tx-hold', payload: { hold: true } },
+      ]);
+      worker.start();
+      try {
+        // A heartbeat that asked for the held row would wait for its lock, and so would every other lease of the worker.
+        await waitFor(() => renewals.length >= 3, 'three heartbeats while the completing transaction is open');
+        expect(renewals.slice(0, 3)).toEqual([1, 1, 1]);
+      } finally {
+        commitNow(); // even on failure: an open transaction would hold the worker's stop
+        finishOther();
+      }
+      for (const { task } of [other!, held!]) {
+        await waitFor(async () => (await env.store.getTask({ id: task.id, scope: G }))?.status === 'SUCCESS', `task ${task.id} to succeed`);
+      }
+      expect(lost).toEqual([]);
+      expect(await kit.effects(held!.task.id)).toEqual([{ taskId: held!.task.id, attempt: 1 }]);
+    });
+
     it('a transaction rolled back after ctx.complete leaves the task to the handler’s own outcome', async () => {
       const kit = kitFor(env.store);
       await kit.createEffects();
