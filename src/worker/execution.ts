@@ -9,11 +9,11 @@
  *      ├──released──▶ done
  *      └── buffered, running, committing, finishing ──lease lost──▶ lost
  *
- * `committing`: the handler wrote its outcome inside its own transaction
- * (tx-complete.ts); whether that commits is the handler's to decide, so the
- * worker writes nothing more unless it rolled back, and stops renewing the
- * lease (the caller's transaction holds the task row locked: a renewal would
- * wait for it). `lost` and `done` are final: nothing more is written. The
+ * `committing`: the handler is writing, or wrote, its outcome inside its own
+ * transaction (tx-complete.ts); whether that commits is the handler's to
+ * decide, so the worker writes nothing more unless it rolled back, and stops
+ * renewing the lease (the caller's transaction holds the task row locked: a
+ * renewal would wait for it). `lost` and `done` are final: nothing more is written. The
  * handler may still be running in a final state (an abort is a request, not
  * a kill); the slot is freed only when it has really stopped. The
  * AbortSignal is made only when a handler asks for it.

@@ -8,8 +8,9 @@
  * worker may hold the task) it throws LEASE_LOST, so that the handler rolls
  * back and its effects never land. If it holds, the task row stays locked by
  * the caller's transaction until it ends: nobody else can take the task over
- * meanwhile, and the execution goes to `committing`, where the worker
- * neither renews the lease nor writes a second outcome. When the handler has
+ * meanwhile. Just before the write the execution goes to `committing`, where
+ * the worker neither renews the lease (a renewal would wait for that lock)
+ * nor writes a second outcome. When the handler has
  * returned, the worker reads back whether the completion committed
  * (completionCommitted); a rolled-back one counts as never made.
  */
@@ -37,18 +38,22 @@ export async function completeInTransaction(
   const outcome = successOutcome(execution, taskResult);
   if (outcome.kind === 'FAILED') throw new ValidationError(outcome.failure.message ?? 'result is not JSON', 'result', ErrorCode.RESULT_NOT_SERIALIZABLE);
   checkCanComplete(execution, store, transaction); // an abort may have arrived while validateCompletion ran
+  // Out of the heartbeat before the row is locked, and no heartbeat that asked for it still running: one that
+  // did would wait for the caller's commit holding the locks of every other lease of this worker.
+  // From here on the worker reads back whether this completion committed (a thrown write: it did not).
+  execution.completion = outcome;
+  table.moveTo(execution, 'committing');
+  await leases.heartbeatsSettled();
   const { applied } = await store.finishAttempts({ outcomes: [outcome], transaction });
   if (!applied[0]) {
     leases.loseLease(execution, 'write');
     throw new TaskAbortedError('LEASE_LOST', 'ctx.complete: the lease is gone (another worker may own this task now): roll back your transaction');
   }
-  // The local lease deadline, a cancel request or a timeout may have fired while the write was in flight:
-  // the worker has decided otherwise already, so this completion must not commit.
-  if (execution.state !== 'running' || notShutdown(execution)) {
+  // A renewal's answer (lease lost) or a timeout may have come while the write was in flight: the worker
+  // has decided otherwise already, so this completion must not commit.
+  if (execution.state !== 'committing' || notShutdown(execution)) {
     throw execution.abortReason ?? new TaskAbortedError('LEASE_LOST', 'ctx.complete: the attempt ended while its completion was being written: roll back');
   }
-  execution.completion = outcome;
-  table.moveTo(execution, 'committing');
 }
 
 /** Whether the completion written in the handler's transaction committed; a read that fails counts as not (the fence still guards). */
