@@ -10,11 +10,13 @@ export type * from './store/types.js';
 // The stores live in their own entry points (tasklease/sqlite, tasklease/postgres,
 // tasklease/mysql): this one imports no database driver, nor any driver's types.
 export { openStore, dialectOfUrl, type OpenStoreOptions } from './store/open.js';
-export { defineTask, TaskResult, type TaskDefinition } from './core/definition.js';
+export { defineTask, TaskResult, type TaskDefinition, type TaskSnooze } from './core/definition.js';
 export type { TaskContext } from './core/context.js';
 export type { WorkerEvents } from './worker/events.js';
 export { Worker, createWorker, type WorkerStats, type WorkerState } from './worker/worker.js';
 export type { WorkerOptions } from './worker/options.js';
 export { TaskLeaseClient, createClient, type ClientEvents, type ClientOptions, type ListOptions, type CancelOutcome } from './client/client.js';
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';
+export type { ScheduleApi, ScheduleView } from './client/schedules.js';
+export { MAX_CATCH_UP, type Schedule, type ScheduleInput } from './core/schedule.js';
 export * from './observe/index.js';

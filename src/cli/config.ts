@@ -25,7 +25,15 @@ export interface CliConfig {
 }
 
 type WorkerField =
-  'concurrency' | 'prefetch' | 'leaseMs' | 'heartbeatIntervalMs' | 'pollIntervalMs' | 'shutdownGraceMs' | 'globalConcurrency' | 'typeConcurrency';
+  | 'concurrency'
+  | 'prefetch'
+  | 'leaseMs'
+  | 'heartbeatIntervalMs'
+  | 'pollIntervalMs'
+  | 'shutdownGraceMs'
+  | 'globalConcurrency'
+  | 'typeConcurrency'
+  | 'ownerConcurrency';
 
 interface FieldSpec {
   /** Path in the config file; also the key of a flag override. */
@@ -52,6 +60,7 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'worker.shutdownGraceMs', env: 'TASKLEASE_SHUTDOWN_GRACE_MS', kind: 'integer', min: 0, max: DAY_MS },
   { key: 'worker.globalConcurrency', env: 'TASKLEASE_GLOBAL_CONCURRENCY', kind: 'integer', min: 1, max: 100_000 },
   { key: 'worker.typeConcurrency', env: 'TASKLEASE_TYPE_CONCURRENCY', kind: 'integer', min: 1, max: 100_000 },
+  { key: 'worker.ownerConcurrency', env: 'TASKLEASE_OWNER_CONCURRENCY', kind: 'integer', min: 1, max: 100_000 },
 ];
 
 export type ConfigOverrides = Partial<Record<string, string | number | undefined>>;

@@ -10,7 +10,7 @@ export function taskBlock(output: Output, task: Task): string {
     ['type', task.taskType],
     ['status', task.status],
     ['priority', task.priority],
-    ['attempts', `${task.attemptCount - task.attemptBase} of ${task.maxAttempts} in this cycle (${task.attemptCount} in all)`],
+    ['attempts', `${task.attemptCount - task.attemptBase} of ${task.maxAttempts} spent in this cycle (${task.attemptCount} started in all)`],
     ['owner', task.owner],
     ['available at', task.availableAt],
     ['deadline', task.deadlineAt],

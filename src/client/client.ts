@@ -21,6 +21,7 @@ import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core
 import { cutPage, windowCursor } from './time-window.js';
 import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
+import { ScheduleApi } from './schedules.js';
 import { startSubmitSpan } from '../observe/tracing.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
@@ -90,6 +91,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly deadLetters: DeadLetterApi;
   /** API tokens of the HTTP server: create (secret shown once), list, revoke, verify. */
   readonly tokens: TokenApi;
+  /** Periodic tasks: cron schedules with their next runs; save, enable / disable, delete. */
+  readonly schedules: ScheduleApi;
 
   constructor(options: ClientOptions) {
     super();
@@ -106,6 +109,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     this.policies = new PolicyApi(this.store);
     this.deadLetters = new DeadLetterApi(this.store);
     this.tokens = new TokenApi(this.store);
+    this.schedules = new ScheduleApi(this.store);
   }
 
   /** Submits one task. Resolves once it has committed (or, with `transaction`, once it is in the caller's transaction). */
@@ -145,6 +149,18 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     trace?.span.end(null, { 'tasklease.task.created': created.length });
     if (created.length > 0) this.emit('submitted', { tasks: created });
     return results;
+  }
+
+  /**
+   * A warning when maxPayloadBytes lets through payloads the database server
+   * itself refuses (MySQL max_allowed_packet), else null. A server or worker
+   * process logs it at start; such a payload fails at submit with
+   * PAYLOAD_TOO_LARGE either way.
+   */
+  async payloadLimitWarning(): Promise<string | null> {
+    const server = await this.store.payloadLimit();
+    if (server === null || this.limits.maxPayloadBytes <= server.bytes) return null;
+    return `maxPayloadBytes is ${this.limits.maxPayloadBytes} bytes, but the database takes payloads of at most ${server.bytes} bytes (${server.source})`;
   }
 
   async get(id: string, options: ScopeOption = {}): Promise<Task | null> {

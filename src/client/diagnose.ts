@@ -5,7 +5,7 @@
  */
 import { NotFoundError } from '../core/errors.js';
 import type { Scope } from '../core/scope.js';
-import type { Task } from '../core/task.js';
+import { isQuarantined, type Task } from '../core/task.js';
 import type { AttemptRecord, FailureRow, Store } from '../store/types.js';
 import { GLOBAL_POLICY_KEY, typePolicyKey } from './policies.js';
 
@@ -70,7 +70,7 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
   if (expiredAttempts >= 2) {
     add(
       'LEASE_EXPIRING_REPEATEDLY',
-      `${expiredAttempts} attempts lost their lease: the lease is too short for the work, heartbeats are too rare, the database connection is unstable, or the worker is overloaded or being restarted`,
+      `${expiredAttempts} attempts lost their lease: the lease is too short for the work, heartbeats are too rare, the database connection is unstable, the worker is overloaded or being restarted, or the handler crashes its process (a poison pill)${isQuarantined(task) ? '; the task is quarantined: a worker runs it alone, and each lease it loses now spends an attempt' : ''}`,
     );
   }
   switch (task.status) {

@@ -2,15 +2,20 @@
  * Runtime policies (seed article 1, "动态调整并发"): global and per-type max
  * concurrency, max attempts, retry base delay and an enabled flag, stored in
  * the database and read by every claim — a change applies on every worker in
- * the cluster at its next claim, without a restart.
+ * the cluster at its next claim, without a restart. Per-owner (tenant)
+ * policies hold a concurrency limit and an enabled flag; while any exists,
+ * claims take turns across owners.
  */
 import { ValidationError } from '../core/errors.js';
-import { GLOBAL_POLICY_KEY, typePolicyKey } from '../core/policy-keys.js';
+import { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey } from '../core/policy-keys.js';
 import { checkKnownKeys } from '../core/validate.js';
 import type { Policy, PolicyInput, Store } from '../store/types.js';
 import { checkTaskType } from '../core/definition.js';
 
-export { GLOBAL_POLICY_KEY, typePolicyKey };
+export { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey };
+
+/** Which policy: null for GLOBAL, a task type, or `{ owner }` for a tenant's. */
+export type PolicyTarget = string | null | { owner: string };
 
 /** What an operator may change; omitted fields keep their stored value (or the default). */
 export interface PolicyChange {
@@ -25,11 +30,15 @@ const CHANGE_KEYS = ['maxConcurrency', 'maxAttempts', 'retryBaseDelayMs', 'enabl
 export class PolicyApi {
   constructor(private readonly store: Store) {}
 
-  /** Changes the GLOBAL policy (taskType null) or a type's, merging with what is stored. */
-  async update(taskType: string | null, change: PolicyChange): Promise<Policy> {
+  /** Changes the GLOBAL policy (null), a type's or an owner's, merging with what is stored. */
+  async update(target: PolicyTarget, change: PolicyChange): Promise<Policy> {
     const input = validateChange(change);
-    if (taskType !== null) checkTaskType(taskType);
-    const policyKey = taskType === null ? GLOBAL_POLICY_KEY : typePolicyKey(taskType);
+    const { policyKey, taskType } = resolveTarget(target);
+    if (typeof target === 'object' && target !== null) {
+      for (const field of ['maxAttempts', 'retryBaseDelayMs'] as const) {
+        if (input[field] !== undefined) throw new ValidationError(`an owner policy holds maxConcurrency and enabled only, not ${field}`, field);
+      }
+    }
     const current = (await this.store.listPolicies()).find((p) => p.policyKey === policyKey);
     const policy: PolicyInput = {
       policyKey,
@@ -42,9 +51,9 @@ export class PolicyApi {
     return this.store.savePolicy({ policy });
   }
 
-  async get(taskType: string | null): Promise<Policy | null> {
-    const key = taskType === null ? GLOBAL_POLICY_KEY : typePolicyKey(taskType);
-    return (await this.store.listPolicies()).find((p) => p.policyKey === key) ?? null;
+  async get(target: PolicyTarget): Promise<Policy | null> {
+    const { policyKey } = resolveTarget(target);
+    return (await this.store.listPolicies()).find((p) => p.policyKey === policyKey) ?? null;
   }
 
   list(): Promise<Policy[]> {
@@ -52,9 +61,23 @@ export class PolicyApi {
   }
 
   /** Back to the workers' defaults. */
-  async reset(taskType: string | null): Promise<boolean> {
-    return this.store.deletePolicy({ policyKey: taskType === null ? GLOBAL_POLICY_KEY : typePolicyKey(taskType) });
+  async reset(target: PolicyTarget): Promise<boolean> {
+    return this.store.deletePolicy({ policyKey: resolveTarget(target).policyKey });
   }
+}
+
+/** The policy key (and the task type column) of a target; validates the type or owner. */
+function resolveTarget(target: PolicyTarget): { policyKey: string; taskType: string | null } {
+  if (target === null) return { policyKey: GLOBAL_POLICY_KEY, taskType: null };
+  if (typeof target === 'string') {
+    checkTaskType(target);
+    return { policyKey: typePolicyKey(target), taskType: target };
+  }
+  const owner = (target as { owner?: unknown } | undefined)?.owner;
+  if (typeof owner !== 'string' || owner.length === 0 || owner.length > 255) {
+    throw new ValidationError('an owner policy needs an owner: a string of 1 to 255 characters', 'owner');
+  }
+  return { policyKey: ownerPolicyKey(owner), taskType: null };
 }
 
 function validateChange(change: PolicyChange): PolicyChange {

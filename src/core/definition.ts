@@ -7,9 +7,49 @@ import { DEFAULT_RETRY, type RetryOptions } from './retry.js';
 import { checkKnownKeys, keysOf } from './validate.js';
 import { isStandardSchema, type StandardSchemaV1 } from './standard-schema.js';
 import type { TaskContext } from './context.js';
-import type { TaskResult } from './result.js';
+import type { TaskResult as ResultShape } from './result.js';
 
-export { TaskResult, type TaskResultStatus } from './result.js';
+export type { TaskResultStatus } from './result.js';
+/** What a handler returns for a success (result.ts: ctx.complete takes it too, and core/context.ts cannot import this module). */
+export type TaskResult = ResultShape;
+
+/**
+ * "Run me again in `delayMs`": the attempt ends without spending one of
+ * maxAttempts and without counting as a failure; the task waits (QUEUED)
+ * until then, by the database clock. Made by TaskResult.snooze.
+ */
+export interface TaskSnooze {
+  status: 'SNOOZED';
+  delayMs: number;
+}
+
+/** The longest snooze: a year (a longer wait is a scheduling job, not a snooze). */
+export const MAX_SNOOZE_MS = 365 * 24 * 3_600_000;
+
+export const TaskResult = {
+  success(options: { artifactId?: string | null; result?: unknown } = {}): TaskResult {
+    return { status: 'SUCCESS', ...options };
+  },
+  partial(options: { artifactId?: string | null; result?: unknown } = {}): TaskResult {
+    return { status: 'PARTIAL_SUCCESS', ...options };
+  },
+  /** `return TaskResult.snooze(30_000)`: run this task again in 30 s, spending no attempt. */
+  snooze(delayMs: number): TaskSnooze {
+    checkSnooze(delayMs);
+    return { status: 'SNOOZED', delayMs };
+  },
+};
+
+/** A snooze's delay: a whole number of milliseconds, 0 … MAX_SNOOZE_MS. */
+export function checkSnooze(delayMs: unknown): asserts delayMs is number {
+  if (typeof delayMs !== 'number' || !Number.isInteger(delayMs) || delayMs < 0 || delayMs > MAX_SNOOZE_MS) {
+    throw new ValidationError(`snooze delay must be a whole number of milliseconds from 0 to ${MAX_SNOOZE_MS}, got ${String(delayMs)}`, 'delayMs');
+  }
+}
+
+export function isSnooze(result: TaskResult | TaskSnooze): result is TaskSnooze {
+  return result.status === 'SNOOZED';
+}
 
 export interface TaskDefinition<Payload = unknown> {
   /** 1–200 characters, no control characters. */
@@ -18,10 +58,10 @@ export interface TaskDefinition<Payload = unknown> {
   readonly schema?: StandardSchemaV1<unknown, Payload>;
   /** Run-time preconditions, checked just before execute (permissions, business state). Throw to fail. */
   readonly validate?: (payload: Payload, ctx: TaskContext) => void | Promise<void>;
-  /** The seed's validateCompletion: checked after execute returned; throw to veto the success (the attempt fails with that error). */
+  /** The seed's validateCompletion: checked after execute returned a result (not a snooze); throw to veto the success (the attempt fails with that error). */
   readonly validateCompletion?: (result: TaskResult, payload: Payload, ctx: TaskContext) => void | Promise<void>;
-  /** The work. Return nothing for SUCCESS, or a TaskResult. Honour ctx.signal. */
-  readonly execute?: (ctx: TaskContext, payload: Payload) => Promise<TaskResult | void> | TaskResult | void;
+  /** The work. Return nothing for SUCCESS, a TaskResult, or TaskResult.snooze(ms) to run again later. Honour ctx.signal. */
+  readonly execute?: (ctx: TaskContext, payload: Payload) => Promise<TaskResult | TaskSnooze | void> | TaskResult | TaskSnooze | void;
   /** Attempts per cycle for tasks submitted without maxAttempts. */
   readonly maxAttempts?: number;
   /** Abort an attempt after this long (TIMEOUT, not retried). Overrides the worker's maxExecutionMs. */

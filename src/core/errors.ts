@@ -44,6 +44,10 @@ export const ErrorCode = {
   STORE_CONNECT_TIMEOUT: 'STORE_CONNECT_TIMEOUT',
   /** One of the store's statements ran longer than statementTimeoutMs and was cancelled by the server. */
   STORE_STATEMENT_TIMEOUT: 'STORE_STATEMENT_TIMEOUT',
+  /** A schedule's cron expression that the parser rejects. */
+  INVALID_CRON: 'INVALID_CRON',
+  /** A schedule's time zone that is not an IANA zone this runtime knows. */
+  INVALID_TIME_ZONE: 'INVALID_TIME_ZONE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -85,9 +89,21 @@ export class PayloadInvalidError extends ValidationError {
   }
 }
 
+/**
+ * A payload over a limit: the client's maxPayloadBytes, or the database
+ * server's own (`source` names it and the fix). Permanent: the same payload
+ * is refused again on every try.
+ */
 export class PayloadTooLargeError extends ValidationError {
-  constructor(bytes: number, limit: number) {
-    super(`payload is ${bytes} bytes as JSON, over the limit of ${limit} bytes (option maxPayloadBytes)`, 'payload', ErrorCode.PAYLOAD_TOO_LARGE);
+  constructor(bytes: number, limit: number, source = 'option maxPayloadBytes', options?: { cause?: unknown }) {
+    super(`payload is ${bytes} bytes as JSON, over the limit of ${limit} bytes (${source})`, 'payload', ErrorCode.PAYLOAD_TOO_LARGE, options);
+  }
+}
+
+/** A statement the database server refused for its size (MySQL max_allowed_packet): permanent, like a payload too large. */
+export class StatementTooLargeError extends ValidationError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, 'payload', ErrorCode.PAYLOAD_TOO_LARGE, options);
   }
 }
 
@@ -95,6 +111,23 @@ export class PayloadTooLargeError extends ValidationError {
 export class InvalidOptionsError extends ValidationError {
   constructor(component: string, field: string, problem: string) {
     super(`${component} option "${field}" ${problem}`, field, ErrorCode.INVALID_OPTIONS);
+  }
+}
+
+/** A schedule's cron expression the parser (croner) rejects; `expression` is what was given. */
+export class InvalidCronError extends ValidationError {
+  readonly expression: string;
+  constructor(expression: string, problem: string, options?: { cause?: unknown }) {
+    super(`cron expression ${JSON.stringify(truncate(expression, 120))} is invalid: ${problem}`, 'cron', ErrorCode.INVALID_CRON, options);
+    this.expression = expression;
+  }
+}
+
+export class InvalidTimeZoneError extends ValidationError {
+  readonly timeZone: string;
+  constructor(timeZone: string) {
+    super(`time zone ${JSON.stringify(truncate(timeZone, 80))} is not an IANA time zone (e.g. UTC, Europe/Paris)`, 'timeZone', ErrorCode.INVALID_TIME_ZONE);
+    this.timeZone = timeZone;
   }
 }
 

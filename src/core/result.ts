@@ -1,4 +1,4 @@
-/** What a handler returns (or hands to ctx.complete): the success it reports and what it produced. */
+/** What a handler returns for a success (or hands to ctx.complete): the status it reports and what it produced. */
 export type TaskResultStatus = 'SUCCESS' | 'PARTIAL_SUCCESS';
 
 export interface TaskResult {
@@ -8,12 +8,3 @@ export interface TaskResult {
   /** Any JSON value, stored in result_json. */
   result?: unknown;
 }
-
-export const TaskResult = {
-  success(options: { artifactId?: string | null; result?: unknown } = {}): TaskResult {
-    return { status: 'SUCCESS', ...options };
-  },
-  partial(options: { artifactId?: string | null; result?: unknown } = {}): TaskResult {
-    return { status: 'PARTIAL_SUCCESS', ...options };
-  },
-};

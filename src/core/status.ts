@@ -66,12 +66,19 @@ export function assertTransition(from: TaskStatus, to: TaskStatus): void {
   if (from !== to && !canTransition(from, to)) throw new Error(`transition ${from} → ${to} is not in TRANSITIONS`);
 }
 
-/** What an attempt row records as its end (a RETRY outcome is a FAILED attempt). */
+/**
+ * What an attempt row records as its end (a RETRY outcome is a FAILED attempt).
+ * RELEASED (handed back by a stopping worker) and SNOOZED (the handler asked
+ * to run again later) spend no attempt. ABANDONED is what
+ * earlier releases wrote for a hand-back (then charged); old history keeps it.
+ */
 export const AttemptOutcomeName = {
   SUCCESS: 'SUCCESS',
   PARTIAL_SUCCESS: 'PARTIAL_SUCCESS',
   FAILED: 'FAILED',
   CANCELLED: 'CANCELLED',
+  RELEASED: 'RELEASED',
+  SNOOZED: 'SNOOZED',
   ABANDONED: 'ABANDONED',
   LEASE_EXPIRED: 'LEASE_EXPIRED',
 } as const;

@@ -27,9 +27,11 @@ export interface Task<Payload = unknown> {
   leaseUntil: Date | null;
   /** Attempts started in the task's whole life; also the lease's fencing token. */
   attemptCount: number;
-  /** Attempts that belong to earlier cycles (an operator's retry starts a new one). */
+  /** Attempts that belong to earlier cycles (an operator's retry starts a new one), or that cost nothing (a hand-back, a snooze). */
   attemptBase: number;
   maxAttempts: number;
+  /** Leases this task lost (its worker crashed, stalled or was cut off): from QUARANTINE_AFTER_LEASE_EXPIRIES on, it runs alone. */
+  leaseExpiries: number;
   artifactId: string | null;
   owner: string | null;
   idempotencyKey: string | null;
@@ -81,6 +83,19 @@ export interface FailureRecord {
   retryable: boolean;
   /** The class of the error behind it (the seed's exceptionType; logs and events only, not stored). */
   exceptionType?: string;
+}
+
+/**
+ * A task whose lease expired this many times may be what crashes its worker
+ * (a poison pill): from then on its worker runs it alone, holding no other
+ * task, so that a crash takes only the task that caused it. Its expiries
+ * before that cost no attempt: it may have died beside a poison pill
+ * (issue 11, B3; the sweep's rule is store/rules/sweep.ts).
+ */
+export const QUARANTINE_AFTER_LEASE_EXPIRIES = 2;
+
+export function isQuarantined(task: Pick<Task, 'leaseExpiries'>): boolean {
+  return task.leaseExpiries >= QUARANTINE_AFTER_LEASE_EXPIRIES;
 }
 
 /** Attempts still allowed in the task's current cycle. */

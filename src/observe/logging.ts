@@ -62,6 +62,7 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
       else log.debug(fields, 'task attempt failed for good');
     }),
     worker.on('retryScheduled', ({ task, retryDelayMs }) => log.debug({ ...taskFields(task), retryDelayMs }, 'task retry scheduled')),
+    worker.on('snoozed', ({ task, delayMs, durationMs }) => log.debug({ ...taskFields(task), delayMs, durationMs }, 'task snoozed')),
     worker.on('deadLettered', ({ task, failure, deadLetterId }) =>
       log.error({ ...taskFields(task), ...failureFields(failure), deadLetterId, ...payloadOf(task) }, 'task failed and moved to the dead letter queue'),
     ),
@@ -84,6 +85,9 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
       else if (result.cancelled + result.retriesDue + result.deadlineExpired > 0) log.info({ ...result }, 'recovery sweep');
       else log.trace({ ...result }, 'recovery sweep found nothing');
     }),
+    worker.on('scheduled', ({ scheduleKey, ticks, tasks }) =>
+      log.info({ scheduleKey, ticks: ticks.map((tick) => tick.toISOString()), taskIds: tasks.map((task) => task.id) }, 'periodic ticks submitted'),
+    ),
     worker.on('error', ({ operation, error }) =>
       log.error({ operation, ...errorFields(error), ...(exposeMessages ? { err: error } : {}) }, 'store operation failed; the worker retries'),
     ),

@@ -27,6 +27,7 @@ export interface MetricSet {
   completed: Counter<'status' | 'task_type'>;
   failures: Counter<'task_type' | 'error_code'>;
   retries: Counter<'task_type'>;
+  snoozed: Counter<'task_type'>;
   deadLettered: Counter<'task_type' | 'error_code'>;
   timeouts: Counter;
   renewals: Counter;
@@ -74,6 +75,7 @@ export function defineMetricSet(registry: Registry, sources: MetricSources): Met
     completed,
     failures: counter('async_task_failures_total', 'Failed attempts (retried or not), by task type and error code.', ['task_type', 'error_code']),
     retries: counter('async_task_retries_total', 'Failed attempts scheduled for a retry, by task type.', ['task_type']),
+    snoozed: counter('async_task_snoozed_total', 'Attempts that asked to run again later (TaskResult.snooze), by task type.', ['task_type']),
     deadLettered: counter(
       'async_task_dead_letter_total',
       'Tasks moved to the dead-letter queue by this process (failed outcomes and recovery sweeps), by task type and error code.',

@@ -54,6 +54,10 @@ export function subscribeWorker(worker: Worker, m: MetricSet, renewals: RenewalW
       if (!willRetry) m.completed.inc({ status: 'FAILED', task_type: task.taskType });
     }),
     worker.on('retryScheduled', ({ task }) => m.retries.inc({ task_type: task.taskType })),
+    worker.on('snoozed', ({ task, durationMs }) => {
+      ended(task, durationMs);
+      m.snoozed.inc({ task_type: task.taskType });
+    }),
     worker.on('deadLettered', ({ task, failure }) => m.deadLettered.inc({ task_type: task.taskType, error_code: failure.errorCode })),
     worker.on('timedOut', () => m.timeouts.inc()),
     worker.on('cancelled', ({ task, durationMs }) => {

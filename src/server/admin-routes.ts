@@ -2,14 +2,14 @@
  * The admin API at the seed's routes (article 2, AsyncTaskAdminController):
  * /api/admin/async-task/{taskId}/pause|resume, /policy/global/concurrency,
  * /batch-cancel, /cleanup — and beyond the seed: cancel, retry, reschedule,
- * diagnose, per-type policies, analyze. Answers use the seed's envelope
+ * diagnose, per-type and per-owner policies, analyze. Answers use the seed's envelope
  * { success, code, message, data }. Dead letters, workers and tokens: admin-ops-routes.ts.
  */
 import type { FastifyRequest } from 'fastify';
 import { ValidationError } from '../core/errors.js';
 import type { CancelManyResult } from '../client/client.js';
 import { MAX_IDS_PER_CALL } from '../client/dead-letters.js';
-import type { PolicyChange } from '../client/policies.js';
+import type { PolicyChange, PolicyTarget } from '../client/policies.js';
 import { ok, type RouteSpec } from './routes.js';
 import { idList, idParams, retentionQuery, type RetentionQuery } from './schemas.js';
 
@@ -18,6 +18,7 @@ const tags = ['admin'];
 const id = (request: FastifyRequest): string => (request.params as { id: string }).id;
 
 const typeParams = { type: 'object', required: ['taskType'], properties: { taskType: { type: 'string', minLength: 1, maxLength: 200 } } } as const;
+const ownerParams = { type: 'object', required: ['owner'], properties: { owner: { type: 'string', minLength: 1, maxLength: 255 } } } as const;
 const nullableInt = (minimum: number, maximum: number) => ({ anyOf: [{ type: 'integer', minimum, maximum }, { type: 'null' }] });
 const policyChange = {
   type: 'object',
@@ -38,8 +39,8 @@ export async function inBatches<T>(ids: readonly string[], work: (batch: string[
   return results;
 }
 
-function policyRoutes(url: string, taskType: (request: FastifyRequest) => string | null, what: string): RouteSpec[] {
-  const schema = url.includes(':taskType') ? { params: typeParams } : {};
+function policyRoutes(url: string, target: (request: FastifyRequest) => PolicyTarget, what: string): RouteSpec[] {
+  const schema = url.includes(':taskType') ? { params: typeParams } : url.includes(':owner') ? { params: ownerParams } : {};
   return [
     {
       method: 'GET',
@@ -48,7 +49,7 @@ function policyRoutes(url: string, taskType: (request: FastifyRequest) => string
       tags,
       summary: `The ${what} policy (null: the workers' defaults apply)`,
       schema,
-      handler: async (request, _reply, { client }) => ok(await client.policies.get(taskType(request))),
+      handler: async (request, _reply, { client }) => ok(await client.policies.get(target(request))),
     },
     {
       method: 'PUT',
@@ -57,7 +58,7 @@ function policyRoutes(url: string, taskType: (request: FastifyRequest) => string
       tags,
       summary: `Change the ${what} policy (fields left out keep their value)`,
       schema: { ...schema, body: policyChange },
-      handler: async (request, _reply, { client }) => ok(await client.policies.update(taskType(request), request.body as PolicyChange)),
+      handler: async (request, _reply, { client }) => ok(await client.policies.update(target(request), request.body as PolicyChange)),
     },
     {
       method: 'DELETE',
@@ -66,7 +67,7 @@ function policyRoutes(url: string, taskType: (request: FastifyRequest) => string
       tags,
       summary: `Reset the ${what} policy to the workers' defaults`,
       schema,
-      handler: async (request, _reply, { client }) => ok({ reset: await client.policies.reset(taskType(request)) }),
+      handler: async (request, _reply, { client }) => ok({ reset: await client.policies.reset(target(request)) }),
     },
   ];
 }
@@ -186,6 +187,8 @@ export function adminRoutes(): RouteSpec[] {
     },
     ...policyRoutes(`${p}/policy/global`, () => null, 'global'),
     ...policyRoutes(`${p}/policy/type/:taskType`, (request) => (request.params as { taskType: string }).taskType, 'per-type'),
+    // An owner's (tenant's) concurrency limit and enabled flag; while any owner policy exists, claims take turns across owners.
+    ...policyRoutes(`${p}/policy/owner/:owner`, (request) => ({ owner: (request.params as { owner: string }).owner }), 'per-owner'),
     {
       method: 'GET',
       url: `${p}/analyze/:taskType`,

@@ -9,12 +9,14 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { createClient, type TaskLeaseClient } from '../client/client.js';
+import { ErrorCode } from '../core/errors.js';
 import { createMetrics, type TaskleaseMetrics } from '../observe/metrics.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
 import { createWorker, type Worker } from '../worker/worker.js';
 import { adminOpsRoutes } from './admin-ops-routes.js';
 import { adminRoutes } from './admin-routes.js';
+import { scheduleRoutes } from './schedule-routes.js';
 import { buildApp } from './app.js';
 import { Authenticator } from './auth.js';
 import { checkServerOptions, resolveSse, type ServerOptions } from './options.js';
@@ -81,10 +83,14 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
     ...userRoutes(streams),
     ...adminRoutes(),
     ...adminOpsRoutes(),
+    ...scheduleRoutes(),
     ...probeRoutes({ publicMetrics: options.publicMetrics ?? false }),
     ...dashboardRoutes({ authenticator }),
   ];
   const app = await buildApp({ options, context, routes, authenticator });
+  // Best effort: a database not reachable yet must not keep the server from starting.
+  const payloadWarning = await client.payloadLimitWarning().catch(() => null);
+  if (payloadWarning) app.log.warn({ errorCode: ErrorCode.PAYLOAD_TOO_LARGE }, payloadWarning);
   // Streams never end on their own while tasks run: end them first, or close() would wait for them.
   app.addHook('preClose', async () => streams.closeAll());
 

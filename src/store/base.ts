@@ -9,7 +9,7 @@
 import { StoreClosedError } from '../core/errors.js';
 import { TaskStatus } from '../core/status.js';
 import { LocalBus } from './local-bus.js';
-import type { AttemptOutcome, ClaimParams, Dialect, FinishAndClaimResult, Store, StoreCapabilities, StoreEvent, StoreListener } from './types.js';
+import type { AttemptOutcome, ClaimParams, Dialect, FinishAndClaimResult, PayloadLimit, Store, StoreCapabilities, StoreEvent, StoreListener } from './types.js';
 
 type Method = Exclude<{ [K in keyof Store]: Store[K] extends (...args: never[]) => unknown ? K : never }[keyof Store], 'close'>;
 type Answer<M extends Method> = Awaited<ReturnType<Store[M]>>;
@@ -51,6 +51,7 @@ const METHODS = [
   'migrate',
   'now',
   'schemaVersion',
+  'payloadLimit',
   'subscribe',
   'insertTasks',
   'getTask',
@@ -108,6 +109,11 @@ export abstract class StoreBase {
 
   subscribe(listener: StoreListener): () => void {
     return this.bus.subscribe(listener);
+  }
+
+  /** None by default: only the client's maxPayloadBytes applies. */
+  async payloadLimit(): Promise<PayloadLimit | null> {
+    return null;
   }
 
   /** Two calls where a dialect has no one-round-trip form (capabilities.finishAndClaim is false). */

@@ -32,6 +32,7 @@ export function taskFromRow(row: Row, decode: Decode): Task {
     attemptCount: Number(row.attempt_count),
     attemptBase: Number(row.attempt_base),
     maxAttempts: Number(row.max_attempts),
+    leaseExpiries: Number(row.lease_expiries ?? 0),
     artifactId: optionalString(row.artifact_id),
     owner: optionalString(row.owner),
     idempotencyKey: optionalString(row.idempotency_key),

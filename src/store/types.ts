@@ -59,6 +59,18 @@ export interface SchemaStore {
   schemaVersion(): Promise<number>;
   /** The migration this code expects. */
   readonly expectedSchemaVersion: number;
+  /**
+   * The database server's own limit on one payload (MySQL: max_allowed_packet
+   * less room for the statement), read once; null where only the client's
+   * maxPayloadBytes applies. A larger payload is refused with PAYLOAD_TOO_LARGE.
+   */
+  payloadLimit(): Promise<PayloadLimit | null>;
+}
+
+/** A payload limit the database server sets, and what sets it (for messages). */
+export interface PayloadLimit {
+  bytes: number;
+  source: string;
 }
 
 /** Submitting and reading tasks. */
@@ -234,6 +246,15 @@ export interface ClaimParams {
   globalConcurrency: number;
   /** Per-type cap unless a TYPE:<type> policy row says otherwise. */
   typeConcurrency: number;
+  /**
+   * Share each binding type limit fairly among the workers of the type seen
+   * in the registry within this many ms (rules/fairness.ts); absent: no sharing.
+   */
+  liveWithinMs?: number;
+  /** Per-owner cap unless an OWNER:<owner> policy row says otherwise; absent or null: owners are unlimited. */
+  ownerConcurrency?: number | null;
+  /** Take claimable rows round robin across owners even when no owner limit exists. */
+  fairOwners?: boolean;
 }
 
 export interface FinishResult {
@@ -274,8 +295,10 @@ export type AttemptOutcome =
   /** Failed for good: FAILED, plus a dead letter holding the payload. */
   | { kind: 'FAILED'; lease: Lease; failure: FailureRecord; progress: TaskProgress | null }
   | { kind: 'CANCELLED'; lease: Lease; progress: TaskProgress | null }
-  /** Started but given up by a stopping worker: QUEUED again, the attempt counted. */
-  | { kind: 'ABANDONED'; lease: Lease; progress: TaskProgress | null };
+  /** Started but handed back by a stopping worker: QUEUED again; a hand-back is not a failure and spends no attempt. */
+  | { kind: 'RELEASED'; lease: Lease; progress: TaskProgress | null }
+  /** The handler asked to run again after `delayMs` of the database clock: QUEUED then, no attempt spent. */
+  | { kind: 'SNOOZED'; lease: Lease; delayMs: number; progress: TaskProgress | null };
 
 export interface RecoveryResult {
   requeued: number;

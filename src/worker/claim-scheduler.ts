@@ -119,6 +119,8 @@ export class ClaimScheduler implements ClaimAlong {
   /** What to claim now, or null when there is no room; marks the claim as started (see claimAgain). */
   private next(): ClaimParams | null {
     const o = this.options;
+    // A quarantined task waits for the others to finish, then runs alone: claiming more would only delay it.
+    if (this.table.holdsIsolated) return null;
     const capacity = o.concurrency + o.prefetch;
     // Finished attempts whose outcome write is in flight do not take room: their work is done, and
     // claiming while they are written keeps the claim and the write overlapping. Still, never more
@@ -135,6 +137,10 @@ export class ClaimScheduler implements ClaimAlong {
       leaseMs: o.leaseMs,
       globalConcurrency: o.globalConcurrency,
       typeConcurrency: o.typeConcurrency,
+      // Three heartbeats: a worker that missed one renewal of its registry row still counts as live.
+      liveWithinMs: 3 * o.heartbeatIntervalMs,
+      ownerConcurrency: o.ownerConcurrency,
+      fairOwners: o.fairOwners,
     };
   }
 

@@ -12,8 +12,8 @@
  *   (and error code). The sweep closes an expired attempt as LEASE_EXPIRED,
  *   so it is never mistaken for ours.
  *
- * ABANDONED (a hand-back at shutdown) leaves the row QUEUED, which a sweep's
- * requeue also does: only the attempt row can tell them apart.
+ * RELEASED (a hand-back at shutdown) and SNOOZED leave the row QUEUED, which
+ * a sweep's requeue also does: only the attempt row can tell them apart.
  */
 import { Scope } from '../core/scope.js';
 import type { TaskStatus } from '../core/status.js';
@@ -25,7 +25,8 @@ const STATUS_AFTER: Record<AttemptOutcome['kind'], readonly TaskStatus[]> = {
   RETRY: ['RETRY_WAIT'],
   FAILED: ['FAILED'],
   CANCELLED: ['CANCELLED'],
-  ABANDONED: [],
+  RELEASED: [],
+  SNOOZED: [],
 };
 
 /** True when the database shows that this outcome was written (by an earlier try of the same write). */

@@ -23,6 +23,8 @@ export interface WorkerEvents {
   /** Every failed attempt, retried or not. */
   failed: { task: Task; failure: FailureRecord; durationMs: number; willRetry: boolean };
   retryScheduled: { task: Task; failure: FailureRecord; retryDelayMs: number };
+  /** The handler returned TaskResult.snooze(delayMs): the task runs again then, no attempt spent. */
+  snoozed: { task: Task; delayMs: number; durationMs: number };
   /** A failure for good moved the task's payload to the dead-letter queue: `deadLetterId` replays it. */
   deadLettered: { task: Task; failure: FailureRecord; deadLetterId: string };
   cancelled: { task: Task; durationMs: number };
@@ -33,6 +35,8 @@ export interface WorkerEvents {
   released: { task: Task; started: boolean };
   slow: { task: Task; durationMs: number; thresholdMs: number };
   recoveryBatch: { result: RecoveryResult };
+  /** This worker's scheduler claimed due ticks of a schedule (oldest first) and created these tasks. */
+  scheduled: { scheduleKey: string; ticks: Date[]; tasks: Task[] };
   heartbeat: { renewed: number; cancelRequested: number; lost: number };
   /** An operation against the store failed; the worker carries on and retries. */
   error: { operation: string; error: unknown };
@@ -73,7 +77,10 @@ export function announceOutcome(events: Announcer, task: Task, outcome: AttemptO
     case 'CANCELLED':
       events.emit('cancelled', { task: { ...task, status: 'CANCELLED' }, durationMs });
       return;
-    case 'ABANDONED':
+    case 'RELEASED':
       events.emit('released', { task: { ...task, status: 'QUEUED' }, started: true });
+      return;
+    case 'SNOOZED':
+      events.emit('snoozed', { task: { ...task, status: 'QUEUED' }, delayMs: outcome.delayMs, durationMs });
   }
 }

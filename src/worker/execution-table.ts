@@ -2,13 +2,21 @@
  * Every execution this worker holds a lease for (or whose handler is still
  * winding down), and the queue of leased tasks waiting for a free slot. The
  * services read the counts here instead of keeping their own.
+ *
+ * A quarantined task (it lost leases before: it may be a poison pill, core/
+ * task.ts isQuarantined) runs alone: held apart from the queue, it starts
+ * once nothing else runs or waits, and nothing starts beside it, so that if
+ * it kills the process it takes no innocent task with it (issue 11, B3).
+ * The table holds at most one (the worker hands others back at once).
  */
 import type { Clock } from '../core/clock.js';
+import { isQuarantined } from '../core/task.js';
 import type { Execution, ExecutionState } from './execution.js';
 
 export class ExecutionTable {
   private readonly byTask = new Map<string, Execution>();
   private readonly waitingQueue: Execution[] = [];
+  private isolated: Execution | null = null;
   private finishingCount = 0;
   /** Handlers started and not yet settled: the slots in use. */
   runningHandlers = 0;
@@ -42,7 +50,12 @@ export class ExecutionTable {
   }
 
   get waiting(): number {
-    return this.waitingQueue.length;
+    return this.waitingQueue.length + (this.isolated?.state === 'buffered' ? 1 : 0);
+  }
+
+  /** A quarantined task is held (waiting or running): the worker claims nothing more until it is over. */
+  get holdsIsolated(): boolean {
+    return this.isolated !== null;
   }
 
   /** Outcomes queued or being written. */
@@ -50,17 +63,22 @@ export class ExecutionTable {
     return this.finishingCount;
   }
 
+  /** Holds a leased task; a quarantined one only when none is held (see holdsIsolated). */
   add(execution: Execution): void {
     this.byTask.set(execution.task.id, execution);
-    this.waitingQueue.push(execution);
+    if (isQuarantined(execution.task) && this.isolated === null) this.isolated = execution;
+    else this.waitingQueue.push(execution);
   }
 
   /** Takes the next waiting execution and moves it to running, if a slot is free (the only way into running). */
   startNext(concurrency: number): Execution | undefined {
+    const isolated = this.isolated;
+    if (isolated !== null && isolated.state !== 'buffered') return undefined; // it runs alone until it is forgotten
     if (this.runningHandlers >= concurrency) return undefined;
-    const execution = this.waitingQueue.shift();
-    execution?.moveTo('running');
-    return execution;
+    // Alone means alone: not even an outcome write in flight, whose task a crash would requeue.
+    const next = this.waitingQueue.shift() ?? (this.runningHandlers === 0 && this.finishingCount === 0 ? isolated : null);
+    next?.moveTo('running');
+    return next ?? undefined;
   }
 
   /** Executions whose lease must be renewed. */
@@ -85,6 +103,7 @@ export class ExecutionTable {
   /** Takes every waiting execution out (to hand back), final and forgotten. */
   takeAllWaiting(): Execution[] {
     const taken = [...this.waitingQueue];
+    if (this.isolated?.state === 'buffered') taken.push(this.isolated);
     for (const execution of taken) {
       this.moveTo(execution, 'done');
       this.forget(execution);
@@ -101,6 +120,7 @@ export class ExecutionTable {
 
   private forget(execution: Execution): void {
     if (this.byTask.get(execution.task.id) === execution) this.byTask.delete(execution.task.id);
+    if (this.isolated === execution) this.isolated = null;
   }
 
   private removeWaiting(execution: Execution): void {

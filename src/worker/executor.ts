@@ -6,7 +6,7 @@
  */
 import type { Clock } from '../core/clock.js';
 import { PayloadInvalidError } from '../core/errors.js';
-import type { TaskResult } from '../core/definition.js';
+import { checkSnooze, isSnooze, type TaskResult, type TaskSnooze } from '../core/definition.js';
 import { runSchema } from '../core/standard-schema.js';
 import type { AttemptOutcome } from '../store/types.js';
 import { ExecutionContext, type ContextOptions, type ProgressSink } from './context.js';
@@ -143,7 +143,7 @@ export class Executor {
 }
 
 /** Validates the payload, runs validate and execute; raced against the signal except on shutdown. */
-async function runHandler(execution: Execution, context: ExecutionContext<Execution>): Promise<TaskResult> {
+async function runHandler(execution: Execution, context: ExecutionContext<Execution>): Promise<TaskResult | TaskSnooze> {
   const { definition, task } = execution;
   let payload: unknown = task.payload;
   if (definition.schema) {
@@ -163,8 +163,10 @@ async function runHandler(execution: Execution, context: ExecutionContext<Execut
   execution.handlerSettled = work.then(settle, settle);
   const result = (await raceAbort(work, execution)) ?? { status: 'SUCCESS' };
   if (execution.abortReason && execution.abortReason.code !== 'SHUTDOWN') throw execution.abortReason;
+  if (isSnooze(result))
+    checkSnooze(result.delayMs); // a hand-made { status: 'SNOOZED' } fails the attempt if its delay is bad
   // A completion made in the handler's transaction was validated before it was written.
-  if (definition.validateCompletion && execution.state !== 'committing') await definition.validateCompletion(result, payload, context);
+  else if (definition.validateCompletion && execution.state !== 'committing') await definition.validateCompletion(result, payload, context);
   return result;
 }
 

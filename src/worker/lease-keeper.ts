@@ -20,6 +20,11 @@ export class LeaseKeeper {
   private deadlineTimer: TimerHandle = undefined;
   /** Heartbeats in flight (a slow renewal may still run when the next one starts). */
   private readonly beats = new Set<Promise<void>>();
+  /** A heartbeat whose renewal has not answered yet: the next tick is skipped, not queued behind it. */
+  private beating = false;
+  /** Leases whose check (ctx.checkCancellation) waits for the next round; null when no round waits. */
+  private queuedChecks: Map<string, Lease> | null = null;
+  private checkRound: Promise<void> = Promise.resolve();
   /** How long before the lease's end (counted from the send) the worker gives up on it. */
   readonly safetyMarginMs: number;
 
@@ -74,9 +79,27 @@ export class LeaseKeeper {
     );
   }
 
-  /** Asks the store about one lease now (ctx.checkCancellation); applies the answer. */
-  async check(execution: Execution): Promise<void> {
-    this.apply(await this.renew([execution.lease]));
+  /**
+   * Asks the store about a lease (ctx.checkCancellation) and applies the
+   * answer. Checks asked while one is on its way ride together on the next
+   * one: one statement per round however many handlers ask, so a slow or
+   * locked database never sees a queue of them (one per handler per call).
+   */
+  check(execution: Execution): Promise<void> {
+    if (this.queuedChecks) {
+      this.queuedChecks.set(execution.task.id, execution.lease);
+      return this.checkRound;
+    }
+    const leases = new Map([[execution.task.id, execution.lease]]);
+    this.queuedChecks = leases;
+    this.checkRound = this.checkRound
+      .catch(() => undefined)
+      .then(async () => {
+        // From here on, new checks wait for the round after this one.
+        this.queuedChecks = null;
+        this.apply(await this.renew([...leases.values()]));
+      });
+    return this.checkRound;
   }
 
   /** Renews one lease and answers its state, for the outcome decision of a failed attempt. */
@@ -110,7 +133,8 @@ export class LeaseKeeper {
 
   private async heartbeat(): Promise<void> {
     const holders = this.table.leaseHolders();
-    if (holders.length === 0) return;
+    if (holders.length === 0 || this.beating) return;
+    this.beating = true;
     try {
       const answer = await this.renew(holders.map((execution) => execution.lease));
       const lost = this.apply(answer);
@@ -120,6 +144,8 @@ export class LeaseKeeper {
     } catch (error) {
       this.events.emit('error', { operation: 'renewLeases', error });
       this.expireUnconfirmed();
+    } finally {
+      this.beating = false;
     }
   }
 

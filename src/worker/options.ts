@@ -14,6 +14,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import type { Logger } from 'pino';
 import { defaultWorkerLogger } from './error-log.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
+import { normalizeSchedule, type ScheduleDefinition, type ScheduleInput } from '../core/schedule.js';
 
 export interface WorkerOptions {
   store: Store;
@@ -39,6 +40,10 @@ export interface WorkerOptions {
   recoveryIntervalMs?: number;
   /** Rows of each kind one sweep handles. Default 100. */
   recoveryBatchSize?: number;
+  /** Periodic tasks declared in code, saved (upserted by key) when the worker starts; an operator's enable/disable is kept. */
+  schedules?: readonly ScheduleInput[];
+  /** The scheduler of periodic tasks wakes at each due tick and at least this often to read the schedules; 0 disables it in this worker. Default 30000. */
+  scheduleRefreshMs?: number;
   /** Abort an attempt after this long (TIMEOUT); 0 = no limit. A definition's timeoutMs wins. Default 0. */
   maxExecutionMs?: number;
   /** Emit `slow` for attempts longer than this; 0 = off. Default 0. */
@@ -51,6 +56,10 @@ export interface WorkerOptions {
   globalConcurrency?: number;
   /** Per-type cap unless a TYPE:<type> policy says otherwise (seed: 5). */
   typeConcurrency?: number;
+  /** Per-owner (tenant) cap unless an OWNER:<owner> policy says otherwise. Default: none (owners are unlimited). */
+  ownerConcurrency?: number;
+  /** Claim round robin across owners even when no owner limit is set (it always does when one is). Default false. */
+  fairOwners?: boolean;
   /** Backoff (seed: base 30 s, ×2, ±20 %). */
   retry?: Partial<RetryOptions>;
   /** Progress is written at most this often (seed: 1 s). */
@@ -73,7 +82,12 @@ export interface WorkerOptions {
   logger?: Logger | false;
 }
 
-export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry' | 'logger'>> & { retry: RetryOptions; logger: Logger | null };
+export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry' | 'logger' | 'ownerConcurrency' | 'schedules'>> & {
+  retry: RetryOptions;
+  logger: Logger | null;
+  ownerConcurrency: number | null;
+  schedules: readonly ScheduleDefinition[];
+};
 
 const KNOWN = [
   'store',
@@ -88,12 +102,16 @@ const KNOWN = [
   'heartbeatIntervalMs',
   'recoveryIntervalMs',
   'recoveryBatchSize',
+  'schedules',
+  'scheduleRefreshMs',
   'maxExecutionMs',
   'slowTaskThresholdMs',
   'shutdownGraceMs',
   'shutdownAbortWaitMs',
   'globalConcurrency',
   'typeConcurrency',
+  'ownerConcurrency',
+  'fairOwners',
   'retry',
   'progressFlushIntervalMs',
   'progressFlushThreshold',
@@ -123,12 +141,16 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     heartbeatIntervalMs: input.heartbeatIntervalMs ?? 10_000,
     recoveryIntervalMs: input.recoveryIntervalMs ?? 60_000,
     recoveryBatchSize: input.recoveryBatchSize ?? 100,
+    schedules: resolveSchedules(c, input.schedules),
+    scheduleRefreshMs: input.scheduleRefreshMs ?? 30_000,
     maxExecutionMs: input.maxExecutionMs ?? 0,
     slowTaskThresholdMs: input.slowTaskThresholdMs ?? 0,
     shutdownGraceMs: input.shutdownGraceMs ?? 30_000,
     shutdownAbortWaitMs: input.shutdownAbortWaitMs ?? 5000,
     globalConcurrency: input.globalConcurrency ?? 20,
     typeConcurrency: input.typeConcurrency ?? 5,
+    ownerConcurrency: input.ownerConcurrency ?? null,
+    fairOwners: input.fairOwners ?? false,
     retry: resolveRetryOptions(c, input.retry),
     progressFlushIntervalMs: input.progressFlushIntervalMs ?? 1000,
     progressFlushThreshold: input.progressFlushThreshold ?? 500,
@@ -155,11 +177,16 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   }
   checkInteger(c, 'recoveryIntervalMs', o.recoveryIntervalMs, { min: 0 });
   checkInteger(c, 'recoveryBatchSize', o.recoveryBatchSize, { min: 1, max: 100_000 });
+  checkInteger(c, 'scheduleRefreshMs', o.scheduleRefreshMs, { min: 0 });
+  if (o.scheduleRefreshMs === 0 && o.schedules.length > 0)
+    throw new InvalidOptionsError(c, 'scheduleRefreshMs', 'must not be 0 (no scheduler) when schedules are declared');
   for (const field of ['maxExecutionMs', 'slowTaskThresholdMs', 'shutdownGraceMs', 'shutdownAbortWaitMs'] as const) {
     checkInteger(c, field, o[field], { min: 0 });
   }
   checkInteger(c, 'globalConcurrency', o.globalConcurrency, { min: 1 });
   checkInteger(c, 'typeConcurrency', o.typeConcurrency, { min: 1 });
+  if (o.ownerConcurrency !== null) checkInteger(c, 'ownerConcurrency', o.ownerConcurrency, { min: 1 });
+  if (typeof o.fairOwners !== 'boolean') throw new InvalidOptionsError(c, 'fairOwners', 'must be true or false');
   checkInteger(c, 'progressFlushIntervalMs', o.progressFlushIntervalMs, { min: 0 });
   checkInteger(c, 'progressFlushThreshold', o.progressFlushThreshold, { min: 1 });
   checkInteger(c, 'cancelCheckIntervalMs', o.cancelCheckIntervalMs, { min: 0 });
@@ -170,4 +197,14 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     if (task.timeoutMs !== undefined) checkInteger(`task ${task.type}`, 'timeoutMs', task.timeoutMs, { min: 1 });
   }
   return o;
+}
+
+/** Declared schedules, validated at construction (a bad cron or zone fails with its own code); keys unique. */
+function resolveSchedules(c: string, schedules: readonly ScheduleInput[] | undefined): ScheduleDefinition[] {
+  if (schedules === undefined) return [];
+  if (!Array.isArray(schedules)) throw new InvalidOptionsError(c, 'schedules', 'must be an array of schedules');
+  const resolved = schedules.map((schedule) => normalizeSchedule(schedule));
+  const keys = new Set(resolved.map((schedule) => schedule.key));
+  if (keys.size !== resolved.length) throw new InvalidOptionsError(c, 'schedules', 'declares a schedule key twice');
+  return resolved;
 }

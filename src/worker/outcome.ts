@@ -1,12 +1,12 @@
 /**
  * The one place that decides the outcome of an attempt: SUCCESS /
- * PARTIAL_SUCCESS (with the result serialized here, once), RETRY / FAILED,
- * CANCELLED, ABANDONED — or nothing, when the lease is gone and nothing may
+ * PARTIAL_SUCCESS (with the result serialized here, once), SNOOZED, RETRY /
+ * FAILED, CANCELLED, RELEASED — or nothing, when the lease is gone and nothing may
  * be written. What each outcome does to the task row is the store's shared
  * rule (outcome → status); this module only chooses the outcome.
  */
 import { ErrorCode } from '../core/errors.js';
-import type { TaskResult } from '../core/definition.js';
+import { isSnooze, type TaskResult, type TaskSnooze } from '../core/definition.js';
 import { classifyFailure, newTraceId, type FailureClassifier } from '../core/failure.js';
 import { retryDelayMs, type RetryOptions } from '../core/retry.js';
 import { attemptsLeft, type FailureRecord, type Lease } from '../core/task.js';
@@ -22,10 +22,11 @@ export interface FailureDecision {
   checkLease: (lease: Lease) => Promise<RenewResult>;
 }
 
-/** A finished handler's result; a result that JSON cannot hold fails the task for good instead. */
-export function successOutcome(execution: Execution, result: TaskResult): AttemptOutcome {
+/** A finished handler's result (or snooze); a result that JSON cannot hold fails the task for good instead. */
+export function successOutcome(execution: Execution, result: TaskResult | TaskSnooze): AttemptOutcome {
   const { lease } = execution;
   const progress = execution.context?.finalProgress ?? null;
+  if (isSnooze(result)) return { kind: 'SNOOZED', lease, delayMs: result.delayMs, progress };
   let resultJson: string | null;
   try {
     resultJson = serializeResult(result.result);
@@ -55,7 +56,7 @@ export async function failureOutcome(execution: Execution, error: unknown, decis
   const progress = execution.context?.finalProgress ?? null;
   const reason = execution.abortReason;
   if (execution.state === 'lost' || reason?.code === 'LEASE_LOST') return null;
-  if (reason?.code === 'SHUTDOWN') return { kind: 'ABANDONED', lease, progress };
+  if (reason?.code === 'SHUTDOWN') return { kind: 'RELEASED', lease, progress };
   if (reason?.code === 'CANCELLED') return { kind: 'CANCELLED', lease, progress };
   const failure = classifyFailure(reason ?? error, {
     exposeErrorMessages: decision.exposeErrorMessages,

@@ -9,11 +9,12 @@
  * - LeaseKeeper: heartbeats, renewal answers, cancellation, lease loss, local lease deadline
  * - RecoverySweeper: the periodic sweep of expired leases and due retries
  * - PolicyCache: the runtime policies (retry options, effective limits) and the registry row
+ * - PeriodicScheduler: submits the due ticks of schedules (periodic tasks), once across all workers
  */
 import { registryOf, type AnyTaskDefinition } from '../core/definition.js';
 import { Emitter } from '../core/emitter.js';
 import { InvalidStateError } from '../core/errors.js';
-import type { Task } from '../core/task.js';
+import { isQuarantined, type Task } from '../core/task.js';
 import type { StoreEvent } from '../store/types.js';
 import { ClaimScheduler } from './claim-scheduler.js';
 import { announceOutcome, type Announcer, type WorkerEvents } from './events.js';
@@ -25,6 +26,7 @@ import { resolveWorkerOptions, type ResolvedWorkerOptions, type WorkerOptions } 
 import { OutcomeWriter, type PendingOutcome } from './outcome-writer.js';
 import { PolicyCache, type EffectiveLimits } from './policy-cache.js';
 import { RecoverySweeper } from './recovery-sweeper.js';
+import { PeriodicScheduler } from './periodic-scheduler.js';
 import { stopGracefully } from './shutdown.js';
 import { WorkerLog, type StoreProblem } from './error-log.js';
 
@@ -65,6 +67,7 @@ export class Worker extends Emitter<WorkerEvents> {
   private readonly writer: OutcomeWriter<Execution>;
   private readonly executor: Executor;
   private readonly sweeper: RecoverySweeper;
+  private readonly scheduler: PeriodicScheduler;
   private state: WorkerState = 'idle';
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
@@ -95,6 +98,7 @@ export class Worker extends Emitter<WorkerEvents> {
       nothingToWrite: () => this.claims.request(),
     });
     this.sweeper = new RecoverySweeper(store, clock, events, o);
+    this.scheduler = new PeriodicScheduler(store, clock, events, o, (types) => this.onStoreEvent({ kind: 'submitted', taskTypes: types }));
   }
 
   get taskTypes(): string[] {
@@ -126,6 +130,7 @@ export class Worker extends Emitter<WorkerEvents> {
     // Claims wait for the first policy read, so that an operator's settings apply from the first claim.
     this.claims.start(this.policies.start().then(() => this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch)));
     this.sweeper.start();
+    this.scheduler.start();
     return this;
   }
 
@@ -138,7 +143,14 @@ export class Worker extends Emitter<WorkerEvents> {
 
   private adopt(tasks: Task[], sentAt: number): void {
     if (tasks.length === 0) return;
-    for (const task of tasks) this.table.add(new Execution(task, this.registry.get(task.taskType)!, sentAt));
+    const extra: Execution[] = [];
+    for (const task of tasks) {
+      const execution = new Execution(task, this.registry.get(task.taskType)!, sentAt);
+      // One quarantined task at a time (it runs alone): any other goes back at once, for another worker or later.
+      if (isQuarantined(task) && this.table.holdsIsolated) extra.push(execution);
+      else this.table.add(execution);
+    }
+    if (extra.length > 0) void this.handBack(extra);
     this.leases.adopted();
     this.emit('claimed', { workerId: this.workerId, count: tasks.length });
     if (this.state !== 'running') void this.releaseWaiting();
@@ -160,6 +172,7 @@ export class Worker extends Emitter<WorkerEvents> {
     if (applied) announceOutcome(this.announcer, execution.task, item.outcome, this.options.clock.now() - execution.startedAt, deadLetterId);
     else this.emit('leaseLost', { task: execution.task, reason: 'write' });
     this.table.forgetIfSettled(execution);
+    if (this.table.holdsIsolated) this.executor.startWaiting(this.state === 'running'); // it may wait for this write
     // A claim that went with this write already counted the slot it freed.
     if (!claimedAlong) this.claims.request();
   }
@@ -172,8 +185,12 @@ export class Worker extends Emitter<WorkerEvents> {
     for (const id of event.taskIds) this.leases.cancel(id);
   }
 
-  private async releaseWaiting(): Promise<void> {
-    const waiting = this.table.takeAllWaiting();
+  private releaseWaiting(): Promise<void> {
+    return this.handBack(this.table.takeAllWaiting());
+  }
+
+  /** Hands leased tasks that never started back to the queue. */
+  private async handBack(waiting: Execution[]): Promise<void> {
     if (waiting.length === 0) return;
     try {
       await this.options.store.releaseTasks({ leases: waiting.map((execution) => execution.lease) });
@@ -187,6 +204,7 @@ export class Worker extends Emitter<WorkerEvents> {
     if (this.state === 'running') this.state = 'stopping';
     this.emit('stopping', { workerId: this.workerId, active: this.table.runningHandlers, buffered: this.table.waiting });
     this.unsubscribe?.();
+    await this.scheduler.stop();
     await stopGracefully({
       options: this.options,
       table: this.table,

@@ -397,6 +397,55 @@ export function cliSuite(target: CliTarget): void {
       expect(badAttempts.code).toBe(2);
     });
 
+    it("sets, shows and resets an owner's policy; owner policies hold a concurrency limit only", async () => {
+      const set = await tl(['policy', 'set', '--owner', 'acme', '--max-concurrency', '2', '--json']);
+      expect(set.code, set.stderr).toBe(0);
+      expect(set.json()).toMatchObject({ policy: { policyKey: 'OWNER:acme', taskType: null, maxConcurrency: 2, enabled: true } });
+      expect((await tl(['policy', 'get', '--owner', 'acme', '--json'])).json()).toMatchObject({ policy: { maxConcurrency: 2 } });
+      const attempts = await tl(['policy', 'set', '--owner', 'acme', '--max-attempts', '3']);
+      expect([attempts.code, attempts.stderr]).toEqual([2, expect.stringContaining('maxConcurrency and enabled only')]);
+      const both = await tl(['policy', 'get', 'cli.p', '--owner', 'acme']);
+      expect([both.code, both.stderr]).toEqual([2, expect.stringContaining('not both')]);
+      expect((await tl(['policy', 'reset', '--owner', 'acme', '--json'])).json()).toEqual({ policyKey: 'OWNER:acme', removed: true });
+      expect((await tl(['policy', 'get', '--owner', 'acme'])).stdout).toBe("no policy for OWNER:acme: the workers' defaults apply\n");
+    });
+
+    it('sets, lists, disables, enables and deletes a schedule; a bad cron or time zone is a typed error', async () => {
+      const set = await tl([
+        'schedule',
+        'set',
+        'cli.nightly',
+        'cli.p',
+        '--cron',
+        '30 2 * * *',
+        '--time-zone',
+        'Europe/Berlin',
+        '--payload',
+        '{"n":1}',
+        '--catch-up',
+        '2',
+        '--json',
+      ]);
+      expect(set.code, set.stderr).toBe(0);
+      expect(set.json()).toMatchObject({
+        schedule: { key: 'cli.nightly', taskType: 'cli.p', cron: '30 2 * * *', timeZone: 'Europe/Berlin', payload: { n: 1 }, catchUp: 2, enabled: true },
+      });
+      const listed = await tl(['schedule', 'list', '--next', '2', '--json']);
+      const [nightly] = listed.json<{ schedules: { key: string; nextRuns: string[] }[] }>().schedules;
+      expect(nightly!.key).toBe('cli.nightly');
+      expect(nightly!.nextRuns.map((run) => new Date(run).getUTCMinutes())).toEqual([30, 30]);
+      expect((await tl(['schedule', 'list'])).stdout).toMatch(/^SCHEDULE\s+TYPE\s+CRON.*\ncli.nightly\s+cli.p\s+30 2 \* \* \*\s+Europe\/Berlin\s+true/);
+      expect((await tl(['schedule', 'disable', 'cli.nightly', '--json'])).json()).toMatchObject({ schedule: { enabled: false, nextRuns: [] } });
+      expect((await tl(['schedule', 'enable', 'cli.nightly', '--json'])).json()).toMatchObject({ schedule: { enabled: true } });
+      const badCron = await tl(['schedule', 'set', 'cli.bad', 'cli.p', '--cron', '0 0 31 2 * * *', '--json']);
+      expect([badCron.code, badCron.json()]).toEqual([2, { error: expect.objectContaining({ code: 'INVALID_CRON', field: 'cron' }) }]);
+      const badZone = await tl(['schedule', 'set', 'cli.bad', 'cli.p', '--cron', '0 3 * * *', '--time-zone', 'Europe/Gotham']);
+      expect([badZone.code, badZone.stderr]).toEqual([2, expect.stringMatching(/^error INVALID_TIME_ZONE: /)]);
+      expect((await tl(['schedule', 'delete', 'cli.nightly', '--json'])).json()).toEqual({ key: 'cli.nightly', deleted: true });
+      expect((await tl(['schedule', 'get', 'cli.nightly', '--json'])).json()).toEqual({ schedule: null });
+      expect((await tl(['schedule', 'delete', 'cli.nightly'])).code).not.toBe(0);
+    });
+
     it('cleans up in batches and keeps tasks inside the retention', async () => {
       const id = await submit('cli.echo', {});
       await tl(['cancel', id]);

@@ -2,9 +2,7 @@
  * The poison pill (FAULTS.md 13, issue 11's B3): one task whose handler
  * kills its process (process.exit(1)) on every attempt, beside innocent
  * tasks in flight in the same process; a supervisor restarts the process
- * each time it dies, as systemd or Kubernetes would. Shared by the case that
- * holds today (poison.slow.test.ts) and the one that holds after the store's
- * B3 fix (pending/poison.test.ts).
+ * each time it dies, as systemd or Kubernetes would (poison.fast.test.ts).
  */
 import { waitFor } from '../helpers/wait.js';
 import type { ChildWorker } from '../process/harness.js';

@@ -255,6 +255,22 @@ export function runObserveSuite(factory: StoreFactory): void {
       for (const id of [...ids, heldTask.id]) expect(text).not.toContain(id);
     });
 
+    it('a snooze counts in async_task_snoozed_total and as an execution, not as a failure', async () => {
+      let runs = 0;
+      const t = defineTask({ type: 'obs.snoozy', execute: () => (++runs === 1 ? TaskResult.snooze(0) : undefined) });
+      const registry = new Registry();
+      const worker = newWorker([t]);
+      createMetrics({ registry }).attachWorker(worker);
+      worker.start();
+      const { task } = await createClient({ store, tasks: [t] }).submit(t, {});
+      await waitFor(async () => (await store.getTask({ id: task.id, scope: Scope.global() }))!.status === 'SUCCESS', 'the snoozed task to succeed');
+      await waitFor(async () => (await value(registry, 'async_task_completed_total', { status: 'SUCCESS', task_type: t.type })) === 1, 'its completion');
+      expect(await value(registry, 'async_task_snoozed_total', { task_type: t.type })).toBe(1);
+      expect(await total(registry, 'async_task_failures_total')).toBe(0);
+      expect(await total(registry, 'async_task_retries_total')).toBe(0);
+      expect(await value(registry, 'async_task_execution_seconds', { task_type: t.type }, 'async_task_execution_seconds_count')).toBe(2);
+    });
+
     it('several workers share one registry; the slot gauge follows their lifecycle', async () => {
       const t = defineTask({ type: 'obs.noop', execute: () => undefined });
       const registry = new Registry();

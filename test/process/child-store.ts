@@ -6,7 +6,7 @@
  */
 import type { Store } from '../../src/store/types.js';
 
-export type ChildStoreConfig = { dialect: 'postgres'; url: string; schema: string } | { dialect: 'mysql'; uri: string };
+export type ChildStoreConfig = { dialect: 'postgres'; url: string; schema: string } | { dialect: 'mysql'; uri: string } | { dialect: 'sqlite'; path: string };
 
 export function childApplicationName(label: string): string {
   return `tlw-${label}`;
@@ -21,6 +21,10 @@ export async function openChildStore(config: ChildStoreConfig, label: string): P
     case 'mysql': {
       const { MysqlStore } = await import('../../src/store/mysql/store.js');
       return new MysqlStore({ uri: await mysqlChildUri(config.uri, label), poolSize: 4 });
+    }
+    case 'sqlite': {
+      const { SqliteStore } = await import('../../src/store/sqlite/store.js');
+      return new SqliteStore({ path: config.path, busyTimeoutMs: 10_000 });
     }
   }
 }

@@ -2,12 +2,13 @@ import { skipWithoutServer } from '../helpers/factory.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable } from '../helpers/mysql.js';
 import { mysqlChildUser } from './child-store.js';
-import { runProcessSuite, type AttemptRow } from './suite.js';
+import { runFairnessSuite } from './fairness.js';
+import { runProcessSuite, type AttemptRow, type ProcessDialect } from './suite.js';
 
 const available = await mysqlAvailable('test/process/mysql.test.ts');
 
 if (available) {
-  runProcessSuite({
+  const dialect: ProcessDialect = {
     name: 'mysql',
     async create() {
       const database = await createTestDatabase();
@@ -41,7 +42,9 @@ if (available) {
         },
       };
     },
-  });
+  };
+  runProcessSuite(dialect);
+  runFairnessSuite(dialect);
 } else {
   skipWithoutServer('worker processes on mysql', 'MySQL/MariaDB');
 }

@@ -2,12 +2,13 @@ import { skipWithoutServer } from '../helpers/factory.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { createTestSchema, PG_URL, postgresAvailable } from '../helpers/postgres.js';
 import { childApplicationName } from './child-store.js';
-import { runProcessSuite, type AttemptRow } from './suite.js';
+import { runFairnessSuite } from './fairness.js';
+import { runProcessSuite, type AttemptRow, type ProcessDialect } from './suite.js';
 
 const available = await postgresAvailable('test/process/postgres.test.ts');
 
 if (available) {
-  runProcessSuite({
+  const dialect: ProcessDialect = {
     name: 'postgres',
     async create() {
       const schema = await createTestSchema();
@@ -32,7 +33,9 @@ if (available) {
         },
       };
     },
-  });
+  };
+  runProcessSuite(dialect);
+  runFairnessSuite(dialect);
 } else {
   skipWithoutServer('worker processes on postgres', 'PostgreSQL');
 }

@@ -38,6 +38,8 @@ export interface ChildConfig {
       | 'recoveryIntervalMs'
       | 'globalConcurrency'
       | 'typeConcurrency'
+      | 'ownerConcurrency'
+      | 'fairOwners'
       | 'shutdownGraceMs'
     >
   >;

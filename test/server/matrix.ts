@@ -37,6 +37,13 @@ async function cancelledTask(running: Running): Promise<string> {
   return id;
 }
 
+/** A disabled yearly schedule: nothing it does can submit a task during the test. */
+async function schedule(running: Running): Promise<string> {
+  const key = `matrix-${randomUUID()}`;
+  await running.server.client.schedules.save({ key, taskType: 'test.idle', cron: '0 0 1 1 *', enabled: false });
+  return key;
+}
+
 const get =
   (path: string): Builder =>
   async () => ({ method: 'GET', path });
@@ -72,6 +79,9 @@ export const EXAMPLES: Record<string, Builder> = {
   [`GET ${A}/policy/type/:taskType`]: get(`${A}/policy/type/test.idle`),
   [`PUT ${A}/policy/type/:taskType`]: async () => ({ method: 'PUT', path: `${A}/policy/type/test.idle`, body: { maxAttempts: 3 } }),
   [`DELETE ${A}/policy/type/:taskType`]: async () => ({ method: 'DELETE', path: `${A}/policy/type/test.idle` }),
+  [`GET ${A}/policy/owner/:owner`]: get(`${A}/policy/owner/alice`),
+  [`PUT ${A}/policy/owner/:owner`]: async () => ({ method: 'PUT', path: `${A}/policy/owner/alice`, body: { maxConcurrency: 3 } }),
+  [`DELETE ${A}/policy/owner/:owner`]: async () => ({ method: 'DELETE', path: `${A}/policy/owner/alice` }),
   [`GET ${A}/analyze/:taskType`]: get(`${A}/analyze/test.fail?hours=1`),
   [`GET ${A}/dead-letters`]: get(`${A}/dead-letters?taskType=test.fail&limit=10`),
   [`GET ${A}/dead-letters/size`]: get(`${A}/dead-letters/size`),
@@ -94,6 +104,16 @@ export const EXAMPLES: Record<string, Builder> = {
     method: 'DELETE',
     path: `${A}/tokens/${(await r.server.client.tokens.create({ name: 'to revoke', role: 'operator' })).record.id}`,
   }),
+  [`GET ${A}/schedules`]: get(`${A}/schedules?nextRuns=2`),
+  [`GET ${A}/schedules/:key`]: async (r) => ({ method: 'GET', path: `${A}/schedules/${await schedule(r)}` }),
+  [`PUT ${A}/schedules/:key`]: async () => ({
+    method: 'PUT',
+    path: `${A}/schedules/matrix-${randomUUID()}`,
+    body: { taskType: 'test.idle', cron: '0 3 * * *', timeZone: 'Europe/Paris', payload: {}, enabled: false },
+  }),
+  [`POST ${A}/schedules/:key/enable`]: async (r) => ({ method: 'POST', path: `${A}/schedules/${await schedule(r)}/enable` }),
+  [`POST ${A}/schedules/:key/disable`]: async (r) => ({ method: 'POST', path: `${A}/schedules/${await schedule(r)}/disable` }),
+  [`DELETE ${A}/schedules/:key`]: async (r) => ({ method: 'DELETE', path: `${A}/schedules/${await schedule(r)}` }),
 
   'GET /actuator/health': get('/actuator/health'),
   'GET /actuator/health/liveness': get('/actuator/health/liveness'),

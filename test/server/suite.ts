@@ -203,6 +203,28 @@ export function serverSuite(stores: ServerSuiteStores): void {
     });
   });
 
+  describe('schedules', () => {
+    it('an admin saves a schedule, everyone operating sees its next runs; a bad cron or zone is a typed 400', async () => {
+      const url = `${ADMIN_PREFIX}/schedules/nightly-report`;
+      const body = { taskType: 'test.idle', cron: '0 3 * * *', timeZone: 'Asia/Tokyo', payload: { n: 1 }, catchUp: 1 };
+      const saved = await running.call('PUT', url, { as: 'admin', body });
+      expect([saved.status, saved.body.data.enabled, saved.body.data.timeZone]).toEqual([200, true, 'Asia/Tokyo']);
+      // 03:00 in Tokyo is 18:00 UTC the day before.
+      const listed = await running.call('GET', `${ADMIN_PREFIX}/schedules?nextRuns=2`, { as: 'operator' });
+      const nightly = (listed.body.data as { key: string; nextRuns: string[] }[]).find((s) => s.key === 'nightly-report')!;
+      expect(nightly.nextRuns.map((run) => new Date(run).getUTCHours())).toEqual([18, 18]);
+      expect((await running.call('PUT', url, { as: 'operator', body })).status).toBe(403);
+      const disabled = await running.call('POST', `${url}/disable`, { as: 'admin' });
+      expect([disabled.body.data.enabled, disabled.body.data.nextRuns]).toEqual([false, []]);
+      const badCron = await running.call('PUT', url, { as: 'admin', body: { ...body, cron: '0 25 * * *' } });
+      expect([badCron.status, badCron.body.code, badCron.body.field]).toEqual([400, 'INVALID_CRON', 'cron']);
+      const badZone = await running.call('PUT', url, { as: 'admin', body: { ...body, timeZone: 'Moon/Tranquility' } });
+      expect([badZone.status, badZone.body.code]).toEqual([400, 'INVALID_TIME_ZONE']);
+      expect((await running.call('DELETE', url, { as: 'admin' })).status).toBe(200);
+      expect((await running.call('GET', url, { as: 'operator' })).status).toBe(404);
+    });
+  });
+
   describe('hostile input', () => {
     const countTasks = async () => (await running.server.client.list({ limit: 1000 })).tasks.length;
 

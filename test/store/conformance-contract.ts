@@ -21,6 +21,7 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   migrate: (s) => s.migrate(),
   now: (s) => s.now(),
   schemaVersion: (s) => s.schemaVersion(),
+  payloadLimit: (s) => s.payloadLimit(),
   subscribe: (s) => s.subscribe(() => undefined),
   insertTasks: (s) => s.insertTasks({ tasks: [newTask()] }),
   getTask: (s) => s.getTask({ id: 'x', scope: G }),

@@ -61,4 +61,14 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: outcomes and the next cla
     expect(last).toEqual({ applied: [true], deadLetters: [], claimed: [] });
     expect((await store.countByStatus({ scope: Scope.global(), taskType: 'fc' })).SUCCESS).toBe(6);
   });
+
+  it('a process of the previous release that writes ABANDONED during a rolling upgrade gets the hand-back it meant, uncharged', async () => {
+    await store.insertTasks({ tasks: [newTask({ taskType: 'legacy', maxAttempts: 1 })] });
+    const [task] = await store.claimTasks(claimParams({ taskTypes: ['legacy'] }));
+    // The call the previous release makes (its own copy of finishAttempts), with the kind it knew.
+    const legacy = { kind: 'ABANDONED', lease: leaseOf(task!), progress: null } as unknown as AttemptOutcome;
+    expect(await store.finishAttempts({ outcomes: [legacy] })).toEqual({ applied: [true], deadLetters: [] });
+    expect(await store.getTask({ id: task!.id, scope: Scope.global() })).toMatchObject({ status: 'QUEUED', attemptCount: 1, attemptBase: 1 });
+    expect((await store.listAttempts({ taskId: task!.id })).map((x) => x.outcome)).toEqual(['RELEASED']);
+  });
 });

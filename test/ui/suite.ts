@@ -174,6 +174,50 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await context.close();
     });
 
+    it('adds, changes and removes an owner limit on Policies', async () => {
+      const client = rig.server.client;
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/policies`);
+      const form = page.getByRole('form', { name: 'Add an owner limit' });
+      await form.getByLabel('Owner', { exact: true }).fill('acme');
+      await form.getByLabel('Owner max concurrency').fill('3');
+      await form.getByRole('button', { name: 'Save owner limit' }).click();
+      const row = page.locator('tr[data-policy="OWNER:acme"]');
+      await row.waitFor();
+      expect(await client.policies.get({ owner: 'acme' })).toMatchObject({ maxConcurrency: 3, enabled: true });
+      await row.getByLabel('Max concurrency of owner acme').fill('5');
+      await row.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('status').filter({ hasText: 'Saved the owner acme policy' }).waitFor();
+      expect(await client.policies.get({ owner: 'acme' })).toMatchObject({ maxConcurrency: 5 });
+      await row.getByRole('button', { name: 'Remove' }).click();
+      await page.locator('dialog [data-confirm]').click();
+      await page.getByRole('status').filter({ hasText: 'Removed the owner acme policy' }).waitFor();
+      expect(await client.policies.get({ owner: 'acme' })).toBeNull();
+      await context.close();
+    });
+
+    it('Schedules lists each schedule with its next runs; an admin disables and enables one', async () => {
+      const client = rig.server.client;
+      await client.schedules.save({ key: 'ui-nightly', taskType: 'ui.quick', cron: '0 3 * * *', timeZone: 'Asia/Kolkata', enabled: true });
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.getByRole('link', { name: 'Schedules' }).click();
+      await page.getByRole('heading', { name: 'Schedules' }).waitFor();
+      const row = page.locator('tr[data-schedule="ui-nightly"]');
+      await row.locator('[data-run]').nth(2).waitFor();
+      // 03:00 in Kolkata is 21:30 UTC the day before, every day.
+      const runs = await row.locator('[data-run]').evaluateAll((items) => items.map((item) => item.getAttribute('data-run')!));
+      expect(runs.map((run) => new Date(run).toISOString().slice(11, 16))).toEqual(['21:30', '21:30', '21:30']);
+      await shoot(page, `${name}-schedules`);
+      await row.getByRole('button', { name: 'Disable' }).click();
+      await page.locator('tr[data-schedule="ui-nightly"][data-enabled="false"]').waitFor();
+      expect(await page.locator('tr[data-schedule="ui-nightly"] [data-run]').count()).toBe(0);
+      expect((await client.schedules.get('ui-nightly'))?.enabled).toBe(false);
+      await page.locator('tr[data-schedule="ui-nightly"]').getByRole('button', { name: 'Enable' }).click();
+      await page.locator('tr[data-schedule="ui-nightly"][data-enabled="true"] [data-run]').first().waitFor();
+      await client.schedules.delete('ui-nightly');
+      await context.close();
+    });
+
     it('a user sees only its own tasks, no admin pages, and no admin actions; the server refuses them anyway', async () => {
       const client = rig.server.client;
       const mine = (await client.submit('ui.quick', {}, { owner: 'alice', delayMs: 3_600_000 })).task;

@@ -1,6 +1,8 @@
+import type { PostgresStore } from '../../src/store/postgres/store.js';
 import { onPostgres } from '../helpers/postgres.js';
 import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
+import { runPoolExhaustionSuite } from './pool-exhaustion-suite.js';
 import { runWorkerSuite } from './suite.js';
 import { runTracingSuite } from './tracing-suite.js';
 import { runTxCompleteSuite } from './tx-complete-suite.js';
@@ -9,6 +11,10 @@ await onPostgres('test/worker/postgres.test.ts', 'worker', (factory) => {
   runWorkerSuite(factory);
   runOutcomeSuite(factory);
   runCommitDoubtSuite(factory);
+  runPoolExhaustionSuite(factory, async (store) => {
+    const client = await (store as PostgresStore).pool.connect();
+    return () => client.release();
+  });
   runTxCompleteSuite(factory);
   runTracingSuite(factory);
 });

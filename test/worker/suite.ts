@@ -9,8 +9,8 @@ import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
 import { TaskFailure } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Task } from '../../src/core/task.js';
-import type { Store } from '../../src/store/types.js';
-import { defineTask, type AnyTaskDefinition } from '../../src/core/definition.js';
+import type { ClaimParams, Store } from '../../src/store/types.js';
+import { defineTask, TaskResult, type AnyTaskDefinition } from '../../src/core/definition.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { createWorker, type Worker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
@@ -19,6 +19,10 @@ import { waitFor } from '../helpers/wait.js';
 import { FAST_WORKER } from '../helpers/worker-options.js';
 
 const FAST = FAST_WORKER;
+
+function claimParams(workerId: string, taskTypes: string[]): ClaimParams {
+  return { workerId, taskTypes, limit: 10, leaseMs: 30_000, globalConcurrency: 1000, typeConcurrency: 1000 };
+}
 
 /** A gate a handler waits on until the test opens it. */
 function gate(): { promise: Promise<void>; open: () => void } {
@@ -404,12 +408,119 @@ export function runWorkerSuite(factory: StoreFactory): void {
         },
       });
       const { client, worker } = setup([t], { shutdownGraceMs: 200 });
+      const released = worker.waitFor('released');
       worker.start();
-      const { task } = await client.submit(t, {});
+      const { task } = await client.submit(t, {}, { maxAttempts: 1 });
       await started.promise;
       await worker.stop();
       expect((reason as { code?: string }).code).toBe('SHUTDOWN');
-      expect(await statusOf(task.id)).toMatchObject({ status: 'QUEUED', leaseOwner: null, attemptCount: 1 });
+      expect(await released).toMatchObject({ task: { id: task.id }, started: true });
+      // A hand-back is not a failure (issue 11, F5): no attempt spent, the attempt row says so.
+      const back = await statusOf(task.id);
+      expect(back).toMatchObject({ status: 'QUEUED', leaseOwner: null, attemptCount: 1, lastErrorCode: null });
+      expect(back.attemptCount - back.attemptBase).toBe(0);
+      expect(await store.listAttempts({ taskId: task.id })).toMatchObject([{ attempt: 1, outcome: 'RELEASED', errorCode: null }]);
+      expect(await store.listFailures({ taskId: task.id })).toEqual([]);
+      // maxAttempts 1 and one start behind it: the task still has its attempt, and runs to SUCCESS.
+      const next = defineTask({ type: 'stubborn', execute: () => undefined });
+      const { worker: second } = setup([next]);
+      second.start();
+      await until(task.id, 'SUCCESS');
+      expect((await store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['RELEASED', 'SUCCESS']);
+    });
+
+    it('a snoozed task runs again after its delay, spending no attempt: snoozed twice with maxAttempts 1, it still succeeds', async () => {
+      const runs: number[] = [];
+      const t = defineTask({
+        type: 'snoozer',
+        execute: (ctx) => {
+          runs.push(ctx.attempt);
+          return runs.length <= 2 ? TaskResult.snooze(300) : TaskResult.success({ result: { runs: runs.length } });
+        },
+      });
+      const { client, worker } = setup([t]);
+      const snoozes: { delayMs: number; status: string }[] = [];
+      worker.on('snoozed', (e) => snoozes.push({ delayMs: e.delayMs, status: e.task.status }));
+      const failed: unknown[] = [];
+      worker.on('failed', (e) => failed.push(e));
+      worker.start();
+      const { task } = await client.submit(t, {}, { maxAttempts: 1 });
+      const done = await waitFor(async () => {
+        const now = await statusOf(task.id);
+        return now.status === 'SUCCESS' ? now : undefined;
+      }, 'the snoozed task to succeed');
+      expect(done).toMatchObject({ attemptCount: 3, attemptBase: 2, lastErrorCode: null, result: { runs: 3 } });
+      expect(snoozes).toEqual([
+        { delayMs: 300, status: 'QUEUED' },
+        { delayMs: 300, status: 'QUEUED' },
+      ]);
+      expect(failed).toEqual([]);
+      const attempts = await store.listAttempts({ taskId: task.id });
+      expect(attempts.map((a) => [a.attempt, a.outcome])).toEqual([
+        [1, 'SNOOZED'],
+        [2, 'SNOOZED'],
+        [3, 'SUCCESS'],
+      ]);
+      // The delay is kept by the database clock: each run starts at least 300 ms after the snooze was written.
+      for (let i = 1; i < attempts.length; i++) {
+        expect(attempts[i]!.startedAt.getTime() - attempts[i - 1]!.finishedAt!.getTime()).toBeGreaterThanOrEqual(290);
+      }
+    });
+
+    it('runs a task that lost two leases alone: after the others, nothing beside it, one such task at a time', async () => {
+      const crashTwice = async (ids: string[]): Promise<void> => {
+        // Two leases lost, as if their process had crashed twice (a ghost worker claims them and never renews).
+        for (let i = 0; i < 2; i++) {
+          expect(await store.claimTasks({ ...claimParams('ghost', ['iso']), leaseMs: 50 })).toHaveLength(ids.length);
+          const requeued = async (): Promise<boolean> => (await Promise.all(ids.map(statusOf))).every((task) => task.status === 'QUEUED');
+          await waitFor(async () => (await requeued()) || (await store.recover({ batchSize: 10 }), false), 'the expired leases requeued');
+        }
+        for (const id of ids) expect(await statusOf(id)).toMatchObject({ leaseExpiries: 2, attemptCount: 2, attemptBase: 2 });
+      };
+      const normalsRelease = gate();
+      let active = 0;
+      const seen: { kind: string; activeBeside: number }[] = [];
+      const t = defineTask<{ kind: string }>({
+        type: 'iso',
+        execute: async (_ctx, payload) => {
+          seen.push({ kind: payload.kind, activeBeside: active });
+          active += 1;
+          if (payload.kind === 'normal') await normalsRelease.promise;
+          active -= 1;
+        },
+      });
+      // Room for all five in one claim: the first quarantined task is kept, the second handed back.
+      const { client, worker } = setup([t], { concurrency: 5 });
+      const [q1, q2] = await client.submitMany([
+        { type: 'iso', payload: { kind: 'quarantined' } },
+        { type: 'iso', payload: { kind: 'quarantined' } },
+      ]);
+      await crashTwice([q1!.task.id, q2!.task.id]);
+      await client.submitMany(Array.from({ length: 3 }, () => ({ type: 'iso', payload: { kind: 'normal' } })));
+      const handedBack = worker.waitFor('released');
+      worker.start();
+      expect(await handedBack).toMatchObject({ started: false }); // the second quarantined task goes back at once
+      await waitFor(() => seen.filter((s) => s.kind === 'normal').length === 3, 'the normal tasks to start');
+      expect(seen.filter((s) => s.kind === 'quarantined')).toEqual([]); // it waits for them
+      normalsRelease.open();
+      await until(q1!.task.id, 'SUCCESS');
+      await until(q2!.task.id, 'SUCCESS');
+      expect(seen.filter((s) => s.kind === 'quarantined')).toEqual([
+        { kind: 'quarantined', activeBeside: 0 },
+        { kind: 'quarantined', activeBeside: 0 },
+      ]);
+      // a hand-back of a never-started task is as if never claimed: each quarantined task ran once, uncharged before
+      for (const q of [q1!, q2!]) expect((await statusOf(q.task.id)).attemptCount - (await statusOf(q.task.id)).attemptBase).toBe(1);
+    });
+
+    it('a snooze with a bad delay fails the attempt like any handler error', async () => {
+      const t = defineTask({ type: 'bad-snooze', execute: () => ({ status: 'SNOOZED' as const, delayMs: -1 }) });
+      const { client, worker } = setup([t]);
+      worker.start();
+      const { task } = await client.submit(t, {}, { maxAttempts: 1 });
+      await until(task.id, 'FAILED');
+      expect((await store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['FAILED']);
+      expect(() => TaskResult.snooze(Number.NaN)).toThrow(/snooze delay/);
     });
 
     it('hands back prefetched tasks at once when it stops', async () => {

@@ -88,6 +88,17 @@ export interface Policy {
   retryBaseDelayMs: number | null;
   enabled: boolean;
 }
+export interface Schedule {
+  key: string;
+  taskType: string;
+  cron: string;
+  timeZone: string;
+  enabled: boolean;
+  catchUp: number;
+  lastTickAt: string;
+  lastTaskId: string | null;
+  nextRuns: string[];
+}
 export interface LimitUse {
   running: number;
   limit: number;

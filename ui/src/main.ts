@@ -12,6 +12,7 @@ import { tasksPage } from './pages/tasks.js';
 import { taskPage } from './pages/task.js';
 import { deadLettersPage } from './pages/dead-letters.js';
 import { policiesPage } from './pages/policies.js';
+import { schedulesPage } from './pages/schedules.js';
 import { workersPage } from './pages/workers.js';
 
 export interface PageContext {
@@ -34,6 +35,7 @@ const ROUTES: Route[] = [
   { name: 'task', label: 'Task', page: taskPage, operator: false, nav: false },
   { name: 'dead-letters', label: 'Dead letters', page: deadLettersPage, operator: true, nav: true },
   { name: 'policies', label: 'Policies', page: policiesPage, operator: true, nav: true },
+  { name: 'schedules', label: 'Schedules', page: schedulesPage, operator: true, nav: true },
   { name: 'workers', label: 'Workers', page: workersPage, operator: true, nav: true },
 ];
 

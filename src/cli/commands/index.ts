@@ -14,6 +14,7 @@ import { listCommand } from './list.js';
 import { migrateCommand } from './migrate.js';
 import { policyCommand } from './policy.js';
 import { rescheduleCommand } from './reschedule.js';
+import { scheduleCommand } from './schedule.js';
 import { serveCommands } from './serve.js';
 import { submitCommand } from './submit.js';
 import { tokenCommand } from './token.js';
@@ -35,6 +36,7 @@ export const COMMANDS: readonly CliCommand[] = [
   dlqCommand,
   cleanupCommand,
   policyCommand,
+  scheduleCommand,
   workersCommand,
   tokenCommand,
 ];

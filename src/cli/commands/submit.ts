@@ -61,7 +61,7 @@ function pickType(positional: string | undefined, flag: string | undefined): str
   return type;
 }
 
-function parsePayload(text: string): unknown {
+export function parsePayload(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {

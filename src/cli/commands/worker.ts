@@ -20,6 +20,7 @@ interface WorkerFlags {
   shutdownGrace?: number;
   globalConcurrency?: number;
   typeConcurrency?: number;
+  ownerConcurrency?: number;
   workerId?: string;
   logLevel?: string;
 }
@@ -38,6 +39,11 @@ export const workerCommand: CliCommand = {
       .option('--shutdown-grace <duration>', 'how long a stop waits for running handlers before aborting them (default 30s)', duration)
       .option('--global-concurrency <n>', 'cluster-wide running cap unless a GLOBAL policy says otherwise (default 20)', integer(1, 100_000))
       .option('--type-concurrency <n>', 'per-type running cap unless a TYPE policy says otherwise (default 5)', integer(1, 100_000))
+      .option(
+        '--owner-concurrency <n>',
+        'per-owner (tenant) running cap unless an OWNER policy says otherwise; claims take turns across owners (default none)',
+        integer(1, 100_000),
+      )
       .option('--worker-id <id>', 'unique per process; the lease owner (default host-pid-random)', nonEmpty)
       .addOption(new Option('--log-level <level>', 'log level (default info)').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']))
       .action(action(ctx, (modules: string[], flags: WorkerFlags) => runWorker(ctx, modules, flags)));
@@ -54,6 +60,7 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
     'worker.shutdownGraceMs': flags.shutdownGrace,
     'worker.globalConcurrency': flags.globalConcurrency,
     'worker.typeConcurrency': flags.typeConcurrency,
+    'worker.ownerConcurrency': flags.ownerConcurrency,
     logLevel: flags.logLevel,
   });
   const tasks = await loadTaskModules(modules, ctx.io.cwd);

@@ -17,45 +17,68 @@
  * more than was asked for (a cap raised since) is read again at once, so a
  * policy change still applies on the very next claim. Round trip 2: the
  * UPDATE, the attempt rows, COMMIT and RELEASE_LOCK.
+ *
+ * Fairness (rules/fairness.ts): each type's room is this worker's fair
+ * share among the live workers of the type (the registry, read in round
+ * trip 1). When owners are in play (an OWNER: policy, a default owner limit,
+ * or fairOwners) the candidates are each owner's first rows of each type, by
+ * a window (which cannot lock: the round robin's choice is locked after,
+ * SKIP LOCKED) — two more round trips, for owner claims only. Whether owners
+ * were in play last time decides what round trip 1 reads.
  */
-import { GLOBAL_POLICY_KEY, typePolicyKey } from '../../core/policy-keys.js';
+import { GLOBAL_POLICY_KEY, OWNER_POLICY_PREFIX, ownerPolicyKey, typePolicyKey } from '../../core/policy-keys.js';
 import { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { claimOrder } from '../claim-order.js';
 import { taskFromRow, type Row } from '../rows.js';
-import { LEASED_SQL, STATUS_SQL } from '../rules/index.js';
+import { LEASED_SQL, liveByType, ownerRoom, ownersInPlay, pickRoundRobin, STATUS_SQL, typeRooms, type ClaimPolicy, type TypeLeases } from '../rules/index.js';
 import type { ClaimParams } from '../types.js';
 import type { BatchedTransaction, Statement } from './connection.js';
 import { addMs, decode } from './encode.js';
 
-interface Policy {
-  maxConcurrency: number | null;
-  enabled: boolean;
-}
-
 /** Policy caps (policy_key → max_concurrency) seen by the last claim: only how many candidates to ask for. */
 export type CapCache = Map<string, number | null>;
+/** In the CapCache: present when the last claim found owners in play. */
+const OWNERS_SEEN = OWNER_POLICY_PREFIX;
 
 export async function claim(tx: BatchedTransaction, params: ClaimParams, caps: CapCache): Promise<Task[]> {
   const taskTypes = [...new Set(params.taskTypes)];
-  const asked = new Map(taskTypes.map((taskType) => [taskType, guessRoom(params, caps, taskType)]));
-  const statements = [{ sql: 'SET @tasklease_now = NOW(3)' }, stateStatement(taskTypes), ...taskTypes.map((t) => candidatesStatement(t, asked.get(t)!))];
+  const guessOwners = ownersInPlay(params, caps.has(OWNERS_SEEN));
+  // Owner claims read their candidates once the rooms are known; plain claims guess and lock them at once.
+  const asked = new Map(taskTypes.map((taskType) => [taskType, guessOwners ? 0 : guessRoom(params, caps, taskType)]));
+  const statements = [
+    { sql: 'SET @tasklease_now = NOW(3)' },
+    stateStatement(taskTypes, params, guessOwners),
+    ...(guessOwners ? [] : taskTypes.map((t) => candidatesStatement(t, asked.get(t)!))),
+  ];
   const [, stateRows, ...candidateSets] = (await tx.step(statements)) as Row[][];
-  const { now, policies, leasedByType, leasedTotal } = readState(stateRows!);
-  rememberCaps(caps, taskTypes, policies);
-  const global = policies.get(GLOBAL_POLICY_KEY);
+  const state = readState(stateRows!);
+  const owners = ownersInPlay(params, state.ownerPolicies.size > 0);
+  rememberCaps(caps, taskTypes, state.policies, owners);
+  const global = state.policies.get(GLOBAL_POLICY_KEY);
   if (global && !global.enabled) return [];
-  const room = Math.min(params.limit, (global?.maxConcurrency ?? params.globalConcurrency) - leasedTotal);
+  const room = Math.min(params.limit, (global?.maxConcurrency ?? params.globalConcurrency) - state.leasedTotal);
   if (room <= 0) return [];
+  const rooms = typeRooms(taskTypes, params, (type) => state.policies.get(typePolicyKey(type)), state.leasedByType, state.live);
+  const chosen = owners ? await pickByOwner(tx, params, state, rooms, room, guessOwners) : await pickPlain(tx, taskTypes, rooms, room, asked, candidateSets);
+  if (chosen.length === 0) return [];
+  return lease(tx, params, chosen, state.now);
+}
 
+async function pickPlain(
+  tx: BatchedTransaction,
+  taskTypes: readonly string[],
+  rooms: Map<string, number>,
+  room: number,
+  asked: Map<string, number>,
+  candidateSets: Row[][],
+): Promise<Row[]> {
   const candidates: Row[] = [];
   const reread: { taskType: string; allowed: number }[] = [];
   taskTypes.forEach((taskType, index) => {
-    const policy = policies.get(typePolicyKey(taskType));
-    if (policy && !policy.enabled) return;
-    const allowed = Math.min(room, (policy?.maxConcurrency ?? params.typeConcurrency) - (leasedByType.get(taskType) ?? 0));
+    const allowed = Math.min(room, rooms.get(taskType) ?? 0);
     if (allowed <= 0) return;
-    const found = candidateSets[index]!;
+    const found = candidateSets[index] ?? [];
     // Fewer rows than asked for: that was every claimable row of the type. As many: there may be more.
     if (allowed > asked.get(taskType)! && found.length === asked.get(taskType)!) reread.push({ taskType, allowed });
     else candidates.push(...found.slice(0, allowed));
@@ -66,9 +89,33 @@ export async function claim(tx: BatchedTransaction, params: ClaimParams, caps: C
     sets.forEach((rows) => candidates.push(...rows));
   }
   // Rows locked but not chosen are released at COMMIT, untouched.
-  const chosen = candidates.sort(claimOrder).slice(0, room);
-  if (chosen.length === 0) return [];
+  return candidates.sort(claimOrder).slice(0, room);
+}
 
+async function pickByOwner(
+  tx: BatchedTransaction,
+  params: ClaimParams,
+  state: ClaimState,
+  rooms: Map<string, number>,
+  room: number,
+  counted: boolean,
+): Promise<Row[]> {
+  const ranked = [...rooms].map(([taskType, typeRoom]) => rankedStatement(taskType, Math.min(typeRoom, room)));
+  if (ranked.length === 0) return [];
+  const sets = (await tx.step(counted ? ranked : [ownerLeasedStatement(), ...ranked])) as Row[][];
+  const ownerLeased = counted ? state.leasedByOwner : ownerCounts(sets.shift()!);
+  const roomOf = (owner: string): number =>
+    ownerRoom(state.ownerPolicies.get(ownerPolicyKey(owner)), params.ownerConcurrency ?? null, ownerLeased.get(owner) ?? 0);
+  const picked = pickRoundRobin(sets.flat(), rooms, roomOf, room);
+  if (picked.length === 0) return [];
+  // Locked now; a row another transaction holds or changed since is left out (it is claimed next time, or was taken).
+  const [locked] = (await tx.step([
+    { sql: 'SELECT * FROM system_async_task WHERE id IN (?) AND claimable = 1 FOR UPDATE SKIP LOCKED', values: [picked.map((row) => String(row.id))] },
+  ])) as Row[][];
+  return locked!.sort(claimOrder);
+}
+
+async function lease(tx: BatchedTransaction, params: ClaimParams, chosen: readonly Row[], now: string): Promise<Task[]> {
   const ids = chosen.map((row) => String(row.id));
   const leaseUntil = addMs(now, params.leaseMs);
   await tx.last([
@@ -108,44 +155,96 @@ function guessRoom(params: ClaimParams, caps: CapCache, taskType: string): numbe
   return Math.max(0, Math.min(params.limit, typeCap, globalCap));
 }
 
-function rememberCaps(caps: CapCache, taskTypes: readonly string[], policies: Map<string, Policy>): void {
+function rememberCaps(caps: CapCache, taskTypes: readonly string[], policies: Map<string, ClaimPolicy>, owners: boolean): void {
   for (const key of [GLOBAL_POLICY_KEY, ...taskTypes.map(typePolicyKey)]) {
     const policy = policies.get(key);
     if (policy) caps.set(key, policy.maxConcurrency);
     else caps.delete(key);
   }
+  if (owners) caps.set(OWNERS_SEEN, null);
+  else caps.delete(OWNERS_SEEN);
+}
+
+interface ClaimState {
+  now: string;
+  policies: Map<string, ClaimPolicy>;
+  ownerPolicies: Map<string, ClaimPolicy>;
+  leasedByType: Map<string, TypeLeases>;
+  leasedTotal: number;
+  leasedByOwner: Map<string, number>;
+  live: Map<string, number>;
 }
 
 /**
- * The clock, the policies and the leased counts in one read. The counts walk
- * ix_system_async_task_leased (status first): only RUNNING and
+ * The clock, the policies (the types', the global one and every owner's)
+ * and the leased counts in one read; the live workers when the claim shares
+ * its rooms, the owners' counts when owners were in play last time. The
+ * counts walk ix_system_async_task_leased (status first): only RUNNING and
  * CANCEL_REQUESTED rows, whatever the size of the backlog or the history.
  */
-function stateStatement(taskTypes: readonly string[]): Statement {
-  return {
-    sql: `SELECT 'now' AS kind, @tasklease_now AS k, NULL AS n, NULL AS enabled
-     UNION ALL SELECT 'policy', policy_key, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (?)
-     UNION ALL SELECT 'leased', task_type, COUNT(*), NULL FROM system_async_task FORCE INDEX (ix_system_async_task_leased)
+function stateStatement(taskTypes: readonly string[], params: ClaimParams, owners: boolean): Statement {
+  const arms = [
+    `SELECT 'now' AS kind, @tasklease_now AS k, NULL AS n, NULL AS m`,
+    `SELECT 'policy', policy_key, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (?) OR policy_key LIKE '${OWNER_POLICY_PREFIX}%'`,
+    `SELECT 'leased', task_type, COUNT(*), SUM(lease_owner = ?) FROM system_async_task FORCE INDEX (ix_system_async_task_leased)
        WHERE status IN ${LEASED_SQL} GROUP BY task_type`,
-    values: [[GLOBAL_POLICY_KEY, ...taskTypes.map(typePolicyKey)]],
+  ];
+  const values: unknown[] = [[GLOBAL_POLICY_KEY, ...taskTypes.map(typePolicyKey)], params.workerId];
+  if (params.liveWithinMs !== undefined) {
+    arms.push(`SELECT 'live', task_types, NULL, NULL FROM system_async_task_worker WHERE last_seen_at >= @tasklease_now - INTERVAL ? MICROSECOND`);
+    values.push(Math.round(params.liveWithinMs) * 1000);
+  }
+  if (owners) arms.push(ownerLeasedStatement().sql);
+  return { sql: arms.join('\n     UNION ALL '), values };
+}
+
+function readState(rows: readonly Row[]): ClaimState {
+  const state: ClaimState = {
+    now: '',
+    policies: new Map(),
+    ownerPolicies: new Map(),
+    leasedByType: new Map(),
+    leasedTotal: 0,
+    leasedByOwner: ownerCounts(rows),
+    live: liveByType(rows.filter((row) => row.kind === 'live').map((row) => row.k)),
+  };
+  for (const row of rows) {
+    if (row.kind === 'now') state.now = String(row.k);
+    else if (row.kind === 'policy') {
+      const key = String(row.k);
+      const policy = { maxConcurrency: row.n === null ? null : Number(row.n), enabled: Number(row.m) !== 0 };
+      (key.startsWith(OWNER_POLICY_PREFIX) ? state.ownerPolicies : state.policies).set(key, policy);
+    } else if (row.kind === 'leased') {
+      state.leasedByType.set(String(row.k), { n: Number(row.n), mine: Number(row.m) });
+      state.leasedTotal += Number(row.n);
+    }
+  }
+  return state;
+}
+
+/** Leased rows per owner, through the leased index (as many rows as there are leases). */
+function ownerLeasedStatement(): Statement {
+  return {
+    sql: `SELECT 'owner' AS kind, owner AS k, COUNT(*) AS n, NULL AS m FROM system_async_task FORCE INDEX (ix_system_async_task_leased)
+       WHERE status IN ${LEASED_SQL} AND owner IS NOT NULL GROUP BY owner`,
   };
 }
 
-function readState(rows: readonly Row[]): { now: string; policies: Map<string, Policy>; leasedByType: Map<string, number>; leasedTotal: number } {
-  let now = '';
-  const policies = new Map<string, Policy>();
-  const leasedByType = new Map<string, number>();
-  let leasedTotal = 0;
-  for (const row of rows) {
-    if (row.kind === 'now') now = String(row.k);
-    else if (row.kind === 'policy') {
-      policies.set(String(row.k), { maxConcurrency: row.n === null ? null : Number(row.n), enabled: Number(row.enabled) !== 0 });
-    } else {
-      leasedByType.set(String(row.k), Number(row.n));
-      leasedTotal += Number(row.n);
-    }
-  }
-  return { now, policies, leasedByType, leasedTotal };
+function ownerCounts(rows: readonly Row[]): Map<string, number> {
+  return new Map(rows.filter((row) => row.kind === 'owner').map((row) => [String(row.k), Number(row.n)]));
+}
+
+/** Each owner's first `perOwner` claimable rows of a type (a window over the type's claimable rows; no locks). */
+function rankedStatement(taskType: string, perOwner: number): Statement {
+  return {
+    sql: `SELECT id, task_type, owner, priority, available_at, create_time FROM (
+      SELECT id, task_type, owner, priority, available_at, create_time,
+        ROW_NUMBER() OVER (PARTITION BY owner ORDER BY priority DESC, available_at, create_time, id) AS rn
+      FROM system_async_task FORCE INDEX (ix_system_async_task_claim)
+      WHERE claimable = 1 AND task_type = ? AND available_at <= @tasklease_now AND (deadline_at IS NULL OR deadline_at > @tasklease_now)
+    ) ranked WHERE rn <= ?`,
+    values: [taskType, perOwner],
+  };
 }
 
 /** One type's SKIP LOCKED select, walking the claim index in claim order; due and deadline judged by the claim's one clock reading. */

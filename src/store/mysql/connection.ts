@@ -9,7 +9,18 @@ import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import { StoreClosedError, StoreConnectTimeoutError, StoreError, TaskLeaseError } from '../../core/errors.js';
 import type { PoolStats } from '../pool-stats.js';
 import type { Row } from '../rows.js';
-import { causeOf, DEADLOCK, isConnectionError, isRefused, isRetryable, isSqlError, mapMysqlError, NamedLockTimeout, type ServerLabel } from './errors.js';
+import {
+  causeOf,
+  DEADLOCK,
+  isConnectionError,
+  isPacketTooLarge,
+  isRefused,
+  isRetryable,
+  isSqlError,
+  mapMysqlError,
+  NamedLockTimeout,
+  type ServerLabel,
+} from './errors.js';
 
 export { NamedLockTimeout } from './errors.js';
 
@@ -52,6 +63,7 @@ export class MysqlDatabase {
   readonly retries: RetryStats = { deadlocks: 0, lockWaitTimeouts: 0, namedLockTimeouts: 0, lostConnections: 0 };
   private readonly prepared = new WeakSet<object>();
   private collation: string | null = null;
+  private packetBytes: number | null = null;
   private closed = false;
 
   /** Which session variable limits a statement's run time: MariaDB's, MySQL's, or none known (null). */
@@ -176,6 +188,19 @@ export class MysqlDatabase {
     return found;
   }
 
+  /** The server's max_allowed_packet (read once): no statement may be longer. */
+  async maxPacketBytes(conn: Conn): Promise<number> {
+    if (this.packetBytes !== null) return this.packetBytes;
+    const rows = await this.rows(conn, 'SELECT @@max_allowed_packet AS n');
+    this.packetBytes = Number(rows[0]?.n);
+    return this.packetBytes;
+  }
+
+  /** The server as host:port/database, for messages. */
+  get serverName(): string {
+    return this.server.name;
+  }
+
   async databaseName(): Promise<string> {
     if (this.database) return this.database;
     return this.run(async (conn) => {
@@ -257,7 +282,7 @@ export class MysqlDatabase {
         const lockConflict = error instanceof NamedLockTimeout || isRetryable(error);
         // A server that refused or never finished a handshake is not a lost connection: retrying only multiplies the wait.
         const couldNotConnect = error instanceof StoreConnectTimeoutError || isRefused(causeOf(error));
-        const lostConnection = !lockConflict && !couldNotConnect && isConnectionError(causeOf(error));
+        const lostConnection = !lockConflict && !couldNotConnect && !isPacketTooLarge(causeOf(error)) && isConnectionError(causeOf(error));
         if (lostConnection) connectionFailures += 1;
         const again = (lockConflict && tries < this.maxRetries) || (lostConnection && connectionFailures < 3);
         if (!again) throw this.wrap(error);

@@ -8,7 +8,7 @@
  * naming it; anything else a StoreError (STORE_UNAVAILABLE) naming the
  * driver's code, with the driver's error as cause.
  */
-import { ErrorCode, SchemaMissingError, StoreConnectTimeoutError, StoreError, TaskLeaseError } from '../../core/errors.js';
+import { ErrorCode, SchemaMissingError, StatementTooLargeError, StoreConnectTimeoutError, StoreError, TaskLeaseError } from '../../core/errors.js';
 
 export const DEADLOCK = 1213;
 const LOCK_WAIT_TIMEOUT = 1205;
@@ -19,6 +19,9 @@ export class NamedLockTimeout extends Error {}
 
 /** ER_NO_SUCH_TABLE. */
 const NO_SUCH_TABLE = 1146;
+/** ER_NET_PACKET_TOO_LARGE (the server then drops the connection), ER_WARN_ALLOWED_PACKET_OVERFLOWED. */
+const PACKET_TOO_LARGE = new Set([1153, 1301]);
+
 /** MariaDB ER_STATEMENT_TIMEOUT (max_statement_time), MySQL ER_QUERY_TIMEOUT (max_execution_time). */
 const STATEMENT_TIMEOUTS = new Set([1969, 3024]);
 
@@ -32,6 +35,12 @@ export function mapMysqlError(error: unknown, server: ServerLabel): Error {
   if (error instanceof TaskLeaseError) return error;
   if (error instanceof NamedLockTimeout) return new StoreError(`MySQL store: ${error.message}`, { cause: error });
   const driver = error as { code?: string; errno?: number; message?: string };
+  if (isPacketTooLarge(error)) {
+    return new StatementTooLargeError(
+      `MySQL store: a statement was longer than max_allowed_packet of MySQL at ${server.name}: raise max_allowed_packet on the server, or send smaller payloads or results`,
+      { cause: error },
+    );
+  }
   if (driver.errno === NO_SUCH_TABLE) return new SchemaMissingError(`MySQL database ${server.name} (${driver.message ?? ''})`, { cause: error });
   if (driver.code === 'ETIMEDOUT' && /connect/i.test(driver.message ?? '')) {
     return new StoreConnectTimeoutError(`MySQL at ${server.name}`, server.connectTimeoutMs, { cause: error });
@@ -43,6 +52,12 @@ export function mapMysqlError(error: unknown, server: ServerLabel): Error {
 
 export function causeOf(error: unknown): unknown {
   return error instanceof StoreError ? error.cause : error;
+}
+
+/** Refused for its size: sending it again is refused again, even though the server dropped the connection. */
+export function isPacketTooLarge(error: unknown): boolean {
+  const errno = (error as { errno?: number } | null)?.errno;
+  return errno !== undefined && PACKET_TOO_LARGE.has(errno);
 }
 
 export function isRetryable(error: unknown): boolean {

@@ -14,7 +14,9 @@ import type { ResultSetHeader } from 'mysql2/promise';
 import type { Row } from '../rows.js';
 import {
   attemptOutcomeName,
+  delayOf,
   hasFailure,
+  isUncharged,
   isSuccess,
   LEASED_STATUSES_SET,
   LEASED_SQL,
@@ -115,14 +117,19 @@ function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: 
       ),
     );
   }
-  if (target === TaskStatus.RETRY_WAIT) {
-    sets.push(
-      valueById(
-        'available_at',
-        group.map((o) => [o.lease.taskId, o.kind === 'RETRY' ? addMs(now, Math.max(0, o.retryDelayMs)) : now] as const),
-      ),
-    );
+  if (target !== TaskStatus.CANCELLED) {
+    // RETRY and SNOOZED say when the task may run again; a hand-back keeps its place in the queue.
+    const delayed = group.flatMap((o) => {
+      const delay = delayOf(o);
+      return delay === null ? [] : [[o.lease.taskId, addMs(now, delay)] as const];
+    });
+    if (delayed.length === group.length) sets.push(valueById('available_at', delayed));
+    else if (delayed.length > 0) sets.push(caseById('available_at', delayed));
   }
+  const uncharged = group.filter((o) => isUncharged(o.kind)).map((o) => o.lease.taskId);
+  if (uncharged.length === group.length)
+    sets.push('attempt_base = attempt_base + 1'); // rules/outcomes.ts attemptBaseAfterSql
+  else if (uncharged.length > 0) sets.push({ sql: 'attempt_base = attempt_base + CASE WHEN id IN (?) THEN 1 ELSE 0 END', values: [uncharged] });
   const failing = group.filter(hasFailure).map((o) => [o.lease.taskId, o.failure.errorCode.slice(0, 250)] as const);
   if (failing.length === group.length) sets.push(valueById('last_error_code', failing));
   else if (failing.length > 0) sets.push(caseById('last_error_code', failing));

@@ -4,17 +4,19 @@
  * (ON DUPLICATE KEY UPDATE id = id — not INSERT IGNORE, which would also
  * swallow truncation and other errors) and the existing row comes back.
  */
-import { ValidationError } from '../../core/errors.js';
+import { PayloadTooLargeError, ValidationError } from '../../core/errors.js';
 import { TaskStatus } from '../../core/status.js';
 import type { NewTask, Task } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
-import type { InsertTaskResult } from '../types.js';
+import type { InsertTaskResult, PayloadLimit } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { decode, sqlTime, validateNewTask } from './encode.js';
 
 /** Bytes of payload per INSERT statement: well under the 16 MiB max_allowed_packet MariaDB ships with. */
 const MAX_STATEMENT_BYTES = 4 * 1024 * 1024;
 const MAX_STATEMENT_ROWS = 1000;
+/** Room in an INSERT for all but its payloads: the statement's text and a row's other columns. */
+const STATEMENT_ROOM_BYTES = 4096;
 
 const COLUMNS = `id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
   max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time`;
@@ -22,9 +24,12 @@ const COLUMNS = `id, task_type, status, priority, payload_json, available_at, de
 export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {
   if (tasks.length === 0) return [];
   tasks.forEach(validateNewTask);
+  // A statement over max_allowed_packet makes the server drop the connection: refuse the payload before sending it.
+  const limit = await payloadLimit(db, conn);
+  for (const task of tasks) checkFits(task, limit);
   const [nowRow] = await db.rows(conn, 'SELECT NOW(3) AS now');
   const now = String(nowRow!.now);
-  for (const chunk of chunks(tasks)) {
+  for (const chunk of chunks(tasks, Math.min(MAX_STATEMENT_BYTES, limit.bytes))) {
     const rows = chunk.map((task) => [
       task.id,
       task.taskType,
@@ -89,12 +94,37 @@ function keyOf(taskType: string, owner: string | null, key: string | null): stri
   return JSON.stringify([taskType, owner ?? '', key]);
 }
 
-function* chunks(tasks: readonly NewTask[]): Generator<NewTask[]> {
+/** The largest payload one INSERT can carry: the server's max_allowed_packet less room for the rest of the statement. */
+export async function payloadLimit(db: MysqlDatabase, conn: Conn): Promise<PayloadLimit> {
+  const maxPacket = await db.maxPacketBytes(conn);
+  return {
+    bytes: maxPacket - STATEMENT_ROOM_BYTES,
+    source: `max_allowed_packet of MySQL at ${db.serverName} is ${maxPacket} bytes: raise it on the server or submit a smaller payload`,
+  };
+}
+
+function checkFits(task: NewTask, limit: PayloadLimit): void {
+  // Cheap first: a payload whose worst case fits needs no count.
+  if (task.payloadJson.length * 3 <= limit.bytes) return;
+  if (escapedBytes(task.payloadJson) > limit.bytes) throw new PayloadTooLargeError(Buffer.byteLength(task.payloadJson), limit.bytes, limit.source);
+}
+
+/** Bytes of `text` inside a statement: UTF-8, plus the backslash mysql2 puts before each quote, backslash and control character it escapes. */
+function escapedBytes(text: string): number {
+  let escapes = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 || c === 0x27 || c === 0x5c || c === 0 || c === 8 || c === 9 || c === 10 || c === 13 || c === 26) escapes += 1;
+  }
+  return Buffer.byteLength(text) + escapes;
+}
+
+function* chunks(tasks: readonly NewTask[], maxBytes: number): Generator<NewTask[]> {
   let current: NewTask[] = [];
   let bytes = 0;
   for (const task of tasks) {
     const size = task.payloadJson.length * 3 + 512;
-    if (current.length > 0 && (current.length >= MAX_STATEMENT_ROWS || bytes + size > MAX_STATEMENT_BYTES)) {
+    if (current.length > 0 && (current.length >= MAX_STATEMENT_ROWS || bytes + size > maxBytes)) {
       yield current;
       current = [];
       bytes = 0;

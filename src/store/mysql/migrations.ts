@@ -166,6 +166,38 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
   },
   {
     version: 4,
+    name: 'lease expiries',
+    // Leases a task lost (issue 11, B3): a task that lost two may be a poison pill, and runs alone
+    // from then on; its first two expiries cost no attempt (rules/sweep.ts).
+    statements: ['ALTER TABLE system_async_task ADD COLUMN lease_expiries INT NOT NULL DEFAULT 0'],
+  },
+  {
+    version: 5,
+    name: 'schedules',
+    // Periodic tasks (src/core/schedule.ts): last_tick_at is the cursor, revision the compare-and-set token.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_schedule (
+  schedule_key VARCHAR(200) NOT NULL,
+  task_type VARCHAR(255) NOT NULL,
+  cron VARCHAR(200) NOT NULL,
+  time_zone VARCHAR(100) NOT NULL,
+  payload_json LONGTEXT NOT NULL,
+  priority INT NOT NULL,
+  max_attempts INT NOT NULL,
+  owner VARCHAR(255) NULL,
+  catch_up INT NOT NULL,
+  enabled TINYINT(1) NOT NULL,
+  revision BIGINT NOT NULL,
+  last_tick_at DATETIME(3) NOT NULL,
+  last_task_id VARCHAR(64) NULL,
+  created_at DATETIME(3) NOT NULL,
+  updated_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (schedule_key)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
+  {
+    version: 6,
     name: 'trace parent',
     // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
     // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.

@@ -7,6 +7,7 @@
 import {
   CLAIMABLE_SQL,
   DEADLINE_FAILURE,
+  expiredLeaseAssignments,
   expiredLeaseDecision,
   type ExpiredLeaseDecision,
   type ExpiredLeaseRow,
@@ -33,7 +34,7 @@ type Decided = { row: ExpiredLeaseRow & Row; decision: ExpiredLeaseDecision };
 async function expiredLeases(db: MysqlDatabase, conn: Conn, batchSize: number): Promise<Partial<RecoveryResult>> {
   const rows = (await db.rows(
     conn,
-    `SELECT id, status, attempt_count, attempt_base, max_attempts, NOW(3) AS db_now FROM system_async_task FORCE INDEX (ix_system_async_task_leased)
+    `SELECT id, status, attempt_count, attempt_base, max_attempts, lease_expiries, NOW(3) AS db_now FROM system_async_task FORCE INDEX (ix_system_async_task_leased)
      WHERE status IN ${LEASED_SQL} AND lease_until < NOW(3) ORDER BY lease_until LIMIT ? FOR UPDATE SKIP LOCKED`,
     [batchSize],
   )) as (ExpiredLeaseRow & Row)[];
@@ -46,7 +47,7 @@ async function expiredLeases(db: MysqlDatabase, conn: Conn, batchSize: number): 
     await db.exec(
       conn,
       `UPDATE system_async_task SET status = ${STATUS_SQL[status]}, last_error_code = COALESCE(?, last_error_code), lease_owner = NULL,
-         lease_until = NULL, finish_time = ?, update_time = ? WHERE id IN (?)`,
+         lease_until = NULL, ${expiredLeaseAssignments().join(', ')}, finish_time = ?, update_time = ? WHERE id IN (?)`,
       [decision.failure?.errorCode ?? null, decision.finished ? now : null, now, group.map((d) => String(d.row.id))],
     );
   }

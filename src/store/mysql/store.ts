@@ -33,6 +33,7 @@ import type {
   ListTasksParams,
   Policy,
   PolicyInput,
+  PayloadLimit,
   PurgeResult,
   RecoveryResult,
   RenewResult,
@@ -47,7 +48,7 @@ import { JoinedTransaction, MysqlDatabase, mysqlPoolStats, type Conn } from './c
 import * as control from './control.js';
 import { decode } from './encode.js';
 import { finishAttempts } from './finish.js';
-import { insertTasks } from './insert.js';
+import { insertTasks, payloadLimit } from './insert.js';
 import { releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { MYSQL_MIGRATIONS } from './migrations.js';
@@ -68,6 +69,8 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   readonly capabilities = { finishAndClaim: false, transactionalSubmit: true, transactionalComplete: true } as const;
   readonly expectedSchemaVersion = MYSQL_MIGRATIONS[MYSQL_MIGRATIONS.length - 1]!.version;
   readonly db: MysqlDatabase;
+  /** The worker's heartbeats, lease checks, progress and outcome writes: a pool no handler can take a connection from. */
+  readonly leaseDb: MysqlDatabase;
   protected readonly bus: LocalBus;
   private claimLock: string | null = null;
   private readonly claimCaps: CapCache = new Map();
@@ -77,6 +80,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     const resolved = resolveMysqlOptions(options);
     const server = { name: resolved.identity, connectTimeoutMs: resolved.connectTimeoutMs };
     this.db = new MysqlDatabase(resolved.pool, resolved.ownsPool, resolved.database, server, resolved.statementTimeoutMs);
+    this.leaseDb = new MysqlDatabase(resolved.leasePool, resolved.ownsLeasePool, resolved.database, server, resolved.statementTimeoutMs);
     this.bus = wakeupBus(resolved.identity);
   }
 
@@ -85,8 +89,14 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return error as Error;
   }
 
-  migrate(): Promise<void> {
-    return migrate(this.db);
+  async migrate(): Promise<void> {
+    await migrate(this.db);
+    // Read at start, so that a server (or CLI) can warn when maxPayloadBytes exceeds it.
+    await this.payloadLimit();
+  }
+
+  override payloadLimit(): Promise<PayloadLimit> {
+    return this.db.run((conn) => payloadLimit(this.db, conn));
   }
 
   schemaVersion(): Promise<number> {
@@ -101,7 +111,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.db.close();
+    await Promise.all([this.db.close(), this.leaseDb.close()]);
   }
 
   async now(): Promise<Date> {
@@ -143,21 +153,21 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   }
 
   renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {
-    return this.db.transaction((conn) => renewLeases(this.db, conn, params.leases, params.leaseMs));
+    return this.leaseDb.transaction((conn) => renewLeases(this.leaseDb, conn, params.leases, params.leaseMs));
   }
 
   saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean> {
-    return this.db.run((conn) => saveProgress(this.db, conn, params.lease, params.progress));
+    return this.leaseDb.run((conn) => saveProgress(this.leaseDb, conn, params.lease, params.progress));
   }
 
   finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: MysqlTransaction }): Promise<FinishResult> {
-    if (!params.transaction) return this.db.batchedTransaction((tx) => finishAttempts(tx, params.outcomes));
+    if (!params.transaction) return this.leaseDb.batchedTransaction((tx) => finishAttempts(tx, params.outcomes));
     const caller = callerConnection(params.transaction, 'finishAttempts');
     return this.db.onCallerConnection(caller, (conn) => finishAttempts(new JoinedTransaction(this.db, conn), params.outcomes));
   }
 
   releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {
-    return this.db.transaction((conn) => releaseTasks(this.db, conn, params.leases));
+    return this.leaseDb.transaction((conn) => releaseTasks(this.leaseDb, conn, params.leases));
   }
 
   async recover(params: { batchSize: number }): Promise<RecoveryResult> {

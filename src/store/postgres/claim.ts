@@ -24,22 +24,54 @@
  * live leases, 10 ms of a 22 ms claim, halfway through a 60k drain (bench/
  * pg-backlog-probe.ts with EXPLAIN_AT=30000). Index scans keep the count at
  * the size of the live leases (0.15 ms there).
+ *
+ * Fairness (rules/fairness.ts): with p_live_ms, a type's room is cut to this
+ * worker's fair share among the live workers of the type (the registry).
+ * When owners are in play — an OWNER: policy exists, a default owner limit
+ * is given, or the worker asks for fair owners — a second query ranks the
+ * claimable rows per owner (a window over the types' claimable rows: it
+ * costs O(backlog), which is why the plain query stays for everyone else),
+ * keeps each owner within its room and takes the first rows of each owner
+ * in turn. A window query cannot lock, so the chosen rows are locked after
+ * (SKIP LOCKED, status re-checked) — the advisory lock already keeps other
+ * claimers out.
  */
 import type { Task } from '../../core/task.js';
+import { OWNER_POLICY_PREFIX } from '../../core/policy-keys.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { ClaimParams } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { decodePostgres } from './encode.js';
 import { CLAIM_LOCK_SCOPE } from './migrations.js';
-import { CLAIMABLE_SQL, GLOBAL_POLICY_SQL, LEASED_SQL, STATUS_SQL, TYPE_POLICY_PREFIX_SQL } from '../rules/index.js';
+import { CLAIMABLE_SQL, GLOBAL_POLICY_SQL, LEASED_SQL, literal, STATUS_SQL, TYPE_POLICY_PREFIX_SQL, typeShareSql } from '../rules/index.js';
+
+const ORDER = 'priority DESC, available_at, create_time, id';
+const OWNER_PREFIX_SQL = literal(OWNER_POLICY_PREFIX);
+
+/** The claim's arguments, in order: claimTasks and finishAndClaim pass them from ClaimParams. */
+export function claimArgs(params: ClaimParams): unknown[] {
+  return [
+    params.workerId,
+    params.taskTypes,
+    Math.max(0, params.limit),
+    params.leaseMs,
+    params.globalConcurrency,
+    params.typeConcurrency,
+    params.liveWithinMs ?? null,
+    params.ownerConcurrency ?? null,
+    params.fairOwners ?? false,
+  ];
+}
+export const CLAIM_ARG_COUNT = 9;
 
 export function claimFunctionSql(ctx: PgContext): string {
-  const { task, attempt, policy } = ctx.tables;
+  const { task, policy } = ctx.tables;
   // The schema name passed checkSchemaName (letters, digits, underscore), so it is safe as a literal here.
   const lockKey = `hashtextextended('${CLAIM_LOCK_SCOPE}${ctx.schemaName}', 0)`;
   return `
 CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_claim(
-  p_worker text, p_types text[], p_limit integer, p_lease_ms double precision, p_global integer, p_type_cap integer
+  p_worker text, p_types text[], p_limit integer, p_lease_ms double precision, p_global integer, p_type_cap integer,
+  p_live_ms double precision, p_owner_cap integer, p_fair_owners boolean
 ) RETURNS SETOF ${task} LANGUAGE plpgsql VOLATILE
 -- No bitmap scans (see claim.ts): the leased count must walk its index in order, so that it marks dead entries.
 SET enable_bitmapscan = off AS $claim$
@@ -54,59 +86,130 @@ BEGIN
   v_now := clock_timestamp();
   SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = ${GLOBAL_POLICY_SQL};
   IF v_global_enabled IS FALSE THEN RETURN; END IF;
-  RETURN QUERY
-  WITH leased AS MATERIALIZED (
+  IF p_fair_owners OR p_owner_cap IS NOT NULL OR EXISTS (SELECT 1 FROM ${policy} WHERE starts_with(policy_key, ${OWNER_PREFIX_SQL})) THEN
+    RETURN QUERY ${ownersQuery(ctx)};
+  ELSE
+    RETURN QUERY ${plainQuery(ctx)};
+  END IF;
+END
+$claim$;
+-- The previous signature, for processes of the previous release during a rolling upgrade: no fairness.
+CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_claim(
+  p_worker text, p_types text[], p_limit integer, p_lease_ms double precision, p_global integer, p_type_cap integer
+) RETURNS SETOF ${task} LANGUAGE sql VOLATILE AS $claim6$
+  SELECT * FROM ${ctx.schema}.tasklease_claim(p_worker, p_types, p_limit, p_lease_ms, p_global, p_type_cap, NULL, NULL, false)
+$claim6$;`;
+}
+
+/** Counts, rooms and the wanted types: shared by both queries. */
+function roomsSql(ctx: PgContext): string {
+  const { task, policy, worker } = ctx.tables;
+  return `WITH leased AS MATERIALIZED (
     -- One pass over the (small) leased partial index serves the global and every per-type count.
-    SELECT l.task_type, count(*) AS n FROM ${task} l WHERE l.status IN ${LEASED_SQL} GROUP BY l.task_type
+    SELECT l.task_type, count(*) AS n, count(*) FILTER (WHERE l.lease_owner = p_worker) AS mine
+    FROM ${task} l WHERE l.status IN ${LEASED_SQL} GROUP BY l.task_type
   ),
   global_room AS MATERIALIZED (
     SELECT GREATEST(0, LEAST(p_limit, COALESCE(v_global_cap, p_global) - COALESCE((SELECT sum(n) FROM leased), 0))) AS n
   ),
+  live AS MATERIALIZED (
+    -- The live workers of each type (the registry, refreshed every heartbeat): the fair share's divisor.
+    SELECT x.task_type, count(*)::integer AS n
+    FROM ${worker} r CROSS JOIN LATERAL jsonb_array_elements_text(r.task_types::jsonb) AS x(task_type)
+    WHERE p_live_ms IS NOT NULL AND r.last_seen_at >= v_now - p_live_ms * interval '1 millisecond'
+    GROUP BY x.task_type
+  ),
   wanted AS (
-    SELECT w.task_type, COALESCE(p.max_concurrency, p_type_cap) - COALESCE(leased.n, 0) AS room
+    SELECT w.task_type,
+      ${typeShareSql('COALESCE(p.max_concurrency, p_type_cap)', 'COALESCE(leased.n, 0)::integer', 'COALESCE(leased.mine, 0)::integer', 'COALESCE(live.n, 0)')} AS room
     FROM (SELECT DISTINCT unnest(p_types) AS task_type) w
     LEFT JOIN ${policy} p ON p.policy_key = ${TYPE_POLICY_PREFIX_SQL} || w.task_type
     LEFT JOIN leased ON leased.task_type = w.task_type
+    LEFT JOIN live ON live.task_type = w.task_type
     WHERE p.enabled IS NOT FALSE
-  ),
+  )`;
+}
+
+function plainQuery(ctx: PgContext): string {
+  const { task } = ctx.tables;
+  return `${roomsSql(ctx)},
   candidates AS (
     SELECT c.* FROM wanted CROSS JOIN LATERAL (
       SELECT t.id, t.priority, t.available_at, t.create_time FROM ${task} t
       WHERE t.task_type = wanted.task_type AND t.status IN ${CLAIMABLE_SQL}
         AND t.available_at <= v_now AND (t.deadline_at IS NULL OR t.deadline_at > v_now)
-      ORDER BY t.priority DESC, t.available_at, t.create_time, t.id
+      ORDER BY t.${ORDER.replaceAll(', ', ', t.')}
       LIMIT GREATEST(0, LEAST(wanted.room, (SELECT n FROM global_room)))
       FOR UPDATE SKIP LOCKED
     ) c
     WHERE wanted.room > 0
   ),
   chosen AS (
-    SELECT id FROM candidates ORDER BY priority DESC, available_at, create_time, id LIMIT (SELECT n FROM global_room)
+    SELECT id FROM candidates ORDER BY ${ORDER} LIMIT (SELECT n FROM global_room)
   ),
-  claimed AS (
+  ${leaseSql(ctx, 'chosen')}`;
+}
+
+/** Round robin across owners within each owner's room (see claim.ts). */
+function ownersQuery(ctx: PgContext): string {
+  const { task, policy } = ctx.tables;
+  return `${roomsSql(ctx)},
+  owner_leased AS MATERIALIZED (
+    SELECT l.owner, count(*) AS n FROM ${task} l WHERE l.status IN ${LEASED_SQL} AND l.owner IS NOT NULL GROUP BY l.owner
+  ),
+  ranked AS (
+    SELECT t.id, t.task_type, t.owner, t.priority, t.available_at, t.create_time,
+      row_number() OVER (PARTITION BY t.owner ORDER BY t.${ORDER.replaceAll(', ', ', t.')}) AS owner_rank
+    FROM ${task} t JOIN wanted ON wanted.task_type = t.task_type AND wanted.room > 0
+    WHERE t.status IN ${CLAIMABLE_SQL} AND t.available_at <= v_now AND (t.deadline_at IS NULL OR t.deadline_at > v_now)
+  ),
+  fitting AS (
+    SELECT r.*, row_number() OVER (PARTITION BY r.task_type ORDER BY r.owner_rank, ${ORDER}) AS type_rank
+    FROM ranked r
+    LEFT JOIN ${policy} op ON op.policy_key = ${OWNER_PREFIX_SQL} || r.owner
+    LEFT JOIN owner_leased ol ON ol.owner = r.owner
+    WHERE r.owner IS NULL
+      OR (op.enabled IS NOT FALSE AND r.owner_rank <= COALESCE(op.max_concurrency, p_owner_cap, 2147483647) - COALESCE(ol.n, 0))
+  ),
+  picked AS (
+    SELECT f.id FROM fitting f JOIN wanted ON wanted.task_type = f.task_type
+    WHERE f.type_rank <= wanted.room
+    ORDER BY f.owner_rank, f.${ORDER.replaceAll(', ', ', f.')} LIMIT (SELECT n FROM global_room)
+  ),
+  chosen AS (
+    SELECT t.id FROM ${task} t WHERE t.id = ANY (ARRAY(SELECT picked.id FROM picked)) AND t.status IN ${CLAIMABLE_SQL}
+    FOR UPDATE SKIP LOCKED
+  ),
+  ${leaseSql(ctx, 'chosen')}`;
+}
+
+/** Leases the rows of `chosen` and inserts their attempt rows; the query's result. */
+function leaseSql(ctx: PgContext, chosen: string): string {
+  const { task, attempt } = ctx.tables;
+  return `claimed AS (
     UPDATE ${task} t SET status = ${STATUS_SQL.RUNNING}, lease_owner = p_worker,
       lease_until = v_now + p_lease_ms * interval '1 millisecond', attempt_count = t.attempt_count + 1,
       start_time = COALESCE(t.start_time, v_now), update_time = v_now
     -- = ANY(ARRAY(…)): a primary-key lookup whatever the planner guesses about chosen's size
-    WHERE t.id = ANY (ARRAY(SELECT chosen.id FROM chosen))
+    WHERE t.id = ANY (ARRAY(SELECT ${chosen}.id FROM ${chosen}))
     RETURNING t.*
   ),
   attempts AS (
     INSERT INTO ${attempt} (task_id, attempt, worker_id, started_at)
     SELECT claimed.id, claimed.attempt_count, p_worker, v_now FROM claimed
   )
-  SELECT * FROM claimed ORDER BY claimed.priority DESC, claimed.available_at, claimed.create_time, claimed.id;
-END
-$claim$;`;
+  SELECT * FROM claimed ORDER BY claimed.${ORDER.replaceAll(', ', ', claimed.')}`;
 }
+
+const CLAIM_CALL = Array.from({ length: CLAIM_ARG_COUNT }, (_, i) => `$${i + 1}`).join(', ');
 
 export async function claimTasks(ctx: PgContext, params: ClaimParams): Promise<Task[]> {
   if (params.limit <= 0 || params.taskTypes.length === 0) return [];
   const result = await run<Row>(
     ctx.pool,
     'claiming tasks',
-    `SELECT * FROM ${ctx.schema}.tasklease_claim($1, $2, $3, $4, $5, $6)`,
-    [params.workerId, params.taskTypes, params.limit, params.leaseMs, params.globalConcurrency, params.typeConcurrency],
+    `SELECT * FROM ${ctx.schema}.tasklease_claim(${CLAIM_CALL})`,
+    claimArgs(params),
     `${ctx.statementPrefix}claim`,
   );
   return result.rows.map((row) => taskFromRow(row, decodePostgres));

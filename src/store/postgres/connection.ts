@@ -16,6 +16,12 @@ export type Queryable = Pick<pg.ClientBase, 'query'>;
 
 export interface PgContext {
   readonly pool: pg.Pool;
+  /**
+   * The worker's heartbeats, lease checks, progress and outcome writes: a
+   * pool no handler can take a client from (DESIGN §3), so that handlers
+   * holding the main pool's clients never delay a renewal.
+   */
+  readonly leasePool: pg.Pool;
   /** The schema name as given (validated). */
   readonly schemaName: string;
   /** The schema as a quoted identifier. */
@@ -47,11 +53,12 @@ export function sql(ctx: PgContext, key: string, build: (ctx: PgContext) => stri
   return text;
 }
 
-export function createContext(pool: pg.Pool, schemaName: string): PgContext {
+export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: string): PgContext {
   const schema = quoteIdent(schemaName);
   const digest = createHash('sha256').update(schemaName).digest('hex').slice(0, 12);
   return {
     pool,
+    leasePool,
     schemaName,
     schema,
     tables: {

@@ -8,18 +8,23 @@
  *
  * A task whose cancellation was requested cannot go back to waiting (the
  * transition table allows CANCEL_REQUESTED → CANCELLED, SUCCESS,
- * PARTIAL_SUCCESS only), so RETRY, FAILED and ABANDONED outcomes for it end
- * it as CANCELLED; the failure is still recorded.
+ * PARTIAL_SUCCESS only), so RETRY, FAILED, RELEASED and SNOOZED outcomes for
+ * it end it as CANCELLED; the failure is still recorded. RELEASED and SNOOZED
+ * spend no attempt (rules/: attempt_base + 1).
  */
 import type { TaskProgress } from '../../core/task.js';
 import { progressValues, taskFromRow, type Row } from '../rows.js';
 import type { AttemptOutcome, ClaimParams, DeadLetterRef, FinishAndClaimResult, FinishResult } from '../types.js';
-import { claimTasks } from './claim.js';
+import { claimArgs, claimTasks } from './claim.js';
 import { run, sql, type PgContext, type Queryable } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
 import {
+  attemptBaseAfterSql,
   attemptOutcomeSql,
+  currentKindSql,
+  DELAYED_KINDS_SQL,
+  delayOf,
   FAILURE_KINDS_SQL,
   hasFailure,
   lastErrorCodeSql,
@@ -52,7 +57,11 @@ CREATE OR REPLACE FUNCTION ${ctx.schema}.${FINISH_FUNCTION}(
 BEGIN
 RETURN QUERY
 WITH input AS MATERIALIZED (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::boolean[],
+  -- u.-qualified: ord is also the name of an output column (a PL/pgSQL variable).
+  SELECT u.task_id, u.worker_id, u.attempt, ${currentKindSql('u.kind')} AS kind, u.artifact_id, u.result_json, u.has_progress,
+    u.p_total, u.p_processed, u.p_succeeded, u.p_failed, u.p_skipped, u.p_message, u.error_code, u.error_message, u.trace_id,
+    u.retryable, u.delay_ms, u.ord
+  FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::boolean[],
     $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[],
     $14::text[], $15::text[], $16::text[], $17::boolean[], $18::double precision[])
   WITH ORDINALITY AS u(task_id, worker_id, attempt, kind, artifact_id, result_json, has_progress,
@@ -69,7 +78,9 @@ updated AS (
     status = l.new_status,
     lease_owner = NULL,
     lease_until = NULL,
-    available_at = CASE WHEN l.new_status = ${STATUS_SQL.RETRY_WAIT} THEN now() + l.delay_ms * interval '1 millisecond' ELSE t.available_at END,
+    available_at = CASE WHEN l.kind IN ${DELAYED_KINDS_SQL} AND l.new_status <> ${STATUS_SQL.CANCELLED}
+      THEN now() + l.delay_ms * interval '1 millisecond' ELSE t.available_at END,
+    attempt_base = ${attemptBaseAfterSql('l.kind', 't.attempt_base')},
     finish_time = CASE WHEN l.new_status IN ${TERMINAL_SQL} THEN now() ELSE t.finish_time END,
     artifact_id = CASE WHEN l.kind IN ${SUCCESS_KINDS_SQL} THEN l.artifact_id ELSE t.artifact_id END,
     result_json = CASE WHEN l.kind IN ${SUCCESS_KINDS_SQL} THEN l.result_json ELSE t.result_json END,
@@ -124,7 +135,7 @@ function finishAndClaimSql(ctx: PgContext): string {
   return `SELECT f.applied, f.dead_letters, c.* FROM (
   SELECT array_agg(o.ord) AS applied, array_agg(o.ord || ':' || o.dead_letter_id) FILTER (WHERE o.dead_letter_id IS NOT NULL) AS dead_letters
   FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o) f
-LEFT JOIN LATERAL ${ctx.schema}.tasklease_claim($19, $20, $21 + 0 * COALESCE(cardinality(f.applied), 0), $22, $23, $24) c ON true`;
+LEFT JOIN LATERAL ${ctx.schema}.tasklease_claim($19, $20, $21 + 0 * COALESCE(cardinality(f.applied), 0), $22, $23, $24, $25, $26, $27) c ON true`;
 }
 
 /** `caller`: a caller's client inside BEGIN (ctx.complete(tx)): the write joins that transaction and leaves no prepared statement on it. */
@@ -133,7 +144,7 @@ export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptO
   const { order, columns } = outcomeColumns(outcomes);
   const text = sql(ctx, 'finish', () => `SELECT o.ord, o.dead_letter_id FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o`);
   const name = caller === null ? `${ctx.statementPrefix}finish` : undefined;
-  const result = await run<{ ord: string; dead_letter_id: string | null }>(caller ?? ctx.pool, 'writing outcomes', text, columns, name);
+  const result = await run<{ ord: string; dead_letter_id: string | null }>(caller ?? ctx.leasePool, 'writing outcomes', text, columns, name);
   const deadLetters = result.rows.flatMap((row) => (row.dead_letter_id === null ? [] : [deadLetterOf(outcomes, order, row.ord, row.dead_letter_id)]));
   return {
     applied: appliedByInput(
@@ -148,9 +159,9 @@ export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptO
 export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptOutcome[], claim: ClaimParams): Promise<FinishAndClaimResult> {
   if (outcomes.length === 0) return { applied: [], deadLetters: [], claimed: await claimTasks(ctx, claim) };
   const { order, columns } = outcomeColumns(outcomes);
-  const params = [...columns, claim.workerId, claim.taskTypes, Math.max(0, claim.limit), claim.leaseMs, claim.globalConcurrency, claim.typeConcurrency];
+  const params = [...columns, ...claimArgs(claim)];
   const result = await run<Row>(
-    ctx.pool,
+    ctx.leasePool,
     'writing outcomes and claiming',
     sql(ctx, 'finish_claim', finishAndClaimSql),
     params,
@@ -209,7 +220,7 @@ function outcomeRow(outcome: AttemptOutcome): unknown[] {
     failure ? storableMessage(failure.message ?? '') : null,
     failure ? storableMessage(failure.traceId) : null,
     failure ? failure.retryable : null,
-    outcome.kind === 'RETRY' ? Math.max(0, outcome.retryDelayMs) : 0,
+    delayOf(outcome) ?? 0,
   ];
 }
 

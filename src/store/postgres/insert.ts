@@ -110,6 +110,7 @@ function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
     leaseUntil: null,
     attemptCount: 0,
     attemptBase: 0,
+    leaseExpiries: 0,
     maxAttempts: input.maxAttempts,
     artifactId: null,
     owner: input.owner,

@@ -81,7 +81,7 @@ FROM locked WHERE t.id = locked.id
 RETURNING t.id, t.status, t.lease_owner, t.attempt_count`,
   );
   const updated = await run<{ id: string; status: string; lease_owner: string; attempt_count: number }>(
-    ctx.pool,
+    ctx.leasePool,
     'renewing leases',
     text,
     [...leaseArrays(leases), leaseMs],
@@ -94,7 +94,7 @@ export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskP
   const values = progressValues(progress);
   values[5] = storableMessage(values[5]);
   const result = await run(
-    ctx.pool,
+    ctx.leasePool,
     'saving progress',
     `UPDATE ${ctx.tables.task} SET progress_total = $4, progress_processed = $5, progress_succeeded = $6, progress_failed = $7,
        progress_skipped = $8, progress_message = $9, update_time = now()
@@ -121,6 +121,6 @@ dropped AS (
 )
 SELECT count(*)::integer AS n FROM released`,
   );
-  const result = await run<{ n: number }>(ctx.pool, 'releasing tasks', text, leaseArrays(leases));
+  const result = await run<{ n: number }>(ctx.leasePool, 'releasing tasks', text, leaseArrays(leases));
   return result.rows[0]?.n ?? 0;
 }

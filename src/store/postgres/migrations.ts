@@ -200,6 +200,38 @@ CREATE TABLE ${s}.system_async_task_api_token (
   },
   {
     version: 6,
+    name: 'lease expiries',
+    // Leases a task lost (issue 11, B3): a task that lost two may be a poison pill, and runs alone
+    // from then on; its first two expiries cost no attempt (rules/sweep.ts). The claim function
+    // returns the task row, so it carries the column once migrate() reinstalls it.
+    sql: (s) => `ALTER TABLE ${s}.system_async_task ADD COLUMN lease_expiries integer NOT NULL DEFAULT 0;`,
+  },
+  {
+    version: 7,
+    name: 'schedules',
+    // Periodic tasks (src/core/schedule.ts): last_tick_at is the cursor, revision the compare-and-set token.
+    sql: (s) => `
+CREATE TABLE ${s}.system_async_task_schedule (
+  schedule_key text PRIMARY KEY,
+  task_type text NOT NULL,
+  cron text NOT NULL,
+  time_zone text NOT NULL,
+  payload_json text NOT NULL,
+  priority integer NOT NULL,
+  max_attempts integer NOT NULL,
+  owner text,
+  catch_up integer NOT NULL,
+  enabled smallint NOT NULL,
+  revision bigint NOT NULL,
+  last_tick_at timestamptz NOT NULL,
+  last_task_id text,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+`,
+  },
+  {
+    version: 8,
     name: 'trace parent',
     // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
     // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.

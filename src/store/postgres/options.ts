@@ -5,6 +5,7 @@
 import pg from 'pg';
 import { InvalidOptionsError } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, checkString } from '../../core/validate.js';
+import { checkLeasePoolSize, checkOwnLeasePool, MIN_LEASE_POOL_SIZE } from '../lease-pool.js';
 
 export interface PostgresStoreOptions {
   /**
@@ -15,12 +16,27 @@ export interface PostgresStoreOptions {
   /**
    * Your own pool. The store runs only short statements on it and never holds
    * one of its clients while waiting for another, so a pool of 1 cannot
-   * deadlock the store; give it at least 2 so that a heartbeat never queues
-   * behind a claim waiting for the claim lock, and do not let task handlers
-   * hold its clients for long (use a separate pool for their own work).
-   * The store never ends a pool it did not create.
+   * deadlock the store. Handlers may share it: the worker's heartbeats and
+   * outcome writes never use it (see leasePoolSize). The store never ends a
+   * pool it did not create.
    */
   pool?: pg.Pool;
+  /**
+   * Connections of the store's lease pool: a small pool of its own, opened
+   * with the same settings as the main pool (or as `pool`), that runs only a
+   * worker's lease and outcome statements (heartbeats, lease checks,
+   * progress, outcome writes, hand-backs), so handlers that hold clients of
+   * the main pool can never starve a heartbeat. Opened on first use (a
+   * producer-only store opens none). At least 2: one for heartbeats, one for
+   * outcome writes. Default 2.
+   */
+  leasePoolSize?: number;
+  /**
+   * Your own pool for the lease statements instead of the one the store
+   * opens (a special authentication, a pooler): used by nothing else, max ≥ 2.
+   * The store never ends it.
+   */
+  leasePool?: pg.Pool;
   /** Schema holding the tables; created by migrate(). Default 'tasklease'. */
   schema?: string;
   /** Size of the pool the store creates (not with `pool`). Minimum 1, default 10. */
@@ -52,6 +68,9 @@ export interface ResolvedPostgresOptions {
   schema: string;
   pool: pg.Pool;
   ownsPool: boolean;
+  /** The worker's own lease and outcome statements run here. */
+  leasePool: pg.Pool;
+  ownsLeasePool: boolean;
   /** What the dedicated LISTEN connection connects with. */
   clientConfig: pg.ClientConfig;
   /** The server as host:port/database, for messages (never a password). */
@@ -60,7 +79,18 @@ export interface ResolvedPostgresOptions {
 }
 
 const COMPONENT = 'PostgresStore';
-const KNOWN = ['connectionString', 'pool', 'schema', 'poolSize', 'applicationName', 'connectTimeoutMs', 'statementTimeoutMs', 'clock'] as const;
+const KNOWN = [
+  'connectionString',
+  'pool',
+  'schema',
+  'poolSize',
+  'leasePoolSize',
+  'leasePool',
+  'applicationName',
+  'connectTimeoutMs',
+  'statementTimeoutMs',
+  'clock',
+] as const;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/i;
 export const DEFAULT_SCHEMA = 'tasklease';
 export const DEFAULT_POOL_SIZE = 10;
@@ -87,6 +117,14 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
   const statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   checkInteger(COMPONENT, 'statementTimeoutMs', statementTimeoutMs, { min: 0, max: 86_400_000 });
   const timeouts = { connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS };
+  const statementTimeout = statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {};
+  const leasePool = (base: pg.PoolConfig): { leasePool: pg.Pool; ownsLeasePool: boolean } => {
+    if (options.leasePool !== undefined) return { leasePool: ownLeasePool(options), ownsLeasePool: false };
+    const max = options.leasePoolSize ?? MIN_LEASE_POOL_SIZE;
+    checkLeasePoolSize(COMPONENT, max);
+    const pool = new pg.Pool({ ...base, ...timeouts, ...statementTimeout, max, application_name: applicationName('lease', schema, prefix) });
+    return { leasePool: pool, ownsLeasePool: true };
+  };
   if (options.pool !== undefined) {
     if (options.connectionString !== undefined) throw new InvalidOptionsError(COMPONENT, 'pool', 'cannot be given together with connectionString');
     if (options.poolSize !== undefined) throw new InvalidOptionsError(COMPONENT, 'poolSize', 'applies only to the pool the store creates, not to `pool`');
@@ -95,15 +133,24 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
     }
     const poolOptions = (options.pool as pg.Pool & { options?: pg.PoolConfig }).options ?? {};
     const clientConfig = { ...timeouts, ...listenerConfig(poolOptions, schema, prefix) };
-    return { schema, pool: options.pool, ownsPool: false, clientConfig, serverLabel: serverLabel(poolOptions), connectTimeoutMs };
+    return { schema, pool: options.pool, ownsPool: false, ...leasePool(poolOptions), clientConfig, serverLabel: serverLabel(poolOptions), connectTimeoutMs };
   }
   const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
   checkInteger(COMPONENT, 'poolSize', poolSize, { min: 1, max: 1000 });
   const base: pg.ClientConfig = options.connectionString !== undefined ? { connectionString: options.connectionString } : {};
-  const statementTimeout = statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {};
   const pool = new pg.Pool({ ...base, ...timeouts, ...statementTimeout, max: poolSize, application_name: applicationName('pool', schema, prefix) });
   const clientConfig = { ...timeouts, ...listenerConfig(base, schema, prefix) };
-  return { schema, pool, ownsPool: true, clientConfig, serverLabel: serverLabel(base), connectTimeoutMs };
+  return { schema, pool, ownsPool: true, ...leasePool(base), clientConfig, serverLabel: serverLabel(base), connectTimeoutMs };
+}
+
+function ownLeasePool(options: PostgresStoreOptions): pg.Pool {
+  const pool = options.leasePool as unknown;
+  if (options.leasePoolSize !== undefined)
+    throw new InvalidOptionsError(COMPONENT, 'leasePoolSize', 'applies only to the lease pool the store opens, not to `leasePool`');
+  if (typeof pool !== 'object' || pool === null || typeof (pool as pg.Pool).connect !== 'function')
+    throw new InvalidOptionsError(COMPONENT, 'leasePool', 'must be a pg.Pool');
+  checkOwnLeasePool(COMPONENT, pool, options.pool, (pool as pg.Pool).options?.max ?? 10, 'max');
+  return pool as pg.Pool;
 }
 
 export function checkSchemaName(schema: unknown): asserts schema is string {
@@ -153,6 +200,6 @@ function serverLabel(config: pg.ClientConfig): string {
 }
 
 /** Shows up in pg_stat_activity, so operators (and tests) can tell our connections apart. */
-export function applicationName(role: 'pool' | 'listen', schema: string, prefix = 'tasklease'): string {
+export function applicationName(role: 'pool' | 'lease' | 'listen', schema: string, prefix = 'tasklease'): string {
   return `${prefix}:${role}:${schema}`.slice(0, 63);
 }

@@ -11,6 +11,7 @@ import {
   CLAIMABLE_SQL,
   DEADLINE_EXCEEDED_SQL,
   DEADLINE_MESSAGE,
+  expiredLeaseAssignments,
   expiredLeaseStatusSql,
   LEASE_EXPIRED_MESSAGE,
   LEASE_EXPIRED_OUTCOME_SQL,
@@ -63,6 +64,7 @@ changed AS (
     status = ${expiredLeaseStatusSql('t.')},
     last_error_code = CASE WHEN t.status = ${STATUS_SQL.CANCEL_REQUESTED} THEN t.last_error_code ELSE ${LEASE_EXPIRED_SQL} END,
     finish_time = CASE WHEN (${expiredLeaseStatusSql('t.')}) = ${STATUS_SQL.QUEUED} THEN NULL ELSE now() END,
+    ${expiredLeaseAssignments('t.').join(', ')},
     lease_owner = NULL, lease_until = NULL, update_time = now()
   WHERE t.id = ANY (ARRAY(SELECT id FROM expired))
   RETURNING t.id, t.status, t.attempt_count, t.task_type, t.owner, t.payload_json, t.trace_id

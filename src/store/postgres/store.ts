@@ -7,9 +7,10 @@
  *
  * Connections: every method runs short statements on the pool and never
  * holds one client while waiting for another, so it cannot deadlock on the
- * pool; 1 connection works, 2 or more keep heartbeats from queueing behind a
- * claim that waits for the claim lock. LISTEN uses its own connection, never
- * a pool client. Transactions are always one statement (autocommit, READ
+ * pool; 1 connection works. A worker's lease and outcome statements run on
+ * a lease pool of their own (ctx.leasePool), so handlers that hold the main
+ * pool's clients never starve a heartbeat. LISTEN uses its own connection,
+ * never a pool client. Transactions are always one statement (autocommit, READ
  * COMMITTED), except migrate() and a caller's own transaction in insertTasks
  * and finishAttempts.
  */
@@ -66,6 +67,9 @@ import type { PoolStats } from '../pool-stats.js';
 /** A caller's transaction: a pg Client or PoolClient inside BEGIN. */
 export type PostgresTransaction = pg.ClientBase;
 
+/** The worker's own statements: they, and the wake-ups they owe, run on the lease pool. */
+const LEASE_METHODS: ReadonlySet<StoreMethod> = new Set(['renewLeases', 'saveProgress', 'finishAttempts', 'finishAndClaim', 'releaseTasks']);
+
 /** Writes whose statement sends its own NOTIFY (transactional); the others owe one after they commit. */
 const NOTIFIED_IN_STATEMENT: ReadonlySet<StoreMethod> = new Set(['insertTasks', 'changeStatus', 'replayDeadLetters']);
 
@@ -80,6 +84,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   protected readonly bus = new LocalBus();
   private readonly ctx: PgContext;
   private readonly ownsPool: boolean;
+  private readonly ownsLeasePool: boolean;
   private readonly listener: PgListener;
   private readonly serverLabel: string;
   private readonly connectTimeoutMs: number;
@@ -92,11 +97,13 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     this.schema = resolved.schema;
     this.serverLabel = resolved.serverLabel;
     this.connectTimeoutMs = resolved.connectTimeoutMs;
-    this.ctx = createContext(this.pool, this.schema);
+    this.ctx = createContext(this.pool, resolved.leasePool, this.schema);
     // An idle pooled connection that dies (server restart, pg_terminate_backend)
     // is reported here; without a handler Node would crash the process. The
     // pool drops it and the next statement opens a fresh one.
     if (this.ownsPool) this.pool.on('error', () => undefined);
+    if (resolved.ownsLeasePool) resolved.leasePool.on('error', () => undefined);
+    this.ownsLeasePool = resolved.ownsLeasePool;
     this.listener = new PgListener(resolved.clientConfig, this.ctx.channel);
   }
 
@@ -109,8 +116,9 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     const cause = error instanceof StoreError && error.code === ErrorCode.STORE_UNAVAILABLE ? error.cause : error;
     if (!isConnectTimeout(cause)) return error as Error;
     // The pool's timer also fires when every connection stayed busy that long: that is not the server's fault.
-    const exhausted = this.pool.totalCount >= (this.pool.options.max ?? 10) && this.pool.idleCount === 0;
-    if (exhausted) return new StoreError(`PostgresStore: no pooled connection became free within ${this.connectTimeoutMs} ms (poolSize)`, { cause });
+    const busy = (pool: pg.Pool) => pool.totalCount >= (pool.options.max ?? 10) && pool.idleCount === 0;
+    const exhausted = busy(this.pool) ? 'poolSize' : busy(this.ctx.leasePool) ? 'leasePoolSize' : null;
+    if (exhausted) return new StoreError(`PostgresStore: no pooled connection became free within ${this.connectTimeoutMs} ms (${exhausted})`, { cause });
     return new StoreConnectTimeoutError(`PostgreSQL at ${this.serverLabel}`, this.connectTimeoutMs, { cause });
   }
 
@@ -118,7 +126,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     if (NOTIFIED_IN_STATEMENT.has(method)) return;
     for (const event of events) {
       // Best effort: idle workers poll anyway.
-      await run(this.pool, 'notifying workers', 'SELECT pg_notify($1, $2)', [this.ctx.channel, notifyPayload(event)]).catch(() => undefined);
+      const on = LEASE_METHODS.has(method) ? this.ctx.leasePool : this.pool;
+      await run(on, 'notifying workers', 'SELECT pg_notify($1, $2)', [this.ctx.channel, notifyPayload(event)]).catch(() => undefined);
     }
   }
 
@@ -140,6 +149,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     if (this.closed) return;
     this.closed = true;
     await this.listener.close();
+    if (this.ownsLeasePool) await this.ctx.leasePool.end().catch(() => undefined);
     if (this.ownsPool) await this.pool.end().catch(() => undefined);
   }
 

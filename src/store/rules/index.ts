@@ -10,3 +10,4 @@ export * from './changes.js';
 export * from './outcomes.js';
 export * from './sql.js';
 export * from './sweep.js';
+export * from './fairness.js';

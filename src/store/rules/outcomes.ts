@@ -47,6 +47,43 @@ export function lastErrorCodeSql(kind: string, failureCode: string, current = 'l
   return `CASE WHEN ${kind} IN ${FAILURE_KINDS_SQL} THEN ${failureCode} WHEN ${kind} IN ${SUCCESS_KINDS_SQL} THEN NULL ELSE ${current} END`;
 }
 
+// ---- what an attempt costs ---------------------------------------------------------
+
+/**
+ * Attempts spent in a cycle are attempt_count − attempt_base. attempt_count
+ * is also the fencing number and must only grow, so an attempt that costs
+ * nothing is given back by raising attempt_base instead: a hand-back by a
+ * stopping worker (RELEASED) and a snooze are not failures.
+ */
+const UNCHARGED_KINDS: readonly OutcomeKind[] = ['RELEASED', 'SNOOZED'];
+export const UNCHARGED_KINDS_SQL = `(${UNCHARGED_KINDS.map(literal).join(',')})`;
+
+export function isUncharged(kind: OutcomeKind): boolean {
+  return UNCHARGED_KINDS.includes(kind);
+}
+
+/** attempt_base after an outcome, as SQL over the kind (a column or a literal). */
+export function attemptBaseAfterSql(kind: string, current = 'attempt_base'): string {
+  return `CASE WHEN ${kind} IN ${UNCHARGED_KINDS_SQL} THEN ${current} + 1 ELSE ${current} END`;
+}
+
+/** Outcomes that set when the task may run again (their delay counts on the database clock). */
+export function delayOf(outcome: AttemptOutcome): number | null {
+  if (outcome.kind === 'RETRY') return Math.max(0, outcome.retryDelayMs);
+  if (outcome.kind === 'SNOOZED') return Math.max(0, outcome.delayMs);
+  return null;
+}
+export const DELAYED_KINDS_SQL = `(${literal('RETRY')},${literal('SNOOZED')})`;
+
+/**
+ * Kinds written by an older release that a newer one still accepts (the
+ * PostgreSQL outcome function serves every process during a rolling
+ * upgrade): ABANDONED was the hand-back, now RELEASED.
+ */
+export function currentKindSql(kind: string): string {
+  return `CASE ${kind} WHEN ${literal('ABANDONED')} THEN ${literal('RELEASED')} ELSE ${kind} END`;
+}
+
 // ---- outcome → status ------------------------------------------------------------
 
 /** Where an outcome sends a RUNNING task. */
@@ -56,7 +93,8 @@ const OUTCOME_STATUS: Readonly<Record<OutcomeKind, TaskStatus>> = {
   RETRY: 'RETRY_WAIT',
   FAILED: 'FAILED',
   CANCELLED: 'CANCELLED',
-  ABANDONED: 'QUEUED',
+  RELEASED: 'QUEUED',
+  SNOOZED: 'QUEUED',
 };
 const OUTCOME_KINDS = Object.keys(OUTCOME_STATUS) as OutcomeKind[];
 

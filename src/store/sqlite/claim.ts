@@ -1,52 +1,77 @@
 /**
  * The SQLite claim. Runs inside BEGIN IMMEDIATE (the caller's), so the counts
- * below cannot change before the claimed rows are written: the global and
- * per-type limits hold however many processes claim at once.
+ * below cannot change before the claimed rows are written: the global,
+ * per-type and per-owner limits hold however many processes claim at once.
+ * Fair shares and the round robin across owners: rules/fairness.ts.
  */
-import { GLOBAL_POLICY_KEY, typePolicyKey } from '../../core/policy-keys.js';
+import { GLOBAL_POLICY_KEY, OWNER_POLICY_PREFIX, ownerPolicyKey, typePolicyKey } from '../../core/policy-keys.js';
 import type { Task } from '../../core/task.js';
 import { claimOrder } from '../claim-order.js';
 import { taskFromRow, type Row } from '../rows.js';
-import { CLAIMABLE_SQL, LEASED_SQL, STATUS_SQL } from '../rules/index.js';
+import {
+  CLAIMABLE_SQL,
+  LEASED_SQL,
+  liveByType,
+  ownerRoom,
+  ownersInPlay,
+  pickRoundRobin,
+  STATUS_SQL,
+  typeRooms,
+  type ClaimPolicy,
+  type TypeLeases,
+} from '../rules/index.js';
 import type { ClaimParams } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, toSqliteTime } from './encode.js';
 
-interface PolicyRow {
-  policy_key: string;
-  task_type: string | null;
-  max_concurrency: number | null;
-  enabled: number;
-}
+const DUE = `status IN ${CLAIMABLE_SQL} AND available_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)`;
+const ORDER = 'priority DESC, available_at, create_time, id';
 
 export function claim(db: Db, params: ClaimParams, nowMs: number): Task[] {
   const now = toSqliteTime(nowMs);
-  const policies = readPolicies(db, params.taskTypes);
+  const policies = readPolicies(db, [GLOBAL_POLICY_KEY, ...params.taskTypes.map(typePolicyKey)]);
   const global = policies.get(GLOBAL_POLICY_KEY);
-  if (global && global.enabled === 0) return [];
-  const globalCap = global?.max_concurrency ?? params.globalConcurrency;
-  const leased = leasedByType(db);
-  let room = Math.min(params.limit, globalCap - [...leased.values()].reduce((sum, n) => sum + n, 0));
+  if (global && !global.enabled) return [];
+  const leased = leasesByType(db, params.workerId);
+  const leasedTotal = [...leased.values()].reduce((sum, { n }) => sum + n, 0);
+  const room = Math.min(params.limit, (global?.maxConcurrency ?? params.globalConcurrency) - leasedTotal);
   if (room <= 0) return [];
+  const live = params.liveWithinMs === undefined ? new Map<string, number>() : liveWorkers(db, toSqliteTime(nowMs - params.liveWithinMs));
+  const rooms = typeRooms(params.taskTypes, params, (type) => policies.get(typePolicyKey(type)), leased, live);
+  const chosen = ownersInPlay(params, ownerPolicyExists(db)) ? pickByOwner(db, params, rooms, room, now) : pickPlain(db, rooms, room, now);
+  return lease(db, params, chosen, nowMs);
+}
 
+function pickPlain(db: Db, rooms: Map<string, number>, room: number, now: string): Row[] {
   const candidatesOf = statement(
     db,
-    `SELECT id, task_type, priority, available_at, create_time FROM system_async_task
-     WHERE task_type = ? AND status IN ${CLAIMABLE_SQL} AND available_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)
+    `SELECT id, task_type, priority, available_at, create_time FROM system_async_task WHERE task_type = ? AND ${DUE}
      ORDER BY priority DESC, available_at, create_time LIMIT ?`,
   );
   const candidates: Row[] = [];
-  for (const taskType of new Set(params.taskTypes)) {
-    const policy = policies.get(typePolicyKey(taskType));
-    if (policy && policy.enabled === 0) continue;
-    const typeRoom = (policy?.max_concurrency ?? params.typeConcurrency) - (leased.get(taskType) ?? 0);
-    if (typeRoom <= 0) continue;
-    candidates.push(...(candidatesOf.all(taskType, now, now, Math.min(typeRoom, room)) as Row[]));
-  }
-  candidates.sort(claimOrder);
-  const chosen = candidates.slice(0, room);
-  room -= chosen.length;
+  for (const [taskType, typeRoom] of rooms) candidates.push(...(candidatesOf.all(taskType, now, now, Math.min(typeRoom, room)) as Row[]));
+  return candidates.sort(claimOrder).slice(0, room);
+}
 
+/** Each owner's first rows of each type (a window: it reads the type's whole claimable set), then round robin. */
+function pickByOwner(db: Db, params: ClaimParams, rooms: Map<string, number>, room: number, now: string): Row[] {
+  const ranked = statement(
+    db,
+    `SELECT id, task_type, owner, priority, available_at, create_time FROM (
+       SELECT id, task_type, owner, priority, available_at, create_time, row_number() OVER (PARTITION BY owner ORDER BY ${ORDER}) AS rn
+       FROM system_async_task WHERE task_type = ? AND ${DUE}
+     ) WHERE rn <= ? ORDER BY owner, rn`,
+  );
+  const candidates: Row[] = [];
+  for (const [taskType, typeRoom] of rooms) candidates.push(...(ranked.all(taskType, now, now, Math.min(typeRoom, room)) as Row[]));
+  const ownerPolicies = readOwnerPolicies(db);
+  const ownerLeased = leasedByOwner(db);
+  const defaultCap = params.ownerConcurrency ?? null;
+  return pickRoundRobin(candidates, rooms, (owner) => ownerRoom(ownerPolicies.get(ownerPolicyKey(owner)), defaultCap, ownerLeased.get(owner) ?? 0), room);
+}
+
+function lease(db: Db, params: ClaimParams, chosen: readonly Row[], nowMs: number): Task[] {
+  const now = toSqliteTime(nowMs);
   const leaseUntil = toSqliteTime(nowMs + params.leaseMs);
   const update = statement(
     db,
@@ -62,22 +87,59 @@ export function claim(db: Db, params: ClaimParams, nowMs: number): Task[] {
   });
 }
 
-function readPolicies(db: Db, taskTypes: readonly string[]): Map<string, PolicyRow> {
-  const keys = [GLOBAL_POLICY_KEY, ...taskTypes.map(typePolicyKey)];
+interface PolicyRow {
+  policy_key: string;
+  max_concurrency: number | null;
+  enabled: number;
+}
+
+function policyMap(rows: readonly PolicyRow[]): Map<string, ClaimPolicy> {
+  return new Map(rows.map((row) => [row.policy_key, { maxConcurrency: row.max_concurrency, enabled: row.enabled !== 0 }]));
+}
+
+function readPolicies(db: Db, keys: readonly string[]): Map<string, ClaimPolicy> {
+  const sql = `SELECT policy_key, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (${keys.map(() => '?').join(',')})`;
+  return policyMap(statement(db, sql).all(...keys) as PolicyRow[]);
+}
+
+// Keys are compared with SQLite's binary collation: 'OWNER;' is the first key after every 'OWNER:…' (the primary key's range).
+const OWNER_RANGE = `policy_key >= '${OWNER_POLICY_PREFIX}' AND policy_key < 'OWNER;'`;
+
+function ownerPolicyExists(db: Db): boolean {
+  return statement(db, `SELECT 1 FROM system_async_task_policy WHERE ${OWNER_RANGE} LIMIT 1`).get() !== undefined;
+}
+
+function readOwnerPolicies(db: Db): Map<string, ClaimPolicy> {
+  return policyMap(statement(db, `SELECT policy_key, max_concurrency, enabled FROM system_async_task_policy WHERE ${OWNER_RANGE}`).all() as PolicyRow[]);
+}
+
+function liveWorkers(db: Db, seenAfter: string): Map<string, number> {
+  const rows = statement(db, 'SELECT task_types FROM system_async_task_worker WHERE last_seen_at >= ?').all(seenAfter) as { task_types: string }[];
+  return liveByType(rows.map((row) => row.task_types));
+}
+
+/** RUNNING + CANCEL_REQUESTED rows per type (what the limits count), and how many `workerId` holds. */
+function leasesByType(db: Db, workerId: string): Map<string, TypeLeases> {
+  // INDEXED BY: left alone, the planner may scan a wider index or the table — every finished row, on every claim.
   const rows = statement(
     db,
-    `SELECT policy_key, task_type, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (${keys.map(() => '?').join(',')})`,
-  ).all(...keys) as PolicyRow[];
-  return new Map(rows.map((row) => [row.policy_key, row]));
+    `SELECT task_type, COUNT(*) AS n, SUM(lease_owner = ?) AS mine FROM system_async_task INDEXED BY ix_system_async_task_leased
+    WHERE status IN ${LEASED_SQL} GROUP BY task_type`,
+  ).all(workerId) as { task_type: string; n: number; mine: number }[];
+  return new Map(rows.map((row) => [row.task_type, { n: row.n, mine: row.mine }]));
 }
 
 /** RUNNING + CANCEL_REQUESTED rows per type: what the limits count. */
 export function leasedByType(db: Db): Map<string, number> {
-  // INDEXED BY: left alone, the planner may scan a wider index or the table — every finished row, on every claim.
+  return new Map([...leasesByType(db, '').entries()].map(([type, { n }]) => [type, n]));
+}
+
+/** Leased rows per owner (owned rows only), through the leased index: as many rows as there are leases. */
+function leasedByOwner(db: Db): Map<string, number> {
   const rows = statement(
     db,
-    `SELECT task_type, COUNT(*) AS n FROM system_async_task INDEXED BY ix_system_async_task_leased
-    WHERE status IN ${LEASED_SQL} GROUP BY task_type`,
-  ).all() as { task_type: string; n: number }[];
-  return new Map(rows.map((row) => [row.task_type, row.n]));
+    `SELECT owner, COUNT(*) AS n FROM system_async_task INDEXED BY ix_system_async_task_leased
+    WHERE status IN ${LEASED_SQL} AND owner IS NOT NULL GROUP BY owner`,
+  ).all() as { owner: string; n: number }[];
+  return new Map(rows.map((row) => [row.owner, row.n]));
 }

@@ -10,7 +10,9 @@ import type { FailureRecord, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
 import { TaskStatus } from '../../core/status.js';
 import {
+  attemptBaseAfterSql,
   attemptOutcomeName,
+  delayOf,
   finishTimeAfterKindSql,
   hasFailure,
   isFailureKind,
@@ -42,10 +44,12 @@ function finishSql(kind: Kind): string {
     RETRY: `available_at = CASE WHEN (${status}) = ${STATUS_SQL.RETRY_WAIT} THEN @availableAt ELSE available_at END,`,
     FAILED: '',
     CANCELLED: '',
-    ABANDONED: '',
+    RELEASED: '',
+    SNOOZED: `available_at = CASE WHEN (${status}) = ${STATUS_SQL.QUEUED} THEN @availableAt ELSE available_at END,`,
   };
   const lastError = lastErrorCodeSql(literal(kind), isFailureKind(kind) ? '@code' : 'NULL');
   return `UPDATE system_async_task SET status = ${status}, finish_time = ${finished}, ${own[kind]} last_error_code = ${lastError},
+    attempt_base = ${attemptBaseAfterSql(literal(kind))},
     lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status`;
 }
 
@@ -62,7 +66,8 @@ export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowM
     params.result = outcome.resultJson;
   }
   if (hasFailure(outcome)) params.code = outcome.failure.errorCode;
-  if (outcome.kind === 'RETRY') params.availableAt = toSqliteTime(nowMs + outcome.retryDelayMs);
+  const delay = delayOf(outcome);
+  if (delay !== null) params.availableAt = toSqliteTime(nowMs + delay);
   const row = statement(db, sql).get(params) as { status: string } | undefined;
   if (!row) return false;
   const failure = hasFailure(outcome) ? outcome.failure : null;

@@ -158,6 +158,37 @@ CREATE UNIQUE INDEX ux_system_async_task_api_token_hash ON system_async_task_api
   },
   {
     version: 5,
+    name: 'lease expiries',
+    // Leases a task lost (issue 11, B3): a task that lost two may be a poison pill, and runs alone
+    // from then on; its first two expiries cost no attempt (rules/sweep.ts).
+    sql: `ALTER TABLE system_async_task ADD COLUMN lease_expiries INTEGER NOT NULL DEFAULT 0;`,
+  },
+  {
+    version: 6,
+    name: 'schedules',
+    // Periodic tasks (src/core/schedule.ts): last_tick_at is the cursor, revision the compare-and-set token.
+    sql: `
+CREATE TABLE system_async_task_schedule (
+  schedule_key TEXT PRIMARY KEY,
+  task_type TEXT NOT NULL,
+  cron TEXT NOT NULL,
+  time_zone TEXT NOT NULL,
+  payload_json TEXT NOT NULL,
+  priority INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  owner TEXT,
+  catch_up INTEGER NOT NULL,
+  enabled INTEGER NOT NULL,
+  revision INTEGER NOT NULL,
+  last_tick_at TEXT NOT NULL,
+  last_task_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+`,
+  },
+  {
+    version: 7,
     name: 'trace parent',
     // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
     // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.

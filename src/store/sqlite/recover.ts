@@ -3,7 +3,16 @@
  * happens to each expired lease is rules/: expiredLeaseDecision; overdue
  * waiting tasks fail with DEADLINE_FAILURE; due retries go back to QUEUED.
  */
-import { CLAIMABLE_SQL, DEADLINE_FAILURE, expiredLeaseDecision, type ExpiredLeaseRow, LEASED_SQL, STATUS_SQL, tallyExpired } from '../rules/index.js';
+import {
+  CLAIMABLE_SQL,
+  DEADLINE_FAILURE,
+  expiredLeaseAssignments,
+  expiredLeaseDecision,
+  type ExpiredLeaseRow,
+  LEASED_SQL,
+  STATUS_SQL,
+  tallyExpired,
+} from '../rules/index.js';
 import type { Row } from '../rows.js';
 import type { RecoveryResult } from '../types.js';
 import { statement, type Db } from './connection.js';
@@ -26,13 +35,13 @@ export function recover(db: Db, batchSize: number, nowMs: number): RecoveryResul
 function expiredLeases(db: Db, batchSize: number, now: string, result: RecoveryResult): void {
   const expired = statement(
     db,
-    `SELECT id, status, attempt_count, attempt_base, max_attempts FROM system_async_task
+    `SELECT id, status, attempt_count, attempt_base, max_attempts, lease_expiries FROM system_async_task
      WHERE status IN ${LEASED_SQL} AND lease_until < ? ORDER BY lease_until LIMIT ?`,
   ).all(now, batchSize) as (ExpiredLeaseRow & Row)[];
   const update = statement(
     db,
     `UPDATE system_async_task SET status = ?, last_error_code = COALESCE(?, last_error_code), lease_owner = NULL, lease_until = NULL,
-       finish_time = ?, update_time = ? WHERE id = ?`,
+       ${expiredLeaseAssignments().join(', ')}, finish_time = ?, update_time = ? WHERE id = ?`,
   );
   const decisions = expired.map((task) => {
     const id = String(task.id);

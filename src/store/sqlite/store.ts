@@ -42,7 +42,7 @@ import type {
   WorkerRegistration,
 } from '../types.js';
 import { claim, leasedByType } from './claim.js';
-import { openDatabase, type Db } from './connection.js';
+import { LockWaits, openDatabase, type Db } from './connection.js';
 import * as control from './control.js';
 import { toSqliteTime } from './encode.js';
 import { mapSqliteError } from './errors.js';
@@ -71,6 +71,7 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   private readonly clock: () => number;
   private readonly walWatcher: WalWatcher | null;
   private seenDataVersion = -1;
+  private readonly lockWaits: LockWaits;
 
   constructor(options: SqliteStoreOptions) {
     super();
@@ -78,6 +79,7 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     this.path = resolved.path;
     this.clock = resolved.clock;
     this.db = openDatabase(resolved.path, resolved.busyTimeoutMs);
+    this.lockWaits = new LockWaits(resolved.busyTimeoutMs);
     const memory = resolved.path === ':memory:';
     this.bus = LocalBus.for(memory ? this : `sqlite:${resolve(resolved.path)}`);
     this.walWatcher = memory ? null : new WalWatcher(resolve(resolved.path), () => this.walChanged());
@@ -105,16 +107,25 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   }
 
   /** Runs `work` under BEGIN IMMEDIATE: SQLite's write lock first, so reads and writes inside see one state. */
-  private write<T>(work: () => T): T {
-    return this.db.transaction(work).immediate();
+  private write<T>(work: () => T): Promise<T> {
+    return this.lockWaits.write(() => this.db.transaction(work).immediate());
+  }
+
+  /** One statement that writes (autocommit): waits for the lock like write(). */
+  private writeOne<T>(work: () => T): Promise<T> {
+    return this.lockWaits.write(work);
+  }
+
+  private read<T>(work: () => T): Promise<T> {
+    return this.lockWaits.read(work);
   }
 
   async migrate(): Promise<void> {
-    migrate(this.db, this.nowText());
+    await this.writeOne(() => migrate(this.db, this.nowText()));
   }
 
   async schemaVersion(): Promise<number> {
-    return schemaVersion(this.db);
+    return this.read(() => schemaVersion(this.db));
   }
 
   async close(): Promise<void> {
@@ -143,15 +154,15 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   }
 
   async getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
-    return reads.getTask(this.db, params.id, params.scope);
+    return this.read(() => reads.getTask(this.db, params.id, params.scope));
   }
 
   async listTasks(params: ListTasksParams): Promise<TaskPage> {
-    return reads.listTasks(this.db, params);
+    return this.read(() => reads.listTasks(this.db, params));
   }
 
   async countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>> {
-    return reads.countByStatus(this.db, params.scope, params.taskType);
+    return this.read(() => reads.countByStatus(this.db, params.scope, params.taskType));
   }
 
   async changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
@@ -165,19 +176,22 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   }
 
   async renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {
-    const nowMs = this.clock();
-    return renewLeases(this.db, params.leases, toSqliteTime(nowMs + params.leaseMs), toSqliteTime(nowMs));
+    // The clock is read when the lock is had: a renewal that waited still grants a whole lease from then.
+    return this.writeOne(() => {
+      const nowMs = this.clock();
+      return renewLeases(this.db, params.leases, toSqliteTime(nowMs + params.leaseMs), toSqliteTime(nowMs));
+    });
   }
 
   async saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean> {
-    return saveProgress(this.db, params.lease, params.progress, this.nowText());
+    return this.writeOne(() => saveProgress(this.db, params.lease, params.progress, this.nowText()));
   }
 
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: SqliteTransaction }): Promise<FinishResult> {
     if (params.transaction !== undefined) throw new InvalidOptionsError('SqliteStore.finishAttempts', 'transaction', 'is not supported on SQLite');
-    const nowMs = this.clock();
-    const now = toSqliteTime(nowMs);
     return this.write(() => {
+      const nowMs = this.clock();
+      const now = toSqliteTime(nowMs);
       const deadLetters: DeadLetterRef[] = [];
       const applied = params.outcomes.map((outcome) => finishOutcome(this.db, outcome, now, nowMs, deadLetters));
       return { applied, deadLetters };
@@ -193,29 +207,29 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   }
 
   async registerWorker(params: { worker: WorkerRegistration }): Promise<void> {
-    control.registerWorker(this.db, params.worker, this.nowText());
+    await this.writeOne(() => control.registerWorker(this.db, params.worker, this.nowText()));
   }
 
   async unregisterWorker(params: { workerId: string }): Promise<void> {
-    control.unregisterWorker(this.db, params.workerId);
+    await this.writeOne(() => control.unregisterWorker(this.db, params.workerId));
   }
 
   // ---- control plane and history -------------------------------------------
 
   async listAttempts(params: { taskId: string }): Promise<AttemptRecord[]> {
-    return reads.listAttempts(this.db, params.taskId);
+    return this.read(() => reads.listAttempts(this.db, params.taskId));
   }
 
   async listFailures(params: { taskId: string; limit?: number }): Promise<FailureRow[]> {
-    return reads.listFailures(this.db, params.taskId, params.limit);
+    return this.read(() => reads.listFailures(this.db, params.taskId, params.limit));
   }
 
   async listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]> {
-    return reads.listDeadLetters(this.db, params);
+    return this.read(() => reads.listDeadLetters(this.db, params));
   }
 
   async countDeadLetters(params: { scope: Scope; taskType?: string | null }): Promise<number> {
-    return reads.countDeadLetters(this.db, params.scope, params.taskType);
+    return this.read(() => reads.countDeadLetters(this.db, params.scope, params.taskType));
   }
 
   async replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]> {
@@ -227,15 +241,15 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   }
 
   async savePolicy(params: { policy: PolicyInput }): Promise<Policy> {
-    return control.savePolicy(this.db, params.policy, this.nowText());
+    return this.writeOne(() => control.savePolicy(this.db, params.policy, this.nowText()));
   }
 
   async listPolicies(): Promise<Policy[]> {
-    return control.listPolicies(this.db);
+    return this.read(() => control.listPolicies(this.db));
   }
 
   async deletePolicy(params: { policyKey: string }): Promise<boolean> {
-    return control.deletePolicy(this.db, params.policyKey);
+    return this.writeOne(() => control.deletePolicy(this.db, params.policyKey));
   }
 
   async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
@@ -247,15 +261,15 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   }
 
   async listWorkers(params: { seenWithinMs: number }): Promise<WorkerRecord[]> {
-    return control.listWorkers(this.db, toSqliteTime(this.clock() - params.seenWithinMs));
+    return this.read(() => control.listWorkers(this.db, toSqliteTime(this.clock() - params.seenWithinMs)));
   }
 
   async leasedCounts(): Promise<Record<string, number>> {
-    return Object.fromEntries(leasedByType(this.db));
+    return this.read(() => Object.fromEntries(leasedByType(this.db)));
   }
 
   async analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData> {
-    return control.analysisData(this.db, params.taskType, params.since, params.sampleLimit);
+    return this.read(() => control.analysisData(this.db, params.taskType, params.since, params.sampleLimit));
   }
 }
 

@@ -1,9 +1,11 @@
 /**
  * Policies: the global and per-type limits, attempts, retry delay and the
  * enabled switch, saved live (every worker applies them at its next claim),
- * with what runs against each limit right now.
+ * with what runs against each limit right now; and the per-owner (tenant)
+ * limits, with a form to add one.
  */
 import { admin, type LimitUse, type Policy, type Stats } from '../api.js';
+import { OWNER_PREFIX, ownerForm, ownerRow } from './owner-policies.js';
 import { clear, confirmAction, every, guarded, h, notify } from '../dom.js';
 import type { Page } from '../main.js';
 
@@ -91,6 +93,7 @@ export const policiesPage: Page = (root) => {
       ),
     ),
     uses,
+    ownerForm(() => load(true)),
   );
   let editing = false;
   body.addEventListener('focusin', () => {
@@ -113,7 +116,7 @@ export const policiesPage: Page = (root) => {
       policyRow(
         'Global',
         null,
-        policies.find((p) => p.taskType === null),
+        policies.find((p) => p.policyKey === 'GLOBAL'),
         stats.global,
         reload,
       ),
@@ -126,6 +129,7 @@ export const policiesPage: Page = (root) => {
           reload,
         ),
       ),
+      policies.filter((p) => p.policyKey.startsWith(OWNER_PREFIX)).map((p) => ownerRow(p, reload)),
     );
     uses.textContent = `${stats.workers.live} live worker(s), ${stats.workers.concurrency} slots.`;
   };

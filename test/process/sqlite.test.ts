@@ -1,0 +1,31 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
+import { SqliteStore } from '../../src/store/sqlite/store.js';
+import { runFairnessSuite } from './fairness.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tasklease-fair-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
+runFairnessSuite({
+  name: 'sqlite',
+  async create() {
+    files += 1;
+    const path = join(dir, `fair-${files}.db`);
+    const store = new SqliteStore({ path, busyTimeoutMs: 10_000 });
+    await store.migrate();
+    const unsupported = (): never => {
+      throw new Error('not needed by the fairness suite');
+    };
+    return {
+      storeConfig: { dialect: 'sqlite', path },
+      store,
+      clean: unsupported,
+      attempts: unsupported,
+      terminateConnections: unsupported,
+      destroy: () => store.close(),
+    };
+  },
+});

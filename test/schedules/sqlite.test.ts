@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runScheduleSuite } from './suite.js';
+
+runScheduleSuite(sqliteFactory);
