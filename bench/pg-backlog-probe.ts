@@ -10,13 +10,16 @@
  * - VARIANT=noattempt: the claim writes no attempt row (an upper bound of what that row costs);
  * - LIMITS=20/5: the worker's global / per-type limits (default: high, not binding);
  * - PROF=file.cpuprofile: a CPU profile of the worker during the drain only;
- * - HEAPPROF=file.heapprofile: where the drain allocates (sampled, collected objects included).
+ * - HEAPPROF=file.heapprofile: where the drain allocates (sampled, collected objects included);
+ * - DIST=1: tasklease from the built dist/ (npx tsc -p tsconfig.build.json first) instead of src/ through tsx.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import pg from 'pg';
-import { createClient, createWorker, defineTask } from '../src/index.js';
-import { PostgresStore } from '../src/postgres.js';
+import { library, storeModule } from './systems/tasklease-lib.js';
+const dist = process.env.DIST === '1';
+const { createClient, createWorker, defineTask } = dist ? await library() : await import('../src/index.js');
+const { PostgresStore } = dist ? await storeModule('postgres') : await import('../src/postgres.js');
 const schema = `probe_${process.pid}`;
 const store = new PostgresStore({ connectionString: 'postgres://postgres@127.0.0.1:5432/test', schema, poolSize: 10 });
 await store.migrate();
@@ -142,7 +145,7 @@ for (const [k, v] of Object.entries(spent))
       `${k}: ${v.calls} calls, ${Math.round(v.rows / v.calls)} rows each, ${(v.ms / v.calls).toFixed(1)} ms each, ${((1000 * v.ms) / v.rows).toFixed(1)} µs/row`,
     );
 console.log(
-  `drain wall ${Math.round(wallMs)} ms; worker CPU ${Math.round((cpu.user + cpu.system) / 1000)} ms; machine busy ${(sys1.busy - sys0.busy) * 10} ms, idle ${(sys1.idle - sys0.idle) * 10} ms (2 cores)`,
+  `drain wall ${Math.round(wallMs)} ms; worker CPU ${Math.round((cpu.user + cpu.system) / 1000)} ms (user ${Math.round(cpu.user / 1000)}, system ${Math.round(cpu.system / 1000)}; ${((cpu.user + cpu.system) / measure).toFixed(1)} µs/task); machine busy ${(sys1.busy - sys0.busy) * 10} ms, idle ${(sys1.idle - sys0.idle) * 10} ms (2 cores)`,
 );
 console.log(
   `backlog ${backlog}: ${measure} drained at ${Math.round(measure / ((performance.now() - t0) / 1000))}/s; per 100k:`,

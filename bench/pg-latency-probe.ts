@@ -5,6 +5,8 @@
  * connections, as separate processes would) in one process, so that one
  * clock times every step.
  * Run: npx tsx bench/pg-latency-probe.ts [samples=300]
+ * ASYNC_CLAIM=1: the worker's connections commit with synchronous_commit = off
+ * (an upper bound of what asynchronous claims would save; not safe today).
  */
 import pg from 'pg';
 import { createClient, createWorker, defineTask } from '../src/index.js';
@@ -14,7 +16,8 @@ const schema = `probe_lat_${process.pid}`;
 const samples = Number(process.argv[2] ?? 300);
 const producerStore = new PostgresStore({ connectionString: url, schema, poolSize: 2 });
 await producerStore.migrate();
-const workerStore = new PostgresStore({ connectionString: url, schema, poolSize: 4 });
+const workerUrl = process.env.ASYNC_CLAIM === '1' ? `${url}?options=${encodeURIComponent('-c synchronous_commit=off')}` : url;
+const workerStore = new PostgresStore({ connectionString: workerUrl, schema, poolSize: 4 });
 const marks = { submitted: 0, heard: 0, claimSent: 0, claimAnswered: 0, started: 0 };
 let t0 = 0;
 let onStart: (() => void) | null = null;

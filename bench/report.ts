@@ -14,8 +14,69 @@ export type Line = ResultLine | SkipLine;
 
 const isResult = (line: Line): line is ResultLine => 'value' in line;
 
+/** The line a table cell or a target reads: the summary over the rounds, or a once-only workload's line. */
 function find(lines: Line[], system: string, workload: string, backlog?: number): ResultLine | undefined {
-  return lines.filter(isResult).find((l) => l.system === system && l.workload === workload && (backlog === undefined || l.backlog === backlog));
+  return lines
+    .filter(isResult)
+    .find((l) => l.round === undefined && l.system === system && l.workload === workload && (backlog === undefined || l.backlog === backlog));
+}
+
+function inRound(lines: Line[], system: string, workload: string, round: number): ResultLine | undefined {
+  return lines.filter(isResult).find((l) => l.round === round && l.system === system && l.workload === workload);
+}
+
+function median(values: number[]): number {
+  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
+
+const ROUNDED = ['enqueue', 'drain', 'two-workers'] as const;
+
+/**
+ * One line per system and interleaved workload, over its rounds: the median
+ * rate (and CPU per task), or for pickup latency the percentiles of every
+ * round's samples pooled.
+ */
+export function summarize(lines: Line[], pickups: Map<string, number[]>, stats: (values: number[]) => Record<string, number>): ResultLine[] {
+  const results = lines.filter(isResult).filter((l) => typeof l.round === 'number');
+  const systems = [...new Set(results.map((l) => l.system))];
+  const out: ResultLine[] = [];
+  for (const system of systems) {
+    for (const workload of ROUNDED) {
+      const rounds = results.filter((l) => l.system === system && l.workload === workload);
+      if (rounds.length === 0) continue;
+      const cpu = rounds.map((l) => l.cpuUsPerTask).filter((v): v is number => typeof v === 'number');
+      const producer = rounds.map((l) => l.producerCpuUsPerTask).filter((v): v is number => typeof v === 'number');
+      out.push({
+        system,
+        workload,
+        value: Math.round(median(rounds.map((l) => l.value))),
+        unit: 'tasks/s',
+        rounds: rounds.map((l) => l.value),
+        ...(cpu.length > 0 ? { cpuUsPerTask: Math.round(median(cpu) * 10) / 10 } : {}),
+        ...(producer.length > 0 ? { producerCpuUsPerTask: Math.round(median(producer) * 10) / 10 } : {}),
+        ...(rounds.some((l) => l.partial) ? { partial: true } : {}),
+        remaining: rounds.reduce((sum, l) => sum + (typeof l.remaining === 'number' ? l.remaining : 0), 0),
+      });
+    }
+    const samples = pickups.get(system);
+    if (samples && samples.length > 0) {
+      const pooled = stats(samples);
+      const rounds = results.filter((l) => l.system === system && l.workload === 'latency');
+      out.push({
+        system,
+        workload: 'latency',
+        value: pooled.p50!,
+        unit: 'ms',
+        ...pooled,
+        roundP50: rounds.map((l) => l.p50),
+        ...(rounds.some((l) => l.partial) ? { partial: true } : {}),
+      });
+    }
+  }
+  return out;
 }
 
 const number = (value: number | undefined): string => (value === undefined || Number.isNaN(value) ? '—' : Math.round(value).toLocaleString('en-US'));
@@ -29,7 +90,7 @@ export function table(lines: Line[], options: BenchOptions): string {
   const header = [
     'system',
     'enqueue/s',
-    'drain/s',
+    'drain/s (CPU µs/task)',
     'pickup p50 / p95 / p99 ms',
     '2 workers/s',
     `limits ${options.limits.global}/${options.limits.perType} /s`,
@@ -53,10 +114,10 @@ export function table(lines: Line[], options: BenchOptions): string {
     return [
       system,
       number(enqueue?.value),
-      drain ? `${number(drain.value)}${mark(drain)}` : '—',
+      drain ? `${number(drain.value)}${mark(drain)}${typeof drain.cpuUsPerTask === 'number' ? ` (${Math.round(drain.cpuUsPerTask)})` : ''}` : '—',
       latency ? `${ms(latency.p50)} / ${ms(latency.p95)} / ${ms(latency.p99)}${latency.partial ? ` (n=${String(latency.samples)})` : ''}` : '—',
-      two ? `${number(two.value)}${mark(two)}${ratio(two.vsOne)}` : '—',
-      limits ? `${number(limits.value)}${mark(limits)}${ratio(limits.vsUnlimited)}` : '—',
+      two ? `${number(two.value)}${mark(two)}${ratio(drain ? two.value / drain.value : undefined)}` : '—',
+      limits ? `${number(limits.value)}${mark(limits)}${ratio(drain ? limits.value / drain.value : undefined)}` : '—',
       scale(small),
       scale(large),
     ];
@@ -76,7 +137,78 @@ function markdownTable(header: string[], rows: string[][]): string {
   return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
 }
 
-/** The issue's targets, as ratios within this run, where both sides were measured. */
+const PG = 'tasklease-postgres';
+const GRAPHILE = 'graphile-worker';
+
+/** tasklease-postgres / graphile-worker (or another pair) in each round, where both ran. */
+function roundRatios(lines: Line[], options: BenchOptions, workload: string, a = PG, b = GRAPHILE): number[] {
+  const out: number[] = [];
+  for (let r = 1; r <= options.rounds; r += 1) {
+    const x = inRound(lines, a, workload, r)?.value;
+    const y = inRound(lines, b, workload, r)?.value;
+    out.push(x !== undefined && y ? x / y : Number.NaN);
+  }
+  return out;
+}
+
+/** Each round's ratios and pickups, then their medians: the figures to compare on a shared machine. */
+export function roundsReport(lines: Line[], options: BenchOptions): string[] {
+  const rows: string[][] = [];
+  const fmt = (v: number | undefined): string => (v === undefined || Number.isNaN(v) ? '—' : `${v.toFixed(2)}×`);
+  const pickup = (system: string, r: number): string => {
+    const line = inRound(lines, system, 'latency', r);
+    return line ? `${ms(line.p50)} / ${ms(line.p99)}` : '—';
+  };
+  const columns = {
+    drain: roundRatios(lines, options, 'drain'),
+    two: roundRatios(lines, options, 'two-workers'),
+    enqueue: roundRatios(lines, options, 'enqueue'),
+    mysql: roundRatios(lines, options, 'drain', 'tasklease-mysql', PG),
+  };
+  for (let r = 1; r <= options.rounds; r += 1) {
+    const i = r - 1;
+    rows.push([
+      String(r),
+      fmt(columns.drain[i]),
+      fmt(columns.two[i]),
+      fmt(columns.enqueue[i]),
+      fmt(columns.mysql[i]),
+      pickup(PG, r),
+      pickup(GRAPHILE, r),
+      pickup('bullmq', r),
+      pickup('tasklease-mysql', r),
+    ]);
+  }
+  const pooled = (system: string): string => {
+    const line = find(lines, system, 'latency');
+    return line ? `${ms(line.p50)} / ${ms(line.p99)}` : '—';
+  };
+  rows.push([
+    'median',
+    fmt(median(columns.drain)),
+    fmt(median(columns.two)),
+    fmt(median(columns.enqueue)),
+    fmt(median(columns.mysql)),
+    pooled(PG),
+    pooled(GRAPHILE),
+    pooled('bullmq'),
+    pooled('tasklease-mysql'),
+  ]);
+  const header = [
+    'round',
+    'drain PG/graphile',
+    '2 procs PG/graphile',
+    'enqueue PG/graphile',
+    'drain MySQL/PG',
+    'pickup p50/p99 PG',
+    'graphile',
+    'BullMQ',
+    'MySQL',
+  ];
+  return ['Per round (pickup: ms; median row: pickups pooled over the rounds)', '', markdownTable(header, rows)];
+}
+
+/** Issue 16's targets, as medians of the per-round ratios within this run, where both sides were measured. */
 export function targets(lines: Line[], options: BenchOptions): string[] {
   const out: string[] = [];
   const check = (label: string, value: number | undefined, goal: number, higherIsBetter: boolean, unit = '×'): void => {
@@ -88,26 +220,24 @@ export function targets(lines: Line[], options: BenchOptions): string[] {
   };
   const value = (system: string, workload: string, backlog?: number): number | undefined => find(lines, system, workload, backlog)?.value;
   const over = (a: number | undefined, b: number | undefined): number | undefined => (a !== undefined && b ? a / b : undefined);
-  const pg = 'tasklease-postgres';
-  check('PostgreSQL drain / graphile-worker drain', over(value(pg, 'drain'), value('graphile-worker', 'drain')), 1.25, true);
-  check('PostgreSQL pickup p50', find(lines, pg, 'latency')?.p50, 2, false, ' ms');
-  check('PostgreSQL pickup p99', find(lines, pg, 'latency')?.p99, 5, false, ' ms');
-  check('PostgreSQL bulk enqueue / graphile-worker addJobs', over(value(pg, 'enqueue'), value('graphile-worker', 'enqueue')), 1.5, true);
+  check('PostgreSQL drain / graphile-worker batched (median of rounds)', median(roundRatios(lines, options, 'drain')), 1.25, true);
+  check('PostgreSQL drain, two processes / graphile-worker, two processes', median(roundRatios(lines, options, 'two-workers')), 1.25, true);
+  check('PostgreSQL pickup p50', find(lines, PG, 'latency')?.p50, 2, false, ' ms');
+  check('PostgreSQL pickup p99', find(lines, PG, 'latency')?.p99, 5, false, ' ms');
+  check('PostgreSQL bulk enqueue / graphile-worker addJobs', median(roundRatios(lines, options, 'enqueue')), 1.5, true);
+  check(`PostgreSQL drain under limits ${options.limits.global}/${options.limits.perType}`, value(PG, 'limits'), 4000, true, ' tasks/s');
+  check('MySQL pickup p50 (worker in another process)', find(lines, 'tasklease-mysql', 'latency')?.p50, 25, false, ' ms');
+  check('MySQL drain / PostgreSQL drain (median of rounds)', median(roundRatios(lines, options, 'drain', 'tasklease-mysql', PG)), 0.4, true);
   check(
     `PostgreSQL drain with ${short(options.backlog)} backlog / with ${short(options.smallBacklog)}`,
-    over(value(pg, 'scale', options.backlog), value(pg, 'scale', options.smallBacklog)),
-    0.8,
+    over(value(PG, 'scale', options.backlog), value(PG, 'scale', options.smallBacklog)),
+    0.9,
     true,
   );
-  const firstOfLarge = find(lines, pg, 'scale', options.backlog)?.firstRate;
-  check(
-    `PostgreSQL drain of the first ${short(options.smallBacklog)} of a ${short(options.backlog)} backlog / with ${short(options.smallBacklog)}`,
-    over(typeof firstOfLarge === 'number' ? firstOfLarge : undefined, value(pg, 'scale', options.smallBacklog)),
-    0.8,
-    true,
-  );
-  check('SQLite drain', value('tasklease-sqlite', 'drain'), 15000, true, ' tasks/s');
-  check('MySQL drain / PostgreSQL drain', over(value('tasklease-mysql', 'drain'), value(pg, 'drain')), 0.33, true);
+  const bull = find(lines, 'bullmq', 'latency')?.p50;
+  const pg = find(lines, PG, 'latency')?.p50;
+  if (bull !== undefined && pg !== undefined)
+    out.push(`- moonshot: PostgreSQL pickup p50 ${ms(pg)} ms vs BullMQ ${ms(bull)} ms (${pg <= bull ? 'matched' : 'not matched'})`);
   return out;
 }
 
@@ -144,16 +274,19 @@ export function writeResults(path: string, lines: Line[], info: RunInfo): void {
     '',
     "`*` stopped at its time limit (rate over the tasks done); `!` tasks left unfinished in the store after a complete drain (a bug); `[first 10k: …]` the rate over the first tasks of the large backlog, to separate the backlog's size from the volume processed.",
     '',
-    ...(goals.length > 0 ? ['## Targets (issue 4)', '', ...goals, ''] : []),
+    ...roundsReport(lines, options),
+    '',
+    ...(goals.length > 0 ? ['## Targets (issue 16)', '', ...goals, ''] : []),
     '## Workloads and method',
     '',
-    `- **enqueue**: ${options.n.toLocaleString('en-US')} empty tasks by the orchestrator process, in calls of ${options.batch} (each system's bulk API), one call after another.`,
-    `- **drain**: those ${options.n.toLocaleString('en-US')} tasks, queued first, drained by one worker process at concurrency ${options.concurrency}; tasks/s between the first and the last handler start, both taken in the worker process.`,
-    `- **pickup latency**: one idle worker process; one task at a time, the next enqueued once the last has started; handler start (worker's wall clock) − the producer's wall clock just before the enqueue call (performance.timeOrigin + performance.now()). ${options.warmup} warm-up probes discarded, then up to ${options.samples} samples within ${options.latencyBudgetMs / 1000} s; after each probe starts, a random pause of 0–${options.latencyGapMs} ms (0–poll period for a worker that can only poll, so that probes meet the poll at a random phase) before the next is enqueued.`,
+    `- **rounds**: enqueue, drain, pickup latency and two workers run in ${options.rounds} interleaved rounds (systems in order, then in reverse order, …); the table gives each system's median over the rounds (pickup: every round's samples pooled), the per-round table each round's ratio, and the targets the median of those ratios. Limits and scale run once, after the rounds. tasklease runs from the built dist/ (compiled JavaScript), as its users run it.`,
+    `- **enqueue**: ${options.warmupTasks.toLocaleString('en-US')} untimed warm-up tasks, then ${options.n.toLocaleString('en-US')} empty tasks by the orchestrator process, in calls of ${options.batch} (each system's bulk API), one call after another; producerCpuUsPerTask is the orchestrator's CPU per task (the database's is not in it).`,
+    `- **drain**: those ${(options.n + options.warmupTasks).toLocaleString('en-US')} tasks, queued first, drained by one worker process at concurrency ${options.concurrency}; the first ${options.warmupTasks.toLocaleString('en-US')} handler starts warm the worker up, and the rate runs from the next start to the last, both taken in the worker process. CPU µs/task: the worker process's user + system CPU after its warm-up, per task (it holds up on a loaded machine better than the rate).`,
+    `- **pickup latency**: one idle worker process; one task at a time, the next enqueued once the last has started; handler start (worker's wall clock) − the producer's wall clock just before the enqueue call (performance.timeOrigin + performance.now()). ${options.warmup} warm-up probes discarded per round, then up to ${Math.ceil(options.samples / options.rounds)} samples within ${Math.round(options.latencyBudgetMs / options.rounds / 1000)} s per round; after each probe starts, a random pause of 0–${options.latencyGapMs} ms (0–poll period for a worker that can only poll, so that probes meet the poll at a random phase) before the next is enqueued.`,
     `- **two workers**: as drain, with two worker processes (each at concurrency ${options.concurrency}) started together; the × is against the one-process drain.`,
-    `- **limits**: as drain, under binding limits (global ${options.limits.global}, per type ${options.limits.perType}; one task type); the × is against the unlimited drain.`,
-    `- **scale**: a backlog of ${options.smallBacklog.toLocaleString('en-US')} and of ${options.backlog.toLocaleString('en-US')} tasks queued first, each drained by one worker process until empty or for at most ${options.scaleTimeoutMs / 1000} s; for the large backlog the rate over its first ${options.smallBacklog.toLocaleString('en-US')} tasks is given too; RSS is the worker process's peak (ru_maxrss).`,
-    '- Every workload starts on a fresh schema / key prefix / database, created for it and dropped after. Workers are separate OS processes (`node --import tsx`), prepared before the clock starts and released together.',
+    `- **limits**: as drain (${options.limitsN.toLocaleString('en-US')} timed tasks), under binding limits (global ${options.limits.global}, per type ${options.limits.perType}; one task type); the × is against the unlimited drain.`,
+    `- **scale**: a backlog of ${options.smallBacklog.toLocaleString('en-US')} and of ${options.backlog.toLocaleString('en-US')} tasks queued first, each drained by one worker process until empty or for at most ${options.scaleTimeoutMs / 1000} s (no warm-up); for the large backlog the rate over its first ${options.smallBacklog.toLocaleString('en-US')} tasks is given too; RSS is the worker process's peak (ru_maxrss).`,
+    '- Every workload starts on a fresh schema / key prefix / database, created for it and dropped after. Workers are separate OS processes, prepared before the clock starts and released together.',
     '',
     '## Settings per system',
     '',

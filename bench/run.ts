@@ -1,42 +1,60 @@
 /**
- * `npm run bench`: measures tasklease and its peers on the same machine, on
- * the same workloads, and prints one JSON line per system and workload, then
- * a table; writes bench/RESULTS.md. See `npm run bench -- --help`.
+ * `npm run bench`: measures tasklease (from the built dist/) and its peers on
+ * the same machine, on the same workloads, in interleaved rounds (A B … then
+ * … B A), and prints one JSON line per system, workload and round, then a
+ * table of medians, each round's ratios and the issue-16 targets; writes
+ * bench/RESULTS.md. See `npm run bench -- --help`.
  */
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { describeEnvironment, loadAverage } from './env.js';
-import { table, targets, writeResults, type Line } from './report.js';
+import { roundsReport, summarize, table, targets, writeResults, type Line } from './report.js';
 import { systems } from './systems/index.js';
 import { ALL_WORKLOADS, type ResultLine, type SystemAdapter, type WorkloadName } from './types.js';
-import { drain, enqueue, latency, liveWorkers, round, type BenchOptions, type DrainResult } from './workloads.js';
+import { drain, enqueue, latency, liveWorkers, percentiles, round, type BenchOptions, type DrainResult } from './workloads.js';
 
 const HELP = `Usage: npm run bench -- [options]
 
+  --quick              a check of the script in ~2 minutes on a quiet machine: 2 rounds, -n 5000,
+                       2000 tasks under limits, 60 samples, backlogs 5k / 20k, 10 s scale limit
+                       (any option below still applies)
   --systems a,b        systems to run (default: all): ${Object.keys(systems).join(', ')}
   --workloads a,b      workloads (default: all): ${ALL_WORKLOADS.join(', ')}
-  -n N                 tasks per enqueue / drain / two-workers / limits run (default 20000)
+  --rounds R           interleaved rounds of enqueue, drain, latency and two-workers (default 3)
+  -n N                 timed tasks per enqueue / drain / two-workers / limits run (default 20000)
+  --warmup W           untimed tasks enqueued and drained first in each of those runs (default 2000)
   --concurrency C      handlers per worker process (default 10)
   --backlog B          large backlog of the scale workload (default 1000000)
   --small-backlog B    small backlog of the scale workload (default 10000)
-  --samples S          pickup-latency samples (default 300)
+  --samples S          pickup-latency samples over all rounds (default 300)
   --batch K            tasks per bulk-enqueue call (default 1000)
   --peer-scale         run the scale workload on the peers too (default: tasklease only)
   --drain-timeout S    stop a drain after S seconds (default 120)
-  --scale-timeout S    stop a scale drain after S seconds (default 90)
-  --latency-budget S   stop taking latency samples after S seconds (default 30)
+  --scale-timeout S    stop a scale drain after S seconds (default 45)
+  --latency-budget S   stop taking latency samples after S seconds, over all rounds (default 30)
   --latency-gap MS     pause a random 0..MS ms after a probe has started before the next
                        is enqueued, so it meets an idle worker (default 20; 0 = back to back)
   --out FILE           results file (default bench/RESULTS.md)
   --no-results         do not write the results file
 `;
 
-function parseOptions(): { options: BenchOptions; names: string[]; workloads: WorkloadName[]; peerScale: boolean; out: string | null } {
+interface Plan {
+  options: BenchOptions;
+  names: string[];
+  workloads: WorkloadName[];
+  peerScale: boolean;
+  out: string | null;
+}
+
+function parseOptions(): Plan {
   const { values } = parseArgs({
     options: {
+      quick: { type: 'boolean' },
       systems: { type: 'string' },
       workloads: { type: 'string' },
+      rounds: { type: 'string' },
       n: { type: 'string', short: 'n' },
+      warmup: { type: 'string' },
       concurrency: { type: 'string' },
       backlog: { type: 'string' },
       'small-backlog': { type: 'string' },
@@ -57,6 +75,7 @@ function parseOptions(): { options: BenchOptions; names: string[]; workloads: Wo
     process.stdout.write(HELP);
     process.exit(0);
   }
+  const quick = values.quick ?? false;
   const integer = (name: string, raw: string | undefined, fallback: number, min = 1): number => {
     if (raw === undefined) return fallback;
     const value = Number(raw.replace(/_/g, ''));
@@ -74,16 +93,21 @@ function parseOptions(): { options: BenchOptions; names: string[]; workloads: Wo
   const workloads = (values.workloads ? values.workloads.split(',').map((s) => s.trim()) : [...ALL_WORKLOADS]) as WorkloadName[];
   for (const name of workloads) if (!ALL_WORKLOADS.includes(name)) throw new Error(`--workloads: unknown workload ${name}`);
   const options: BenchOptions = {
-    n: integer('n', values.n, 20_000),
+    quick,
+    rounds: integer('rounds', values.rounds, quick ? 2 : 3),
+    n: integer('n', values.n, quick ? 5000 : 20_000),
+    // Binding limits drain slowly (MySQL: ~500/s on a loaded machine): the quick check takes fewer.
+    limitsN: quick && values.n === undefined ? 2000 : integer('n', values.n, 20_000),
+    warmupTasks: integer('warmup', values.warmup, quick ? 1000 : 2000, 0),
     concurrency: integer('concurrency', values.concurrency, 10),
-    backlog: integer('backlog', values.backlog, 1_000_000),
-    smallBacklog: integer('small-backlog', values['small-backlog'], 10_000),
-    samples: integer('samples', values.samples, 300),
-    warmup: 10,
+    backlog: integer('backlog', values.backlog, quick ? 20_000 : 1_000_000),
+    smallBacklog: integer('small-backlog', values['small-backlog'], quick ? 5000 : 10_000),
+    samples: integer('samples', values.samples, quick ? 60 : 300),
+    warmup: quick ? 5 : 20,
     batch: integer('batch', values.batch, 1000),
-    drainTimeoutMs: integer('drain-timeout', values['drain-timeout'], 120) * 1000,
-    scaleTimeoutMs: integer('scale-timeout', values['scale-timeout'], 90) * 1000,
-    latencyBudgetMs: integer('latency-budget', values['latency-budget'], 30) * 1000,
+    drainTimeoutMs: integer('drain-timeout', values['drain-timeout'], quick ? 60 : 120) * 1000,
+    scaleTimeoutMs: integer('scale-timeout', values['scale-timeout'], quick ? 10 : 45) * 1000,
+    latencyBudgetMs: integer('latency-budget', values['latency-budget'], quick ? 10 : 30) * 1000,
     latencyGapMs: integer('latency-gap', values['latency-gap'], 20, 0),
     limits: { global: 20, perType: 5 },
   };
@@ -106,6 +130,7 @@ function drainLine(system: string, workload: string, result: DrainResult, extra:
     ...extra,
     processed: result.processed,
     seconds: round(result.seconds, 3),
+    ...(result.cpuUsPerTask !== null ? { cpuUsPerTask: result.cpuUsPerTask } : {}),
     peakRssMB: result.peakRssMB,
     ...(result.perWorker.length > 1 ? { perWorker: result.perWorker } : {}),
     ...(result.firstRate !== null ? { firstRate: round(result.firstRate) } : {}),
@@ -130,45 +155,77 @@ async function fresh(adapter: SystemAdapter, workload: string, body: () => Promi
   }
 }
 
-async function runSystem(adapter: SystemAdapter, options: BenchOptions, workloads: WorkloadName[], peerScale: boolean): Promise<void> {
+/** Pickup samples per system, pooled over the rounds (ms). */
+const pickups = new Map<string, number[]>();
+
+/** One round of the interleaved workloads (enqueue + drain, latency, two workers) on one system. */
+async function runRound(adapter: SystemAdapter, plan: Plan, index: number): Promise<void> {
+  const { options, workloads } = plan;
   const name = adapter.name;
   const want = (workload: WorkloadName): boolean => workloads.includes(workload);
-  let oneWorker: number | undefined;
+  const tag = { round: index + 1 };
+  const warmup = options.warmupTasks;
   if (want('enqueue') || want('drain')) {
     await fresh(adapter, 'drain', async () => {
+      // The first tasks warm the producer up (untimed); the drain then counts from after them.
+      if (warmup > 0) await adapter.enqueueBulk(warmup, options.batch);
       const filled = await enqueue(adapter, options.n, options.batch);
       if (want('enqueue'))
-        emit({ system: name, workload: 'enqueue', value: round(filled.tasksPerSecond), unit: 'tasks/s', n: options.n, batch: options.batch });
+        emit({
+          system: name,
+          workload: 'enqueue',
+          ...tag,
+          value: round(filled.tasksPerSecond),
+          unit: 'tasks/s',
+          n: options.n,
+          batch: options.batch,
+          producerCpuUsPerTask: filled.cpuUsPerTask,
+        });
       if (!want('drain')) return;
-      const result = await drain(adapter, options, { count: options.n, processes: 1, limits: null, timeoutMs: options.drainTimeoutMs });
-      oneWorker = result.tasksPerSecond;
-      emit(drainLine(name, 'drain', result, { n: options.n, concurrency: options.concurrency }));
+      const result = await drain(adapter, options, { count: options.n + warmup, warmup, processes: 1, limits: null, timeoutMs: options.drainTimeoutMs });
+      emit(drainLine(name, 'drain', result, { ...tag, n: options.n, warmup, concurrency: options.concurrency }));
     });
   }
   if (want('latency')) {
     await fresh(adapter, 'latency', async () => {
-      const result = await latency(adapter, options);
-      const { p50, p95, p99, mean, max, samples, partial } = result;
-      emit({ system: name, workload: 'latency', value: p50, unit: 'ms', p50, p95, p99, mean, max, samples, ...(partial ? { partial } : {}) });
+      const result = await latency(adapter, {
+        ...options,
+        samples: Math.ceil(options.samples / options.rounds),
+        latencyBudgetMs: options.latencyBudgetMs / options.rounds,
+      });
+      const { p50, p95, p99, samples, partial } = result;
+      pickups.set(name, [...(pickups.get(name) ?? []), ...result.values]);
+      emit({ system: name, workload: 'latency', ...tag, value: p50, unit: 'ms', p50, p95, p99, samples, ...(partial ? { partial } : {}) });
     });
   }
   if (want('two-workers')) {
     await fresh(adapter, 'two-workers', async () => {
-      await adapter.enqueueBulk(options.n, options.batch);
-      const result = await drain(adapter, options, { count: options.n, processes: 2, limits: null, timeoutMs: options.drainTimeoutMs });
-      const vsOne = oneWorker ? round(result.tasksPerSecond / oneWorker, 2) : undefined;
-      emit(drainLine(name, 'two-workers', result, { n: options.n, concurrency: options.concurrency, processes: 2, vsOne }));
+      await adapter.enqueueBulk(options.n + warmup, options.batch);
+      const result = await drain(adapter, options, { count: options.n + warmup, warmup, processes: 2, limits: null, timeoutMs: options.drainTimeoutMs });
+      emit(drainLine(name, 'two-workers', result, { ...tag, n: options.n, warmup, concurrency: options.concurrency, processes: 2 }));
     });
   }
-  if (want('limits') && adapter.supportsLimits) {
+}
+
+/** The once-only workloads of a tasklease system: binding limits, and the backlogs of the scale workload. */
+async function runOnce(adapter: SystemAdapter, plan: Plan): Promise<void> {
+  const { options, workloads } = plan;
+  const name = adapter.name;
+  const warmup = options.warmupTasks;
+  if (workloads.includes('limits') && adapter.supportsLimits) {
     await fresh(adapter, 'limits', async () => {
-      await adapter.enqueueBulk(options.n, options.batch);
-      const result = await drain(adapter, options, { count: options.n, processes: 1, limits: options.limits, timeoutMs: options.drainTimeoutMs });
-      const vsUnlimited = oneWorker ? round(result.tasksPerSecond / oneWorker, 2) : undefined;
-      emit(drainLine(name, 'limits', result, { n: options.n, concurrency: options.concurrency, limits: options.limits, vsUnlimited }));
+      await adapter.enqueueBulk(options.limitsN + warmup, options.batch);
+      const result = await drain(adapter, options, {
+        count: options.limitsN + warmup,
+        warmup,
+        processes: 1,
+        limits: options.limits,
+        timeoutMs: options.drainTimeoutMs,
+      });
+      emit(drainLine(name, 'limits', result, { n: options.limitsN, warmup, concurrency: options.concurrency, limits: options.limits }));
     });
   }
-  if (want('scale') && (adapter.kind === 'tasklease' || peerScale)) {
+  if (workloads.includes('scale') && (adapter.kind === 'tasklease' || plan.peerScale)) {
     for (const backlog of [options.smallBacklog, options.backlog]) {
       await fresh(adapter, 'scale', async () => {
         const filled = await enqueue(adapter, backlog, Math.max(options.batch, 5000));
@@ -180,18 +237,10 @@ async function runSystem(adapter: SystemAdapter, options: BenchOptions, workload
   }
 }
 
-async function main(): Promise<void> {
-  const started = performance.now();
-  const loadAtStart = loadAverage();
-  const { options, names, workloads, peerScale, out } = parseOptions();
-  process.on('SIGINT', () => {
-    for (const worker of liveWorkers) worker.kill();
-    const adapter = current;
-    void (adapter ? adapter.teardown() : Promise.resolve()).finally(() => process.exit(130));
-  });
-  const settings: Record<string, Record<string, string>> = {};
-  const packages = ['tsx', 'pg'];
-  for (const name of names) {
+/** Loads and probes each system; the unreachable ones are reported and left out. */
+async function adapters(plan: Plan, settings: Record<string, Record<string, string>>, packages: string[]): Promise<SystemAdapter[]> {
+  const ready: SystemAdapter[] = [];
+  for (const name of plan.names) {
     let adapter: SystemAdapter;
     try {
       adapter = await systems[name]!();
@@ -204,21 +253,58 @@ async function main(): Promise<void> {
       emit({ system: name, workload: 'all', skipped: reason });
       continue;
     }
-    current = adapter;
-    settings[name] = adapter.settings({ concurrency: options.concurrency });
+    settings[name] = adapter.settings({ concurrency: plan.options.concurrency });
     packages.push(...adapter.packages());
-    process.stderr.write(`[bench] ${name}…\n`);
-    await runSystem(adapter, options, workloads, peerScale);
-    current = null;
+    ready.push(adapter);
   }
-  process.stdout.write(`\n${table(lines, options)}\n`);
+  return ready;
+}
+
+const elapsed = (since: number): string => `${Math.round((performance.now() - since) / 1000)} s`;
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const loadAtStart = loadAverage();
+  const plan = parseOptions();
+  const { options, out } = plan;
+  process.on('SIGINT', () => {
+    for (const worker of liveWorkers) worker.kill();
+    const adapter = current;
+    void (adapter ? adapter.teardown() : Promise.resolve()).finally(() => process.exit(130));
+  });
+  const settings: Record<string, Record<string, string>> = {};
+  const packages = ['tsx', 'pg'];
+  const ready = await adapters(plan, settings, packages);
+  // One untimed bulk enqueue per system first: the orchestrator's code paths and drivers are warm from
+  // round 1 on (otherwise the first system of the first round pays for the JIT).
+  for (const adapter of ready) {
+    current = adapter;
+    if (options.warmupTasks > 0) await fresh(adapter, 'warm-up', () => adapter.enqueueBulk(Math.max(options.warmupTasks, 5 * options.batch), options.batch));
+  }
+  for (let index = 0; index < options.rounds; index += 1) {
+    // Alternate the order (A B … then … B A) so that no system always runs right after another.
+    for (const adapter of index % 2 === 0 ? ready : [...ready].reverse()) {
+      current = adapter;
+      process.stderr.write(`[bench] ${elapsed(started)}: round ${index + 1}/${options.rounds}: ${adapter.name}…\n`);
+      await runRound(adapter, plan, index);
+    }
+  }
+  const once = plan.workloads.some((w) => w === 'limits' || w === 'scale');
+  for (const adapter of once ? ready : []) {
+    current = adapter;
+    process.stderr.write(`[bench] ${elapsed(started)}: ${adapter.name}: limits, scale…\n`);
+    await runOnce(adapter, plan);
+  }
+  current = null;
+  for (const line of summarize(lines, pickups, percentiles)) emit(line);
+  process.stdout.write(`\n${table(lines, options)}\n\n${roundsReport(lines, options).join('\n')}\n`);
   const goals = targets(lines, options);
-  if (goals.length > 0) process.stdout.write(`\n${goals.join('\n')}\n`);
+  if (goals.length > 0) process.stdout.write(`\nTargets (issue 16):\n${goals.join('\n')}\n`);
   if (out) {
     const environment = await describeEnvironment(packages, loadAtStart);
     const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
     writeResults(out, lines, { command, options, environment, settings, elapsedSeconds: (performance.now() - started) / 1000 });
-    process.stderr.write(`[bench] wrote ${out}\n`);
+    process.stderr.write(`[bench] ${elapsed(started)}: wrote ${out}\n`);
   }
 }
 

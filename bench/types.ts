@@ -66,6 +66,10 @@ export interface WorkerSpec {
   options: Record<string, unknown>;
   /** Drain mode: stamp the handler start that brings the count to this number. */
   checkpoint?: number;
+  /** Drain mode: keep every handler start's time (the parent drops the warm-up starts). */
+  record?: boolean;
+  /** Drain mode: the CPU figure counts from this process's handler start number `cpuFrom` (its share of the warm-up). */
+  cpuFrom?: number;
 }
 
 /** Parent → child. */
@@ -89,6 +93,12 @@ export interface WorkerStats {
   checkpointAt: number | null;
   /** Peak resident set size of the worker process (bytes). */
   maxRssBytes: number;
+  /** CPU (user + system, ms) of the worker process from handler start `cpuFrom` (or from go) to stop. */
+  cpuMs: number;
+  /** Handlers run within that CPU figure. */
+  cpuTasks: number;
+  /** Every handler start's wall-clock time, when spec.record. */
+  starts?: number[];
 }
 
 /** One measured line; printed as JSON. */

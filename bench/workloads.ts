@@ -8,7 +8,14 @@ import { sleep } from './config.js';
 import type { Limits, SystemAdapter, WorkerStats, WorkerSpec } from './types.js';
 
 export interface BenchOptions {
+  quick: boolean;
+  /** Interleaved rounds of enqueue, drain, latency and two-workers. */
+  rounds: number;
   n: number;
+  /** Untimed tasks enqueued and drained ahead of the timed ones. */
+  warmupTasks: number;
+  /** Timed tasks of the limits workload. */
+  limitsN: number;
   concurrency: number;
   backlog: number;
   smallBacklog: number;
@@ -53,13 +60,17 @@ async function stopWorkers(workers: WorkerProcess[]): Promise<WorkerStats[]> {
 export interface EnqueueResult {
   tasksPerSecond: number;
   seconds: number;
+  /** CPU of the producing process per task, µs (the database's own CPU is not in it). */
+  cpuUsPerTask: number;
 }
 
 export async function enqueue(adapter: SystemAdapter, count: number, batch: number): Promise<EnqueueResult> {
   const started = performance.now();
+  const cpu = process.cpuUsage();
   await adapter.enqueueBulk(count, batch);
+  const used = process.cpuUsage(cpu);
   const seconds = (performance.now() - started) / 1000;
-  return { tasksPerSecond: count / seconds, seconds };
+  return { tasksPerSecond: count / seconds, seconds, cpuUsPerTask: round((used.user + used.system) / count, 1) };
 }
 
 export interface DrainResult {
@@ -76,24 +87,30 @@ export interface DrainResult {
   perWorker: number[];
   /** One process with a checkpoint: tasks/s over the first `checkpoint` tasks. */
   firstRate: number | null;
+  /** CPU of the worker process(es) per task after the warm-up, µs (survives a loaded machine better than the rate). */
+  cpuUsPerTask: number | null;
 }
 
 /**
  * Drains `count` already-queued tasks with `processes` worker processes.
  * The rate is taken over [first handler start, last handler start] across
- * all processes, from their own clocks; startup is excluded.
+ * all processes, from their own clocks; startup is excluded. With `warmup`,
+ * the first `warmup` of the `count` starts (across processes) only warm the
+ * workers up (JIT, connections, caches): the rate runs from the next one.
  */
 export async function drain(
   adapter: SystemAdapter,
   options: BenchOptions,
-  params: { count: number; processes: number; limits: Limits | null; timeoutMs: number; checkpoint?: number },
+  params: { count: number; processes: number; limits: Limits | null; timeoutMs: number; checkpoint?: number; warmup?: number },
 ): Promise<DrainResult> {
+  const warmup = params.warmup ?? 0;
   const spec: WorkerSpec = {
     system: adapter.name,
     mode: 'drain',
     concurrency: options.concurrency,
     options: adapter.workerOptions({ concurrency: options.concurrency, limits: params.limits }),
     ...(params.checkpoint ? { checkpoint: params.checkpoint } : {}),
+    ...(warmup > 0 ? { record: true, cpuFrom: Math.floor(warmup / params.processes) } : {}),
   };
   const workers = await spawnWorkers(adapter, spec, params.processes);
   let partial = false;
@@ -116,13 +133,13 @@ export async function drain(
   } finally {
     stats = await stopWorkers(workers);
   }
-  const processed = stats.reduce((sum, s) => sum + s.count, 0);
-  if (processed === 0) throw new Error(`no task started within ${params.timeoutMs / 1000} s (see the worker's stderr above)`);
-  const firsts = stats.flatMap((s) => (s.firstAt === null ? [] : [s.firstAt]));
-  const lasts = stats.flatMap((s) => (s.lastAt === null ? [] : [s.lastAt]));
-  const seconds = firsts.length > 0 ? (Math.max(...lasts) - Math.min(...firsts)) / 1000 : 0;
+  const started = stats.reduce((sum, s) => sum + s.count, 0);
+  if (started === 0) throw new Error(`no task started within ${params.timeoutMs / 1000} s (see the worker's stderr above)`);
+  const { processed, seconds } = timedSpan(stats, warmup);
+  const cpuTasks = stats.reduce((sum, s) => sum + s.cpuTasks, 0);
   return {
     tasksPerSecond: seconds > 0 ? processed / seconds : 0,
+    cpuUsPerTask: cpuTasks > 0 ? round((stats.reduce((sum, s) => sum + s.cpuMs, 0) * 1000) / cpuTasks, 1) : null,
     processed,
     seconds,
     partial,
@@ -133,6 +150,21 @@ export async function drain(
   };
 }
 
+/** Tasks and seconds of the timed part: all starts, or those after the first `warmup` (merged across processes). */
+function timedSpan(stats: WorkerStats[], warmup: number): { processed: number; seconds: number } {
+  if (warmup > 0) {
+    const starts = stats.flatMap((s) => s.starts ?? []).sort((a, b) => a - b);
+    const from = starts[warmup];
+    const to = starts.at(-1);
+    if (from === undefined || to === undefined) return { processed: 0, seconds: 0 };
+    return { processed: starts.length - warmup - 1, seconds: (to - from) / 1000 };
+  }
+  const firsts = stats.flatMap((s) => (s.firstAt === null ? [] : [s.firstAt]));
+  const lasts = stats.flatMap((s) => (s.lastAt === null ? [] : [s.lastAt]));
+  const processed = stats.reduce((sum, s) => sum + s.count, 0);
+  return { processed, seconds: firsts.length > 0 ? (Math.max(...lasts) - Math.min(...firsts)) / 1000 : 0 };
+}
+
 function firstRate(stats: WorkerStats[], checkpoint: number | undefined): number | null {
   const [only] = stats;
   if (stats.length !== 1 || !only || !checkpoint || only.checkpointAt === null || only.firstAt === null) return null;
@@ -141,6 +173,8 @@ function firstRate(stats: WorkerStats[], checkpoint: number | undefined): number
 }
 
 export interface LatencyResult {
+  /** Every sample kept (ms), sorted. */
+  values: number[];
   samples: number;
   p50: number;
   p95: number;
@@ -196,14 +230,19 @@ export async function latency(adapter: SystemAdapter, options: BenchOptions): Pr
     await stopWorkers([worker]);
   }
   values.sort((a, b) => a - b);
+  return { values, ...percentiles(values), partial };
+}
+
+/** Nearest-rank p50 / p95 / p99, mean and max of samples (ms). */
+export function percentiles(values: number[]): { samples: number; p50: number; p95: number; p99: number; mean: number; max: number } {
+  const sorted = [...values].sort((a, b) => a - b);
   return {
-    samples: values.length,
-    p50: round(percentile(values, 50), 2),
-    p95: round(percentile(values, 95), 2),
-    p99: round(percentile(values, 99), 2),
-    mean: round(values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length), 2),
-    max: round(values.at(-1) ?? Number.NaN, 2),
-    partial,
+    samples: sorted.length,
+    p50: round(percentile(sorted, 50), 2),
+    p95: round(percentile(sorted, 95), 2),
+    p99: round(percentile(sorted, 99), 2),
+    mean: round(sorted.reduce((sum, v) => sum + v, 0) / Math.max(1, sorted.length), 2),
+    max: round(sorted.at(-1) ?? Number.NaN, 2),
   };
 }
 

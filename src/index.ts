@@ -19,4 +19,6 @@ export { TaskLeaseClient, createClient, type ClientEvents, type ClientOptions, t
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';
 export type { ScheduleApi, ScheduleView } from './client/schedules.js';
 export { MAX_CATCH_UP, type Schedule, type ScheduleInput } from './core/schedule.js';
+export type { UniqueOptions } from './client/unique.js';
+export type { WaitOptions } from './client/wait.js';
 export * from './observe/index.js';

@@ -11,6 +11,7 @@ import mysql from 'mysql2/promise';
 import type { Store } from '../../src/store/types.js';
 import { MYSQL_URL, PG_URL, ownedName, quoteIdent } from '../config.js';
 import { dropSchema, probePostgres } from './postgres.js';
+import { storeModule } from './tasklease-lib.js';
 
 export type Dialect = 'postgres' | 'sqlite' | 'mysql';
 
@@ -48,22 +49,22 @@ export async function probeStore(spec: StoreSpec): Promise<string | null> {
 }
 
 /**
- * Opens (does not migrate) the store. Each store module is loaded only when
- * asked for, so that one dialect's module failing to load (the tree is shared
- * and edited while the bench runs) costs only that system's lines.
+ * Opens (does not migrate) the store, from the built dist/. Each store module
+ * is loaded only when asked for, so that one dialect's module failing to load
+ * costs only that system's lines.
  */
 export async function openStore(spec: StoreSpec, poolSize?: number): Promise<Store> {
   switch (spec.dialect) {
     case 'postgres': {
-      const { PostgresStore } = await import('../../src/store/postgres/store.js');
+      const { PostgresStore } = await storeModule('postgres');
       return new PostgresStore({ connectionString: spec.connectionString, schema: spec.schema, ...(poolSize ? { poolSize } : {}) });
     }
     case 'sqlite': {
-      const { SqliteStore } = await import('../../src/store/sqlite/store.js');
+      const { SqliteStore } = await storeModule('sqlite');
       return new SqliteStore({ path: spec.path });
     }
     case 'mysql': {
-      const { MysqlStore } = await import('../../src/store/mysql/store.js');
+      const { MysqlStore } = await storeModule('mysql');
       return new MysqlStore({ uri: spec.uri, ...(poolSize ? { poolSize } : {}) });
     }
   }

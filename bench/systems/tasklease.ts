@@ -6,18 +6,19 @@
  * passes binding limits instead.
  */
 import { fileURLToPath } from 'node:url';
-import { createClient, defineTask, Scope, type TaskLeaseClient } from '../../src/index.js';
+import type { TaskLeaseClient } from '../../src/index.js';
 import type { Store } from '../../src/store/types.js';
 import { chunks } from '../config.js';
 import { TASK_TYPE, type LatencyPayload, type Limits, type SystemAdapter } from '../types.js';
+import { library } from './tasklease-lib.js';
 import { createNamespace, dropNamespace, openStore, probeStore, storeSpec, type Dialect, type StoreSpec } from './tasklease-stores.js';
 
 /** Tasks leased ahead of free slots (graphile-worker's localQueue is 500). */
 export const PREFETCH = 500;
 /** Limits high enough never to bind in the headline lines. */
 export const HIGH_LIMIT = 1_000_000;
-/** The worker's default pollIntervalMs (src/worker/options.ts); the bench leaves it at its default. */
-const DEFAULT_POLL_INTERVAL_MS = 1000;
+/** MysqlStore's default wakeupPollMs (src/store/mysql/options.ts); the bench leaves it at its default. */
+const DEFAULT_WAKEUP_POLL_MS = 10;
 
 export interface TaskleaseWorkerOptions {
   store: StoreSpec;
@@ -39,13 +40,14 @@ export function tasklease(dialect: Dialect): SystemAdapter {
     name: `tasklease-${dialect}`,
     kind: 'tasklease',
     workerScript: fileURLToPath(new URL('../workers/tasklease.ts', import.meta.url)),
-    // PostgreSQL wakes workers with NOTIFY, SQLite by their watching the -wal file; MySQL wakes only
-    // the workers of the submitting process, others poll (default pollIntervalMs).
-    pollPeriodMs: dialect === 'mysql' ? DEFAULT_POLL_INTERVAL_MS : 0,
+    // PostgreSQL wakes workers with NOTIFY, SQLite by their watching the -wal file; on MySQL workers in
+    // other processes read the wake-up counters every wakeupPollMs (default).
+    pollPeriodMs: dialect === 'mysql' ? DEFAULT_WAKEUP_POLL_MS : 0,
     supportsLimits: true,
     probe: () => probeStore(spec),
     async setup() {
       await createNamespace(spec);
+      const { createClient, defineTask } = await library();
       store = await openStore(spec);
       await store.migrate();
       client = createClient({ store, tasks: [defineTask({ type: TASK_TYPE })] });
@@ -66,6 +68,7 @@ export function tasklease(dialect: Dialect): SystemAdapter {
       await need().submit(TASK_TYPE, payload);
     },
     async remaining() {
+      const { Scope } = await library();
       const counts = await need().store.countByStatus({ scope: Scope.global(), taskType: TASK_TYPE });
       return counts.QUEUED + counts.RUNNING + counts.RETRY_WAIT + counts.CANCEL_REQUESTED;
     },
@@ -90,7 +93,7 @@ export function tasklease(dialect: Dialect): SystemAdapter {
             ? 'LISTEN/NOTIFY, poll as fallback'
             : dialect === 'sqlite'
               ? "workers in other processes watch the database's -wal file (fs.watch), poll as fallback"
-              : 'in-process bus only: a worker in another process finds new tasks by polling (pollIntervalMs)',
+              : 'every submit bumps a counter row in its transaction; workers in other processes read the counters every wakeupPollMs (default 10 ms), poll as fallback',
         'finished tasks': 'kept as SUCCESS rows (tasklease design)',
       };
     },

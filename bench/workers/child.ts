@@ -46,7 +46,11 @@ export function runChild(prepare: Prepare): void {
 }
 
 async function main(spec: WorkerSpec, prepare: Prepare): Promise<void> {
-  const stats: WorkerStats = { count: 0, firstAt: null, lastAt: null, checkpointAt: null, maxRssBytes: 0 };
+  const stats: WorkerStats = { count: 0, firstAt: null, lastAt: null, checkpointAt: null, maxRssBytes: 0, cpuMs: 0, cpuTasks: 0 };
+  const starts: number[] | null = spec.record ? [] : null;
+  const cpuFrom = spec.cpuFrom ?? 0;
+  // CPU from go (or from the end of this process's warm-up) to stop; counted per task by the parent.
+  let cpuAt: NodeJS.CpuUsage | null = null;
   const onTask: OnTask =
     spec.mode === 'latency'
       ? (payload) => {
@@ -60,7 +64,9 @@ async function main(spec: WorkerSpec, prepare: Prepare): Promise<void> {
           stats.count += 1;
           stats.firstAt ??= now;
           stats.lastAt = now;
+          starts?.push(now);
           if (stats.count === spec.checkpoint) stats.checkpointAt = now;
+          if (stats.count === cpuFrom) cpuAt = process.cpuUsage();
         };
 
   const worker = await prepare(spec, onTask);
@@ -75,9 +81,16 @@ async function main(spec: WorkerSpec, prepare: Prepare): Promise<void> {
 
   process.on('message', (message: ParentMessage) => {
     if (message.type === 'go') {
+      if (cpuFrom === 0) cpuAt = process.cpuUsage();
       Promise.resolve(worker.start()).catch(fail);
     } else if (message.type === 'stop') {
       clearInterval(progress);
+      if (cpuAt) {
+        const used = process.cpuUsage(cpuAt);
+        stats.cpuMs = (used.user + used.system) / 1000;
+        stats.cpuTasks = stats.count - cpuFrom;
+      }
+      if (starts) stats.starts = starts;
       worker
         .stop()
         .then(async () => {

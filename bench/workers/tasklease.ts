@@ -1,5 +1,5 @@
 /** Worker process for tasklease on any store (see bench/systems/tasklease.ts). */
-import { createWorker, defineTask } from '../../src/index.js';
+import { library } from '../systems/tasklease-lib.js';
 import { TASK_TYPE } from '../types.js';
 import type { TaskleaseWorkerOptions } from '../systems/tasklease.js';
 import { openStore } from '../systems/tasklease-stores.js';
@@ -7,6 +7,7 @@ import { runChild } from './child.js';
 
 runChild(async (spec, onTask) => {
   const options = spec.options as unknown as TaskleaseWorkerOptions;
+  const { createWorker, defineTask } = await library();
   const store = await openStore(options.store);
   const worker = createWorker({
     store,

@@ -21,6 +21,9 @@ export interface SubmitFlags {
   format?: RecordFormat;
   batchSize: number;
   idempotencyKeyField?: string;
+  uniqueKey?: string;
+  uniquePeriod?: number;
+  debounce?: number;
 }
 
 /** The application's definitions (--tasks), else a schema-less one for the type being submitted. */
@@ -42,7 +45,18 @@ export function submitOptions(ctx: CommandContext, flags: SubmitFlags): SubmitOp
     owner,
     idempotencyKey: flags.idempotencyKey,
     traceId: flags.traceId,
+    unique: uniqueOption(flags),
   };
   for (const key of Object.keys(options) as (keyof SubmitOptions)[]) if (options[key] === undefined) delete options[key];
   return options;
+}
+
+/** --unique-key, --unique-period and --debounce make one `unique` option (client/unique.ts checks it). */
+function uniqueOption(flags: SubmitFlags): SubmitOptions['unique'] {
+  if (flags.uniqueKey === undefined && flags.uniquePeriod === undefined && flags.debounce === undefined) return undefined;
+  return {
+    ...(flags.uniqueKey !== undefined ? { key: flags.uniqueKey } : {}),
+    ...(flags.uniquePeriod !== undefined ? { periodMs: flags.uniquePeriod } : {}),
+    ...(flags.debounce !== undefined ? { debounceMs: flags.debounce } : {}),
+  };
 }

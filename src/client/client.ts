@@ -22,6 +22,7 @@ import { cutPage, windowCursor } from './time-window.js';
 import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
 import { ScheduleApi } from './schedules.js';
+import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
@@ -73,6 +74,8 @@ export interface SubmitManyOptions {
 }
 
 const MAX_BATCH = 50_000;
+/** How long a read of the policies serves submits without a new read (see policyMaxAttempts). */
+const POLICY_FRESH_MS = 1000;
 
 /** What a client tells its observers (metrics, logs). */
 export interface ClientEvents {
@@ -187,6 +190,24 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   /**
+   * Resolves with the task once it is finished (a terminal status), whichever
+   * process ran it; rejects with WaitError (WAIT_TIMEOUT, WAIT_ABORTED), or
+   * NotFoundError when the task is not there (or not in scope). See wait.ts.
+   */
+  /** The emitter's: resolves with the first client event `name` that satisfies `predicate`. */
+  override waitFor<K extends keyof ClientEvents>(name: K, predicate?: (event: ClientEvents[K]) => boolean): Promise<ClientEvents[K]>;
+  override waitFor(id: string, options?: WaitOptions): Promise<Task>;
+  override waitFor(idOrEvent: string, options?: WaitOptions | ((event: never) => boolean)): Promise<unknown> {
+    // An event name is never a task id (ids are UUIDs): both meanings stay available.
+    if (idOrEvent === 'submitted' && (options === undefined || typeof options === 'function')) {
+      return super.waitFor('submitted', options as ((event: ClientEvents['submitted']) => boolean) | undefined);
+    }
+    const waitOptions = (options ?? {}) as WaitOptions;
+    const scope = waitOptions.scope ?? Scope.global();
+    return waitForTask((taskId) => this.store.getTask({ id: taskId, scope }), idOrEvent, waitOptions);
+  }
+
+  /**
    * Cancels a task: at once when no worker runs it (CANCELLED), else asks its
    * worker to stop (CANCEL_REQUESTED; its signal fires and it ends CANCELLED).
    */
@@ -290,14 +311,33 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   private policyCache: { at: number; lookup: (taskType: string) => number | null } | null = null;
+  private policyRefresh: Promise<unknown> | null = null;
 
-  /** Policy maxAttempts by type, read at most once a second: an operator's change applies to the next submits. */
+  /**
+   * Policy maxAttempts by type, read at most once a second: an operator's change applies within a
+   * second or two. A read between one and two seconds old still serves while a fresh one is read
+   * in the background, so that a steady stream of submits never waits for that extra round trip
+   * (it showed in the pickup latency's tail); an older one is read again first.
+   */
   private async policyMaxAttempts(): Promise<(taskType: string) => number | null> {
-    if (this.policyCache && Date.now() - this.policyCache.at < 1000) return this.policyCache.lookup;
+    const cached = this.policyCache;
+    const age = cached ? Date.now() - cached.at : Infinity;
+    if (cached && age < POLICY_FRESH_MS) return cached.lookup;
+    if (cached && age < 2 * POLICY_FRESH_MS) {
+      this.policyRefresh ??= this.readPolicies()
+        .catch(() => undefined) // the next submit reads again
+        .finally(() => (this.policyRefresh = null));
+      return cached.lookup;
+    }
+    return this.readPolicies();
+  }
+
+  private async readPolicies(): Promise<(taskType: string) => number | null> {
+    const at = Date.now();
     const policies = await this.store.listPolicies();
     const byKey = new Map(policies.map((p) => [p.policyKey, p.maxAttempts]));
     const lookup = (taskType: string): number | null => byKey.get(typePolicyKey(taskType)) ?? byKey.get(GLOBAL_POLICY_KEY) ?? null;
-    this.policyCache = { at: Date.now(), lookup };
+    if (!this.policyCache || this.policyCache.at <= at) this.policyCache = { at, lookup };
     return lookup;
   }
 

@@ -8,6 +8,7 @@ import { runSchema } from '../core/standard-schema.js';
 import type { NewTask } from '../core/task.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
 import { checkKnownKeys, keysOf } from '../core/validate.js';
+import { resolveUnique, type UniqueOptions } from './unique.js';
 
 export interface SubmitOptions {
   /** Higher runs first; an integer from -1000 to 1000. Default: the definition's, else 0. */
@@ -26,6 +27,8 @@ export interface SubmitOptions {
   idempotencyKey?: string;
   /** Correlates logs and failures with the caller's request. */
   traceId?: string;
+  /** One task per key while in given states, per period (throttle) or debounced (client/unique.ts). */
+  unique?: UniqueOptions;
 }
 
 export interface SubmitRequest extends SubmitOptions {
@@ -51,6 +54,7 @@ const REQUEST_KEYS = keysOf<SubmitRequest>({
   owner: true,
   idempotencyKey: true,
   traceId: true,
+  unique: true,
 });
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
 export const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128 } as const;
@@ -96,19 +100,22 @@ function buildTask(request: SubmitRequest, definition: AnyTaskDefinition, limits
     throw new ValidationError(`${label}: deadlineAt ${request.deadlineAt.toISOString()} is already past`, 'deadlineAt');
   }
   for (const field of ['owner', 'idempotencyKey', 'traceId'] as const) checkOptionalString(label, field, request[field], STRING_LIMITS[field]);
+  const unique = resolveUnique(label, request, { taskType: definition.type, owner: request.owner ?? null, payloadJson });
 
   return {
     id: uuidv7(),
     taskType: definition.type,
     payloadJson,
     priority,
-    delayMs,
+    // A debounced task starts debounceMs after its submit, like every later submit that replaces it.
+    delayMs: unique?.debounceMs ?? delayMs,
     availableAt: request.availableAt ?? null,
     deadlineAt: request.deadlineAt ?? null,
     maxAttempts,
     owner: request.owner ?? null,
     idempotencyKey: request.idempotencyKey ?? null,
     traceId: request.traceId ?? null,
+    ...(unique ? { unique } : {}),
   };
 }
 

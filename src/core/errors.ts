@@ -48,6 +48,12 @@ export const ErrorCode = {
   INVALID_CRON: 'INVALID_CRON',
   /** A schedule's time zone that is not an IANA zone this runtime knows. */
   INVALID_TIME_ZONE: 'INVALID_TIME_ZONE',
+  /** A status change would make a task hold a `unique` key that another task holds meanwhile. */
+  UNIQUE_CONFLICT: 'UNIQUE_CONFLICT',
+  /** client.waitFor: the task did not finish within timeoutMs. */
+  WAIT_TIMEOUT: 'WAIT_TIMEOUT',
+  /** client.waitFor: the caller's signal aborted the wait. */
+  WAIT_ABORTED: 'WAIT_ABORTED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -154,6 +160,29 @@ export class InvalidTransitionError extends TaskLeaseError {
 export class TaskAbortedError extends TaskLeaseError {
   constructor(code: 'CANCELLED' | 'TIMEOUT' | 'DEADLINE_EXCEEDED' | 'LEASE_LOST' | 'SHUTDOWN', message: string) {
     super(code, message);
+  }
+}
+
+/**
+ * The database refused to put a task back into a status in which it holds its
+ * `unique` key (an operator's retry, a replay, a resume), because another task
+ * holds that key now. Nothing changed.
+ */
+export class UniqueConflictError extends TaskLeaseError {
+  constructor(action: string, options?: { cause?: unknown }) {
+    super(ErrorCode.UNIQUE_CONFLICT, `${action}: another task holds this task's unique key now; nothing changed`, options);
+  }
+}
+
+/** client.waitFor gave up before the task finished; `lastStatus` is the status it last read (null: none yet). */
+export class WaitError extends TaskLeaseError {
+  readonly taskId: string;
+  readonly lastStatus: string | null;
+  constructor(taskId: string, code: 'WAIT_TIMEOUT' | 'WAIT_ABORTED', lastStatus: string | null) {
+    const why = code === 'WAIT_TIMEOUT' ? 'timed out (option timeoutMs)' : 'was aborted (option signal)';
+    super(code, `waiting for task ${taskId} to finish ${why}${lastStatus ? `; it is ${lastStatus}` : ''}`);
+    this.taskId = taskId;
+    this.lastStatus = lastStatus;
   }
 }
 

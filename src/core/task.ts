@@ -65,6 +65,20 @@ export interface NewTask {
   traceId: string | null;
   /** W3C traceparent of the submitting span (observe/tracing.ts); absent or null: none. */
   traceParent?: string | null;
+  /** A uniqueness window (client/unique.ts); absent or null: none. */
+  unique?: UniqueSpec | null;
+}
+
+/** What the store needs of a submit's `unique` option, after the client resolved it. */
+export interface UniqueSpec {
+  /** SHA-256 (hex) of the type, owner, key and mode: what two submits must share to collide. */
+  key: string;
+  /** The statuses in which the key is held, as a bitmask (store/rules/unique.ts). */
+  states: number;
+  /** Throttle: the key holds per window of this many milliseconds of the database clock. */
+  periodMs: number | null;
+  /** Debounce: a later submit replaces the held task's payload and moves its start to now + debounceMs. */
+  debounceMs: number | null;
 }
 
 /** The fencing token of one execution: every write a worker makes carries it. */

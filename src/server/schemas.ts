@@ -51,6 +51,16 @@ export const submitRequest = {
     owner: text(255),
     idempotencyKey: text(255),
     traceId: text(128),
+    unique: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        key: text(255),
+        periodMs: { type: 'integer', minimum: 1 },
+        states: { type: 'array', minItems: 1, items: { type: 'string', enum: ALL_STATUSES } },
+        debounceMs: { type: 'integer', minimum: 0 },
+      },
+    },
   },
 } as const;
 
@@ -76,4 +86,11 @@ export const listQuery = {
     limit: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },
     cursor: { type: 'string', pattern: ID_PATTERN },
   },
+} as const;
+
+/** A long poll's wait: at most five minutes (proxies cut idle requests; the caller polls again). */
+export const waitQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { timeoutMs: { type: 'integer', minimum: 1, maximum: 300_000, default: 30_000 } },
 } as const;

@@ -4,12 +4,12 @@
  * task answers 404 exactly like a missing one); admin and operator see all.
  */
 import type { FastifyRequest } from 'fastify';
-import { AccessError, NotFoundError, ValidationError } from '../core/errors.js';
+import { AccessError, ErrorCode, NotFoundError, ValidationError, WaitError } from '../core/errors.js';
 import type { TaskStatus } from '../core/status.js';
 import type { SubmitRequest } from '../client/submit.js';
 import { principalOf, type RouteSpec } from './routes.js';
 import { scopeOf } from './auth.js';
-import { idParams, listQuery, MAX_SUBMIT_BATCH, submitRequest } from './schemas.js';
+import { idParams, listQuery, MAX_SUBMIT_BATCH, submitRequest, waitQuery } from './schemas.js';
 import { streamMyTasks, streamTask, type SseStreams } from './sse.js';
 
 type SubmitBody = Omit<SubmitRequest, 'availableAt' | 'deadlineAt'> & { availableAt?: string; deadlineAt?: string };
@@ -146,6 +146,30 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
       async handler(request, _reply, { client }) {
         await client.resume(id(request), scope(request));
         return { id: id(request), status: 'QUEUED' };
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/v1/tasks/:id/wait',
+      access: 'user',
+      ownTask: true,
+      tags,
+      summary: 'Long poll: { finished: true, task } once the task ends, or { finished: false, task } after timeoutMs',
+      schema: { params: idParams, querystring: waitQuery },
+      async handler(request, reply, { client }) {
+        const { timeoutMs } = request.query as { timeoutMs: number };
+        // A caller that hangs up stops the wait (and its polls) at once.
+        const hangUp = new AbortController();
+        const onClose = (): void => hangUp.abort();
+        reply.raw.on('close', onClose);
+        try {
+          return { finished: true, task: await client.waitFor(id(request), { ...scope(request), timeoutMs, signal: hangUp.signal }) };
+        } catch (error) {
+          if (!(error instanceof WaitError) || error.code !== ErrorCode.WAIT_TIMEOUT) throw error;
+          return { finished: false, task: (await client.get(id(request), scope(request))) ?? notFound(id(request)) };
+        } finally {
+          reply.raw.off('close', onClose);
+        }
       },
     },
     {

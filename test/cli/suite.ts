@@ -115,6 +115,29 @@ export function cliSuite(target: CliTarget): void {
       expect((await tl(['list', '--idempotency-key', 'k10', '--json'])).json<{ tasks: Task[] }>().tasks.map((t) => t.id)).toEqual([other]);
     });
 
+    it('submits with a uniqueness window: a second submit of the key answers the first task', async () => {
+      const first = await submit('cli.echo', { v: 1 }, '--unique-key', 'u1', '--unique-period', '1h');
+      const again = await tl(['submit', 'cli.echo', '{"v":2}', '--unique-key', 'u1', '--unique-period', '1h', '--json']);
+      expect(again.json()).toMatchObject({ id: first, created: false });
+      const debounced = await submit('cli.echo', { v: 1 }, '--unique-key', 'd1', '--debounce', '1h');
+      expect((await tl(['submit', 'cli.echo', '{"v":2}', '--unique-key', 'd1', '--debounce', '1h', '--json'])).json()).toMatchObject({
+        id: debounced,
+        created: false,
+      });
+      expect((await tl(['get', debounced, '--json'])).json()).toMatchObject({ payload: { v: 2 } });
+    });
+
+    it('waits for a task to finish, or gives up after --timeout with WAIT_TIMEOUT', async () => {
+      const id = await submit('cli.echo', {}, '--delay', '1h');
+      const timedOut = await tl(['wait', id, '--timeout', '100ms']);
+      expect(timedOut.code).toBe(1);
+      expect(timedOut.stderr).toContain('WAIT_TIMEOUT');
+      expect((await tl(['cancel', id])).code).toBe(0);
+      const done = await tl(['wait', id, '--json']);
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.json()).toMatchObject({ id, status: 'CANCELLED' });
+    });
+
     it('lists with filters and pages with the cursor', async () => {
       const ids = [await submit('cli.a', { n: 1 }), await submit('cli.a', { n: 2 }), await submit('cli.b', { n: 3 }, '--owner', 'o2')];
       await tl(['pause', ids[0]!]);

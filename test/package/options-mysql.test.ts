@@ -7,6 +7,6 @@ await onMysql('test/package/options-mysql.test.ts', 'unknown options', (factory)
     construct: () => new MysqlStore({ uri: MYSQL_URL, databse: 'test' } as object),
     field: 'databse',
     message:
-      'MysqlStore option "databse" is unknown: did you mean "database"? (known: uri, pool, database, poolSize, leasePoolSize, leasePool, connectTimeoutMs, statementTimeoutMs)',
+      'MysqlStore option "databse" is unknown: did you mean "database"? (known: uri, pool, database, poolSize, leasePoolSize, leasePool, connectTimeoutMs, statementTimeoutMs, wakeupPollMs)',
   }),
 );

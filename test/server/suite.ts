@@ -142,6 +142,28 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(empty.status).toBe(400);
     });
 
+    it('long-polls a task until it ends, or answers finished: false after timeoutMs; another owner gets 404', async () => {
+      const id = await aliceTask(running);
+      const early = await running.call('GET', `/api/v1/tasks/${id}/wait?timeoutMs=50`, { as: 'alice' });
+      expect(early.status).toBe(200);
+      expect(early.body).toMatchObject({ finished: false, task: { id, status: 'QUEUED' } });
+      const waiting = running.call('GET', `/api/v1/tasks/${id}/wait?timeoutMs=30000`, { as: 'alice' });
+      await running.server.client.requestCancellation(id);
+      expect((await waiting).body).toMatchObject({ finished: true, task: { id, status: 'CANCELLED' } });
+      expect((await running.call('GET', `/api/v1/tasks/${id}/wait?timeoutMs=50`, { as: 'bob' })).status).toBe(404);
+      expect((await running.call('GET', `/api/v1/tasks/${id}/wait?timeoutMs=0`, { as: 'alice' })).status).toBe(400);
+    });
+
+    it('submits with a unique option: the second submit answers the first task', async () => {
+      const body = { type: 'test.idle', payload: {}, delayMs: 3_600_000, unique: { key: `u-${randomUUID()}` } };
+      const first = await running.call('POST', '/api/v1/tasks', { as: 'alice', body });
+      const second = await running.call('POST', '/api/v1/tasks', { as: 'alice', body });
+      expect(first.body.created).toBe(true);
+      expect(second.body).toMatchObject({ created: false, task: { id: first.body.task.id } });
+      const bad = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { ...body, unique: { states: ['QUEUED'] } } });
+      expect(bad.body).toMatchObject({ code: 'VALIDATION', field: 'unique.states' });
+    });
+
     it('answers a wrong transition with 409 and the one error shape', async () => {
       const id = await aliceTask(running);
       await running.call('POST', `/api/v1/tasks/${id}/cancel`, { as: 'alice' });

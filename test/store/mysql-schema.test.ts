@@ -6,8 +6,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeOnServer } from '../helpers/factory.js';
 import { InvalidOptionsError, StoreError } from '../../src/core/errors.js';
-import { MysqlStore } from '../../src/store/mysql/store.js';
 import { MYSQL_MIGRATIONS } from '../../src/store/mysql/migrations.js';
+import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
 
 const available = await mysqlAvailable('test/store/mysql-schema.test.ts');
@@ -67,8 +67,9 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
     const fields = await database.fields('SELECT * FROM system_async_task LIMIT 0');
     expect(fields).not.toContain('claimable');
     expect(fields).not.toContain('owner_key');
+    expect(fields).not.toContain('unique_hold');
     expect(fields).toContain('trace_parent');
-    expect(fields).toHaveLength(30); // the seed's 28, lease_expiries, trace_parent
+    expect(fields).toHaveLength(32);
   });
 
   it('judges time by the database clock in UTC', async () => {

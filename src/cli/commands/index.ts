@@ -19,6 +19,7 @@ import { serveCommands } from './serve.js';
 import { submitCommand } from './submit.js';
 import { tokenCommand } from './token.js';
 import { workerCommand } from './worker.js';
+import { waitCommand } from './wait.js';
 import { workersCommand } from './workers.js';
 
 export const COMMANDS: readonly CliCommand[] = [
@@ -27,6 +28,7 @@ export const COMMANDS: readonly CliCommand[] = [
   workerCommand,
   submitCommand,
   getCommand,
+  waitCommand,
   listCommand,
   cancelCommand,
   controlCommands,

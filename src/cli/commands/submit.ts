@@ -26,6 +26,9 @@ export const submitCommand: CliCommand = {
       .option('--owner <owner>', 'owner of the task(s) (default TASKLEASE_OWNER)', nonEmpty)
       .option('--idempotency-key <key>', 'the same type + owner + key returns the existing task', nonEmpty)
       .option('--trace-id <id>', 'correlates logs and failures', nonEmpty)
+      .option('--unique-key <key>', 'one task per type + owner + key while it is not finished (default key with the flags below: the payload)', nonEmpty)
+      .option('--unique-period <duration>', 'throttle: one task per key per window of this length: 1m, 1h', duration)
+      .option('--debounce <duration>', 'a later submit with the key replaces the waiting task and starts it this much later', duration)
       .option('--tasks <modules...>', 'task modules whose schemas check the payloads')
       .option('-f, --file <path>', 'submit every record of a .jsonl (one payload per line) or .csv (header row) file')
       .option('--type <type>', 'with --file: the task type (or give it as the first argument)', nonEmpty)
@@ -46,7 +49,7 @@ export const submitCommand: CliCommand = {
           ctx.output.result({ id: task.id, taskType: task.taskType, status: task.status, created }, () =>
             created
               ? `submitted task ${task.id} (${task.taskType}, ${ctx.output.status(task.status)})`
-              : `task ${task.id} already exists for this idempotency key (${ctx.output.status(task.status)}): nothing submitted`,
+              : `task ${task.id} already exists for this key (${ctx.output.status(task.status)}): nothing submitted`,
           );
         }),
       );

@@ -8,7 +8,16 @@
  * naming it; anything else a StoreError (STORE_UNAVAILABLE) naming the
  * driver's code, with the driver's error as cause.
  */
-import { ErrorCode, SchemaMissingError, StatementTooLargeError, StoreConnectTimeoutError, StoreError, TaskLeaseError } from '../../core/errors.js';
+import {
+  ErrorCode,
+  SchemaMissingError,
+  StatementTooLargeError,
+  StoreConnectTimeoutError,
+  StoreError,
+  TaskLeaseError,
+  UniqueConflictError,
+} from '../../core/errors.js';
+import { UNIQUE_INDEX } from '../rules/unique.js';
 
 export const DEADLOCK = 1213;
 const LOCK_WAIT_TIMEOUT = 1205;
@@ -21,6 +30,8 @@ export class NamedLockTimeout extends Error {}
 const NO_SUCH_TABLE = 1146;
 /** ER_NET_PACKET_TOO_LARGE (the server then drops the connection), ER_WARN_ALLOWED_PACKET_OVERFLOWED. */
 const PACKET_TOO_LARGE = new Set([1153, 1301]);
+
+const DUPLICATE_ENTRY = 1062;
 
 /** MariaDB ER_STATEMENT_TIMEOUT (max_statement_time), MySQL ER_QUERY_TIMEOUT (max_execution_time). */
 const STATEMENT_TIMEOUTS = new Set([1969, 3024]);
@@ -41,6 +52,7 @@ export function mapMysqlError(error: unknown, server: ServerLabel): Error {
       { cause: error },
     );
   }
+  if (driver.errno === DUPLICATE_ENTRY && (driver.message ?? '').includes(UNIQUE_INDEX)) return new UniqueConflictError('MySQL store', { cause: error });
   if (driver.errno === NO_SUCH_TABLE) return new SchemaMissingError(`MySQL database ${server.name} (${driver.message ?? ''})`, { cause: error });
   if (driver.code === 'ETIMEDOUT' && /connect/i.test(driver.message ?? '')) {
     return new StoreConnectTimeoutError(`MySQL at ${server.name}`, server.connectTimeoutMs, { cause: error });

@@ -11,6 +11,7 @@ import { taskFromRow, type Row } from '../rows.js';
 import type { InsertTaskResult, PayloadLimit } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { decode, sqlTime, validateNewTask } from './encode.js';
+import { insertUnique } from './unique.js';
 
 /** Bytes of payload per INSERT statement: well under the 16 MiB max_allowed_packet MariaDB ships with. */
 const MAX_STATEMENT_BYTES = 4 * 1024 * 1024;
@@ -19,7 +20,7 @@ const MAX_STATEMENT_ROWS = 1000;
 const STATEMENT_ROOM_BYTES = 4096;
 
 const COLUMNS = `id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
-  max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time`;
+  max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states`;
 
 export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {
   if (tasks.length === 0) return [];
@@ -29,6 +30,24 @@ export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly
   for (const task of tasks) checkFits(task, limit);
   const [nowRow] = await db.rows(conn, 'SELECT NOW(3) AS now');
   const now = String(nowRow!.now);
+  if (tasks.some((task) => task.unique)) return insertWithUnique(db, conn, tasks, now);
+  await insertRows(db, conn, tasks, now);
+  return readBack(db, conn, tasks);
+}
+
+/** Tasks with a `unique` option one by one (unique.ts), in input order; the others as one batch. */
+async function insertWithUnique(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[], now: string): Promise<InsertTaskResult[]> {
+  const plainTasks = tasks.filter((task) => !task.unique);
+  if (plainTasks.length > 0) await insertRows(db, conn, plainTasks, now);
+  const plain = plainTasks.length > 0 ? await readBack(db, conn, plainTasks) : [];
+  const results: InsertTaskResult[] = [];
+  for (const task of tasks) results.push(task.unique ? await insertUnique(db, conn, task, task.unique, now, insertRows) : plain.shift()!);
+  return results;
+}
+
+/** A duplicate key (idempotency or unique hold) makes its row a no-op; the caller reads back which rows are its own. */
+async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[], now: string, uniqueKey: string | null = null): Promise<void> {
+  const limit = await payloadLimit(db, conn);
   for (const chunk of chunks(tasks, Math.min(MAX_STATEMENT_BYTES, limit.bytes))) {
     const rows = chunk.map((task) => [
       task.id,
@@ -47,10 +66,11 @@ export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly
       task.traceParent ?? null,
       now,
       now,
+      uniqueKey,
+      task.unique?.states ?? null,
     ]);
     await db.exec(conn, `INSERT INTO system_async_task (${COLUMNS}) VALUES ? ON DUPLICATE KEY UPDATE id = id`, [rows]);
   }
-  return readBack(db, conn, tasks);
 }
 
 async function readBack(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {

@@ -18,6 +18,7 @@
  * DDL commits implicitly, so each table carries its indexes inside one
  * CREATE TABLE IF NOT EXISTS: a migration interrupted half-way re-runs cleanly.
  */
+import { UNIQUE_HOLD_SQL } from '../rules/unique.js';
 export interface MysqlMigration {
   version: number;
   name: string;
@@ -198,6 +199,36 @@ export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
   },
   {
     version: 6,
+    name: 'uniqueness windows',
+    // unique_key / unique_states: see rules/unique.ts. No functional index on MariaDB: an invisible stored
+    // column holds the expression, as `claimable` does. One ALTER (atomic DDL on MySQL 8).
+    statements: [
+      `ALTER TABLE system_async_task
+  ADD COLUMN unique_key VARCHAR(100) NULL,
+  ADD COLUMN unique_states INT NULL,
+  ADD COLUMN unique_hold VARCHAR(100) GENERATED ALWAYS AS (${UNIQUE_HOLD_SQL}) STORED INVISIBLE,
+  ADD UNIQUE KEY ux_system_async_task_unique (unique_hold)`,
+    ],
+  },
+  {
+    version: 7,
+    name: 'wake-up counter',
+    // MySQL has no LISTEN/NOTIFY: every submit bumps one of these rows in its own transaction and
+    // idle workers in other processes poll their sum (wakeups.ts). Several rows, one picked at
+    // random per submit, so that concurrent submits rarely wait on one another's row lock.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_wakeup (
+  slot INT NOT NULL,
+  version BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (slot)
+) ${TABLE_OPTIONS}`,
+      `INSERT INTO system_async_task_wakeup (slot, version)
+VALUES (0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0), (8, 0), (9, 0), (10, 0), (11, 0), (12, 0), (13, 0), (14, 0), (15, 0)
+ON DUPLICATE KEY UPDATE slot = slot`,
+    ],
+  },
+  {
+    version: 8,
     name: 'trace parent',
     // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
     // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.

@@ -51,12 +51,21 @@ export interface MysqlStoreOptions {
    * past it the statement fails with STORE_STATEMENT_TIMEOUT. 0: none. Default 30000.
    */
   statementTimeoutMs?: number;
+  /**
+   * How often (ms) a store with idle workers reads the wake-up counters that
+   * every submit bumps, so that workers in other processes see a new task
+   * within about this long (MySQL has no LISTEN/NOTIFY). One primary-key read
+   * per period per process while workers run. 0: off (other processes then
+   * see new tasks at their next poll, pollIntervalMs). Default 10.
+   */
+  wakeupPollMs?: number;
 }
 
 const COMPONENT = 'MysqlStore';
-const KNOWN = ['uri', 'pool', 'database', 'poolSize', 'leasePoolSize', 'leasePool', 'connectTimeoutMs', 'statementTimeoutMs'] as const;
+const KNOWN = ['uri', 'pool', 'database', 'poolSize', 'leasePoolSize', 'leasePool', 'connectTimeoutMs', 'statementTimeoutMs', 'wakeupPollMs'] as const;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
+export const DEFAULT_WAKEUP_POLL_MS = 10;
 
 export interface ResolvedMysqlOptions {
   pool: Pool;
@@ -69,6 +78,7 @@ export interface ResolvedMysqlOptions {
   identity: string;
   connectTimeoutMs: number;
   statementTimeoutMs: number;
+  wakeupPollMs: number;
 }
 
 export function resolveMysqlOptions(input: MysqlStoreOptions): ResolvedMysqlOptions {
@@ -82,9 +92,11 @@ export function resolveMysqlOptions(input: MysqlStoreOptions): ResolvedMysqlOpti
   const timeouts = {
     connectTimeoutMs: input.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: input.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+    wakeupPollMs: input.wakeupPollMs ?? DEFAULT_WAKEUP_POLL_MS,
   };
   checkInteger(COMPONENT, 'connectTimeoutMs', timeouts.connectTimeoutMs, { min: 1, max: 600_000 });
   checkInteger(COMPONENT, 'statementTimeoutMs', timeouts.statementTimeoutMs, { min: 0, max: 86_400_000 });
+  checkInteger(COMPONENT, 'wakeupPollMs', timeouts.wakeupPollMs, { min: 0, max: 60_000 });
   if (input.leasePool === undefined) checkLeasePoolSize(COMPONENT, input.leasePoolSize ?? MIN_LEASE_POOL_SIZE);
   const lease: LeasePoolFor = (endpoint) => leasePoolFor(input, endpoint, timeouts.connectTimeoutMs);
   if (input.pool !== undefined) return { ...fromPool(input, lease), ...timeouts };
@@ -92,7 +104,7 @@ export function resolveMysqlOptions(input: MysqlStoreOptions): ResolvedMysqlOpti
   return { ...fromUri(input.uri, input, lease, timeouts.connectTimeoutMs), ...timeouts };
 }
 
-type PoolPart = Omit<ResolvedMysqlOptions, 'connectTimeoutMs' | 'statementTimeoutMs'>;
+type PoolPart = Omit<ResolvedMysqlOptions, 'connectTimeoutMs' | 'statementTimeoutMs' | 'wakeupPollMs'>;
 type LeasePoolFor = (endpoint: Endpoint) => Pick<ResolvedMysqlOptions, 'leasePool' | 'ownsLeasePool'>;
 
 /** Yours (`leasePool`), or one the store opens where the main pool connects. */

@@ -7,8 +7,8 @@
  * retried inside the store with jitter, a bounded number of times, and so
  * never reach a handler as its task's failure; an unreachable server is a
  * StoreError with the driver's error as cause. There is no LISTEN/NOTIFY:
- * `subscribe` hears the submits of this process only (LocalBus), and workers
- * in other processes find new tasks by polling.
+ * `subscribe` hears the submits of this process at once (LocalBus) and those
+ * of other processes through the wake-up counters (wakeups.ts).
  */
 import type { Connection, PoolConnection } from 'mysql2/promise';
 import type { Connection as CallbackConnection, PoolConnection as CallbackPoolConnection } from 'mysql2';
@@ -16,7 +16,7 @@ import { InvalidOptionsError } from '../../core/errors.js';
 import type { Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
-import { guardStore, StoreBase } from '../base.js';
+import { guardStore, StoreBase, type StoreMethod } from '../base.js';
 import type { LocalBus } from '../local-bus.js';
 import type {
   AnalysisData,
@@ -39,6 +39,8 @@ import type {
   RenewResult,
   ReplayResult,
   Store,
+  StoreEvent,
+  StoreListener,
   TaskPage,
   WorkerRecord,
   WorkerRegistration,
@@ -56,7 +58,7 @@ import { lockName, resolveMysqlOptions, type MysqlStoreOptions } from './options
 import * as reads from './reads.js';
 import { recoverExpired } from './recover.js';
 import { changeStatus } from './status.js';
-import { wakeupBus } from './wakeups.js';
+import { bumpWakeup, wakeupBus, WakeupPoller } from './wakeups.js';
 import type { PoolStats } from '../pool-stats.js';
 
 export type { MysqlStoreOptions } from './options.js';
@@ -74,6 +76,9 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   protected readonly bus: LocalBus;
   private claimLock: string | null = null;
   private readonly claimCaps: CapCache = new Map();
+  private readonly wakeups: WakeupPoller;
+  /** When the last claim that filled its limit began (monotonic ms): the workers will claim again at once. */
+  private lastFullClaimAt = -Infinity;
 
   constructor(options: MysqlStoreOptions) {
     super();
@@ -82,6 +87,32 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     this.db = new MysqlDatabase(resolved.pool, resolved.ownsPool, resolved.database, server, resolved.statementTimeoutMs);
     this.leaseDb = new MysqlDatabase(resolved.leasePool, resolved.ownsLeasePool, resolved.database, server, resolved.statementTimeoutMs);
     this.bus = wakeupBus(resolved.identity);
+    const period = resolved.wakeupPollMs;
+    this.wakeups = new WakeupPoller(
+      this.db,
+      period,
+      () => this.bus.publish({ kind: 'submitted', taskTypes: [] }),
+      () => performance.now() - this.lastFullClaimAt < period,
+    );
+  }
+
+  override subscribe(listener: StoreListener): () => void {
+    const unsubscribe = super.subscribe(listener);
+    this.wakeups.retain();
+    let subscribed = true;
+    return () => {
+      if (!subscribed) return;
+      subscribed = false;
+      unsubscribe();
+      this.wakeups.release();
+    };
+  }
+
+  /** Other processes hear a requeue (status change, release, recovery, replay) through the counters too; submits bumped them in their own transaction. */
+  protected override async wake(method: StoreMethod, events: readonly StoreEvent[]): Promise<void> {
+    await super.wake(method, events);
+    if (method === 'insertTasks' || !events.some((event) => event.kind === 'submitted')) return;
+    await this.db.run((conn) => bumpWakeup(this.db, conn)).catch(() => undefined); // a lost wake-up costs a poll period, not the write
   }
 
   /** The connection layer maps driver errors (errors.ts) where it can still tell retries apart. */
@@ -111,6 +142,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.wakeups.stop();
     await Promise.all([this.db.close(), this.leaseDb.close()]);
   }
 
@@ -124,8 +156,14 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   async insertTasks(params: { tasks: readonly NewTask[]; transaction?: MysqlTransaction }): Promise<InsertTaskResult[]> {
     // Inside a caller's transaction the rows are not visible yet; an early wake-up only costs the worker one empty claim.
     if (params.transaction === undefined || params.transaction === null) {
-      return this.db.transaction((conn) => insertTasks(this.db, conn, params.tasks));
+      return this.db.transaction(async (conn) => {
+        const results = await insertTasks(this.db, conn, params.tasks);
+        await bumpWakeup(this.db, conn);
+        return results;
+      });
     }
+    // Not in a caller's transaction: its row lock would be held until the caller commits, blocking other submits.
+    // Other processes see these tasks at their next poll.
     return this.db.onCallerConnection(callerConnection(params.transaction, 'insertTasks'), (conn) => insertTasks(this.db, conn, params.tasks));
   }
 
@@ -148,8 +186,12 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   // ---- workers -------------------------------------------------------------
 
   async claimTasks(params: ClaimParams): Promise<Task[]> {
+    const sentAt = performance.now();
     this.claimLock ??= lockName('claim', await this.db.databaseName());
-    return this.db.batchedTransaction((tx) => claim(tx, params, this.claimCaps), { lockName: this.claimLock, lockTimeoutSeconds: 5 });
+    const tasks = await this.db.batchedTransaction((tx) => claim(tx, params, this.claimCaps), { lockName: this.claimLock, lockTimeoutSeconds: 5 });
+    // A short claim means the queue is empty (or limits bind): then the wake-up poller must keep reading.
+    if (tasks.length >= params.limit) this.lastFullClaimAt = sentAt;
+    return tasks;
   }
 
   renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {

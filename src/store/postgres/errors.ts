@@ -8,7 +8,8 @@
  * StoreError that names the SQLSTATE. (A connect timeout is named by the
  * store, which knows the host: isConnectTimeout.)
  */
-import { ErrorCode, SchemaMissingError, StoreError, TaskLeaseError, ValidationError } from '../../core/errors.js';
+import { ErrorCode, SchemaMissingError, StoreError, TaskLeaseError, UniqueConflictError, ValidationError } from '../../core/errors.js';
+import { UNIQUE_INDEX } from '../rules/unique.js';
 
 /** Socket-level errors and SQLSTATE classes 08 (connection), 57P0x (shutdown, cannot connect now), 53300 (too many connections). */
 const UNREACHABLE_CODES = new Set([
@@ -76,6 +77,7 @@ export function mapPgError(error: unknown, action: string): Error {
     return new StoreError(`PostgreSQL unreachable while ${action}: ${messageOf(error)}`, { cause: error });
   }
   const code = (error as { code?: unknown } | null)?.code;
+  if (code === '23505' && (error as { constraint?: unknown }).constraint === UNIQUE_INDEX) return new UniqueConflictError(action, { cause: error });
   if (isSchemaMissing(code, messageOf(error))) return new SchemaMissingError(`PostgreSQL (${messageOf(error)})`, { cause: error });
   if (code === '57014' && messageOf(error).includes('statement timeout')) {
     return new StoreError(`PostgreSQL cancelled a statement while ${action}: it ran past statementTimeoutMs`, {

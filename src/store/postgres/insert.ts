@@ -20,11 +20,38 @@ import { checkNewTask, decodePostgres, storableJson } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './wakeups.js';
 import { TaskStatus } from '../../core/status.js';
 import { STATUS_SQL } from '../rules/index.js';
+import { atomically, insertUnique } from './unique.js';
 
 const MAX_ROUNDS = 3;
 
 export async function insertTasks(ctx: PgContext, tasks: readonly NewTask[], on: Queryable): Promise<InsertTaskResult[]> {
   tasks.forEach(checkNewTask);
+  if (tasks.some((t) => t.unique)) return atomically(on, tasks.length, (client) => insertWithUnique(ctx, tasks, client));
+  return insertPlain(ctx, tasks, on);
+}
+
+/** Tasks with a `unique` option one by one (unique.ts), in input order; the others in one batch. */
+async function insertWithUnique(ctx: PgContext, tasks: readonly NewTask[], on: Queryable): Promise<InsertTaskResult[]> {
+  const plain = await insertPlain(
+    ctx,
+    tasks.filter((t) => !t.unique),
+    on,
+  );
+  const results: InsertTaskResult[] = [];
+  for (const task of tasks) {
+    results.push(task.unique ? await insertUnique(ctx, on, task, task.unique, insertUniqueRow) : plain.shift()!);
+  }
+  return results;
+}
+
+/** One task with its stored unique key; undefined when another task holds the key. */
+async function insertUniqueRow(ctx: PgContext, on: Queryable, task: NewTask, uniqueKey: string): Promise<Task | undefined> {
+  const created = await insertBatch(ctx, on, [task], { key: uniqueKey, states: task.unique!.states });
+  return created.get(task.id);
+}
+
+async function insertPlain(ctx: PgContext, tasks: readonly NewTask[], on: Queryable): Promise<InsertTaskResult[]> {
+  if (tasks.length === 0) return [];
   const results = new Array<InsertTaskResult | undefined>(tasks.length);
   let pending = tasks.map((task, index) => ({ task, index }));
   for (let round = 0; round < MAX_ROUNDS && pending.length > 0; round += 1) {
@@ -56,7 +83,7 @@ export async function insertTasks(ctx: PgContext, tasks: readonly NewTask[], on:
   return results as InsertTaskResult[];
 }
 
-async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTask[]): Promise<Map<string, Task>> {
+async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTask[], unique?: { key: string; states: number }): Promise<Map<string, Task>> {
   const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], []];
   for (const t of tasks) {
     const values = [
@@ -75,7 +102,7 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
     ];
     values.forEach((value, i) => columns[i]!.push(value));
   }
-  if (!tasks.some((t) => t.idempotencyKey !== null)) {
+  if (!unique && !tasks.some((t) => t.idempotencyKey !== null)) {
     // Without idempotency keys nothing can conflict: every row is inserted, so a plain INSERT (no
     // speculative insertion per row) and one answer row, the statement's clock, instead of one per task.
     const text = sql(ctx, 'insert_unkeyed', (c) => insertSql(c, false));
@@ -84,8 +111,9 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
     const created = createdAt.getTime();
     return new Map(tasks.map((t) => [t.id, newTaskRow(t, t.availableAt ?? new Date(created + t.delayMs), createdAt)]));
   }
-  const text = sql(ctx, 'insert', insertSql);
-  const result = await run<Row>(on, 'inserting tasks', text, [...columns, ctx.channel], `${ctx.statementPrefix}insert`);
+  const text = unique ? sql(ctx, 'insert_unique', (c) => insertSql(c, true, true)) : sql(ctx, 'insert', insertSql);
+  const values = unique ? [...columns, ctx.channel, unique.key, unique.states] : [...columns, ctx.channel];
+  const result = await run<Row>(on, 'inserting tasks', text, values, `${ctx.statementPrefix}${unique ? 'insert_unique' : 'insert'}`);
   // Only the database's own values come back (its clock); the rest of each new row is what we sent.
   const byId = new Map(tasks.map((t) => [t.id, t]));
   return new Map(
@@ -127,8 +155,14 @@ function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
   };
 }
 
-function insertSql(ctx: PgContext, keyed = true): string {
+/** `unique`: one row carrying $14 unique_key and $15 unique_states; any unique index may refuse it. */
+function insertSql(ctx: PgContext, keyed = true, unique = false): string {
   const { task } = ctx.tables;
+  const conflict = unique
+    ? 'ON CONFLICT DO NOTHING'
+    : keyed
+      ? "ON CONFLICT (task_type, COALESCE(owner, ''), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+      : '';
   return `
 WITH input AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::double precision[], $6::timestamptz[],
@@ -138,11 +172,11 @@ WITH input AS (
 ),
 inserted AS (
   INSERT INTO ${task} (id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
-                       max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time)
+                       max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time${unique ? ', unique_key, unique_states' : ''})
   SELECT id, task_type, ${STATUS_SQL.QUEUED}, priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
-         deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, trace_parent, now(), now()
+         deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, trace_parent, now(), now()${unique ? ', $14::text, $15::integer' : ''}
   FROM input ORDER BY ord
-  ${keyed ? "ON CONFLICT (task_type, COALESCE(owner, ''), idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING" : ''}
+  ${conflict}
   RETURNING ${keyed ? 'id, task_type, available_at, create_time' : 'task_type'}
 ),
 notified AS (

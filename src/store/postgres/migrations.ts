@@ -10,6 +10,7 @@
  * Everything lives in one schema (default `tasklease`), passed in as an
  * already-validated, quoted identifier.
  */
+import { UNIQUE_HOLD_SQL } from '../rules/unique.js';
 export interface PgMigration {
   version: number;
   name: string;
@@ -232,6 +233,16 @@ CREATE TABLE ${s}.system_async_task_schedule (
   },
   {
     version: 8,
+    name: 'uniqueness windows',
+    // unique_key / unique_states: see rules/unique.ts. The index covers keyed rows only, so tasks without a
+    // `unique` option cost it nothing but the predicate test.
+    sql: (s) => `
+ALTER TABLE ${s}.system_async_task ADD COLUMN unique_key text, ADD COLUMN unique_states integer;
+CREATE UNIQUE INDEX ux_system_async_task_unique ON ${s}.system_async_task ((${UNIQUE_HOLD_SQL})) WHERE unique_key IS NOT NULL;
+`,
+  },
+  {
+    version: 9,
     name: 'trace parent',
     // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
     // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.

@@ -6,7 +6,8 @@
  * the constraints refuse is a ValidationError; anything else a StoreError
  * naming SQLite's code.
  */
-import { SchemaMissingError, StoreError, TaskLeaseError, ValidationError } from '../../core/errors.js';
+import { SchemaMissingError, StoreError, TaskLeaseError, UniqueConflictError, ValidationError } from '../../core/errors.js';
+import { UNIQUE_INDEX } from '../rules/unique.js';
 
 const UNAVAILABLE = new Set(['SQLITE_BUSY', 'SQLITE_LOCKED', 'SQLITE_IOERR', 'SQLITE_CANTOPEN', 'SQLITE_FULL', 'SQLITE_READONLY']);
 
@@ -15,6 +16,7 @@ export function mapSqliteError(error: unknown, path: string): Error {
   const code = String((error as { code?: unknown } | null)?.code ?? '');
   const message = error instanceof Error ? error.message : String(error);
   if (message.startsWith('no such table')) return new SchemaMissingError(`SQLite database ${path}`, { cause: error });
+  if (code.startsWith('SQLITE_CONSTRAINT') && message.includes(UNIQUE_INDEX)) return new UniqueConflictError(`SQLite database ${path}`, { cause: error });
   if (code.startsWith('SQLITE_CONSTRAINT')) {
     return new ValidationError(`SQLite refused the row: ${message}`, undefined, undefined, { cause: error });
   }

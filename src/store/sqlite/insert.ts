@@ -10,6 +10,8 @@ import { STATUS_SQL } from '../rules/index.js';
 import type { InsertTaskResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, toSqliteTime } from './encode.js';
+import { storedUniqueKey } from '../rules/unique.js';
+import { uniqueHolder } from './unique.js';
 
 export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): InsertTaskResult[] {
   const now = toSqliteTime(nowMs);
@@ -17,14 +19,17 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
   const insert = statement(
     db,
     `INSERT INTO system_async_task (id, task_type, status, priority, payload_json, available_at, deadline_at,
-       attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time)
-     VALUES (?, ?, ${STATUS_SQL.QUEUED}, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+       attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states)
+     VALUES (?, ?, ${STATUS_SQL.QUEUED}, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
   );
   return tasks.map((task): InsertTaskResult => {
     if (task.idempotencyKey !== null) {
       const existing = findExisting.get(task.taskType, task.owner, task.idempotencyKey) as Row | undefined;
       if (existing) return { task: taskFromRow(existing, decodeSqlite), created: false };
     }
+    const uniqueKey = task.unique ? storedUniqueKey(task.unique, nowMs) : null;
+    const holder = task.unique && uniqueKey !== null ? uniqueHolder(db, task, task.unique, uniqueKey, nowMs) : undefined;
+    if (holder) return { task: taskFromRow(holder, decodeSqlite), created: false };
     const availableAt = task.availableAt ? toSqliteTime(task.availableAt.getTime()) : toSqliteTime(nowMs + task.delayMs);
     const row = insert.get(
       task.id,
@@ -40,6 +45,8 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
       task.traceParent ?? null,
       now,
       now,
+      uniqueKey,
+      task.unique?.states ?? null,
     ) as Row;
     return { task: taskFromRow(row, decodeSqlite), created: true };
   });

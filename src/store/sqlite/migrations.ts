@@ -5,6 +5,7 @@
  * Table and column names are the seed's (DESIGN.md §2); the PostgreSQL and
  * MySQL schemas mirror them column for column.
  */
+import { UNIQUE_HOLD_SQL } from '../rules/unique.js';
 export interface Migration {
   version: number;
   name: string;
@@ -189,6 +190,16 @@ CREATE TABLE system_async_task_schedule (
   },
   {
     version: 7,
+    name: 'uniqueness windows',
+    // unique_key / unique_states: see rules/unique.ts (the expression index, as on PostgreSQL).
+    sql: `
+ALTER TABLE system_async_task ADD COLUMN unique_key TEXT;
+ALTER TABLE system_async_task ADD COLUMN unique_states INTEGER;
+CREATE UNIQUE INDEX ux_system_async_task_unique ON system_async_task (${UNIQUE_HOLD_SQL}) WHERE unique_key IS NOT NULL;
+`,
+  },
+  {
+    version: 8,
     name: 'trace parent',
     // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
     // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.

@@ -1,0 +1,49 @@
+/**
+ * Uniqueness windows, stored the same way on every dialect: a task carries
+ * `unique_key` (the client's hash, plus the time bucket for a period) and
+ * `unique_states` (a bitmask of the statuses in which it holds the key). A
+ * unique index over UNIQUE_HOLD_SQL — the key while the row's status is in
+ * its mask, else NULL — lets the database refuse a second holder, whatever
+ * the number of concurrent submitters.
+ */
+import { ALL_STATUSES, type TaskStatus } from '../../core/status.js';
+import type { UniqueSpec } from '../../core/task.js';
+
+/** One bit per status, in ALL_STATUSES order: QUEUED 1, RUNNING 2, … FAILED 256. */
+export const STATUS_BITS = Object.fromEntries(ALL_STATUSES.map((status, i) => [status, 1 << i])) as Readonly<Record<TaskStatus, number>>;
+
+/**
+ * Held only before the first claim (attempt_count = 0). Debounce uses it: a
+ * task requeued after a started attempt (a lease expiry, a retry) must not
+ * claim the key back from the newer task a debounced submit made meanwhile —
+ * the index would refuse that requeue.
+ */
+export const FRESH_ONLY_BIT = 1 << ALL_STATUSES.length;
+
+/**
+ * The indexed expression (migrations add the index over this exact text, so it
+ * never changes; the bits above are frozen with it). NULL for rows without a
+ * key, and for rows whose status is outside their mask: those hold nothing.
+ */
+export const UNIQUE_HOLD_SQL =
+  "CASE WHEN (unique_states & (CASE status WHEN 'QUEUED' THEN 1 WHEN 'RUNNING' THEN 2 WHEN 'RETRY_WAIT' THEN 4 " +
+  "WHEN 'PAUSED' THEN 8 WHEN 'CANCEL_REQUESTED' THEN 16 WHEN 'CANCELLED' THEN 32 WHEN 'SUCCESS' THEN 64 " +
+  "WHEN 'PARTIAL_SUCCESS' THEN 128 WHEN 'FAILED' THEN 256 ELSE 0 END)) <> 0 " +
+  'AND ((unique_states & 512) = 0 OR attempt_count = 0) THEN unique_key END';
+
+/** The unique index over UNIQUE_HOLD_SQL: the dialects recognise its violations by this name. */
+export const UNIQUE_INDEX = 'ux_system_async_task_unique';
+
+export function statesMask(statuses: readonly TaskStatus[]): number {
+  return statuses.reduce((mask, status) => mask | STATUS_BITS[status], 0);
+}
+
+/** The key as stored: with a period, the window of the database clock it falls in is part of it. */
+export function storedUniqueKey(spec: UniqueSpec, nowMs: number): string {
+  return spec.periodMs === null ? spec.key : `${spec.key}@${Math.floor(nowMs / spec.periodMs)}`;
+}
+
+/** A debounced submit's start: the database clock + its delay. */
+export function debouncedStart(spec: UniqueSpec, nowMs: number): Date {
+  return new Date(nowMs + (spec.debounceMs ?? 0));
+}

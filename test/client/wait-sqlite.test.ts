@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runWaitSuite } from './wait-suite.js';
+
+runWaitSuite(sqliteFactory);
