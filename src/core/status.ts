@@ -39,7 +39,8 @@ export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = 
   // a due retry is claimed directly (the sweep's move to QUEUED is only bookkeeping); backoff over; pause; cancel;
   // deadline passed while waiting
   RETRY_WAIT: ['RUNNING', 'QUEUED', 'PAUSED', 'CANCELLED', 'FAILED'],
-  PAUSED: ['QUEUED', 'CANCELLED'],
+  // resume; cancel; deadline passed while paused
+  PAUSED: ['QUEUED', 'CANCELLED', 'FAILED'],
   // the handler may still finish its work before it sees the request
   CANCEL_REQUESTED: ['CANCELLED', 'SUCCESS', 'PARTIAL_SUCCESS'],
   CANCELLED: [],

@@ -52,6 +52,7 @@ const METHODS = [
   'now',
   'schemaVersion',
   'payloadLimit',
+  'explainClaim',
   'subscribe',
   'insertTasks',
   'getTask',

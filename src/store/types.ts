@@ -65,12 +65,22 @@ export interface SchemaStore {
    * maxPayloadBytes applies. A larger payload is refused with PAYLOAD_TOO_LARGE.
    */
   payloadLimit(): Promise<PayloadLimit | null>;
+  /**
+   * The database's plan for a claim of `taskType` (nothing is claimed): what shows that the claim reads the claim
+   * index, not the table (diagnostics, and the fault suite's flood check).
+   */
+  explainClaim(params: { taskType: string }): Promise<ClaimPlan>;
 }
 
 /** A payload limit the database server sets, and what sets it (for messages). */
 export interface PayloadLimit {
   bytes: number;
   source: string;
+}
+
+export interface ClaimPlan {
+  /** The plan as the database prints it (PostgreSQL: auto_explain; MySQL: EXPLAIN rows as JSON; SQLite: EXPLAIN QUERY PLAN). */
+  plan: string;
 }
 
 /** Submitting and reading tasks. */

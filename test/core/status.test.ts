@@ -18,6 +18,7 @@ describe('the transition table', () => {
         'CANCEL_REQUESTED->SUCCESS',
         'FAILED->QUEUED',
         'PAUSED->CANCELLED',
+        'PAUSED->FAILED',
         'PAUSED->QUEUED',
         'QUEUED->CANCELLED',
         'QUEUED->FAILED',

@@ -38,7 +38,22 @@ export async function clusterTools(): Promise<ClusterTools | null> {
   }
 }
 
-export class TestCluster {
+/** A database server a fault test owns and may crash, freeze or make read-only (this cluster, or maria-server.ts). */
+export interface DatabaseServer {
+  readonly url: string;
+  start(): Promise<void>;
+  /** Kills the server without a shutdown, as a crash would. */
+  crash(): Promise<void>;
+  /** Stops every process of the server; thaw() continues them. */
+  freeze(): Promise<number[]>;
+  thaw(pids: number[]): void;
+  setReadOnly(on: boolean): Promise<void>;
+  /** After a case, whatever it did: running, not frozen, writable. */
+  restoreHealth(): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+export class TestCluster implements DatabaseServer {
   readonly port = 54329 + Math.floor(Math.random() * 2000);
   readonly url: string;
   private readonly dir: string;
@@ -160,7 +175,7 @@ function signalAll(pids: number[], signal: NodeJS.Signals): void {
   }
 }
 
-async function waitUntilAnswering(probe: () => Promise<unknown>): Promise<void> {
+export async function waitUntilAnswering(probe: () => Promise<unknown>): Promise<void> {
   for (let tries = 0; ; tries += 1) {
     try {
       await probe();

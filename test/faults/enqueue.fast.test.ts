@@ -7,7 +7,7 @@ import pg from 'pg';
 import { expect, it } from 'vitest';
 import { Scope } from '../../src/core/scope.js';
 import { waitFor } from '../helpers/wait.js';
-import { describeWithCluster } from './describe-cluster.js';
+import { describeWithCluster } from './describe-store.js';
 import { TIMING } from './environment.js';
 
 await describeWithCluster('transactional enqueue', (env) => {

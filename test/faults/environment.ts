@@ -1,51 +1,86 @@
 /**
- * One fault-test file's world: its own PostgreSQL cluster (cluster.ts), a
- * migrated schema with the handlers' tables, the parent's store, the worker
- * processes it forks (fault-child.ts through test/process/harness.ts), and
- * the tasks it acknowledged — what the invariants are checked against.
- * FAULTS.md's short timings: 2 s lease, 0.5 s heartbeat, 1 s sweep.
+ * One fault-test file's world on one store (targets.ts): the parent's store,
+ * the handlers' tables, the worker processes it forks (fault-child.ts
+ * through test/process/harness.ts), and the tasks it acknowledged — what the
+ * invariants are checked against. FAULTS.md's short timings: 2 s lease,
+ * 0.5 s heartbeat, 1 s sweep.
  */
 import { join } from 'node:path';
 import { uuidv7 } from '../../src/core/ids.js';
+import { Scope } from '../../src/core/scope.js';
+import type { AttemptRecord } from '../../src/store/types.js';
 import type { NewTask } from '../../src/core/task.js';
-import { PostgresStore, type PostgresTransaction } from '../../src/store/postgres/store.js';
+import type { TaskStatus } from '../../src/core/status.js';
 import { ChildWorker } from '../process/harness.js';
-import type { TestCluster } from './cluster.js';
+import type { DatabaseServer, TestCluster } from './cluster.js';
 import type { FaultChildConfig, FaultPayload } from './fault-child.js';
-import { checkInvariants, handlerTablesSql, type InvariantReport } from './invariants.js';
+import { allTasks, checkInvariants, type InvariantReport } from './invariants.js';
+import { PG_SCHEMA, postgresTarget, type FaultDialect, type FaultTarget } from './targets.js';
 
 export const TIMING = { leaseMs: 2000, heartbeatIntervalMs: 500, recoveryIntervalMs: 1000, pollIntervalMs: 100 } as const;
 /** Limits well above what the cases run, so that no case waits on the default per-type limit (5). */
 const LIMITS = { globalConcurrency: 1000, typeConcurrency: 1000 } as const;
-const SCHEMA = 'faults';
+const G = Scope.global();
+
+export interface WorkerExtras {
+  poolSize?: number;
+  clockSkewMs?: number;
+}
 
 export class FaultEnvironment {
   readonly acknowledged: string[] = [];
-  readonly store: PostgresStore;
 
-  private constructor(readonly cluster: TestCluster) {
-    this.store = new PostgresStore({ connectionString: cluster.url, schema: SCHEMA, poolSize: 4, applicationName: 'tl-parent' });
+  private constructor(readonly target: FaultTarget) {}
+
+  static async on(target: FaultTarget): Promise<FaultEnvironment> {
+    return new FaultEnvironment(target);
   }
 
+  /** On a PostgreSQL cluster the caller owns and destroys (the chaos run). */
   static async open(cluster: TestCluster): Promise<FaultEnvironment> {
-    const env = new FaultEnvironment(cluster);
-    await env.store.migrate();
-    await cluster.query(handlerTablesSql(SCHEMA));
-    return env;
+    return new FaultEnvironment(await postgresTarget(cluster));
   }
 
+  get dialect(): FaultDialect {
+    return this.target.dialect;
+  }
+
+  get store(): FaultTarget['store'] {
+    return this.target.store;
+  }
+
+  /** The schema of the tables on the PostgreSQL cluster (diagnostic queries of the database cases). */
   get schema(): string {
-    return SCHEMA;
+    return PG_SCHEMA;
   }
 
-  /** A worker process on the test cluster with the suite's timings (overridable). */
-  worker(label: string, types: string[], worker: FaultChildConfig['worker'] = {}, poolSize = 4): ChildWorker {
-    const config: FaultChildConfig = { label, url: this.cluster.url, schema: SCHEMA, types, poolSize, worker: { ...TIMING, ...LIMITS, ...worker } };
+  /** The database server of its own under this environment (the database cases'). */
+  get server(): DatabaseServer {
+    if (!this.target.server) throw new Error(`no server of our own under this ${this.dialect} environment`);
+    return this.target.server;
+  }
+
+  /** The PostgreSQL cluster under this environment: only the database cases, which run there alone, ask for it. */
+  get cluster(): TestCluster {
+    if (!this.target.cluster) throw new Error(`no cluster of our own on ${this.dialect}`);
+    return this.target.cluster;
+  }
+
+  /** A worker process on this store with the suite's timings (overridable). */
+  worker(label: string, types: string[], worker: FaultChildConfig['worker'] = {}, extras: WorkerExtras = {}): ChildWorker {
+    const config: FaultChildConfig = {
+      label,
+      store: { ...this.target.childStore, poolSize: extras.poolSize },
+      handlerDb: this.target.handlerDb,
+      types,
+      clockSkewMs: extras.clockSkewMs,
+      worker: { ...TIMING, ...LIMITS, ...worker },
+    };
     return new ChildWorker(config, join(import.meta.dirname, 'fault-child.ts'));
   }
 
   /** Submits one task per payload; their ids count as acknowledged once the insert returned. */
-  async submit(type: string, payloads: FaultPayload[], options: { maxAttempts?: number; transaction?: PostgresTransaction } = {}): Promise<string[]> {
+  async submit(type: string, payloads: FaultPayload[], options: { maxAttempts?: number; transaction?: unknown } = {}): Promise<string[]> {
     const tasks = payloads.map((payload) => newTask(type, payload, options.maxAttempts ?? 5));
     for (let i = 0; i < tasks.length; i += 2000) await this.store.insertTasks({ tasks: tasks.slice(i, i + 2000), transaction: options.transaction });
     const ids = tasks.map((task) => task.id);
@@ -54,50 +89,44 @@ export class FaultEnvironment {
   }
 
   async statusOf(id: string): Promise<string | undefined> {
-    return (await this.cluster.query<{ status: string }>(`SELECT status FROM "${SCHEMA}".system_async_task WHERE id = $1`, [id]))[0]?.status;
+    return (await this.store.getTask({ id, scope: G }))?.status;
   }
 
-  async countStatus(status: string): Promise<number> {
-    return Number((await this.cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${SCHEMA}".system_async_task WHERE status = $1`, [status]))[0]!.n);
+  async countStatus(status: TaskStatus): Promise<number> {
+    return (await this.store.countByStatus({ scope: G }))[status] ?? 0;
   }
 
   /**
    * Acknowledged tasks in `status`. Not countStatus: a batch whose insert committed but whose reply was lost
    * (a crash mid-commit) is in the table without having been acknowledged.
    */
-  async countAcknowledged(status: string): Promise<number> {
-    const rows = await this.cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${SCHEMA}".system_async_task WHERE status = $1 AND id = ANY($2)`, [
-      status,
-      this.acknowledged,
-    ]);
-    return Number(rows[0]!.n);
+  async countAcknowledged(status: TaskStatus): Promise<number> {
+    const acknowledged = new Set(this.acknowledged);
+    return (await allTasks(this.store, [status])).filter((task) => acknowledged.has(task.id)).length;
   }
 
   /** Rows the handlers logged when they started (of one worker, or all). */
-  async executions(worker?: string): Promise<number> {
-    const rows = await this.cluster.query<{ n: string }>(`SELECT count(*) AS n FROM "${SCHEMA}".executions WHERE $1::text IS NULL OR worker = $1`, [
-      worker ?? null,
-    ]);
-    return Number(rows[0]!.n);
+  executions(worker?: string): Promise<number> {
+    return this.target.tables.executions(worker);
   }
 
   async attempts(id: string): Promise<{ attempt: number; worker_id: string; outcome: string | null }[]> {
-    return this.cluster.query(`SELECT attempt, worker_id, outcome FROM "${SCHEMA}".system_async_task_attempt WHERE task_id = $1 ORDER BY attempt`, [id]);
+    const rows: AttemptRecord[] = await this.store.listAttempts({ taskId: id });
+    return rows.map((row) => ({ attempt: row.attempt, worker_id: row.workerId, outcome: row.outcome }));
   }
 
   /** I1, I2, I4, I5 over every task acknowledged since the last reset. */
   invariants(): Promise<InvariantReport> {
-    return checkInvariants((sql, values) => this.cluster.query(sql, values), SCHEMA, this.acknowledged, TIMING);
+    return checkInvariants(this.store, this.target.tables, this.acknowledged, TIMING);
   }
 
   async reset(): Promise<void> {
     this.acknowledged.length = 0;
-    await this.cluster.query(`TRUNCATE "${SCHEMA}".system_async_task, "${SCHEMA}".system_async_task_attempt, "${SCHEMA}".system_async_task_failure,
-      "${SCHEMA}".system_async_task_dead_letter, "${SCHEMA}".system_async_task_worker, "${SCHEMA}".executions, "${SCHEMA}".effects`);
+    await this.target.tables.reset();
   }
 
   async close(): Promise<void> {
-    await this.store.close().catch(() => undefined);
+    await this.target.destroy();
   }
 }
 

@@ -15,22 +15,28 @@
  * effect), so the fenced outcome write must be the one to drop it.
  * onlyAttempt: the mode applies to that attempt only.
  *
+ * clockSkewMs: this process's clocks run that far off — its wall clock
+ * (Date.now, what a misconfigured host would show) and the worker's Clock.
+ * The store is opened before the skew: its clock is the database's (on
+ * SQLite, the machine's, which one process cannot skew without libfaketime).
+ *
  * stdout: JSON lines ready, started, aborted (with `at`, Date.now()), completed,
  * leaseLost, error, sigterm, and on stop `stopped` with the ids it completed.
  */
-import pg from 'pg';
 import { defineTask } from '../../src/core/definition.js';
 import type { TaskContext } from '../../src/core/context.js';
-import { PostgresStore } from '../../src/store/postgres/store.js';
+import { systemClock, type Clock } from '../../src/core/clock.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { createWorker } from '../../src/worker/worker.js';
+import { openChildStore, type ChildStoreConfig } from '../process/child-store.js';
+import { openHandlerTables, type HandlerDb } from './handler-tables.js';
 
 export interface FaultChildConfig {
   label: string;
-  url: string;
-  schema: string;
+  store: ChildStoreConfig;
+  handlerDb: HandlerDb;
   types: string[];
-  poolSize?: number;
+  clockSkewMs?: number;
   worker: Partial<Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'logger' | 'workerId'>>;
 }
 
@@ -45,9 +51,14 @@ export interface FaultPayload {
 const config = JSON.parse(process.env.TL_CHILD!) as FaultChildConfig;
 const say = (line: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify({ ...line, at: Date.now() })}\n`);
 const completed: string[] = [];
-const effects = new pg.Pool({ connectionString: config.url, max: 4, application_name: `tlh-${config.label}` });
-effects.on('error', () => undefined);
-const schema = `"${config.schema}"`;
+const tables = await openHandlerTables(config.handlerDb, config.label);
+const store = await openChildStore(config.store, config.label);
+const skew = config.clockSkewMs ?? 0;
+if (skew !== 0) {
+  const wallClock = Date.now.bind(Date);
+  Date.now = () => wallClock() + skew;
+}
+const clock: Clock = { ...systemClock, now: () => systemClock.now() + skew };
 
 const wait = (ms: number, signal: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
@@ -63,10 +74,7 @@ const orAbort = <T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undef
 async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status: 'SUCCESS'; result: unknown }> {
   const { signal } = ctx;
   const payload = given.onlyAttempt === undefined || given.onlyAttempt === ctx.attempt ? given : { ms: 10 };
-  await orAbort(
-    effects.query(`INSERT INTO ${schema}.executions (task_id, attempt, worker) VALUES ($1, $2, $3)`, [ctx.taskId, ctx.attempt, config.label]),
-    signal,
-  );
+  await orAbort(tables.logExecution(ctx.taskId, ctx.attempt, config.label), signal);
   const ms = payload.ms ?? 10;
   if (payload.mode === 'exit') process.exit(1);
   if (payload.mode === 'busy') for (const end = Date.now() + ms; Date.now() < end;);
@@ -78,25 +86,15 @@ async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status:
     if (!payload.completeAnyway) throw signal.reason;
     return { status: 'SUCCESS', result: { by: config.label, attempt: ctx.attempt, stale: true } };
   }
-  await effects.query(
-    `INSERT INTO ${schema}.effects (task_id, attempt, worker) VALUES ($1, $2, $3)
-     ON CONFLICT (task_id) DO UPDATE SET attempt = EXCLUDED.attempt, worker = EXCLUDED.worker, writes = effects.writes + 1`,
-    [ctx.taskId, ctx.attempt, config.label],
-  );
+  await tables.writeEffect(ctx.taskId, ctx.attempt, config.label);
   completed.push(ctx.taskId);
   return { status: 'SUCCESS', result: { by: config.label, attempt: ctx.attempt } };
 }
 
-const store = new PostgresStore({
-  connectionString: config.url,
-  schema: config.schema,
-  poolSize: config.poolSize ?? 4,
-  applicationName: `tlw-${config.label}`,
-});
 const tasks = config.types.map((type) => defineTask({ type, execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload) }));
-const worker = createWorker({ store, tasks, workerId: config.label, ...config.worker });
+const worker = createWorker({ store, tasks, clock, workerId: config.label, ...config.worker });
 worker.on('started', ({ task }) => say({ event: 'started', id: task.id, attempt: task.attemptCount }));
-worker.on('completed', ({ task }) => say({ event: 'completed', id: task.id }));
+worker.on('completed', ({ task }) => say({ event: 'completed', id: task.id, attempt: task.attemptCount }));
 worker.on('leaseLost', ({ task, reason }) => say({ event: 'leaseLost', id: task.id, reason }));
 worker.on('error', ({ operation, error }) => say({ event: 'error', operation, message: String((error as Error)?.message ?? error) }));
 worker.start();
@@ -108,8 +106,8 @@ process.on('SIGTERM', () => {
   if (sigterms > 1) return; // stop() is already under way: further SIGTERMs change nothing
   void worker.stop().then(async () => {
     await store.close().catch(() => undefined);
-    await effects.end().catch(() => undefined);
-    say({ event: 'stopped', completed });
-    process.exit(0);
+    await tables.close().catch(() => undefined);
+    // Exit once the line is written: a long one outgrows the pipe's buffer, and process.exit would cut its tail.
+    process.stdout.write(`${JSON.stringify({ event: 'stopped', completed })}\n`, () => process.exit(0));
   });
 });

@@ -1,6 +1,7 @@
 /**
- * FAULTS.md's invariants, checked with SQL against the test cluster after a
- * case (and at the end of a chaos run):
+ * FAULTS.md's invariants, checked through the Store's own reads (so on every
+ * dialect alike) and the handlers' tables after a case (and at the end of a
+ * chaos run):
  *
  * - I1 No loss: every acknowledged task is there, in a known status.
  * - I2 One owner: at most one SUCCESS attempt per task, and a succeeded
@@ -20,10 +21,12 @@
  * frozen or cut off between them can write an effect its lease no longer
  * covers. Tasks whose effect was written more than once are counted too.
  */
-import { ALL_STATUSES } from '../../src/core/status.js';
+import { ALL_STATUSES, type TaskStatus } from '../../src/core/status.js';
+import { Scope } from '../../src/core/scope.js';
+import type { Task } from '../../src/core/task.js';
+import type { Store } from '../../src/store/types.js';
 import { waitFor } from '../helpers/wait.js';
-
-export type Query = <R extends Record<string, unknown>>(sql: string, values?: unknown[]) => Promise<R[]>;
+import type { HandlerTables } from './handler-tables.js';
 
 export interface InvariantReport {
   violations: string[];
@@ -33,73 +36,74 @@ export interface InvariantReport {
     acknowledged: number;
     byStatus: Record<string, number>;
     failedBy: Record<string, number>;
+    /** Attempts the tasks started (their attempt counts summed). */
     attempts: number;
     executions: number;
     repeatedEffects: number;
   };
 }
 
-const t = (schema: string, table: string) => `"${schema}".${table}`;
+const G = Scope.global();
+const LEASED: TaskStatus[] = ['RUNNING', 'CANCEL_REQUESTED'];
+const SUCCEEDED = new Set(['SUCCESS', 'PARTIAL_SUCCESS']);
 
 export async function checkInvariants(
-  query: Query,
-  schema: string,
+  store: Store,
+  tables: HandlerTables,
   acknowledged: readonly string[],
   timing: { leaseMs: number; recoveryIntervalMs: number },
 ): Promise<InvariantReport> {
   const violations: string[] = [];
   const knownGaps: string[] = [];
-  const task = t(schema, 'system_async_task');
   // I4 first: it may wait for the sweep, and the counts below should see its result.
   const settleMs = timing.leaseMs + timing.recoveryIntervalMs + 10_000;
-  const stuck = async () =>
-    Number((await query<{ n: string }>(`SELECT count(*) AS n FROM ${task} WHERE status IN ('RUNNING', 'CANCEL_REQUESTED') AND lease_until < now()`))[0]!.n);
+  const stuck = async () => {
+    const now = (await store.now()).getTime();
+    return (await allTasks(store, LEASED)).filter((task) => task.leaseUntil !== null && task.leaseUntil.getTime() < now).length;
+  };
   await waitFor(async () => (await stuck()) === 0, 'no expired lease', settleMs, 200).catch(async () =>
     violations.push(`I4: ${await stuck()} task(s) still RUNNING on an expired lease ${settleMs} ms later`),
   );
 
-  const rows = await query<{ id: string; status: string; attempts: number; base: number; max: number }>(
-    `SELECT id, status, attempt_count AS attempts, attempt_base AS base, max_attempts AS max FROM ${task} WHERE id = ANY($1)`,
-    [acknowledged],
-  );
-  const found = new Map(rows.map((row) => [row.id, row]));
+  const tasks = await allTasks(store);
+  const found = new Map(tasks.map((task) => [task.id, task]));
   const missing = acknowledged.filter((id) => !found.has(id));
   if (missing.length > 0) violations.push(`I1: ${missing.length} acknowledged task(s) missing, e.g. ${missing.slice(0, 3).join(', ')}`);
+  const wanted = new Set(acknowledged);
+  const rows = tasks.filter((task) => wanted.has(task.id));
   const unknown = rows.filter((row) => !(ALL_STATUSES as readonly string[]).includes(row.status));
   if (unknown.length > 0) violations.push(`I1: ${unknown.length} task(s) in an unknown status`);
 
-  const doubleSuccess = await query<{ task_id: string }>(
-    `SELECT task_id FROM ${t(schema, 'system_async_task_attempt')} WHERE outcome IN ('SUCCESS', 'PARTIAL_SUCCESS') GROUP BY task_id HAVING count(*) > 1`,
-  );
-  if (doubleSuccess.length > 0) violations.push(`I2: ${doubleSuccess.length} task(s) with two SUCCESS attempts, e.g. ${doubleSuccess[0]!.task_id}`);
-  const wrongEffect = await query<{ id: string; attempt_count: number; effect: number | null }>(
-    `SELECT s.id, s.attempt_count, e.attempt AS effect FROM ${task} s LEFT JOIN ${t(schema, 'effects')} e ON e.task_id = s.id
-     WHERE s.status = 'SUCCESS' AND (e.attempt IS NULL OR e.attempt <> s.attempt_count)`,
-  );
-  if (wrongEffect.length > 0)
-    knownGaps.push(`I2 (effects): ${wrongEffect.length} succeeded task(s) whose effect is not the final attempt's, e.g. ${JSON.stringify(wrongEffect[0])}`);
+  // Only a task that started more than one attempt can have two SUCCESS attempts.
+  const doubleSuccess: string[] = [];
+  for (const task of tasks.filter((t) => t.attemptCount > 1)) {
+    if ((await store.listAttempts({ taskId: task.id })).filter((a) => a.outcome !== null && SUCCEEDED.has(a.outcome)).length > 1) doubleSuccess.push(task.id);
+  }
+  if (doubleSuccess.length > 0) violations.push(`I2: ${doubleSuccess.length} task(s) with two SUCCESS attempts, e.g. ${doubleSuccess[0]}`);
+  const effects = await tables.effects();
+  const effectOf = new Map(effects.map((e) => [e.taskId, e.attempt]));
+  const wrongEffect = tasks.filter((t) => t.status === 'SUCCESS' && effectOf.get(t.id) !== t.attemptCount);
+  if (wrongEffect.length > 0) {
+    const example = { id: wrongEffect[0]!.id, attempt_count: wrongEffect[0]!.attemptCount, effect: effectOf.get(wrongEffect[0]!.id) ?? null };
+    knownGaps.push(`I2 (effects): ${wrongEffect.length} succeeded task(s) whose effect is not the final attempt's, e.g. ${JSON.stringify(example)}`);
+  }
 
   const byStatus: Record<string, number> = {};
   for (const row of rows) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
-  const settled = rows.length;
-  if (settled !== acknowledged.length) violations.push(`I5: acknowledged ${acknowledged.length} ≠ counted ${settled}`);
-  const overspent = rows.filter((row) => row.attempts - row.base > row.max);
-  if (overspent.length > 0) violations.push(`I5: ${overspent.length} task(s) ran more attempts than max_attempts, e.g. ${JSON.stringify(overspent[0])}`);
-  const noLetter = await query<{ id: string }>(
-    `SELECT s.id FROM ${task} s WHERE s.status = 'FAILED' AND NOT EXISTS (SELECT 1 FROM ${t(schema, 'system_async_task_dead_letter')} d WHERE d.original_task_id = s.id)`,
-  );
+  if (rows.length !== acknowledged.length) violations.push(`I5: acknowledged ${acknowledged.length} ≠ counted ${rows.length}`);
+  const overspent = rows.filter((row) => row.attemptCount - row.attemptBase > row.maxAttempts);
+  if (overspent.length > 0) {
+    const { id, attemptCount, attemptBase, maxAttempts } = overspent[0]!;
+    violations.push(
+      `I5: ${overspent.length} task(s) ran more attempts than max_attempts, e.g. ${JSON.stringify({ id, attemptCount, attemptBase, maxAttempts })}`,
+    );
+  }
+  const lettered = new Set((await allDeadLetters(store)).map((letter) => letter.originalTaskId));
+  const noLetter = tasks.filter((t) => t.status === 'FAILED' && !lettered.has(t.id));
   if (noLetter.length > 0) violations.push(`I5: ${noLetter.length} FAILED task(s) without a dead letter`);
 
-  const [figures] = await query<{ attempts: string; executions: string; repeated: string }>(
-    `SELECT (SELECT count(*) FROM ${t(schema, 'system_async_task_attempt')}) AS attempts, (SELECT count(*) FROM ${t(schema, 'executions')}) AS executions,
-            (SELECT count(*) FROM ${t(schema, 'effects')} WHERE writes > 1) AS repeated`,
-  );
   const failedBy: Record<string, number> = {};
-  for (const row of await query<{ code: string | null; n: string }>(
-    `SELECT last_error_code AS code, count(*) AS n FROM ${task} WHERE status = 'FAILED' GROUP BY 1`,
-  )) {
-    failedBy[row.code ?? 'none'] = Number(row.n);
-  }
+  for (const task of tasks.filter((t) => t.status === 'FAILED')) failedBy[task.lastErrorCode ?? 'none'] = (failedBy[task.lastErrorCode ?? 'none'] ?? 0) + 1;
   return {
     violations,
     knownGaps,
@@ -107,15 +111,31 @@ export async function checkInvariants(
       acknowledged: acknowledged.length,
       byStatus,
       failedBy,
-      attempts: Number(figures!.attempts),
-      executions: Number(figures!.executions),
-      repeatedEffects: Number(figures!.repeated),
+      attempts: tasks.reduce((sum, t) => sum + t.attemptCount, 0),
+      executions: await tables.executions(),
+      repeatedEffects: effects.filter((e) => e.writes > 1).length,
     },
   };
 }
 
-/** The tables the handlers write (FAULTS.md): one row per execution start, one effect per task. */
-export function handlerTablesSql(schema: string): string {
-  return `CREATE TABLE IF NOT EXISTS "${schema}".executions (task_id text NOT NULL, attempt integer NOT NULL, worker text NOT NULL, at timestamptz NOT NULL DEFAULT clock_timestamp());
-CREATE TABLE IF NOT EXISTS "${schema}".effects (task_id text PRIMARY KEY, attempt integer NOT NULL, worker text NOT NULL, writes integer NOT NULL DEFAULT 1);`;
+/** Every task (in `statuses`), page by page. */
+export async function allTasks(store: Store, statuses: readonly TaskStatus[] | null = null): Promise<Task[]> {
+  const tasks: Task[] = [];
+  for (let cursor: string | null = null; ;) {
+    const page = await store.listTasks({ scope: G, status: statuses, limit: 1000, cursor });
+    tasks.push(...page.tasks);
+    if (page.nextCursor === null) return tasks;
+    cursor = page.nextCursor;
+  }
+}
+
+/** Every dead letter, page by page (newest first: the cursor is the last id seen). */
+async function allDeadLetters(store: Store): Promise<{ originalTaskId: string }[]> {
+  const letters: { id: string; originalTaskId: string }[] = [];
+  for (let cursor: string | null = null; ;) {
+    const page = await store.listDeadLetters({ scope: G, limit: 1000, cursor });
+    letters.push(...page);
+    if (page.length < 1000) return letters;
+    cursor = page[page.length - 1]!.id;
+  }
 }

@@ -11,7 +11,7 @@
 import { expect, it } from 'vitest';
 import { Scope } from '../../src/core/scope.js';
 import { QUARANTINE_AFTER_LEASE_EXPIRIES } from '../../src/core/task.js';
-import { describeWithCluster } from './describe-cluster.js';
+import { describeWithCluster } from './describe-store.js';
 import { runPoisonPill } from './poison-case.js';
 
 const MAX_ATTEMPTS = 3;

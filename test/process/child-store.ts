@@ -6,7 +6,11 @@
  */
 import type { Store } from '../../src/store/types.js';
 
-export type ChildStoreConfig = { dialect: 'postgres'; url: string; schema: string } | { dialect: 'mysql'; uri: string } | { dialect: 'sqlite'; path: string };
+export type ChildStoreConfig = (
+  { dialect: 'postgres'; url: string; schema: string } | { dialect: 'mysql'; uri: string } | { dialect: 'sqlite'; path: string }
+) & {
+  poolSize?: number;
+};
 
 export function childApplicationName(label: string): string {
   return `tlw-${label}`;
@@ -16,11 +20,16 @@ export async function openChildStore(config: ChildStoreConfig, label: string): P
   switch (config.dialect) {
     case 'postgres': {
       const { PostgresStore } = await import('../../src/store/postgres/store.js');
-      return new PostgresStore({ connectionString: config.url, schema: config.schema, poolSize: 4, applicationName: childApplicationName(label) });
+      return new PostgresStore({
+        connectionString: config.url,
+        schema: config.schema,
+        poolSize: config.poolSize ?? 4,
+        applicationName: childApplicationName(label),
+      });
     }
     case 'mysql': {
       const { MysqlStore } = await import('../../src/store/mysql/store.js');
-      return new MysqlStore({ uri: await mysqlChildUri(config.uri, label), poolSize: 4 });
+      return new MysqlStore({ uri: await mysqlChildUri(config.uri, label), poolSize: config.poolSize ?? 4 });
     }
     case 'sqlite': {
       const { SqliteStore } = await import('../../src/store/sqlite/store.js');

@@ -86,7 +86,7 @@ say({ event: 'ready', pid: process.pid });
 process.on('SIGTERM', () => {
   void worker.stop().then(async () => {
     await store.close();
-    say({ event: 'stopped', completed });
-    process.exit(0);
+    // Exit once the line is written: a long one outgrows the pipe's buffer, and process.exit would cut its tail.
+    process.stdout.write(`${JSON.stringify({ event: 'stopped', completed })}\n`, () => process.exit(0));
   });
 });

@@ -22,6 +22,7 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   now: (s) => s.now(),
   schemaVersion: (s) => s.schemaVersion(),
   payloadLimit: (s) => s.payloadLimit(),
+  explainClaim: (s) => s.explainClaim({ taskType: 'alpha' }),
   subscribe: (s) => s.subscribe(() => undefined),
   insertTasks: (s) => s.insertTasks({ tasks: [newTask()] }),
   getTask: (s) => s.getTask({ id: 'x', scope: G }),

@@ -13,6 +13,7 @@ import { waitFor } from '../helpers/wait.js';
 import { runContractConformance } from './conformance-contract.js';
 import { runControlConformance } from './conformance-control.js';
 import { runOwnerConformance } from './conformance-owners.js';
+import { runPlanConformance } from './conformance-plan.js';
 import { claimParams, FAILURE, leaseOf, newTask, useStore } from './fixtures.js';
 
 const G = Scope.global();
@@ -403,6 +404,19 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect((await status(retryable)).status).toBe('QUEUED');
     });
 
+    it('a PAUSED task whose deadline passes ends like a queued one: FAILED, DEADLINE_EXCEEDED, dead-lettered (F7)', async () => {
+      const paused = await insert({ taskType: 'paused', deadlineAt: new Date(Date.now() + 300) });
+      const undated = await insert({ taskType: 'paused' });
+      await store.changeStatus({ ids: [paused.id, undated.id], scope: G, from: ['QUEUED'], to: 'PAUSED' });
+      await waitFor(async () => (await store.now()).getTime() > paused.deadlineAt!.getTime(), 'the deadline to pass');
+      let expired = 0;
+      await waitFor(async () => (expired += (await store.recover({ batchSize: 10 })).deadlineExpired) === 1, 'the sweep to fail the overdue paused task');
+      expect(await store.getTask({ id: paused.id, scope: G })).toMatchObject({ status: 'FAILED', lastErrorCode: 'DEADLINE_EXCEEDED' });
+      expect((await store.getTask({ id: undated.id, scope: G }))!.status).toBe('PAUSED');
+      const letters = await store.listDeadLetters({ scope: G, limit: 10 });
+      expect(letters.map((l) => [l.originalTaskId, l.errorCode])).toEqual([[paused.id, 'DEADLINE_EXCEEDED']]);
+    });
+
     it('changes status only from the allowed statuses, with the target\u2019s column rules', async () => {
       const a = await insert();
       const paused = await store.changeStatus({ ids: [a.id, 'missing'], scope: G, from: ['QUEUED'], to: 'PAUSED' });
@@ -435,4 +449,5 @@ export function runStoreConformance(factory: StoreFactory): void {
   runContractConformance(factory);
   runControlConformance(factory);
   runOwnerConformance(factory);
+  runPlanConformance(factory);
 }

@@ -248,7 +248,8 @@ function rankedStatement(taskType: string, perOwner: number): Statement {
 }
 
 /** One type's SKIP LOCKED select, walking the claim index in claim order; due and deadline judged by the claim's one clock reading. */
-function candidatesStatement(taskType: string, limit: number): Statement {
+/** A type's claimable rows in claim order, locked (explain.ts shows its plan). Reads @tasklease_now. */
+export function candidatesStatement(taskType: string, limit: number): Statement {
   return {
     sql: `SELECT * FROM system_async_task FORCE INDEX (ix_system_async_task_claim)
       WHERE claimable = 1 AND task_type = ? AND available_at <= @tasklease_now AND (deadline_at IS NULL OR deadline_at > @tasklease_now)

@@ -5,13 +5,13 @@
  * lease (lease_until in the future by the database's clock) is never touched.
  */
 import {
-  CLAIMABLE_SQL,
   DEADLINE_FAILURE,
   expiredLeaseAssignments,
   expiredLeaseDecision,
   type ExpiredLeaseDecision,
   type ExpiredLeaseRow,
   LEASED_SQL,
+  OVERDUE_SQL,
   STATUS_SQL,
   tallyExpired,
 } from '../rules/index.js';
@@ -68,20 +68,31 @@ async function expiredLeases(db: MysqlDatabase, conn: Conn, batchSize: number): 
   return tallyExpired(decided.map((d) => d.decision));
 }
 
+/**
+ * Overdue rows come by two index paths: claimable ones by the deadline index (the generated `claimable`
+ * column leaves PAUSED out), paused ones by the status index — few, so sorting them costs little.
+ */
 async function pastDeadline(db: MysqlDatabase, conn: Conn, batchSize: number): Promise<number> {
-  const rows = await db.rows(
+  const claimable = await db.rows(
     conn,
     `SELECT id, attempt_count, NOW(3) AS db_now FROM system_async_task FORCE INDEX (ix_system_async_task_deadline)
      WHERE claimable = 1 AND deadline_at IS NOT NULL AND deadline_at <= NOW(3) ORDER BY deadline_at LIMIT ? FOR UPDATE SKIP LOCKED`,
     [batchSize],
   );
+  const paused = await db.rows(
+    conn,
+    `SELECT id, attempt_count, NOW(3) AS db_now FROM system_async_task FORCE INDEX (ix_system_async_task_status_available)
+     WHERE status = ${STATUS_SQL.PAUSED} AND deadline_at IS NOT NULL AND deadline_at <= NOW(3) ORDER BY deadline_at LIMIT ? FOR UPDATE SKIP LOCKED`,
+    [batchSize - claimable.length],
+  );
+  const rows = [...claimable, ...paused];
   if (rows.length === 0) return 0;
   const now = String(rows[0]!.db_now);
   const ids = rows.map((row) => String(row.id));
   await db.exec(
     conn,
     `UPDATE system_async_task SET status = ${STATUS_SQL.FAILED}, last_error_code = ?, finish_time = ?, update_time = ?
-     WHERE id IN (?) AND status IN ${CLAIMABLE_SQL}`,
+     WHERE id IN (?) AND status IN ${OVERDUE_SQL}`,
     [DEADLINE_FAILURE.errorCode, now, now, ids],
   );
   const failures = rows.map((row) => ({ taskId: String(row.id), attempt: Number(row.attempt_count), failure: DEADLINE_FAILURE }));

@@ -19,6 +19,7 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase, type StoreMethod } from '../base.js';
 import type { LocalBus } from '../local-bus.js';
 import type {
+  ClaimPlan,
   AnalysisData,
   AttemptOutcome,
   AttemptRecord,
@@ -46,6 +47,7 @@ import type {
   WorkerRegistration,
 } from '../types.js';
 import { claim, type CapCache } from './claim.js';
+import { explainClaim } from './explain.js';
 import { JoinedTransaction, MysqlDatabase, mysqlPoolStats, type Conn } from './connection.js';
 import * as control from './control.js';
 import { decode } from './encode.js';
@@ -144,6 +146,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     this.closed = true;
     this.wakeups.stop();
     await Promise.all([this.db.close(), this.leaseDb.close()]);
+  }
+
+  async explainClaim(params: { taskType: string }): Promise<ClaimPlan> {
+    return explainClaim(this.db, params.taskType);
   }
 
   async now(): Promise<Date> {

@@ -243,6 +243,17 @@ CREATE UNIQUE INDEX ux_system_async_task_unique ON ${s}.system_async_task ((${UN
   },
   {
     version: 9,
+    name: 'deadline index covers paused tasks',
+    // The sweep's deadline step fails PAUSED tasks too (they stayed PAUSED forever past their deadline):
+    // the partial index it walks must hold them, or that step would scan the table.
+    sql: (s) => `
+DROP INDEX IF EXISTS ${s}.ix_system_async_task_deadline;
+CREATE INDEX ix_system_async_task_deadline ON ${s}.system_async_task (deadline_at)
+  WHERE status IN ('QUEUED', 'RETRY_WAIT', 'PAUSED') AND deadline_at IS NOT NULL;
+`,
+  },
+  {
+    version: 10,
     name: 'trace parent',
     // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
     // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.

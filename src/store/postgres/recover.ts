@@ -8,7 +8,6 @@
  * rather than being queued again.
  */
 import {
-  CLAIMABLE_SQL,
   DEADLINE_EXCEEDED_SQL,
   DEADLINE_MESSAGE,
   expiredLeaseAssignments,
@@ -17,6 +16,7 @@ import {
   LEASE_EXPIRED_OUTCOME_SQL,
   LEASE_EXPIRED_SQL,
   LEASED_SQL,
+  OVERDUE_SQL,
   STATUS_SQL,
 } from '../rules/index.js';
 import type { RecoveryResult } from '../types.js';
@@ -91,13 +91,13 @@ SELECT count(*) FILTER (WHERE status = ${STATUS_SQL.QUEUED})::integer AS requeue
 FROM changed`;
 }
 
-/** Waiting tasks past their deadline → FAILED (the deadline failure) + dead letter. */
+/** Waiting or paused tasks past their deadline → FAILED (the deadline failure) + dead letter. */
 function deadlineSql(ctx: PgContext): string {
   const { task, failure, deadLetter } = ctx.tables;
   const uuid = `${ctx.schema}.tasklease_uuid_v7()`;
   return `
 WITH overdue AS MATERIALIZED (
-  SELECT id FROM ${task} WHERE status IN ${CLAIMABLE_SQL} AND deadline_at IS NOT NULL AND deadline_at <= now()
+  SELECT id FROM ${task} WHERE status IN ${OVERDUE_SQL} AND deadline_at IS NOT NULL AND deadline_at <= now()
   ORDER BY deadline_at LIMIT $1 FOR UPDATE SKIP LOCKED
 ),
 changed AS (

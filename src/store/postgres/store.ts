@@ -22,6 +22,7 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase, type StoreMethod } from '../base.js';
 import { LocalBus } from '../local-bus.js';
 import type {
+  ClaimPlan,
   AnalysisData,
   AttemptOutcome,
   AttemptRecord,
@@ -49,6 +50,7 @@ import type {
   WorkerRegistration,
 } from '../types.js';
 import { claimTasks } from './claim.js';
+import { explainClaim } from './explain.js';
 import { createContext, pgPoolStats, run, type PgContext, type Queryable } from './connection.js';
 import * as control from './control.js';
 import { isConnectTimeout } from './errors.js';
@@ -151,6 +153,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     await this.listener.close();
     if (this.ownsLeasePool) await this.ctx.leasePool.end().catch(() => undefined);
     if (this.ownsPool) await this.pool.end().catch(() => undefined);
+  }
+
+  async explainClaim(params: { taskType: string }): Promise<ClaimPlan> {
+    return explainClaim(this.ctx, params.taskType);
   }
 
   async now(): Promise<Date> {

@@ -13,10 +13,10 @@
  * crashes; its neighbours lose no attempt to it.
  */
 import { ErrorCode } from '../../core/errors.js';
-import { AttemptOutcomeName } from '../../core/status.js';
+import { AttemptOutcomeName, IDLE_STATUSES } from '../../core/status.js';
 import { QUARANTINE_AFTER_LEASE_EXPIRIES, type FailureRecord } from '../../core/task.js';
 import type { RecoveryResult } from '../types.js';
-import { literal, STATUS_SQL } from './sql.js';
+import { literal, STATUS_SQL, statusList } from './sql.js';
 
 export const LEASE_EXPIRED_MESSAGE = 'lease expired: the worker stopped renewing it (crashed, stalled or partitioned)';
 export const DEADLINE_MESSAGE = 'deadline passed before the task could run';
@@ -28,6 +28,12 @@ export const LEASE_EXPIRED_OUTCOME_SQL = literal(AttemptOutcomeName.LEASE_EXPIRE
 export function leaseExpiredFailure(retryable: boolean): FailureRecord {
   return { errorCode: ErrorCode.LEASE_EXPIRED, message: LEASE_EXPIRED_MESSAGE, traceId: null, retryable };
 }
+
+/**
+ * What the deadline step fails once deadline_at has passed: every task no worker holds, PAUSED included —
+ * a paused task cannot be run in time any more either, and left out it would stay PAUSED forever (F7).
+ */
+export const OVERDUE_SQL = statusList(IDLE_STATUSES);
 
 export const DEADLINE_FAILURE: FailureRecord = Object.freeze({
   errorCode: ErrorCode.DEADLINE_EXCEEDED,

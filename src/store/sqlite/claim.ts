@@ -27,6 +27,10 @@ import { decodeSqlite, toSqliteTime } from './encode.js';
 const DUE = `status IN ${CLAIMABLE_SQL} AND available_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)`;
 const ORDER = 'priority DESC, available_at, create_time, id';
 
+/** A type's claimable rows in claim order; parameters: type, now, now, limit (explain.ts shows its plan). */
+export const CANDIDATES_SQL = `SELECT id, task_type, priority, available_at, create_time FROM system_async_task
+     WHERE task_type = ? AND ${DUE} ORDER BY priority DESC, available_at, create_time LIMIT ?`;
+
 export function claim(db: Db, params: ClaimParams, nowMs: number): Task[] {
   const now = toSqliteTime(nowMs);
   const policies = readPolicies(db, [GLOBAL_POLICY_KEY, ...params.taskTypes.map(typePolicyKey)]);
@@ -43,11 +47,7 @@ export function claim(db: Db, params: ClaimParams, nowMs: number): Task[] {
 }
 
 function pickPlain(db: Db, rooms: Map<string, number>, room: number, now: string): Row[] {
-  const candidatesOf = statement(
-    db,
-    `SELECT id, task_type, priority, available_at, create_time FROM system_async_task WHERE task_type = ? AND ${DUE}
-     ORDER BY priority DESC, available_at, create_time LIMIT ?`,
-  );
+  const candidatesOf = statement(db, CANDIDATES_SQL);
   const candidates: Row[] = [];
   for (const [taskType, typeRoom] of rooms) candidates.push(...(candidatesOf.all(taskType, now, now, Math.min(typeRoom, room)) as Row[]));
   return candidates.sort(claimOrder).slice(0, room);

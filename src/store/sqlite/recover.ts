@@ -1,15 +1,15 @@
 /**
  * The recovery sweep on SQLite, inside the caller's BEGIN IMMEDIATE: what
  * happens to each expired lease is rules/: expiredLeaseDecision; overdue
- * waiting tasks fail with DEADLINE_FAILURE; due retries go back to QUEUED.
+ * waiting or paused tasks fail with DEADLINE_FAILURE; due retries go back to QUEUED.
  */
 import {
-  CLAIMABLE_SQL,
   DEADLINE_FAILURE,
   expiredLeaseAssignments,
   expiredLeaseDecision,
   type ExpiredLeaseRow,
   LEASED_SQL,
+  OVERDUE_SQL,
   STATUS_SQL,
   tallyExpired,
 } from '../rules/index.js';
@@ -59,7 +59,7 @@ function expiredLeases(db: Db, batchSize: number, now: string, result: RecoveryR
 function pastDeadline(db: Db, batchSize: number, now: string): number {
   const overdue = statement(
     db,
-    `SELECT id, attempt_count FROM system_async_task WHERE status IN ${CLAIMABLE_SQL} AND deadline_at IS NOT NULL AND deadline_at <= ?
+    `SELECT id, attempt_count FROM system_async_task WHERE status IN ${OVERDUE_SQL} AND deadline_at IS NOT NULL AND deadline_at <= ?
      ORDER BY deadline_at LIMIT ?`,
   ).all(now, batchSize) as Row[];
   const fail = statement(db, `UPDATE system_async_task SET status = ${STATUS_SQL.FAILED}, last_error_code = ?, finish_time = ?, update_time = ? WHERE id = ?`);

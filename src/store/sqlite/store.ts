@@ -16,6 +16,7 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase } from '../base.js';
 import { LocalBus } from '../local-bus.js';
 import type {
+  ClaimPlan,
   AnalysisData,
   AttemptOutcome,
   AttemptRecord,
@@ -42,6 +43,7 @@ import type {
   WorkerRegistration,
 } from '../types.js';
 import { claim, leasedByType } from './claim.js';
+import { explainClaim } from './explain.js';
 import { LockWaits, openDatabase, type Db } from './connection.js';
 import * as control from './control.js';
 import { toSqliteTime } from './encode.js';
@@ -137,6 +139,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async now(): Promise<Date> {
     return new Date(this.clock());
+  }
+
+  async explainClaim(params: { taskType: string }): Promise<ClaimPlan> {
+    return explainClaim(this.db, params.taskType, this.clock());
   }
 
   override subscribe(listener: StoreListener): () => void {

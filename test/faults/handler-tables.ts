@@ -1,0 +1,99 @@
+/**
+ * The tables the fault handlers write (FAULTS.md): one `executions` row per
+ * handler start (autocommit), one `effects` row per task (a second write of
+ * the same task counts in `writes`). They live beside tasklease's tables on
+ * each store, reached through the handler's own connection — not the
+ * store's, so that cutting the worker's connections leaves them alone.
+ * Test plumbing, like test/helpers' schema setup: the only SQL here is the
+ * handlers' own tables.
+ */
+export type HandlerDb = { dialect: 'postgres'; url: string; schema: string } | { dialect: 'mysql'; uri: string } | { dialect: 'sqlite'; path: string };
+
+export interface HandlerTables {
+  create(): Promise<void>;
+  logExecution(taskId: string, attempt: number, worker: string): Promise<void>;
+  writeEffect(taskId: string, attempt: number, worker: string): Promise<void>;
+  /** Executions logged (by one worker, or all). */
+  executions(worker?: string): Promise<number>;
+  effects(): Promise<{ taskId: string; attempt: number; writes: number }[]>;
+  /** Empties the handlers' tables and tasklease's task tables (between cases; the schema and its version stay). */
+  reset(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const TASK_TABLES = [
+  'system_async_task',
+  'system_async_task_attempt',
+  'system_async_task_failure',
+  'system_async_task_dead_letter',
+  'system_async_task_worker',
+];
+
+type Run = (sql: string, values?: unknown[]) => Promise<Record<string, unknown>[]>;
+
+/** The same statements on every dialect: `?` placeholders (PostgreSQL's are numbered by `run`), standard types. */
+function tablesOver(run: Run, prefix: string, upsert: string, close: () => Promise<void>): HandlerTables {
+  const executions = `${prefix}executions`;
+  const effects = `${prefix}effects`;
+  return {
+    async create() {
+      await run(`CREATE TABLE IF NOT EXISTS ${executions} (task_id VARCHAR(64) NOT NULL, attempt INTEGER NOT NULL, worker VARCHAR(64) NOT NULL)`);
+      await run(
+        `CREATE TABLE IF NOT EXISTS ${effects} (task_id VARCHAR(64) PRIMARY KEY, attempt INTEGER NOT NULL, worker VARCHAR(64) NOT NULL, writes INTEGER NOT NULL DEFAULT 1)`,
+      );
+    },
+    async logExecution(taskId, attempt, worker) {
+      await run(`INSERT INTO ${executions} (task_id, attempt, worker) VALUES (?, ?, ?)`, [taskId, attempt, worker]);
+    },
+    async writeEffect(taskId, attempt, worker) {
+      await run(`INSERT INTO ${effects} (task_id, attempt, worker) VALUES (?, ?, ?) ${upsert}`, [taskId, attempt, worker]);
+    },
+    async executions(worker) {
+      const rows = await run(`SELECT count(*) AS n FROM ${executions}${worker === undefined ? '' : ' WHERE worker = ?'}`, worker === undefined ? [] : [worker]);
+      return Number(rows[0]!.n);
+    },
+    async effects() {
+      return (await run(`SELECT task_id, attempt, writes FROM ${effects}`)).map((r) => ({
+        taskId: String(r.task_id),
+        attempt: Number(r.attempt),
+        writes: Number(r.writes),
+      }));
+    },
+    async reset() {
+      for (const table of [executions, effects, ...TASK_TABLES.map((name) => `${prefix}${name}`)]) await run(`DELETE FROM ${table}`);
+    },
+    close,
+  };
+}
+
+const ON_CONFLICT = 'ON CONFLICT (task_id) DO UPDATE SET attempt = EXCLUDED.attempt, worker = EXCLUDED.worker, writes = effects.writes + 1';
+
+export async function openHandlerTables(db: HandlerDb, label: string): Promise<HandlerTables> {
+  switch (db.dialect) {
+    case 'postgres': {
+      const { default: pg } = await import('pg');
+      const pool = new pg.Pool({ connectionString: db.url, max: 4, application_name: `tlh-${label}` });
+      pool.on('error', () => undefined);
+      const numbered = (sql: string, n = 0) => sql.replace(/\?/g, () => `$${++n}`);
+      const run: Run = async (sql, values = []) => (await pool.query(numbered(sql), values)).rows;
+      return tablesOver(run, `"${db.schema}".`, ON_CONFLICT, () => pool.end());
+    }
+    case 'mysql': {
+      const { default: mysql } = await import('mysql2/promise');
+      const pool = mysql.createPool({ uri: db.uri, connectionLimit: 4 });
+      const run: Run = async (sql, values = []) => (await pool.query(sql, values))[0] as Record<string, unknown>[];
+      const upsert = 'ON DUPLICATE KEY UPDATE writes = writes + 1, attempt = VALUES(attempt), worker = VALUES(worker)';
+      return tablesOver(run, '', upsert, () => pool.end());
+    }
+    case 'sqlite': {
+      const { default: Database } = await import('better-sqlite3');
+      const file = new Database(db.path, { timeout: 10_000 });
+      file.pragma('journal_mode = WAL');
+      const run: Run = async (sql, values = []) => {
+        const statement = file.prepare(sql);
+        return statement.reader ? (statement.all(...values) as Record<string, unknown>[]) : (statement.run(...values), []);
+      };
+      return tablesOver(run, '', ON_CONFLICT, async () => void file.close());
+    }
+  }
+}
