@@ -22,12 +22,15 @@ export async function runPoisonPill(env: FaultEnvironment, maxAttempts = 3): Pro
     { maxAttempts },
   );
   let restarts = 0;
-  let current: ChildWorker = env.worker('poison-0', ['work'], { concurrency: 4 });
+  // A lease of 5 s, not the suite's 2 s: an innocent task must lose leases only to the poison's crashes, never to a
+  // heartbeat that a loaded machine delayed (its third lost lease would cost an attempt, as the rule says).
+  const worker = { concurrency: 4, leaseMs: 5000 };
+  let current: ChildWorker = env.worker('poison-0', ['work'], worker);
   const settled = async () => (await Promise.all([poison!, ...innocent].map((id) => env.statusOf(id)))).every((s) => s === 'SUCCESS' || s === 'FAILED');
   await waitFor(
     async () => {
       if (await settled()) return true;
-      if (current.exitCode() !== undefined) current = env.worker(`poison-${++restarts}`, ['work'], { concurrency: 4 });
+      if (current.exitCode() !== undefined) current = env.worker(`poison-${++restarts}`, ['work'], worker);
       return false;
     },
     'the poison and its neighbours to settle',
