@@ -23,6 +23,7 @@ import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
 import { ScheduleApi } from './schedules.js';
 import { waitForTask, type WaitOptions } from './wait.js';
+import { startSubmitSpan } from '../observe/tracing.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 
 export interface ClientOptions {
@@ -138,8 +139,17 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
       throw error;
     }
     const tasks = prepared.some((task) => task instanceof Promise) ? await Promise.all(prepared) : (prepared as NewTask[]);
-    const results = await this.store.insertTasks({ tasks, ...(options.transaction === undefined ? {} : { transaction: options.transaction }) });
+    const trace = startSubmitSpan(tasks);
+    if (trace?.traceParent) for (const task of tasks) task.traceParent = trace.traceParent;
+    let results: InsertTaskResult[];
+    try {
+      results = await this.store.insertTasks({ tasks, ...(options.transaction === undefined ? {} : { transaction: options.transaction }) });
+    } catch (error) {
+      trace?.span.end(error instanceof Error ? error : String(error));
+      throw error;
+    }
     const created = results.filter((r) => r.created).map((r) => r.task);
+    trace?.span.end(null, { 'tasklease.task.created': created.length });
     if (created.length > 0) this.emit('submitted', { tasks: created });
     return results;
   }

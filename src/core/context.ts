@@ -1,4 +1,5 @@
 /** What a handler sees of its execution (the worker's ExecutionContext implements it). */
+import type { TaskResult } from './result.js';
 import type { Task, TaskProgress } from './task.js';
 
 export interface TaskContext {
@@ -18,4 +19,15 @@ export interface TaskContext {
   checkCancellation(): Promise<void>;
   /** Throws at once if the signal fired; never asks the store. */
   throwIfAborted(): void;
+  /**
+   * Completes the attempt inside your own transaction (PostgreSQL: a pg client
+   * inside BEGIN; MySQL: a mysql2 connection inside a transaction), so that
+   * your writes and the task's SUCCESS commit or roll back together. Call it
+   * last, just before COMMIT: the task row stays locked until you commit.
+   * Throws a TaskAbortedError (code LEASE_LOST, CANCELLED, TIMEOUT…) when the
+   * attempt may no longer succeed: roll back. If your transaction rolls back
+   * anyway, it is as if you had not called it. On a store without
+   * `capabilities.transactionalComplete` (SQLite) it throws UnsupportedError.
+   */
+  complete(transaction: unknown, result?: TaskResult): Promise<void>;
 }

@@ -7,16 +7,11 @@ import { DEFAULT_RETRY, type RetryOptions } from './retry.js';
 import { checkKnownKeys, keysOf } from './validate.js';
 import { isStandardSchema, type StandardSchemaV1 } from './standard-schema.js';
 import type { TaskContext } from './context.js';
+import type { TaskResult as ResultShape } from './result.js';
 
-export type TaskResultStatus = 'SUCCESS' | 'PARTIAL_SUCCESS';
-
-export interface TaskResult {
-  status: TaskResultStatus;
-  /** An id of what the task produced (a file, a report), stored in artifact_id. */
-  artifactId?: string | null;
-  /** Any JSON value, stored in result_json. */
-  result?: unknown;
-}
+export type { TaskResultStatus } from './result.js';
+/** What a handler returns for a success (result.ts: ctx.complete takes it too, and core/context.ts cannot import this module). */
+export type TaskResult = ResultShape;
 
 /**
  * "Run me again in `delayMs`": the attempt ends without spending one of

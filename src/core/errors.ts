@@ -23,6 +23,8 @@ export const ErrorCode = {
   OUTCOME_NOT_WRITABLE: 'OUTCOME_NOT_WRITABLE',
   /** A component used in a state that does not allow it (a worker started twice). */
   INVALID_STATE: 'INVALID_STATE',
+  /** The store cannot do this at all (ctx.complete(tx) on SQLite): see its `capabilities`. */
+  UNSUPPORTED: 'UNSUPPORTED',
   STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
   SCHEMA_MISMATCH: 'SCHEMA_MISMATCH',
   DRIVER_MISSING: 'DRIVER_MISSING',
@@ -188,6 +190,17 @@ export class WaitError extends TaskLeaseError {
 export class InvalidStateError extends TaskLeaseError {
   constructor(message: string) {
     super(ErrorCode.INVALID_STATE, message);
+  }
+}
+
+/**
+ * The store cannot do this (capabilities say so): no retry will help, so a
+ * handler that lets it escape fails its task for good.
+ */
+export class UnsupportedError extends TaskLeaseError {
+  readonly retryable = false;
+  constructor(message: string) {
+    super(ErrorCode.UNSUPPORTED, message);
   }
 }
 

@@ -39,6 +39,8 @@ export interface Task<Payload = unknown> {
   result: unknown;
   lastErrorCode: string | null;
   traceId: string | null;
+  /** The W3C traceparent of the OpenTelemetry span that submitted the task (null: none was active). */
+  traceParent: string | null;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
@@ -61,6 +63,8 @@ export interface NewTask {
   owner: string | null;
   idempotencyKey: string | null;
   traceId: string | null;
+  /** W3C traceparent of the submitting span (observe/tracing.ts); absent or null: none. */
+  traceParent?: string | null;
   /** A uniqueness window (client/unique.ts); absent or null: none. */
   unique?: UniqueSpec | null;
 }

@@ -40,6 +40,7 @@ export function taskFromRow(row: Row, decode: Decode): Task {
     result: row.result_json === null || row.result_json === undefined ? null : decode.json(row.result_json),
     lastErrorCode: optionalString(row.last_error_code),
     traceId: optionalString(row.trace_id),
+    traceParent: optionalString(row.trace_parent),
     createdAt: decode.time(row.create_time),
     updatedAt: decode.time(row.update_time),
     // start_time / finish_time, not started_at / finished_at: the seed's analyze-performance.sh joins this

@@ -37,6 +37,12 @@ export interface StoreCapabilities {
   readonly finishAndClaim: boolean;
   /** insertTasks accepts `transaction`: the submit joins the caller's transaction. */
   readonly transactionalSubmit: boolean;
+  /**
+   * finishAttempts accepts `transaction`: a handler's outcome commits (or rolls
+   * back) with its own writes (`ctx.complete(tx)`). False on SQLite, whose
+   * single writer cannot share a transaction with a handler's connection.
+   */
+  readonly transactionalComplete: boolean;
 }
 
 /** Lifecycle, schema and clock. */
@@ -95,7 +101,7 @@ export interface ProducerStore<Tx = unknown> {
 }
 
 /** What a worker process calls. */
-export interface WorkerStore {
+export interface WorkerStore<Tx = unknown> {
   /** Wake-ups for workers: submits (by type), requeues and cancellation requests. Returns unsubscribe. */
   subscribe(listener: StoreListener): () => void;
   /**
@@ -116,9 +122,11 @@ export interface WorkerStore {
   /**
    * Writes the outcome of many attempts in as few statements as the dialect
    * allows; fenced; one boolean per outcome, and the dead letter each outcome
-   * that ended FAILED made.
+   * that ended FAILED made. With `transaction` (capabilities.transactionalComplete;
+   * the same handles as insertTasks) the write joins the caller's transaction:
+   * no retries, no commit, and it is undone if the caller rolls back.
    */
-  finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult>;
+  finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: Tx }): Promise<FinishResult>;
   /**
    * finishAttempts, then claimTasks; the claim counts the slots those outcomes
    * freed. With capabilities.finishAndClaim both travel in one transaction and
@@ -196,7 +204,7 @@ export interface ControlStore {
 }
 
 /** Every role: what a dialect implements. */
-export interface Store<Tx = unknown> extends SchemaStore, ProducerStore<Tx>, WorkerStore, ControlStore {}
+export interface Store<Tx = unknown> extends SchemaStore, ProducerStore<Tx>, WorkerStore<Tx>, ControlStore {}
 
 export type StoreEvent = { kind: 'submitted'; taskTypes: readonly string[] } | { kind: 'cancelRequested'; taskIds: readonly string[] };
 export type StoreListener = (event: StoreEvent) => void;

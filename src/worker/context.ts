@@ -1,8 +1,10 @@
 /**
  * What a handler sees of its execution: identity, an AbortSignal, progress
- * reporting throttled by time and count, and a cancellation check.
+ * reporting throttled by time and count, a cancellation check, and the
+ * completion inside the handler's own transaction (tx-complete.ts).
  */
 import type { TaskContext } from '../core/context.js';
+import type { TaskResult } from '../core/definition.js';
 import type { TaskAbortedError } from '../core/errors.js';
 import type { Task, TaskProgress } from '../core/task.js';
 
@@ -18,6 +20,8 @@ export interface ProgressSink<Source extends AbortSource> {
   save(source: Source, progress: TaskProgress): Promise<boolean>;
   /** Asks the store whether a cancellation was requested; aborts the signal if so. */
   pollCancellation(source: Source): Promise<void>;
+  /** Writes the attempt's success inside the caller's transaction (ctx.complete). */
+  complete(source: Source, transaction: unknown, result: TaskResult | undefined): Promise<void>;
 }
 
 /** One per worker, shared by every context. */
@@ -110,6 +114,10 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
       await this.sink.pollCancellation(this.abortSource);
       this.throwIfAborted();
     }
+  }
+
+  complete(transaction: unknown, result?: TaskResult): Promise<void> {
+    return this.sink.complete(this.abortSource, transaction, result);
   }
 
   throwIfAborted(): void {

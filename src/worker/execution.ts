@@ -2,11 +2,18 @@
  * One execution of one task by this worker, as an explicit state machine:
  *
  *   buffered ──start──▶ running ──outcome──▶ finishing ──written──▶ done
- *      │                   │                     │
- *      ├──released───▶ done│                     │
- *      └──────────────────┴──lease lost─────────┴──▶ lost
+ *      │                   │                     ▲
+ *      │          ctx.complete(tx)          rolled back
+ *      │                   ▼                     │
+ *      │               committing ───────────────┴──committed──▶ done
+ *      ├──released──▶ done
+ *      └── buffered, running, committing, finishing ──lease lost──▶ lost
  *
- * `lost` and `done` are final: nothing more is written for the task. The
+ * `committing`: the handler is writing, or wrote, its outcome inside its own
+ * transaction (tx-complete.ts); whether that commits is the handler's to
+ * decide, so the worker writes nothing more unless it rolled back, and stops
+ * renewing the lease (the caller's transaction holds the task row locked: a
+ * renewal would wait for it). `lost` and `done` are final: nothing more is written. The
  * handler may still be running in a final state (an abort is a request, not
  * a kill); the slot is freed only when it has really stopped. The
  * AbortSignal is made only when a handler asks for it.
@@ -15,15 +22,18 @@ import { TaskAbortedError } from '../core/errors.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
 import type { Lease, Task } from '../core/task.js';
 import type { TimerHandle } from '../core/clock.js';
+import type { TaskSpan } from '../observe/tracing.js';
+import type { AttemptOutcome } from '../store/types.js';
 import type { AbortSource, ExecutionContext } from './context.js';
 
 export type AbortCode = ConstructorParameters<typeof TaskAbortedError>[0];
 
-export type ExecutionState = 'buffered' | 'running' | 'finishing' | 'lost' | 'done';
+export type ExecutionState = 'buffered' | 'running' | 'committing' | 'finishing' | 'lost' | 'done';
 
 const NEXT: Readonly<Record<ExecutionState, readonly ExecutionState[]>> = {
   buffered: ['running', 'lost', 'done'],
-  running: ['finishing', 'lost'],
+  running: ['committing', 'finishing', 'lost'],
+  committing: ['finishing', 'done', 'lost'],
   finishing: ['done', 'lost'],
   lost: [],
   done: [],
@@ -42,6 +52,12 @@ export class Execution implements AbortSource {
   /** No handler of this execution is running: none started yet, or it returned or threw. */
   handlerIdle = true;
   timer: TimerHandle = undefined;
+  /** The payload as the handler received it (after its schema), for validateCompletion. */
+  payload: unknown = undefined;
+  /** The attempt's OpenTelemetry span (null: the API is not installed). */
+  span: TaskSpan | null = null;
+  /** The outcome ctx.complete(tx) wrote inside the handler's transaction (state committing). */
+  completion: AttemptOutcome | null = null;
   private reason: TaskAbortedError | null = null;
   private controller: AbortController | null = null;
   private readonly abortListeners = new Set<() => void>();

@@ -17,10 +17,16 @@ import type { LeaseKeeper } from './lease-keeper.js';
 import type { ResolvedWorkerOptions } from './options.js';
 import { failureOutcome, successOutcome } from './outcome.js';
 import type { PolicyCache } from './policy-cache.js';
+import { completeInTransaction, completionCommitted } from './tx-complete.js';
+import { startExecuteSpan } from '../observe/tracing.js';
+
+const COMMITTED = Symbol('committed in the handler transaction');
 
 export interface ExecutorHooks {
   /** An outcome to write (the execution is finishing). */
   write(outcome: AttemptOutcome, execution: Execution): void;
+  /** The handler's own transaction committed this outcome (ctx.complete): nothing to write, only to tell. */
+  committed(outcome: AttemptOutcome, execution: Execution): void;
   /** A handler stopped and its slot is free; `forgotten`: its execution had already ended (nothing will claim for its room). */
   slotFreed(forgotten: boolean): void;
   /** An execution ended with nothing to write (its lease is gone): its room is free now. */
@@ -37,7 +43,12 @@ export class Executor {
     private readonly events: Announcer,
     private readonly hooks: ExecutorHooks,
   ) {
-    this.sink = { save: (execution, progress) => leases.saveProgress(execution, progress), pollCancellation: (execution) => leases.check(execution) };
+    const services = { store: options.store, table, leases };
+    this.sink = {
+      save: (execution, progress) => leases.saveProgress(execution, progress),
+      pollCancellation: (execution) => leases.check(execution),
+      complete: (execution, transaction, result) => completeInTransaction(execution, services, transaction, result),
+    };
     this.contextOptions = {
       flushIntervalMs: options.progressFlushIntervalMs,
       flushThreshold: options.progressFlushThreshold,
@@ -65,6 +76,7 @@ export class Executor {
     this.table.runningHandlers += 1;
     const context = new ExecutionContext(task, execution, this.sink, this.contextOptions);
     execution.context = context;
+    execution.span = startExecuteSpan(task, o.workerId);
     this.armTimeout(execution);
     if (this.events.listening('started')) this.events.emit('started', { task, queueWaitMs: Math.max(0, Date.now() - task.createdAt.getTime()) });
     const outcome = await this.outcomeOf(execution, context);
@@ -72,23 +84,29 @@ export class Executor {
     const durationMs = this.clock.now() - execution.startedAt;
     if (o.slowTaskThresholdMs > 0 && durationMs > o.slowTaskThresholdMs) this.events.emit('slow', { task, durationMs, thresholdMs: o.slowTaskThresholdMs });
     void execution.handlerSettled.then(() => this.handlerStopped(execution));
-    if (outcome && execution.state === 'running') {
+    execution.span?.end(...spanEnding(outcome === COMMITTED ? execution.completion : outcome));
+    if (outcome === COMMITTED) {
+      this.hooks.committed(execution.completion!, execution);
+    } else if (outcome && (execution.state === 'running' || execution.state === 'committing')) {
       this.table.moveTo(execution, 'finishing');
       this.hooks.write(outcome, execution);
     } else {
-      if (execution.state === 'running') this.table.moveTo(execution, 'lost'); // the lease could not be confirmed
+      if (execution.state === 'running' || execution.state === 'committing') this.table.moveTo(execution, 'lost'); // the lease could not be confirmed
       this.table.forgetIfSettled(execution);
       this.hooks.nothingToWrite();
     }
   }
 
-  private async outcomeOf(execution: Execution, context: ExecutionContext<Execution>): Promise<AttemptOutcome | null> {
+  /** COMMITTED: ctx.complete(tx) wrote it and the handler's transaction committed; null: nothing may be written. */
+  private async outcomeOf(execution: Execution, context: ExecutionContext<Execution>): Promise<AttemptOutcome | null | typeof COMMITTED> {
     try {
       const result = await runHandler(execution, context);
       await context.settle();
+      if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;
       return successOutcome(execution, result);
     } catch (error) {
       await context.settle();
+      if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;
       const decision = {
         retry: this.policies.retryFor(execution.task.taskType),
         exposeErrorMessages: this.options.exposeErrorMessages,
@@ -100,6 +118,11 @@ export class Executor {
         return null; // cannot confirm the lease: leave the task to lease expiry
       });
     }
+  }
+
+  /** Only for an execution in state committing (no extra await on the common path). */
+  private committedInTransaction(execution: Execution): Promise<boolean> {
+    return completionCommitted(execution, this.options.store, (error) => this.events.emit('error', { operation: 'getTask', error }));
   }
 
   private handlerStopped(execution: Execution): void {
@@ -128,9 +151,11 @@ async function runHandler(execution: Execution, context: ExecutionContext<Execut
     if (!checked.ok) throw new PayloadInvalidError(task.taskType, checked.issues);
     payload = checked.value;
   }
+  execution.payload = payload;
   if (definition.validate) await definition.validate(payload, context);
   context.throwIfAborted();
-  const work = Promise.resolve().then(() => definition.execute!(context, payload));
+  const { span } = execution;
+  const work = Promise.resolve().then(() => (span ? span.run(() => definition.execute!(context, payload)) : definition.execute!(context, payload)));
   execution.handlerIdle = false;
   const settle = (): void => {
     execution.handlerIdle = true;
@@ -140,7 +165,8 @@ async function runHandler(execution: Execution, context: ExecutionContext<Execut
   if (execution.abortReason && execution.abortReason.code !== 'SHUTDOWN') throw execution.abortReason;
   if (isSnooze(result))
     checkSnooze(result.delayMs); // a hand-made { status: 'SNOOZED' } fails the attempt if its delay is bad
-  else if (definition.validateCompletion) await definition.validateCompletion(result, payload, context);
+  // A completion made in the handler's transaction was validated before it was written.
+  else if (definition.validateCompletion && execution.state !== 'committing') await definition.validateCompletion(result, payload, context);
   return result;
 }
 
@@ -149,11 +175,20 @@ function raceAbort<T>(work: Promise<T>, execution: Execution): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => {
       const reason = execution.abortReason;
-      if (reason?.code === 'SHUTDOWN') return;
+      // A handler committing its own transaction is waited for: whether it committed decides the outcome.
+      if (reason?.code === 'SHUTDOWN' || execution.state === 'committing') return;
       reject(reason);
     };
     if (execution.abortReason) onAbort();
     const off = execution.onAbort(onAbort);
     work.then(resolve, reject).finally(off);
   });
+}
+
+/** How an attempt's span ends: status ERROR for a failure (its sanitized code and message, never the raw error) or a lost lease. */
+function spanEnding(outcome: AttemptOutcome | null): [string | null, Record<string, string>] {
+  if (outcome === null) return ['LEASE_LOST', { 'tasklease.outcome': 'LEASE_LOST' }];
+  const attributes = { 'tasklease.outcome': outcome.kind };
+  if (outcome.kind !== 'RETRY' && outcome.kind !== 'FAILED') return [null, attributes];
+  return [`${outcome.failure.errorCode}: ${outcome.failure.message}`, { ...attributes, 'tasklease.error_code': outcome.failure.errorCode }];
 }

@@ -33,6 +33,8 @@ interface Renewal {
 export class LeaseKeeper {
   private heartbeatTimer: TimerHandle = undefined;
   private deadlineTimer: TimerHandle = undefined;
+  /** Heartbeats in flight (a slow renewal may still run when the next one starts). */
+  private readonly beats = new Set<Promise<void>>();
   /** A heartbeat whose renewal has not answered yet: the next tick is skipped, not queued behind it. */
   private beating = false;
   /** Leases whose check (ctx.checkCancellation) waits for the next round; null when no round waits. */
@@ -52,7 +54,11 @@ export class LeaseKeeper {
   }
 
   start(): void {
-    this.heartbeatTimer = this.clock.setInterval(() => void this.heartbeat(), this.options.heartbeatIntervalMs);
+    this.heartbeatTimer = this.clock.setInterval(() => {
+      const beat = this.heartbeat();
+      this.beats.add(beat);
+      void beat.finally(() => this.beats.delete(beat));
+    }, this.options.heartbeatIntervalMs);
   }
 
   stop(): void {
@@ -126,9 +132,14 @@ export class LeaseKeeper {
     return ok;
   }
 
-  /** The lease is gone: a waiting execution is dropped, a running one aborted. */
+  /** Resolves when every heartbeat sent so far has been answered (ctx.complete: none may still ask for its row). */
+  async heartbeatsSettled(): Promise<void> {
+    await Promise.all([...this.beats]);
+  }
+
+  /** The lease is gone: a waiting execution is dropped, a running (or committing) one aborted. */
   loseLease(execution: Execution, reason: LeaseLossReason): void {
-    if (!execution.holdsLease) return;
+    if (!execution.holdsLease && execution.state !== 'committing') return;
     const wasWaiting = execution.state === 'buffered';
     this.table.moveTo(execution, 'lost');
     this.table.forgetIfSettled(execution);

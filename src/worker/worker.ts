@@ -93,6 +93,7 @@ export class Worker extends Emitter<WorkerEvents> {
     });
     this.executor = new Executor(o, this.table, this.leases, this.policies, clock, events, {
       write: (outcome, execution) => this.writer.enqueue(outcome, execution),
+      committed: (outcome, execution) => this.written({ outcome, token: execution }, true, false, null),
       slotFreed: (forgotten) => this.slotFreed(forgotten),
       nothingToWrite: () => this.claims.request(),
     });

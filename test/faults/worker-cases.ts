@@ -206,7 +206,11 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
     });
     expect(aborted.reason).toBe('LEASE_LOST');
     await waitFor(async () => (await env().statusOf(lost!)) === 'SUCCESS', 'the task to run again', RESCUE_MS, 100);
-    expect((await env().store.getTask({ id: lost!, scope: Scope.global() }))!.result).toEqual({ by: 'skew-behind', attempt: 2 });
+    // Attempt 2 or later: on a loaded machine the rerun's own lease may expire too; what matters is that attempt 1's
+    // completion was fenced (the result is a later attempt's) and no effect repeated.
+    const rerun = (await env().store.getTask({ id: lost!, scope: Scope.global() }))!.result as { by: string; attempt: number };
+    expect(rerun.by).toBe('skew-behind');
+    expect(rerun.attempt).toBeGreaterThan(1);
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
     await stopAll([normal, ahead, behind]);
   }, 120_000);

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { waitFor } from '../helpers/wait.js';
+import type { FinishedSpan } from '../helpers/memory-tracer.js';
 import type { ChildConfig } from './worker-child.js';
 
 export interface ChildEvent {
@@ -19,6 +20,8 @@ export interface ChildEvent {
   /** Wall-clock milliseconds (Date.now()) in the child when it said this. */
   at?: number;
   attempt?: number;
+  /** A `span` line: an OpenTelemetry span the child's in-memory SDK saw end. */
+  span?: FinishedSpan;
 }
 
 const running = new Set<ChildWorker>();

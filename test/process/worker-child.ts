@@ -9,6 +9,9 @@
  *  - sleep: waits sleepMs (honouring ctx.signal);
  *  - hold:  waits until ctx.signal aborts (or holdMs), reports `aborted`,
  *           then returns a result anyway — the fenced write must drop it.
+ *
+ * With `trace`, an in-memory OpenTelemetry SDK is registered and every span
+ * that ends is reported as a `span` line.
  */
 import { createWorker } from '../../src/worker/worker.js';
 import { defineTask } from '../../src/core/definition.js';
@@ -20,6 +23,7 @@ export interface ChildConfig {
   store: ChildStoreConfig;
   types: string[];
   handler: 'empty' | 'sleep' | 'hold';
+  trace?: boolean;
   sleepMs?: number;
   holdMs?: number;
   worker: Partial<
@@ -51,6 +55,10 @@ const wait = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
   });
 
+if (config.trace) {
+  const { registerMemoryTracer } = await import('../helpers/memory-tracer.js');
+  registerMemoryTracer((span) => say({ event: 'span', span }));
+}
 const store = await openChildStore(config.store, config.label);
 const tasks = config.types.map((type) =>
   defineTask({

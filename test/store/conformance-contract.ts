@@ -122,6 +122,7 @@ export function runContractConformance(factory: StoreFactory): void {
       const { store } = current;
       expect(typeof store.capabilities.finishAndClaim).toBe('boolean');
       expect(typeof store.capabilities.transactionalSubmit).toBe('boolean');
+      expect(store.capabilities.transactionalComplete).toBe(store.dialect !== 'sqlite');
       await store.insertTasks({ tasks: [newTask(), newTask(), newTask()] });
       const [first, second] = await store.claimTasks(claimParams({ limit: 2 }));
       const { applied, deadLetters, claimed } = await store.finishAndClaim({

@@ -104,6 +104,8 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       'system_async_task_dead_letter',
       'system_async_task_failure',
       'system_async_task_policy',
+      'system_async_task_schedule',
+      'system_async_task_wakeup',
       'system_async_task_worker',
       'tasklease_migrations',
     ]);

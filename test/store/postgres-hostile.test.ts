@@ -125,6 +125,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'system_async_task_dead_letter',
       'system_async_task_failure',
       'system_async_task_policy',
+      'system_async_task_schedule',
       'system_async_task_worker',
       'tasklease_migrations',
     ]);

@@ -4,6 +4,8 @@ import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runPoolExhaustionSuite } from './pool-exhaustion-suite.js';
 import { runWorkerSuite } from './suite.js';
+import { runTracingSuite } from './tracing-suite.js';
+import { runTxCompleteSuite } from './tx-complete-suite.js';
 
 await onMysql('test/worker/mysql.test.ts', 'worker', (factory) => {
   runWorkerSuite(factory);
@@ -13,4 +15,6 @@ await onMysql('test/worker/mysql.test.ts', 'worker', (factory) => {
     const conn = await (store as MysqlStore).db.pool.getConnection();
     return () => conn.release();
   });
+  runTxCompleteSuite(factory);
+  runTracingSuite(factory);
 });

@@ -4,6 +4,8 @@ import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runPoolExhaustionSuite } from './pool-exhaustion-suite.js';
 import { runWorkerSuite } from './suite.js';
+import { runTracingSuite } from './tracing-suite.js';
+import { runTxCompleteSuite } from './tx-complete-suite.js';
 
 await onPostgres('test/worker/postgres.test.ts', 'worker', (factory) => {
   runWorkerSuite(factory);
@@ -13,4 +15,6 @@ await onPostgres('test/worker/postgres.test.ts', 'worker', (factory) => {
     const client = await (store as PostgresStore).pool.connect();
     return () => client.release();
   });
+  runTxCompleteSuite(factory);
+  runTracingSuite(factory);
 });

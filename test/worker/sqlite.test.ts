@@ -2,7 +2,11 @@ import { sqliteFactory } from '../helpers/sqlite.js';
 import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runWorkerSuite } from './suite.js';
+import { runTracingSuite } from './tracing-suite.js';
+import { runTxCompleteSuite } from './tx-complete-suite.js';
 
 runWorkerSuite(sqliteFactory);
 runOutcomeSuite(sqliteFactory);
 runCommitDoubtSuite(sqliteFactory);
+runTxCompleteSuite(sqliteFactory);
+runTracingSuite(sqliteFactory);

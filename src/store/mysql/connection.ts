@@ -306,8 +306,30 @@ export class MysqlDatabase {
   }
 }
 
+/** The round trips of a transaction as a multi-step write sees them: steps, then the last one. */
+export interface TransactionSteps {
+  step(statements: readonly Statement[]): Promise<unknown[]>;
+  last(statements: readonly Statement[]): Promise<unknown[]>;
+}
+
+/** A caller's transaction (ctx.complete(tx)): the same steps on their connection, which they commit or roll back. */
+export class JoinedTransaction implements TransactionSteps {
+  constructor(
+    private readonly db: MysqlDatabase,
+    private readonly conn: Conn,
+  ) {}
+
+  step(statements: readonly Statement[]): Promise<unknown[]> {
+    return this.db.batch(this.conn, statements);
+  }
+
+  last(statements: readonly Statement[]): Promise<unknown[]> {
+    return this.db.batch(this.conn, statements);
+  }
+}
+
 /** See MysqlDatabase.batchedTransaction. */
-export class BatchedTransaction {
+export class BatchedTransaction implements TransactionSteps {
   private started = false;
   finished = false;
 

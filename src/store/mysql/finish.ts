@@ -25,7 +25,7 @@ import {
   SUCCESS_STATUSES,
 } from '../rules/index.js';
 import type { AttemptOutcome, FinishResult } from '../types.js';
-import type { BatchedTransaction, Statement } from './connection.js';
+import type { Statement, TransactionSteps } from './connection.js';
 import { addMs } from './encode.js';
 import {
   caseById,
@@ -42,7 +42,7 @@ import {
   type Fragment,
 } from './sql.js';
 
-export async function finishAttempts(tx: BatchedTransaction, outcomes: readonly AttemptOutcome[]): Promise<FinishResult> {
+export async function finishAttempts(tx: TransactionSteps, outcomes: readonly AttemptOutcome[]): Promise<FinishResult> {
   const ids = sortedIds(outcomes.map((o) => o.lease.taskId));
   const [rows] = (await tx.step([
     {

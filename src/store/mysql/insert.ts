@@ -20,7 +20,7 @@ const MAX_STATEMENT_ROWS = 1000;
 const STATEMENT_ROOM_BYTES = 4096;
 
 const COLUMNS = `id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
-  max_attempts, owner, idempotency_key, trace_id, create_time, update_time, unique_key, unique_states`;
+  max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states`;
 
 export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {
   if (tasks.length === 0) return [];
@@ -63,6 +63,7 @@ async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask
       task.owner,
       task.idempotencyKey,
       task.traceId,
+      task.traceParent ?? null,
       now,
       now,
       uniqueKey,

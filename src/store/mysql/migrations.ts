@@ -227,6 +227,21 @@ VALUES (0, 0), (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0), (8, 0), (
 ON DUPLICATE KEY UPDATE slot = slot`,
     ],
   },
+  {
+    version: 8,
+    name: 'trace parent',
+    // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
+    // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.
+    // MySQL 8 has no ADD COLUMN IF NOT EXISTS: the ALTER is prepared only when the column is missing, so a
+    // re-run after a crash between the ALTER and the version row is a no-op.
+    statements: [
+      `SET @tasklease_ddl = (SELECT IF(COUNT(*) = 0, 'ALTER TABLE system_async_task ADD COLUMN trace_parent VARCHAR(255) NULL', 'DO 0')
+  FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'system_async_task' AND COLUMN_NAME = 'trace_parent')`,
+      'PREPARE tasklease_ddl FROM @tasklease_ddl',
+      'EXECUTE tasklease_ddl',
+      'DEALLOCATE PREPARE tasklease_ddl',
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

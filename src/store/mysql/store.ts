@@ -2,7 +2,8 @@
  * The MySQL 8 / MariaDB 10.6+ store, on a mysql2 promise pool.
  *
  * Each method is one short transaction (or one statement); none is held open
- * across a handler's run. Deadlocks (1213) and lock-wait timeouts (1205) are
+ * across a handler's run. insertTasks and finishAttempts may instead join a
+ * caller's transaction (transactional submit, ctx.complete(tx)). Deadlocks (1213) and lock-wait timeouts (1205) are
  * retried inside the store with jitter, a bounded number of times, and so
  * never reach a handler as its task's failure; an unreachable server is a
  * StoreError with the driver's error as cause. There is no LISTEN/NOTIFY:
@@ -47,7 +48,7 @@ import type {
 } from '../types.js';
 import { claim, type CapCache } from './claim.js';
 import { explainClaim } from './explain.js';
-import { MysqlDatabase, mysqlPoolStats, type Conn } from './connection.js';
+import { JoinedTransaction, MysqlDatabase, mysqlPoolStats, type Conn } from './connection.js';
 import * as control from './control.js';
 import { decode } from './encode.js';
 import { finishAttempts } from './finish.js';
@@ -69,7 +70,7 @@ export type MysqlTransaction = Connection | PoolConnection | CallbackConnection 
 
 export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   readonly dialect = 'mysql' as const;
-  readonly capabilities = { finishAndClaim: false, transactionalSubmit: true } as const;
+  readonly capabilities = { finishAndClaim: false, transactionalSubmit: true, transactionalComplete: true } as const;
   readonly expectedSchemaVersion = MYSQL_MIGRATIONS[MYSQL_MIGRATIONS.length - 1]!.version;
   readonly db: MysqlDatabase;
   /** The worker's heartbeats, lease checks, progress and outcome writes: a pool no handler can take a connection from. */
@@ -113,7 +114,9 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   protected override async wake(method: StoreMethod, events: readonly StoreEvent[]): Promise<void> {
     await super.wake(method, events);
     if (method === 'insertTasks' || !events.some((event) => event.kind === 'submitted')) return;
-    await this.db.run((conn) => bumpWakeup(this.db, conn)).catch(() => undefined); // a lost wake-up costs a poll period, not the write
+    // A worker's hand-back bumps on the lease pool, as it wrote: the main pool may be full of handlers' connections.
+    const db = method === 'releaseTasks' ? this.leaseDb : this.db;
+    await db.run((conn) => bumpWakeup(db, conn)).catch(() => undefined); // a lost wake-up costs a poll period, not the write
   }
 
   /** The connection layer maps driver errors (errors.ts) where it can still tell retries apart. */
@@ -169,7 +172,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     }
     // Not in a caller's transaction: its row lock would be held until the caller commits, blocking other submits.
     // Other processes see these tasks at their next poll.
-    return this.db.onCallerConnection(callerConnection(params.transaction), (conn) => insertTasks(this.db, conn, params.tasks));
+    return this.db.onCallerConnection(callerConnection(params.transaction, 'insertTasks'), (conn) => insertTasks(this.db, conn, params.tasks));
   }
 
   getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
@@ -207,8 +210,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.leaseDb.run((conn) => saveProgress(this.leaseDb, conn, params.lease, params.progress));
   }
 
-  finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult> {
-    return this.leaseDb.batchedTransaction((tx) => finishAttempts(tx, params.outcomes));
+  finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: MysqlTransaction }): Promise<FinishResult> {
+    if (!params.transaction) return this.leaseDb.batchedTransaction((tx) => finishAttempts(tx, params.outcomes));
+    const caller = callerConnection(params.transaction, 'finishAttempts');
+    return this.db.onCallerConnection(caller, (conn) => finishAttempts(new JoinedTransaction(this.db, conn), params.outcomes));
   }
 
   releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {
@@ -293,11 +298,11 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 guardStore(MysqlStore);
 
 /** A caller's transaction: a mysql2 promise connection, or a callback one (we take its promise() face). */
-function callerConnection(transaction: MysqlTransaction): Conn {
+function callerConnection(transaction: MysqlTransaction, method: string): Conn {
   const candidate = transaction as { query?: unknown; promise?: () => unknown } | null;
   if (candidate && typeof candidate.promise === 'function' && !isPromiseConnection(candidate)) return candidate.promise() as Conn;
   if (candidate && typeof candidate.query === 'function') return candidate as Conn;
-  throw new InvalidOptionsError('MysqlStore.insertTasks', 'transaction', 'must be a mysql2 connection inside a transaction');
+  throw new InvalidOptionsError(`MysqlStore.${method}`, 'transaction', 'must be a mysql2 connection inside a transaction');
 }
 
 function isPromiseConnection(value: object): boolean {

@@ -16,7 +16,7 @@ import type { TaskProgress } from '../../core/task.js';
 import { progressValues, taskFromRow, type Row } from '../rows.js';
 import type { AttemptOutcome, ClaimParams, DeadLetterRef, FinishAndClaimResult, FinishResult } from '../types.js';
 import { claimArgs, claimTasks } from './claim.js';
-import { run, sql, type PgContext } from './connection.js';
+import { run, sql, type PgContext, type Queryable } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
 import {
@@ -138,11 +138,13 @@ function finishAndClaimSql(ctx: PgContext): string {
 LEFT JOIN LATERAL ${ctx.schema}.tasklease_claim($19, $20, $21 + 0 * COALESCE(cardinality(f.applied), 0), $22, $23, $24, $25, $26, $27) c ON true`;
 }
 
-export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptOutcome[]): Promise<FinishResult> {
+/** `caller`: a caller's client inside BEGIN (ctx.complete(tx)): the write joins that transaction and leaves no prepared statement on it. */
+export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptOutcome[], caller: Queryable | null = null): Promise<FinishResult> {
   if (outcomes.length === 0) return { applied: [], deadLetters: [] };
   const { order, columns } = outcomeColumns(outcomes);
   const text = sql(ctx, 'finish', () => `SELECT o.ord, o.dead_letter_id FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o`);
-  const result = await run<{ ord: string; dead_letter_id: string | null }>(ctx.leasePool, 'writing outcomes', text, columns, `${ctx.statementPrefix}finish`);
+  const name = caller === null ? `${ctx.statementPrefix}finish` : undefined;
+  const result = await run<{ ord: string; dead_letter_id: string | null }>(caller ?? ctx.leasePool, 'writing outcomes', text, columns, name);
   const deadLetters = result.rows.flatMap((row) => (row.dead_letter_id === null ? [] : [deadLetterOf(outcomes, order, row.ord, row.dead_letter_id)]));
   return {
     applied: appliedByInput(

@@ -84,7 +84,7 @@ async function insertPlain(ctx: PgContext, tasks: readonly NewTask[], on: Querya
 }
 
 async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTask[], unique?: { key: string; states: number }): Promise<Map<string, Task>> {
-  const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], []];
+  const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], []];
   for (const t of tasks) {
     const values = [
       t.id,
@@ -98,6 +98,7 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
       t.owner,
       t.idempotencyKey,
       t.traceId,
+      t.traceParent ?? null,
     ];
     values.forEach((value, i) => columns[i]!.push(value));
   }
@@ -146,6 +147,7 @@ function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
     result: null,
     lastErrorCode: null,
     traceId: input.traceId,
+    traceParent: input.traceParent ?? null,
     createdAt,
     updatedAt: createdAt,
     startedAt: null,
@@ -153,7 +155,7 @@ function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
   };
 }
 
-/** `unique`: one row carrying $13 unique_key and $14 unique_states; any unique index may refuse it. */
+/** `unique`: one row carrying $14 unique_key and $15 unique_states; any unique index may refuse it. */
 function insertSql(ctx: PgContext, keyed = true, unique = false): string {
   const { task } = ctx.tables;
   const conflict = unique
@@ -164,21 +166,21 @@ function insertSql(ctx: PgContext, keyed = true, unique = false): string {
   return `
 WITH input AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::double precision[], $6::timestamptz[],
-                       $7::timestamptz[], $8::integer[], $9::text[], $10::text[], $11::text[])
+                       $7::timestamptz[], $8::integer[], $9::text[], $10::text[], $11::text[], $12::text[])
     WITH ORDINALITY AS u(id, task_type, payload_json, priority, delay_ms, available_at, deadline_at, max_attempts,
-                         owner, idempotency_key, trace_id, ord)
+                         owner, idempotency_key, trace_id, trace_parent, ord)
 ),
 inserted AS (
   INSERT INTO ${task} (id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
-                       max_attempts, owner, idempotency_key, trace_id, create_time, update_time${unique ? ', unique_key, unique_states' : ''})
+                       max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time${unique ? ', unique_key, unique_states' : ''})
   SELECT id, task_type, ${STATUS_SQL.QUEUED}, priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
-         deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, now(), now()${unique ? ', $13::text, $14::integer' : ''}
+         deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, trace_parent, now(), now()${unique ? ', $14::text, $15::integer' : ''}
   FROM input ORDER BY ord
   ${conflict}
   RETURNING ${keyed ? 'id, task_type, available_at, create_time' : 'task_type'}
 ),
 notified AS (
-  SELECT pg_notify($12, CASE WHEN octet_length(payload) > ${MAX_NOTIFY_BYTES} THEN '${WAKE_ALL_PAYLOAD}' ELSE payload END)
+  SELECT pg_notify($13, CASE WHEN octet_length(payload) > ${MAX_NOTIFY_BYTES} THEN '${WAKE_ALL_PAYLOAD}' ELSE payload END)
   FROM (SELECT json_build_object('k', 's', 't', array_agg(DISTINCT task_type))::text AS payload FROM inserted HAVING count(*) > 0) AS created
 )
 ${

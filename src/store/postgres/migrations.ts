@@ -252,4 +252,11 @@ CREATE INDEX ix_system_async_task_deadline ON ${s}.system_async_task (deadline_a
   WHERE status IN ('QUEUED', 'RETRY_WAIT', 'PAUSED') AND deadline_at IS NOT NULL;
 `,
   },
+  {
+    version: 10,
+    name: 'trace parent',
+    // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
+    // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.
+    sql: (s) => `ALTER TABLE ${s}.system_async_task ADD COLUMN IF NOT EXISTS trace_parent text;`,
+  },
 ];

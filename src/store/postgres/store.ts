@@ -11,7 +11,8 @@
  * a lease pool of their own (ctx.leasePool), so handlers that hold the main
  * pool's clients never starve a heartbeat. LISTEN uses its own connection,
  * never a pool client. Transactions are always one statement (autocommit, READ
- * COMMITTED), except migrate() and a caller's own transaction in insertTasks.
+ * COMMITTED), except migrate() and a caller's own transaction in insertTasks
+ * and finishAttempts.
  */
 import pg from 'pg';
 import { ErrorCode, StoreConnectTimeoutError, StoreError, ValidationError } from '../../core/errors.js';
@@ -76,7 +77,7 @@ const NOTIFIED_IN_STATEMENT: ReadonlySet<StoreMethod> = new Set(['insertTasks', 
 
 export class PostgresStore extends StoreBase implements Store<PostgresTransaction> {
   readonly dialect = 'postgres' as const;
-  readonly capabilities = { finishAndClaim: true, transactionalSubmit: true } as const;
+  readonly capabilities = { finishAndClaim: true, transactionalSubmit: true, transactionalComplete: true } as const;
   readonly expectedSchemaVersion = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version;
   /** The pool the store runs its statements on (yours if you passed one). */
   readonly pool: pg.Pool;
@@ -203,8 +204,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return saveProgress(this.ctx, params.lease, params.progress);
   }
 
-  async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult> {
-    return finishAttempts(this.ctx, params.outcomes);
+  async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: PostgresTransaction }): Promise<FinishResult> {
+    return finishAttempts(this.ctx, params.outcomes, params.transaction ? this.executorFor(params.transaction) : null);
   }
 
   override async finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult> {
@@ -285,7 +286,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return control.analysisData(this.ctx, params.taskType, params.since, params.sampleLimit);
   }
 
-  /** The caller's client inside BEGIN (the insert joins their transaction), or the pool. */
+  /** The caller's client inside BEGIN (the statement joins their transaction), or the pool. */
   private executorFor(transaction: unknown): Queryable {
     if (transaction === undefined || transaction === null) return this.pool;
     if (transaction instanceof pg.Pool) {

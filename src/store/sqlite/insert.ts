@@ -19,8 +19,8 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
   const insert = statement(
     db,
     `INSERT INTO system_async_task (id, task_type, status, priority, payload_json, available_at, deadline_at,
-       attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, create_time, update_time, unique_key, unique_states)
-     VALUES (?, ?, ${STATUS_SQL.QUEUED}, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+       attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states)
+     VALUES (?, ?, ${STATUS_SQL.QUEUED}, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
   );
   return tasks.map((task): InsertTaskResult => {
     if (task.idempotencyKey !== null) {
@@ -42,6 +42,7 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
       task.owner,
       task.idempotencyKey,
       task.traceId,
+      task.traceParent ?? null,
       now,
       now,
       uniqueKey,

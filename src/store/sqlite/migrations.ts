@@ -198,4 +198,11 @@ ALTER TABLE system_async_task ADD COLUMN unique_states INTEGER;
 CREATE UNIQUE INDEX ux_system_async_task_unique ON system_async_task (${UNIQUE_HOLD_SQL}) WHERE unique_key IS NOT NULL;
 `,
   },
+  {
+    version: 8,
+    name: 'trace parent',
+    // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
+    // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.
+    sql: `ALTER TABLE system_async_task ADD COLUMN trace_parent TEXT;`,
+  },
 ];

@@ -60,12 +60,12 @@ import { WalWatcher } from './wakeups.js';
 
 export type { SqliteStoreOptions } from './options.js';
 
-/** SQLite has no transaction a caller could hand in: submits never take one. */
+/** SQLite has no transaction a caller could hand in: submits and outcome writes never take one. */
 export type SqliteTransaction = never;
 
 export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   readonly dialect = 'sqlite' as const;
-  readonly capabilities = { finishAndClaim: false, transactionalSubmit: false } as const;
+  readonly capabilities = { finishAndClaim: false, transactionalSubmit: false, transactionalComplete: false } as const;
   readonly expectedSchemaVersion = EXPECTED_SCHEMA_VERSION;
   readonly db: Db;
   protected readonly bus: LocalBus;
@@ -193,7 +193,8 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.writeOne(() => saveProgress(this.db, params.lease, params.progress, this.nowText()));
   }
 
-  async finishAttempts(params: { outcomes: readonly AttemptOutcome[] }): Promise<FinishResult> {
+  async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: SqliteTransaction }): Promise<FinishResult> {
+    if (params.transaction !== undefined) throw new InvalidOptionsError('SqliteStore.finishAttempts', 'transaction', 'is not supported on SQLite');
     return this.write(() => {
       const nowMs = this.clock();
       const now = toSqliteTime(nowMs);
