@@ -166,14 +166,16 @@ export class LeaseKeeper {
   }
 
   /**
-   * Renews the leases still held whose local deadline has not passed; the
-   * others are answered lost without asking (and a passed one is given up
-   * first): a renewal must never revive a lease this worker should have
-   * given up already, whichever timer ran first.
+   * Renews the leases whose execution has not ended (lost or done) and
+   * whose local deadline has not passed; the others are answered lost
+   * without asking (and a passed one is given up first): a renewal must
+   * never revive a lease this worker should have given up already, whichever
+   * timer ran first. (A committing execution is asked about only by confirm,
+   * once its handler's transaction is over.)
    */
   private async renew(leases: readonly Lease[]): Promise<Renewal> {
     this.expireUnconfirmed();
-    const sent = leases.filter((lease) => this.table.holderOf(lease)?.holdsLease);
+    const sent = leases.filter((lease) => this.table.holderOf(lease)?.isFinal === false);
     const sentAt = this.clock.now();
     const result: RenewResult =
       sent.length === 0 ? { renewed: [], cancelRequested: [], lost: [] } : await this.store.renewLeases({ leases: sent, leaseMs: this.options.leaseMs });
