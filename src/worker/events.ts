@@ -9,9 +9,11 @@ import type { AttemptOutcome, RecoveryResult } from '../store/types.js';
  * Why a lease is gone: the store said so on renewal or on a fenced write, or
  * the worker could not confirm it in time (its local lease deadline passed:
  * a hung or unreachable database must not leave a handler running past a
- * lease another worker may hold by now).
+ * lease another worker may hold by now), or this worker claimed the task
+ * again (`reclaimed`: a newer attempt, so the sweep took this one's lease
+ * while the worker could not see it, e.g. frozen).
  */
-export type LeaseLossReason = 'renewal' | 'write' | 'unreachable';
+export type LeaseLossReason = 'renewal' | 'write' | 'unreachable' | 'reclaimed';
 
 export interface WorkerEvents {
   /** Leases were taken (buffered or started). */

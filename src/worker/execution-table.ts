@@ -8,13 +8,23 @@
  * once nothing else runs or waits, and nothing starts beside it, so that if
  * it kills the process it takes no innocent task with it (issue 11, B3).
  * The table holds at most one (the worker hands others back at once).
+ *
+ * A task this worker claims again while an older attempt of it is still here
+ * (frozen past its lease, the sweep requeued it: a new attempt number) keeps
+ * the older execution too, superseded: the worker marked it lost before the
+ * claim was adopted, and it keeps its slot until its handler stops. Keyed by
+ * task id alone, the new execution would hide the old one, whose handler
+ * would then run on unrenewed and never aborted beside the new one.
  */
 import type { Clock } from '../core/clock.js';
 import { isQuarantined } from '../core/task.js';
 import type { Execution, ExecutionState } from './execution.js';
 
 export class ExecutionTable {
+  /** The newest execution of each task held here. */
   private readonly byTask = new Map<string, Execution>();
+  /** Older executions of tasks claimed again: lost, their handlers winding down. */
+  private readonly superseded = new Set<Execution>();
   private readonly waitingQueue: Execution[] = [];
   private isolated: Execution | null = null;
   private finishingCount = 0;
@@ -40,13 +50,20 @@ export class ExecutionTable {
     });
   }
 
+  /** The newest execution of the task held here. */
   get(taskId: string): Execution | undefined {
     return this.byTask.get(taskId);
   }
 
+  /** The execution of exactly this lease (task and attempt), if it is still the task's newest here. */
+  holderOf(lease: { taskId: string; attempt: number }): Execution | undefined {
+    const execution = this.byTask.get(lease.taskId);
+    return execution?.lease.attempt === lease.attempt ? execution : undefined;
+  }
+
   /** Executions held: waiting, running, finishing, or final with a handler still winding down. */
   get size(): number {
-    return this.byTask.size;
+    return this.byTask.size + this.superseded.size;
   }
 
   get waiting(): number {
@@ -63,8 +80,12 @@ export class ExecutionTable {
     return this.finishingCount;
   }
 
-  /** Holds a leased task; a quarantined one only when none is held (see holdsIsolated). */
+  /** Holds a leased task; a quarantined one only when none is held (see holdsIsolated). An older execution of it must be lost already. */
   add(execution: Execution): void {
+    const older = this.byTask.get(execution.task.id);
+    if (older?.holdsLease)
+      throw new Error(`task ${execution.task.id} claimed again (attempt ${execution.lease.attempt}) while attempt ${older.lease.attempt} holds it`);
+    if (older) this.superseded.add(older);
     this.byTask.set(execution.task.id, execution);
     if (isQuarantined(execution.task) && this.isolated === null) this.isolated = execution;
     else this.waitingQueue.push(execution);
@@ -120,6 +141,7 @@ export class ExecutionTable {
 
   private forget(execution: Execution): void {
     if (this.byTask.get(execution.task.id) === execution) this.byTask.delete(execution.task.id);
+    else this.superseded.delete(execution);
     if (this.isolated === execution) this.isolated = null;
   }
 

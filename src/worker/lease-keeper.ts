@@ -6,6 +6,14 @@
  * later, never earlier), and a handler is aborted before that deadline passes
  * without a newer confirmation — a hung database, a starved pool or a slow
  * answer never leaves a handler running past a lease another worker may hold.
+ * Every renewal checks that deadline before it is sent: after a blocked event
+ * loop the heartbeat's timer may run before the deadline's, and a lease past
+ * its local deadline is given up, never renewed (the store renews no expired
+ * lease either: rules/leases.ts).
+ *
+ * A renewal's answer names task ids; it is applied only to the execution of
+ * the very lease sent (task and attempt): the task may have been claimed
+ * again meanwhile, and that newer attempt is not what the answer speaks of.
  */
 import type { Clock, TimerHandle } from '../core/clock.js';
 import type { Lease, TaskProgress } from '../core/task.js';
@@ -14,6 +22,13 @@ import type { Announcer, LeaseLossReason } from './events.js';
 import type { Execution } from './execution.js';
 import type { ExecutionTable } from './execution-table.js';
 import type { ResolvedWorkerOptions } from './options.js';
+
+/** A renewal's answer, with what it was about: the leases sent and when. */
+interface Renewal {
+  result: RenewResult;
+  sentAt: number;
+  sent: readonly Lease[];
+}
 
 export class LeaseKeeper {
   private heartbeatTimer: TimerHandle = undefined;
@@ -86,6 +101,7 @@ export class LeaseKeeper {
    * locked database never sees a queue of them (one per handler per call).
    */
   check(execution: Execution): Promise<void> {
+    if (!execution.holdsLease) return Promise.resolve(); // lost already: its signal says so
     if (this.queuedChecks) {
       this.queuedChecks.set(execution.task.id, execution.lease);
       return this.checkRound;
@@ -138,7 +154,7 @@ export class LeaseKeeper {
     try {
       const answer = await this.renew(holders.map((execution) => execution.lease));
       const lost = this.apply(answer);
-      this.events.storeAnswered();
+      if (answer.sent.length > 0) this.events.storeAnswered();
       const { result } = answer;
       this.events.emit('heartbeat', { renewed: result.renewed.length, cancelRequested: result.cancelRequested.length, lost });
     } catch (error) {
@@ -149,22 +165,39 @@ export class LeaseKeeper {
     }
   }
 
-  private async renew(leases: readonly Lease[]): Promise<{ result: RenewResult; sentAt: number }> {
+  /**
+   * Renews the leases whose execution has not ended (lost or done) and
+   * whose local deadline has not passed; the others are answered lost
+   * without asking (and a passed one is given up first): a renewal must
+   * never revive a lease this worker should have given up already, whichever
+   * timer ran first. (A committing execution is asked about only by confirm,
+   * once its handler's transaction is over.)
+   */
+  private async renew(leases: readonly Lease[]): Promise<Renewal> {
+    this.expireUnconfirmed();
+    const sent = leases.filter((lease) => this.table.holderOf(lease)?.isFinal === false);
     const sentAt = this.clock.now();
-    const result = await this.store.renewLeases({ leases, leaseMs: this.options.leaseMs });
-    return { result, sentAt };
+    const result: RenewResult =
+      sent.length === 0 ? { renewed: [], cancelRequested: [], lost: [] } : await this.store.renewLeases({ leases: sent, leaseMs: this.options.leaseMs });
+    if (sent.length < leases.length) for (const lease of leases) if (!sent.includes(lease)) result.lost.push(lease.taskId);
+    return { result, sentAt, sent };
   }
 
   /** Applies a renewal's answer; returns how many leases were really lost (not merely finished meanwhile). */
-  private apply({ result, sentAt }: { result: RenewResult; sentAt: number }): number {
+  private apply({ result, sentAt, sent }: Renewal): number {
+    const byTask = new Map(sent.map((lease) => [lease.taskId, lease]));
+    const holderOf = (id: string): Execution | undefined => {
+      const lease = byTask.get(id);
+      return lease && this.table.holderOf(lease);
+    };
     for (const id of [...result.renewed, ...result.cancelRequested]) {
-      const execution = this.table.get(id);
+      const execution = holderOf(id);
       if (execution && execution.leaseConfirmedAt < sentAt) execution.leaseConfirmedAt = sentAt;
     }
-    for (const id of result.cancelRequested) this.cancel(id);
+    for (const id of result.cancelRequested) if (holderOf(id)) this.cancel(id);
     let lost = 0;
     for (const id of result.lost) {
-      const execution = this.table.get(id);
+      const execution = holderOf(id);
       // An outcome written meanwhile also ends the lease: that is not a loss.
       if (execution?.holdsLease) {
         lost += 1;

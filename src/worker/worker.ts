@@ -145,6 +145,10 @@ export class Worker extends Emitter<WorkerEvents> {
     if (tasks.length === 0) return;
     const extra: Execution[] = [];
     for (const task of tasks) {
+      // Claimed again while an older attempt is still here (the sweep took its lease while this worker was frozen):
+      // that one is lost, its handler aborted; the table keeps it until the handler stops (execution-table.ts).
+      const older = this.table.get(task.id);
+      if (older) this.leases.loseLease(older, 'reclaimed');
       const execution = new Execution(task, this.registry.get(task.taskType)!, sentAt);
       // One quarantined task at a time (it runs alone): any other goes back at once, for another worker or later.
       if (isQuarantined(task) && this.table.holdsIsolated) extra.push(execution);

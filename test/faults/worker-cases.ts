@@ -62,7 +62,7 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
 
   it('event loop blocked for 3 leases: the lease loss is detected and the stale completion fenced', async () => {
     // The sweeper runs before the block begins: a rescuer forked during it may start later than the block ends (a loaded
-    // machine), and an expired lease nobody swept yet can still be renewed by its holder (see docs/faults.md).
+    // machine), and the sweep must requeue the task for the rescuer to run it.
     const sweeper = env().worker('busy-s', ['idle']);
     const blocked = env().worker('busy-a', ['work'], { concurrency: 1, recoveryIntervalMs: 0 });
     await Promise.all([sweeper.until('ready'), blocked.until('ready')]);
@@ -81,6 +81,40 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
     expect(blocked.events.some((e) => e.event === 'completed' && e.id === id && e.attempt === 1)).toBe(false);
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
     await Promise.all([blocked.stop(), rescuer.stop(), sweeper.stop()]);
+  }, 90_000);
+
+  it('event loop blocked for 3 leases, no sweep in between: the holder does not renew its expired lease, the handler is aborted', async () => {
+    // Nobody sweeps: when the loop frees, the heartbeat timer may fire before the local lease deadline's. The worker gives up
+    // a lease whose local deadline passed before it renews anything, and the store renews no lease whose lease_until passed.
+    const blocked = env().worker('late-a', ['work'], { concurrency: 1, recoveryIntervalMs: 0 });
+    await blocked.until('ready');
+    const [id] = await env().submit('work', [{ mode: 'busy', ms: 3 * TIMING.leaseMs, completeAnyway: true, onlyAttempt: 1 }]);
+    await blocked.until('started', 30_000, id);
+    expect((await blocked.until('aborted', 30_000, id)).reason).toBe('LEASE_LOST');
+    expect(blocked.events.some((e) => e.event === 'completed' && e.id === id && e.attempt === 1)).toBe(false);
+    await blocked.stop();
+  }, 60_000);
+
+  it('SIGSTOP past the lease, swept, SIGCONT: the same worker claims the task again and aborts its first handler (LEASE_LOST)', async () => {
+    // Two slots: on SIGCONT the worker may claim the requeued task (attempt 2) before its heartbeat notices the loss of
+    // attempt 1; the first handler must still be aborted, its completion fenced, attempt 2's result kept.
+    const worker = env().worker('again-a', ['work'], { concurrency: 2, recoveryIntervalMs: 0 });
+    const sweeper = env().worker('again-s', ['idle']);
+    await Promise.all([worker.until('ready'), sweeper.until('ready')]);
+    const [id] = await env().submit('work', [{ mode: 'hold', ms: TEN_MINUTES, completeAnyway: true, onlyAttempt: 1 }]);
+    await worker.until('started', 30_000, id);
+    worker.signal('SIGSTOP');
+    await waitFor(async () => (await env().attempts(id!))[0]?.outcome === 'LEASE_EXPIRED', 'the sweep to expire the frozen lease', RESCUE_MS, 100);
+    worker.signal('SIGCONT');
+    expect((await worker.until('aborted', 15_000, id)).reason).toBe('LEASE_LOST');
+    await waitFor(async () => (await env().statusOf(id!)) === 'SUCCESS', 'the task to run again', RESCUE_MS, 100);
+    expect((await env().store.getTask({ id: id!, scope: Scope.global() }))!.result).toEqual({ by: 'again-a', attempt: 2 });
+    expect((await env().attempts(id!)).map((a) => [a.attempt, a.outcome])).toEqual([
+      [1, 'LEASE_EXPIRED'],
+      [2, 'SUCCESS'],
+    ]);
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
+    await Promise.all([worker.stop(), sweeper.stop()]);
   }, 90_000);
 
   it('SIGTERM ×5 with tasks shorter and longer than the grace: short ones complete, long ones are handed back, none left RUNNING', async () => {
@@ -152,7 +186,7 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
     const normal = env().worker('skew-n', ['work'], { concurrency: 1, recoveryIntervalMs: 0 });
     const ahead = env().worker('skew-ahead', ['idle'], {}, { clockSkewMs: TEN_MINUTES });
     // One slot: once its frozen handler's lease is swept, it cannot claim that task again before it notices the loss
-    // (a worker that reclaims a task it still runs loses track of the first handler: pending/reclaim.test.ts).
+    // (that case, a worker claiming back a task it still runs, is the SIGSTOP-swept-SIGCONT case above).
     const behind = env().worker('skew-behind', ['skewed'], { concurrency: 1 }, { clockSkewMs: -TEN_MINUTES });
     await Promise.all([normal, ahead, behind].map((w) => w.until('ready')));
     const [held] = await env().submit('work', [{ mode: 'sleep', ms: 3 * TIMING.leaseMs }]);

@@ -222,6 +222,21 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(failures.map((f) => f.errorCode)).toEqual(['LEASE_EXPIRED']);
     });
 
+    it('renews no expired lease, even one nobody swept: lost, and nothing changes; its outcome still ends it', async () => {
+      await insert();
+      const task = await claimOne({ leaseMs: 150 });
+      await waitFor(async () => (await store.now()).getTime() > task.leaseUntil!.getTime(), 'the lease to pass by the database clock');
+      const before = await store.getTask({ id: task.id, scope: G });
+      expect(await store.renewLeases({ leases: [leaseOf(task)], leaseMs: 60_000 })).toEqual({ renewed: [], cancelRequested: [], lost: [task.id] });
+      const progress = { total: 2, processed: 1, succeeded: 1, failed: 0, skipped: 0, message: null };
+      expect(await store.saveProgress({ lease: leaseOf(task), progress })).toBe(false);
+      expect(await store.getTask({ id: task.id, scope: G })).toEqual(before);
+      // An outcome ends the attempt: it may still close an expired lease no sweep took (rules/leases.ts).
+      const outcome = { kind: 'SUCCESS', lease: leaseOf(task), artifactId: null, resultJson: null, progress: null } as const;
+      expect((await store.finishAttempts({ outcomes: [outcome] })).applied).toEqual([true]);
+      expect((await store.getTask({ id: task.id, scope: G }))!.status).toBe('SUCCESS');
+    });
+
     it('writes success with result, artifact and final progress', async () => {
       await insert();
       const task = await claimOne();

@@ -1,10 +1,12 @@
 /**
  * Outcomes the worker decides and writes, on any store: the retry options
  * merged once (an operator's policy wins), results JSON cannot hold, an
- * outcome the database refuses, and leases the worker cannot confirm in time.
+ * outcome the database refuses, and leases the worker cannot confirm in time
+ * (or whose local deadline passed before a renewal could be sent).
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
+import { systemClock, type Clock } from '../../src/core/clock.js';
 import { defineTask, type AnyTaskDefinition } from '../../src/core/definition.js';
 import { TaskFailure } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
@@ -161,6 +163,28 @@ export function runOutcomeSuite(factory: StoreFactory): void {
       expect(aborted[0]!.code).toBe('LEASE_LOST');
       // Counted from the claim's send, which was before the handler started.
       expect(aborted[0]!.afterMs).toBeLessThan(leaseMs);
+    });
+
+    it('gives up a lease past its local deadline before renewing it: a heartbeat due first after a stall never revives it', async () => {
+      // The worker's monotonic clock leaps a lease ahead, as across a blocked event loop, while the database lease
+      // still runs: only the worker's own check can give it up, and the heartbeat (every 100 ms) is due long before
+      // the deadline timer (armed in real time, ~4.5 s after the claim).
+      let leapMs = 0;
+      const clock: Clock = { ...systemClock, now: () => systemClock.now() + leapMs };
+      const t = defineTask({ type: 'stalled', execute: (ctx) => new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve())) });
+      const { client, worker } = setup([t], { clock });
+      const started = worker.waitFor('started');
+      await client.submit(t, {});
+      worker.start();
+      await started;
+      const lost: string[] = [];
+      let renewedAfterLeap = 0;
+      worker.on('leaseLost', (event) => lost.push(event.reason));
+      worker.on('heartbeat', (event) => (renewedAfterLeap += leapMs > 0 ? event.renewed : 0));
+      leapMs = 2 * FAST.leaseMs!;
+      await waitFor(() => lost.length > 0 || renewedAfterLeap > 0, 'the lease to be given up (or renewed)', 3000);
+      expect({ lost, renewedAfterLeap }).toEqual({ lost: ['unreachable'], renewedAfterLeap: 0 });
+      await waitFor(() => worker.stats().active === 0, 'the aborted handler to return');
     });
   });
 }

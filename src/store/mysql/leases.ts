@@ -1,13 +1,14 @@
 /**
  * Fenced lease writes: heartbeat, progress and hand-back. Every WHERE carries
- * lease_owner, attempt_count and a leased status. MariaDB's UPDATE has no
+ * lease_owner, attempt_count and a leased status (renewal and progress: an
+ * unexpired lease too, rules/leases.ts). MariaDB's UPDATE has no
  * RETURNING, so where we must know which rows applied we write and then read
  * the same rows back inside the transaction: the UPDATE's row locks make the
  * read see exactly what the UPDATE did.
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { PROGRESS_COLUMNS, progressValues } from '../rows.js';
-import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 
@@ -17,15 +18,18 @@ function fenceValues(leases: readonly Lease[]): unknown[] {
 
 /** `id IN (…)` gives the optimizer a primary-key range; the row constructor is the fence. */
 const FENCE = `id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status IN ${LEASED_SQL}`;
+/** The fence of a renewal: the lease has not expired either (rules/leases.ts). */
+const LIVE_FENCE = `${FENCE} AND ${liveLeaseSql('NOW(3)')}`;
 
 export async function renewLeases(db: MysqlDatabase, conn: Conn, leases: readonly Lease[], leaseMs: number): Promise<RenewResult> {
   const ordered = [...leases].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
   // One statement for every lease of the worker; the new expiry is the database's now + leaseMs.
-  await db.exec(conn, `UPDATE system_async_task SET lease_until = NOW(3) + INTERVAL ? MICROSECOND, update_time = NOW(3) WHERE ${FENCE}`, [
+  await db.exec(conn, `UPDATE system_async_task SET lease_until = NOW(3) + INTERVAL ? MICROSECOND, update_time = NOW(3) WHERE ${LIVE_FENCE}`, [
     Math.round(leaseMs) * 1000,
     ...fenceValues(ordered),
   ]);
-  const rows = await db.rows(conn, `SELECT id, status, lease_owner, attempt_count FROM system_async_task WHERE ${FENCE}`, fenceValues(ordered));
+  // The rows renewed are exactly the live ones now: an expired lease the UPDATE skipped is still past its end.
+  const rows = await db.rows(conn, `SELECT id, status, lease_owner, attempt_count FROM system_async_task WHERE ${LIVE_FENCE}`, fenceValues(ordered));
   const held = rows.map((row) => [leaseKey(String(row.id), String(row.lease_owner), Number(row.attempt_count)), String(row.status)] as const);
   return renewalAnswer(leases, new Map(held));
 }
@@ -35,7 +39,7 @@ export async function saveProgress(db: MysqlDatabase, conn: Conn, lease: Lease, 
   const result = await db.exec(
     conn,
     `UPDATE system_async_task SET ${sets}, update_time = NOW(3)
-     WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED_SQL}`,
+     WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED_SQL} AND ${liveLeaseSql('NOW(3)')}`,
     [...progressValues(progress), lease.taskId, lease.workerId, lease.attempt],
   );
   // FOUND_ROWS (on in the pools we create): affectedRows counts matched rows even when nothing changed.

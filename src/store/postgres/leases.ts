@@ -1,7 +1,8 @@
 /**
  * Fenced writes about held leases: heartbeat, progress, hand-back. Each is one
  * statement whose WHERE carries the fence (lease_owner, attempt_count, a
- * leased status); the rows it returns decide the answer.
+ * leased status; renewal and progress: an unexpired lease too, rules/
+ * leases.ts); the rows it returns decide the answer.
  *
  * Multi-row writes first lock their rows one by one, through a LATERAL
  * primary-key lookup with FOR UPDATE per input row (fencedLookup). That
@@ -19,28 +20,31 @@ import { progressValues } from '../rows.js';
 import type { RenewResult } from '../types.js';
 import { run, sql, type PgContext } from './connection.js';
 import { storableMessage } from './encode.js';
-import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
-/** The task row of input row `alias` (columns task_id, worker_id, attempt), if its lease still holds; locked. */
-export function fencedLookup(ctx: PgContext, alias: string): string {
+/**
+ * The task row of input row `alias` (columns task_id, worker_id, attempt), if its lease still holds; locked.
+ * `live`: and only if it has not expired (rules/leases.ts: renewals, not outcomes).
+ */
+export function fencedLookup(ctx: PgContext, alias: string, live = false): string {
   // The fence is checked outside the locking subquery on purpose: with the
   // status test inside, the planner probes the small leased partial index
   // and filters on id — a scan of every lease per input row. FOR UPDATE
   // returns the newest row version, so the fence is judged on it.
   return `SELECT l.id, l.status FROM (
-      SELECT t.id, t.status, t.lease_owner, t.attempt_count FROM ${ctx.tables.task} t
+      SELECT t.id, t.status, t.lease_owner, t.attempt_count, t.lease_until FROM ${ctx.tables.task} t
       WHERE t.id = ${alias}.task_id OFFSET 0 FOR UPDATE
     ) l
-    WHERE l.lease_owner = ${alias}.worker_id AND l.attempt_count = ${alias}.attempt AND l.status IN ${LEASED_SQL}`;
+    WHERE l.lease_owner = ${alias}.worker_id AND l.attempt_count = ${alias}.attempt AND l.status IN ${LEASED_SQL}${live ? ` AND ${liveLeaseSql('now()', 'l.')}` : ''}`;
 }
 
-/** The leases as unnest($1 ids, $2 workers, $3 attempts), each fenced and locked in input order. */
-export function lockLeasesSql(ctx: PgContext): string {
+/** The leases as unnest($1 ids, $2 workers, $3 attempts), each fenced (`live`: and unexpired) and locked in input order. */
+export function lockLeasesSql(ctx: PgContext, live = false): string {
   return `input AS MATERIALIZED (
   SELECT * FROM unnest($1::text[], $2::text[], $3::integer[]) AS u(task_id, worker_id, attempt)
 ),
 locked AS MATERIALIZED (
-  SELECT t.id, i.attempt FROM input i CROSS JOIN LATERAL (${fencedLookup(ctx, 'i')}) t
+  SELECT t.id, i.attempt FROM input i CROSS JOIN LATERAL (${fencedLookup(ctx, 'i', live)}) t
 )`;
 }
 
@@ -75,7 +79,7 @@ export async function renewLeases(ctx: PgContext, leases: readonly Lease[], leas
   const text = sql(
     ctx,
     'renew',
-    () => `WITH ${lockLeasesSql(ctx)}
+    () => `WITH ${lockLeasesSql(ctx, true)}
 UPDATE ${ctx.tables.task} t SET lease_until = now() + $4 * interval '1 millisecond', update_time = now()
 FROM locked WHERE t.id = locked.id
 RETURNING t.id, t.status, t.lease_owner, t.attempt_count`,
@@ -98,7 +102,7 @@ export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskP
     'saving progress',
     `UPDATE ${ctx.tables.task} SET progress_total = $4, progress_processed = $5, progress_succeeded = $6, progress_failed = $7,
        progress_skipped = $8, progress_message = $9, update_time = now()
-     WHERE id = $1 AND lease_owner = $2 AND attempt_count = $3 AND status IN ${LEASED_SQL}`,
+     WHERE id = $1 AND lease_owner = $2 AND attempt_count = $3 AND status IN ${LEASED_SQL} AND ${liveLeaseSql('now()')}`,
     [lease.taskId, lease.workerId, lease.attempt, ...values],
     `${ctx.statementPrefix}progress`,
   );

@@ -11,3 +11,4 @@ export * from './outcomes.js';
 export * from './sql.js';
 export * from './sweep.js';
 export * from './fairness.js';
+export * from './leases.js';

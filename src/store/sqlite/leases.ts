@@ -1,11 +1,12 @@
 /**
  * Fenced writes about held leases on SQLite: heartbeat, progress, hand-back.
- * Each WHERE carries lease owner, attempt and a leased status; the rows
- * touched decide the answer (rules/: renewalAnswer, releaseAssignments).
+ * Each WHERE carries lease owner, attempt and a leased status (renewal and
+ * progress: an unexpired lease too, rules/leases.ts); the rows touched decide
+ * the answer (rules/: renewalAnswer, releaseAssignments).
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
-import { LEASED_SQL, leaseKey, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 
@@ -13,12 +14,13 @@ export function renewLeases(db: Db, leases: readonly Lease[], leaseUntil: string
   // One statement for every lease: the leases travel as one JSON array.
   const rows = statement(
     db,
-    `UPDATE system_async_task AS t SET lease_until = ?, update_time = ?
+    `UPDATE system_async_task AS t SET lease_until = @leaseUntil, update_time = @now
      FROM (SELECT json_extract(value, '$[0]') AS lease_id, json_extract(value, '$[1]') AS lease_worker,
-             json_extract(value, '$[2]') AS lease_attempt FROM json_each(?)) AS l
+             json_extract(value, '$[2]') AS lease_attempt FROM json_each(@leases)) AS l
      WHERE t.id = l.lease_id AND t.lease_owner = l.lease_worker AND t.attempt_count = l.lease_attempt AND t.status IN ${LEASED_SQL}
+       AND ${liveLeaseSql('@now', 't.')}
      RETURNING id, lease_owner AS owner, attempt_count AS attempt, status`,
-  ).all(leaseUntil, now, JSON.stringify(leases.map((lease) => [lease.taskId, lease.workerId, lease.attempt]))) as {
+  ).all({ leaseUntil, now, leases: JSON.stringify(leases.map((lease) => [lease.taskId, lease.workerId, lease.attempt])) }) as {
     id: string;
     owner: string;
     attempt: number;
@@ -32,8 +34,8 @@ export function saveProgress(db: Db, lease: Lease, progress: TaskProgress, now: 
     db,
     `UPDATE system_async_task SET progress_total = ?, progress_processed = ?, progress_succeeded = ?, progress_failed = ?,
        progress_skipped = ?, progress_message = ?, update_time = ?
-     WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED_SQL}`,
-  ).run(...progressValues(progress), now, lease.taskId, lease.workerId, lease.attempt);
+     WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED_SQL} AND ${liveLeaseSql('?')}`,
+  ).run(...progressValues(progress), now, lease.taskId, lease.workerId, lease.attempt, now);
   return info.changes === 1;
 }
 

@@ -1,0 +1,23 @@
+/**
+ * When a lease still holds, beyond its fence (lease_owner, attempt_count, a
+ * leased status): the writes a worker makes *during* an attempt — a renewal
+ * (heartbeat, ctx.checkCancellation, the failure check) and a progress write
+ * — also need lease_until > now by the database clock. An expired lease that
+ * no sweep has taken yet is not its holder's any more: renewing it would
+ * revive a lease the worker itself may have given up on its local deadline
+ * (a blocked event loop frees, its heartbeat fires first), and would let a
+ * handler run on past its lease, so the answer is "lost" and nothing changes.
+ * Progress follows the renewal: a write that succeeds tells the handler its
+ * lease holds, and it must not say so of an expired one.
+ *
+ * Writes that *end* an attempt — its outcome, a hand-back of a task never
+ * started — need only the fence: they may still end an expired lease nobody
+ * swept. Nobody else can hold the task then (a claim takes only QUEUED and
+ * RETRY_WAIT rows, which the sweep makes), the attempt's work is done or was
+ * never begun, and refusing it would only make the sweep run it again.
+ */
+
+/** The lease has not expired by the database clock: `now` is the dialect's now (SQL text or a placeholder). */
+export function liveLeaseSql(now: string, row = ''): string {
+  return `${row}lease_until > ${now}`;
+}
