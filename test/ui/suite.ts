@@ -117,6 +117,24 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await context.close();
     });
 
+    it('a task page shows the unique key hold, the leases lost, the trace and a snoozed attempt in words', async () => {
+      const client = rig.server.client;
+      const { task: snoozy } = await client.submit('ui.snoozy', {}, { unique: { key: 'report-7' } });
+      const { task: waiting } = await client.submit('ui.quick', {}, { unique: { key: 'report-8' }, delayMs: 3_600_000 });
+      await waitFor(async () => (await client.get(snoozy.id))?.status === 'SUCCESS', 'the snoozed task to succeed');
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks/${snoozy.id}`);
+      await page.locator('[data-outcome="SNOOZED"]').waitFor();
+      await page.locator('.timeline li', { hasText: 'snoozed (asked to run later; no attempt spent)' }).waitFor();
+      await page.locator('[data-unique="released"]', { hasText: 'while QUEUED, RUNNING' }).waitFor();
+      await page.locator('[data-lease-expiries="0"]').waitFor();
+      expect(await page.locator('[data-quarantined]').count()).toBe(0);
+      await shoot(page, `${name}-task-snoozed`);
+      await page.goto(`${rig.url}/ui/#/tasks/${waiting.id}`);
+      await page.locator('[data-unique="held"]').waitFor();
+      await context.close();
+    });
+
     it('replays a dead letter after the cause is fixed, and the replayed task succeeds', async () => {
       const client = rig.server.client;
       rig.controls.broken = true;
