@@ -47,11 +47,12 @@ export async function waitForTask(read: (id: string) => Promise<Task | null>, wa
     for (;;) {
       if (stop.signal.aborted) throw new WaitError(id, stop.reason(), task?.status ?? null);
       wake.reset();
+      const readAt = Date.now();
       task = await read(id);
       if (!task) throw new NotFoundError('task', id);
       if (isTerminal(task.status)) return task;
-      if (await wake.pause(pollMs, stop.signal)) await wake.pause(PING_GAP_MS, stop.signal, false);
-      else pollMs = Math.min(maxPollMs, Math.ceil(pollMs * 1.5));
+      if (!(await wake.pause(pollMs, stop.signal))) pollMs = Math.min(maxPollMs, Math.ceil(pollMs * 1.5));
+      else if (Date.now() - readAt < PING_GAP_MS) await wake.pause(PING_GAP_MS - (Date.now() - readAt), stop.signal, false);
     }
   } finally {
     stop.dispose();
