@@ -21,7 +21,7 @@ export interface CliConfig {
   owner?: string;
   logLevel: (typeof LOG_LEVELS)[number];
   /** Worker options for `tasklease worker`. */
-  worker: Partial<Record<WorkerField, number>>;
+  worker: Partial<Record<WorkerField, number>> & { fairOwners?: boolean };
 }
 
 type WorkerField =
@@ -33,13 +33,14 @@ type WorkerField =
   | 'shutdownGraceMs'
   | 'globalConcurrency'
   | 'typeConcurrency'
-  | 'ownerConcurrency';
+  | 'ownerConcurrency'
+  | 'scheduleRefreshMs';
 
 interface FieldSpec {
   /** Path in the config file; also the key of a flag override. */
   key: string;
   env: string;
-  kind: 'string' | 'integer' | 'enum';
+  kind: 'string' | 'integer' | 'enum' | 'boolean';
   min?: number;
   max?: number;
   values?: readonly string[];
@@ -61,9 +62,21 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'worker.globalConcurrency', env: 'TASKLEASE_GLOBAL_CONCURRENCY', kind: 'integer', min: 1, max: 100_000 },
   { key: 'worker.typeConcurrency', env: 'TASKLEASE_TYPE_CONCURRENCY', kind: 'integer', min: 1, max: 100_000 },
   { key: 'worker.ownerConcurrency', env: 'TASKLEASE_OWNER_CONCURRENCY', kind: 'integer', min: 1, max: 100_000 },
+  { key: 'worker.fairOwners', env: 'TASKLEASE_FAIR_OWNERS', kind: 'boolean' },
+  { key: 'worker.scheduleRefreshMs', env: 'TASKLEASE_SCHEDULE_REFRESH_MS', kind: 'integer', min: 0, max: DAY_MS },
 ];
 
-export type ConfigOverrides = Partial<Record<string, string | number | undefined>>;
+/** Environment and file spellings of a boolean; anything else fails with the field named. */
+const BOOLEANS = new Map<unknown, boolean>([
+  [true, true],
+  [false, false],
+  ['true', true],
+  ['false', false],
+  ['1', true],
+  ['0', false],
+]);
+
+export type ConfigOverrides = Partial<Record<string, string | number | boolean | undefined>>;
 
 export interface ConfigSources {
   /** Flag values by field key (`databaseUrl`, `worker.concurrency`…); undefined = not given. */
@@ -94,10 +107,11 @@ export function resolveConfig(sources: ConfigSources): CliConfig {
   return config;
 }
 
-function checkValue(field: FieldSpec, raw: unknown, origin: string): string | number {
+function checkValue(field: FieldSpec, raw: unknown, origin: string): string | number | boolean {
   const fail = (expected: string): never => {
     throw new UsageError(`${field.key} (from ${origin}) must be ${expected}, got ${describe(raw)}`, field.key);
   };
+  if (field.kind === 'boolean') return BOOLEANS.get(typeof raw === 'string' ? raw.trim() : raw) ?? fail('true or false (1 or 0)');
   if (field.kind === 'integer') {
     const number = typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw;
     if (typeof number !== 'number' || !Number.isInteger(number) || number < field.min! || number > field.max!)
@@ -142,7 +156,7 @@ function flatten(value: unknown, prefix: string, into: Map<string, unknown>, pat
   for (const [key, inner] of Object.entries(value)) flatten(inner, prefix ? `${prefix}.${key}` : key, into, path);
 }
 
-function setPath(config: CliConfig, key: string, value: string | number): void {
+function setPath(config: CliConfig, key: string, value: string | number | boolean): void {
   const [head, tail] = key.split('.');
   if (tail === undefined) (config as unknown as Record<string, unknown>)[head!] = value;
   else (config.worker as Record<string, unknown>)[tail] = value;

@@ -1,20 +1,32 @@
 /**
  * Task modules given by path (`tasklease worker ./tasks.js`): each exports
  * task definitions made with defineTask — a default export (one definition or
- * an array) and/or named exports. Anything else a module exports is ignored.
+ * an array) and/or named exports; a worker also takes the periodic tasks of
+ * a named export `schedules`. Anything else a module exports is ignored.
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { defineTask, type AnyTaskDefinition } from '../core/definition.js';
+import type { ScheduleInput } from '../core/schedule.js';
 import { UsageError } from './exit-codes.js';
 
 export async function loadTaskModules(paths: readonly string[], cwd: string): Promise<AnyTaskDefinition[]> {
+  return (await loadWorkerModules(paths, cwd)).tasks;
+}
+
+/** The definitions, and the periodic tasks the modules declare as a named export `schedules` (an array; the worker validates each). */
+export async function loadWorkerModules(paths: readonly string[], cwd: string): Promise<{ tasks: AnyTaskDefinition[]; schedules: ScheduleInput[] }> {
   const byType = new Map<string, { definition: AnyTaskDefinition; from: string }>();
+  const schedules: ScheduleInput[] = [];
   for (const path of paths) {
     const absolute = resolve(cwd, path);
     if (!existsSync(absolute)) throw new UsageError(`task module ${path} does not exist (resolved to ${absolute})`, 'modules');
     const exports = await importModule(absolute, path);
+    if (exports.schedules !== undefined) {
+      if (!Array.isArray(exports.schedules)) throw new UsageError(`task module ${path}: the export "schedules" must be an array of schedules`, 'modules');
+      schedules.push(...(exports.schedules as ScheduleInput[]));
+    }
     const found = definitionsIn(exports);
     if (found.length === 0) {
       throw new UsageError(
@@ -29,7 +41,7 @@ export async function loadTaskModules(paths: readonly string[], cwd: string): Pr
       byType.set(definition.type, { definition, from: path });
     }
   }
-  return [...byType.values()].map(({ definition }) => definition);
+  return { tasks: [...byType.values()].map(({ definition }) => definition), schedules };
 }
 
 async function importModule(absolute: string, path: string): Promise<Record<string, unknown>> {

@@ -204,7 +204,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     }
     const waitOptions = (options ?? {}) as WaitOptions;
     const scope = waitOptions.scope ?? Scope.global();
-    return waitForTask((taskId) => this.store.getTask({ id: taskId, scope }), idOrEvent, waitOptions);
+    const watch = (listener: () => void) => this.store.watchOutcome({ taskId: idOrEvent, listener });
+    return waitForTask((taskId) => this.store.getTask({ id: taskId, scope }), watch, idOrEvent, waitOptions);
   }
 
   /**

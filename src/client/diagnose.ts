@@ -37,7 +37,8 @@ export interface Diagnosis {
   task: Task;
   attempts: AttemptRecord[];
   failures: FailureRow[];
-  lease: { status: LeaseStatus; remainingSeconds: number | null };
+  /** `expiries`: leases the task lost; `quarantined`: from then on a worker runs it alone (core/task.ts). */
+  lease: { status: LeaseStatus; remainingSeconds: number | null; expiries: number; quarantined: boolean };
   /** Most important first; `verdict` is the first one's message. */
   causes: Cause[];
   verdict: string;
@@ -153,7 +154,8 @@ function waitingCauses(
 }
 
 function leaseStatus(task: Task, now: Date): Diagnosis['lease'] {
-  if (task.leaseUntil === null) return { status: 'NO_LEASE', remainingSeconds: null };
+  const history = { expiries: task.leaseExpiries, quarantined: isQuarantined(task) };
+  if (task.leaseUntil === null) return { status: 'NO_LEASE', remainingSeconds: null, ...history };
   const remaining = Math.floor((task.leaseUntil.getTime() - now.getTime()) / 1000);
-  return { status: remaining < 0 ? 'EXPIRED' : 'ACTIVE', remainingSeconds: remaining };
+  return { status: remaining < 0 ? 'EXPIRED' : 'ACTIVE', remainingSeconds: remaining, ...history };
 }

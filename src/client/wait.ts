@@ -1,9 +1,11 @@
 /**
  * Awaiting a task's outcome from any process: a read of the task by its
- * primary key, repeated with backoff until its status is terminal. The
- * workers' finish path is untouched (no NOTIFY per outcome, no flag to
- * write), so a drain nobody waits on costs exactly what it did; a waiter
- * costs one indexed read per poll, at most `maxPollMs` apart.
+ * primary key, again whenever the store says its outcome may have been
+ * written (store.watchOutcome: NOTIFY on PostgreSQL, the -wal file watch on
+ * SQLite, this process's writes everywhere), and on a backoff timer as the
+ * fallback (a store that missed the wake-up, MySQL across processes).
+ * Wake-ups cost the drain nothing while nobody waits; a waiter costs one
+ * indexed read per wake-up (at most one per PING_GAP_MS) or per poll.
  */
 import { NotFoundError, ValidationError, WaitError } from '../core/errors.js';
 import type { Scope } from '../core/scope.js';
@@ -25,25 +27,36 @@ export interface WaitOptions {
 const KEYS = keysOf<WaitOptions>({ timeoutMs: true, signal: true, minPollMs: true, maxPollMs: true, scope: true });
 const MAX_TIMEOUT_MS = 24 * 3600 * 1000;
 
-export async function waitForTask(read: (id: string) => Promise<Task | null>, id: string, options: WaitOptions): Promise<Task> {
+/** A burst of wake-ups (SQLite: every commit of a busy database) makes at most one read per this many ms. */
+const PING_GAP_MS = 10;
+
+export type WatchOutcome = (listener: () => void) => Promise<() => Promise<void>>;
+
+export async function waitForTask(read: (id: string) => Promise<Task | null>, watch: WatchOutcome, id: string, options: WaitOptions): Promise<Task> {
   checkKnownKeys('waitFor', options, KEYS);
   const timeoutMs = checkMs('timeoutMs', options.timeoutMs, 1, MAX_TIMEOUT_MS);
   const minPollMs = checkMs('minPollMs', options.minPollMs, 1, 60_000) ?? 25;
   const maxPollMs = checkMs('maxPollMs', options.maxPollMs, minPollMs, 60_000) ?? Math.max(1000, minPollMs);
   const stop = stopSignal(options.signal, timeoutMs);
+  const wake = new Wake();
+  // Armed before the first read: an outcome written after that read is heard. Unarmed, polling remains.
+  const unwatch = stop.signal.aborted ? null : await watch(() => wake.ping()).catch(() => null);
   try {
     let pollMs = minPollMs;
     let task: Task | null = null;
     for (;;) {
       if (stop.signal.aborted) throw new WaitError(id, stop.reason(), task?.status ?? null);
+      wake.reset();
+      const readAt = Date.now();
       task = await read(id);
       if (!task) throw new NotFoundError('task', id);
       if (isTerminal(task.status)) return task;
-      await pause(pollMs, stop.signal);
-      pollMs = Math.min(maxPollMs, Math.ceil(pollMs * 1.5));
+      if (!(await wake.pause(pollMs, stop.signal))) pollMs = Math.min(maxPollMs, Math.ceil(pollMs * 1.5));
+      else if (Date.now() - readAt < PING_GAP_MS) await wake.pause(PING_GAP_MS - (Date.now() - readAt), stop.signal, false);
     }
   } finally {
     stop.dispose();
+    await unwatch?.();
   }
 }
 
@@ -80,14 +93,34 @@ function stopSignal(outer: AbortSignal | undefined, timeoutMs: number | undefine
   };
 }
 
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
+/** Wake-ups since the last read: a pause ends early on one, also on one that came during the read. */
+class Wake {
+  private pinged = false;
+  private wakeNow: (() => void) | null = null;
+
+  ping(): void {
+    this.pinged = true;
+    this.wakeNow?.();
+  }
+
+  reset(): void {
+    this.pinged = false;
+  }
+
+  /** True when a wake-up ended it (`early`: wake-ups may end it). */
+  pause(ms: number, signal: AbortSignal, early = true): Promise<boolean> {
+    if (early && this.pinged) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (byPing: boolean): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        this.wakeNow = null;
+        resolve(byPing);
+      };
+      const onAbort = (): void => done(false);
+      const timer = setTimeout(() => done(false), ms);
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (early) this.wakeNow = () => done(true);
+    });
+  }
 }

@@ -41,10 +41,24 @@ export interface Task<Payload = unknown> {
   traceId: string | null;
   /** The W3C traceparent of the OpenTelemetry span that submitted the task (null: none was active). */
   traceParent: string | null;
+  /** The uniqueness window it was submitted with (null: none). */
+  unique: UniqueHold | null;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+}
+
+/** A task's uniqueness key as stored, and whether it holds it now. */
+export interface UniqueHold {
+  /** The client's hash of type, owner, key and mode; with a period, `@` and the window's number. */
+  key: string;
+  /** The statuses in which the task holds the key. */
+  states: TaskStatus[];
+  /** Debounce: held only before the first claim. */
+  beforeFirstRunOnly: boolean;
+  /** Whether it holds the key now: a second submit with the same key would meet this task. */
+  held: boolean;
 }
 
 /** What a producer asks for; the client fills in defaults before the store sees it. */

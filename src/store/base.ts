@@ -9,6 +9,7 @@
 import { StoreClosedError } from '../core/errors.js';
 import { TaskStatus } from '../core/status.js';
 import { LocalBus } from './local-bus.js';
+import { pingLocal, watchLocal } from './outcome-watch.js';
 import type { AttemptOutcome, ClaimParams, Dialect, FinishAndClaimResult, PayloadLimit, Store, StoreCapabilities, StoreEvent, StoreListener } from './types.js';
 
 type Method = Exclude<{ [K in keyof Store]: Store[K] extends (...args: never[]) => unknown ? K : never }[keyof Store], 'close'>;
@@ -46,6 +47,9 @@ const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
   replayDeadLetters: (results) => (results.some((r) => r.outcome === 'REPLAYED') ? [WAKE_ALL] : []),
 };
 
+/** Writes that may end a task: this process's waiters re-read after them (outcome-watch.ts). */
+const ENDS_TASKS: ReadonlySet<Method> = new Set<Method>(['finishAttempts', 'finishAndClaim', 'changeStatus', 'recover']);
+
 /** Every method of the contract, checked against it by the compiler. */
 const METHODS = [
   'migrate',
@@ -56,6 +60,7 @@ const METHODS = [
   'subscribe',
   'insertTasks',
   'getTask',
+  'watchOutcome',
   'listTasks',
   'countByStatus',
   'changeStatus',
@@ -112,6 +117,12 @@ export abstract class StoreBase {
     return this.bus.subscribe(listener);
   }
 
+  /** This process's writes by default; a dialect that hears other processes adds them. */
+  async watchOutcome(params: { taskId: string; listener: () => void }): Promise<() => Promise<void>> {
+    const stop = watchLocal(this.bus, params.listener);
+    return async () => stop();
+  }
+
   /** None by default: only the client's maxPayloadBytes applies. */
   async payloadLimit(): Promise<PayloadLimit | null> {
     return null;
@@ -140,6 +151,7 @@ interface Guarded {
   storeName: string;
   mapError(error: unknown): Error;
   wake(method: Method, events: readonly StoreEvent[]): void | Promise<void>;
+  bus: LocalBus;
 }
 
 function guardedSync(name: Method, original: (...args: unknown[]) => unknown) {
@@ -162,6 +174,7 @@ function guardedAsync(name: Method, original: (...args: unknown[]) => unknown) {
     } catch (error) {
       throw this.mapError(error);
     }
+    if (ENDS_TASKS.has(name)) pingLocal(this.bus);
     const events = wakeups?.(answer);
     if (events && events.length > 0) await this.wake(name, events);
     return answer;

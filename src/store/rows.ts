@@ -5,6 +5,7 @@
  */
 import { isTaskStatus, type TaskStatus } from '../core/status.js';
 import type { Task, TaskProgress } from '../core/task.js';
+import { uniqueHoldOf } from './rules/unique.js';
 import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy, WorkerRecord } from './types.js';
 
 export interface Decode {
@@ -41,6 +42,7 @@ export function taskFromRow(row: Row, decode: Decode): Task {
     lastErrorCode: optionalString(row.last_error_code),
     traceId: optionalString(row.trace_id),
     traceParent: optionalString(row.trace_parent),
+    unique: uniqueHoldOf(optionalString(row.unique_key), Number(row.unique_states ?? 0), status, Number(row.attempt_count)),
     createdAt: decode.time(row.create_time),
     updatedAt: decode.time(row.update_time),
     // start_time / finish_time, not started_at / finished_at: the seed's analyze-performance.sh joins this

@@ -95,6 +95,14 @@ export interface ProducerStore<Tx = unknown> {
    */
   insertTasks(params: { tasks: readonly NewTask[]; transaction?: Tx }): Promise<InsertTaskResult[]>;
   getTask(params: { id: string; scope: Scope }): Promise<Task | null>;
+  /**
+   * Wake-ups for a waiter on one task (client.waitFor): `listener` runs when
+   * the task's outcome may have been written — spuriously too, the waiter
+   * re-reads the row. Resolves once armed; the answer disarms. PostgreSQL:
+   * NOTIFY from the outcome write, only for awaited tasks; SQLite: any
+   * commit (the -wal file watch); MySQL: this process's writes only.
+   */
+  watchOutcome(params: { taskId: string; listener: () => void }): Promise<() => Promise<void>>;
   /** Newest first (id descending); `cursor` is the last id of the previous page. */
   listTasks(params: ListTasksParams): Promise<TaskPage>;
   countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>>;

@@ -4,9 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveConfig } from '../../src/cli/config.js';
+import { loadWorkerModules } from '../../src/cli/task-modules.js';
 import { splitRecord } from '../../src/cli/records.js';
 import { duration } from '../../src/cli/parse.js';
 import { cli } from './harness.js';
+
+const FIXTURES = join(import.meta.dirname, 'fixtures');
 
 describe('CLI configuration', () => {
   let dir: string;
@@ -48,6 +51,26 @@ describe('CLI configuration', () => {
     writeFileSync(path, JSON.stringify({ databaseUrl: 'postgres://db/app', schema: 'jobs', worker: { concurrency: 3, leaseMs: 30000 } }));
     const config = resolveConfig({ flags: { 'worker.leaseMs': 20000 }, env: { TASKLEASE_CONCURRENCY: '12', TASKLEASE_CONFIG: path }, cwd: dir });
     expect(config).toEqual({ databaseUrl: 'postgres://db/app', schema: 'jobs', logLevel: 'info', worker: { concurrency: 12, leaseMs: 20000 } });
+  });
+
+  it('takes the fair-owners switch and the schedule refresh from flags, the environment or the file; a bad boolean names its source', () => {
+    const path = join(dir, 'fair.json');
+    writeFileSync(path, JSON.stringify({ worker: { fairOwners: true, scheduleRefreshMs: 5000 } }));
+    expect(resolveConfig({ flags: {}, env: { TASKLEASE_CONFIG: path }, cwd: dir }).worker).toEqual({ fairOwners: true, scheduleRefreshMs: 5000 });
+    const fromEnv = resolveConfig({ flags: { 'worker.scheduleRefreshMs': 0 }, env: { TASKLEASE_CONFIG: path, TASKLEASE_FAIR_OWNERS: '0' }, cwd: dir });
+    expect(fromEnv.worker).toEqual({ fairOwners: false, scheduleRefreshMs: 0 });
+    expect(() => resolveConfig({ flags: {}, env: { TASKLEASE_FAIR_OWNERS: 'yes' }, cwd: dir })).toThrow(
+      'worker.fairOwners (from TASKLEASE_FAIR_OWNERS) must be true or false (1 or 0), got "yes"',
+    );
+  });
+
+  it('a worker takes the periodic tasks of a module\u2019s `schedules` export; a `schedules` that is no array is a usage error', async () => {
+    const loaded = await loadWorkerModules([join(FIXTURES, 'scheduled-tasks.ts')], dir);
+    expect(loaded.tasks.map((t) => t.type)).toEqual(['cli.echo']);
+    expect(loaded.schedules).toEqual([{ key: 'cli.every-minute', taskType: 'cli.echo', cron: '* * * * *' }]);
+    const bad = join(dir, 'bad-schedules.mjs');
+    writeFileSync(bad, "export const schedules = 'every minute';\nexport const t = { type: 'x', execute: () => undefined };\n");
+    await expect(loadWorkerModules([bad], dir)).rejects.toThrow('the export "schedules" must be an array of schedules');
   });
 
   it('names the field, and where its bad value came from', async () => {

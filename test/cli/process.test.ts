@@ -36,9 +36,12 @@ describe('the tasklease process', () => {
       const env = { TASKLEASE_DATABASE_URL: target.url() };
       expect((await cli(['migrate'], { env })).code).toBe(0);
 
-      const worker = spawnCli(['worker', join(FIXTURES, 'tasks.ts'), '--concurrency', '2', '--poll', '50ms'], {
-        env: { ...env, TASKLEASE_SHUTDOWN_GRACE_MS: '20000' },
-      });
+      const worker = spawnCli(
+        ['worker', join(FIXTURES, 'scheduled-tasks.ts'), join(FIXTURES, 'tasks.ts'), '--concurrency', '2', '--poll', '50ms', '--fair-owners'],
+        {
+          env: { ...env, TASKLEASE_SHUTDOWN_GRACE_MS: '20000', TASKLEASE_SCHEDULE_REFRESH_MS: '30000' },
+        },
+      );
       const get = async (id: string): Promise<Task> => (await cli(['get', id, '--json'], { env })).json<Task>();
       const submit = async (type: string, payload: unknown): Promise<string> =>
         (await cli(['submit', type, JSON.stringify(payload), '--json'], { env })).json<{ id: string }>().id;
@@ -61,7 +64,7 @@ describe('the tasklease process', () => {
         .trim()
         .split('\n')
         .map((line) => JSON.parse(line) as { msg: string; active?: number; signal?: string });
-      expect(lines.find((l) => l.msg === 'worker started')).toBeTruthy();
+      expect(lines.find((l) => l.msg === 'worker started')).toMatchObject({ fairOwners: true, schedules: ['cli.every-minute'], scheduleRefreshMs: 30_000 });
       expect(lines.find((l) => l.msg === 'worker stopping')).toMatchObject({ signal: 'SIGTERM', active: 1 });
       expect(lines.at(-1)!.msg).toBe('worker stopped');
     });

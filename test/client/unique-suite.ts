@@ -59,10 +59,14 @@ export function runUniqueSuite(factory: StoreFactory): void {
       expect(again).toMatchObject({ created: false, task: { id: a.task.id } });
       expect((await client.submit(job, { v: 1 }, { unique: { key: 'k' }, owner: 'bob' })).created).toBe(true);
       expect((await client.submit(job, { v: 1 }, { unique: { key: 'other' } })).created).toBe(true);
+      expect(a.task.unique).toMatchObject({ held: true, beforeFirstRunOnly: false, states: ['QUEUED', 'RUNNING', 'RETRY_WAIT', 'PAUSED', 'CANCEL_REQUESTED'] });
+      expect((await client.get(a.task.id))?.unique).toEqual(a.task.unique);
       await client.requestCancellation(a.task.id);
+      expect((await client.get(a.task.id))?.unique).toMatchObject({ key: a.task.unique!.key, held: false });
       const after = await client.submit(job, { v: 3 }, { unique: { key: 'k' } });
       expect(after.created).toBe(true);
       expect(after.task.id).not.toBe(a.task.id);
+      expect((await client.submit(job, { v: 1 })).task.unique).toBeNull();
     });
 
     it('by state: without a key, the payload is the key; a running task still holds it', async () => {

@@ -10,6 +10,7 @@ import { InvalidOptionsError, NotFoundError, ValidationError, WaitError } from '
 import { uuidv7 } from '../../src/core/ids.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Task } from '../../src/core/task.js';
+import type { Store } from '../../src/store/types.js';
 import { createWorker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { perTestStore } from '../helpers/per-test.js';
@@ -55,6 +56,28 @@ export function runWaitSuite(factory: StoreFactory): void {
       expect(done).toMatchObject({ id: task.id, status: 'SUCCESS', result: { doubled: 42 } });
     });
 
+    it('wakes on the outcome write, not on its poll timer (one read before, one after)', async () => {
+      const open = gate();
+      const job = defineTask({
+        type: 'wait.push',
+        execute: async () => {
+          await open.promise;
+          return TaskResult.success({});
+        },
+      });
+      const counted = countingReads(env.store);
+      const waiter = createClient({ store: counted.store, tasks: [job] });
+      const { task } = await waiter.submit(job, {});
+      await env.track(createWorker({ store: env.store, tasks: [job], ...FAST_WORKER })).start();
+      await waitFor(async () => (await env.store.getTask({ id: task.id, scope: Scope.global() }))?.status === 'RUNNING', 'the task to run');
+      // No poll is due before the timeout: only a wake-up can end this wait with the task.
+      const waiting = waiter.waitFor(task.id, { minPollMs: 60_000, maxPollMs: 60_000, timeoutMs: 20_000 });
+      await waitFor(() => counted.reads >= 1, 'the first read');
+      open.open();
+      expect(await waiting).toMatchObject({ id: task.id, status: 'SUCCESS' });
+      expect(counted.reads).toBeLessThanOrEqual(4);
+    });
+
     it('resolves with a task cancelled while it waits (any terminal status ends the wait)', async () => {
       const { task } = await client.submit(idle, {}, { delayMs: HOUR });
       const waiting = client.waitFor(task.id, { minPollMs: 5 });
@@ -92,4 +115,38 @@ export function runWaitSuite(factory: StoreFactory): void {
       expect((await submitted).tasks.map((t) => t.id)).toEqual([task.id]);
     });
   });
+}
+
+/**
+ * Another process's outcome wakes a waiter: `waiterStore` shares nothing in
+ * this process with the writer (own connections, own bus), and no poll is
+ * due before the timeout, so only the store's cross-process wake-up
+ * (NOTIFY, the -wal watch) can end the wait with the task.
+ */
+export async function expectWokenAcrossStores(waiterStore: Store, submit: () => Promise<string>, finish: (id: string) => Promise<void>): Promise<void> {
+  const counted = countingReads(waiterStore);
+  const id = await submit();
+  const waiting = createClient({ store: counted.store, tasks: [] }).waitFor(id, { minPollMs: 60_000, maxPollMs: 60_000, timeoutMs: 20_000 });
+  await waitFor(() => counted.reads >= 1, 'the first read');
+  await finish(id);
+  expect(await waiting).toMatchObject({ id, status: 'SUCCESS' });
+  expect(counted.reads).toBeLessThanOrEqual(4);
+}
+
+/** `store` with its task reads counted (the waiter's reads: a poll or a wake-up each). */
+function countingReads(store: Store): { store: Store; readonly reads: number } {
+  let reads = 0;
+  const counted = new Proxy(store, {
+    get(target, key) {
+      if (key === 'getTask') return (params: Parameters<Store['getTask']>[0]) => ((reads += 1), target.getTask(params));
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return {
+    store: counted,
+    get reads() {
+      return reads;
+    },
+  };
 }

@@ -26,6 +26,7 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   subscribe: (s) => s.subscribe(() => undefined),
   insertTasks: (s) => s.insertTasks({ tasks: [newTask()] }),
   getTask: (s) => s.getTask({ id: 'x', scope: G }),
+  watchOutcome: (s) => s.watchOutcome({ taskId: 'x', listener: () => undefined }),
   listTasks: (s) => s.listTasks({ scope: G, limit: 10 }),
   countByStatus: (s) => s.countByStatus({ scope: G }),
   changeStatus: (s) => s.changeStatus({ ids: ['x'], scope: G, from: ['QUEUED'], to: 'PAUSED' }),

@@ -122,6 +122,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'system_async_task',
       'system_async_task_api_token',
       'system_async_task_attempt',
+      'system_async_task_awaited',
       'system_async_task_dead_letter',
       'system_async_task_failure',
       'system_async_task_policy',

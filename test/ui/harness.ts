@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { defineTask, TaskFailure } from '../../src/index.js';
+import { defineTask, TaskFailure, TaskResult } from '../../src/index.js';
 import { createServer, type TaskleaseServer } from '../../src/server/index.js';
 import type { Store } from '../../src/store/types.js';
 import { Gate } from '../server/harness.js';
@@ -20,6 +20,8 @@ export class Controls {
   readonly steps = new Gate();
   readonly holds = new Gate();
   broken = true;
+  /** ui.snoozy snoozes its first run, then succeeds. */
+  snoozed = false;
 }
 
 export function uiTasks(controls: Controls) {
@@ -33,6 +35,14 @@ export function uiTasks(controls: Controls) {
           ctx.reportProgress({ total: 4, processed: step, message: `step ${step}` });
         }
         await Promise.race([controls.steps.pass(), aborted(ctx.signal)]);
+      },
+    }),
+    defineTask({
+      type: 'ui.snoozy',
+      execute: () => {
+        if (controls.snoozed) return TaskResult.success({});
+        controls.snoozed = true;
+        return TaskResult.snooze(50);
       },
     }),
     defineTask({ type: 'ui.hold', execute: async (ctx) => void (await Promise.race([controls.holds.pass(), aborted(ctx.signal)])) }),

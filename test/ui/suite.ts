@@ -8,6 +8,8 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store/types.js';
+import { createClient } from '../../src/client/client.js';
+import { defineTask } from '../../src/core/definition.js';
 import { waitFor } from '../helpers/wait.js';
 import { shoot, startRig, type Rig } from './harness.js';
 
@@ -114,6 +116,39 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await page.getByRole('button', { name: 'Search' }).click();
       await page.waitForURL(new RegExp(`#/tasks/${plain.id}$`));
       await page.getByRole('heading', { name: /ui\.quick/ }).waitFor();
+      await context.close();
+    });
+
+    it('a task page shows the unique key hold, the leases lost, the trace and a snoozed attempt in words', async () => {
+      const client = rig.server.client;
+      const { task: snoozy } = await client.submit('ui.snoozy', {}, { unique: { key: 'report-7' } });
+      const { task: waiting } = await client.submit('ui.quick', {}, { unique: { key: 'report-8' }, delayMs: 3_600_000 });
+      await waitFor(async () => (await client.get(snoozy.id))?.status === 'SUCCESS', 'the snoozed task to succeed');
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks/${snoozy.id}`);
+      await page.locator('[data-outcome="SNOOZED"]').waitFor();
+      await page.locator('.timeline li', { hasText: 'snoozed (asked to run later; no attempt spent)' }).waitFor();
+      await page.locator('[data-unique="released"]', { hasText: 'while QUEUED, RUNNING' }).waitFor();
+      await page.locator('[data-lease-expiries="0"]').waitFor();
+      expect(await page.locator('[data-quarantined]').count()).toBe(0);
+      await shoot(page, `${name}-task-snoozed`);
+      await page.goto(`${rig.url}/ui/#/tasks/${waiting.id}`);
+      await page.locator('[data-unique="held"]').waitFor();
+      // A task whose worker keeps vanishing: two leases lost (claimed by a ghost, swept back) make it quarantined.
+      const orphanType = defineTask({ type: 'ui.orphan' }); // no worker of the rig runs it
+      const { task: orphan } = await createClient({ store, tasks: [orphanType] }).submit(orphanType, {});
+      const ghostClaim = { workerId: 'ui-ghost', taskTypes: ['ui.orphan'], limit: 1, leaseMs: 1, globalConcurrency: 1000, typeConcurrency: 1000 };
+      for (const expiries of [1, 2]) {
+        await waitFor(async () => (await store.claimTasks(ghostClaim)).length === 1, 'the ghost to claim the orphan');
+        await waitFor(async () => {
+          await store.recover({ batchSize: 10 });
+          return (await client.get(orphan.id))?.leaseExpiries === expiries;
+        }, `lease expiry ${expiries} swept`);
+      }
+      await page.goto(`${rig.url}/ui/#/tasks/${orphan.id}`);
+      await page.locator('[data-lease-expiries="2"] [data-quarantined]').waitFor();
+      await shoot(page, `${name}-task-quarantined`);
+      await client.requestCancellation(orphan.id);
       await context.close();
     });
 

@@ -39,10 +39,22 @@ export interface Task {
   progress: Progress | null;
   result: unknown;
   lastErrorCode: string | null;
+  /** Leases the task lost (its worker crashed or stalled). */
+  leaseExpiries: number;
+  traceId: string | null;
+  /** W3C traceparent of the span that submitted it (OpenTelemetry). */
+  traceParent: string | null;
+  unique: UniqueHold | null;
   createdAt: string;
   updatedAt: string;
   startedAt: string | null;
   finishedAt: string | null;
+}
+export interface UniqueHold {
+  key: string;
+  states: TaskStatus[];
+  beforeFirstRunOnly: boolean;
+  held: boolean;
 }
 export interface Attempt {
   attempt: number;
@@ -63,7 +75,7 @@ export interface Diagnosis {
   task: Task;
   attempts: Attempt[];
   failures: Failure[];
-  lease: { status: string; remainingSeconds: number | null };
+  lease: { status: string; remainingSeconds: number | null; expiries: number; quarantined: boolean };
   causes: { code: string; message: string }[];
   verdict: string;
 }

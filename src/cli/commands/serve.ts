@@ -12,7 +12,7 @@ import { InvalidOptionsError } from '../../core/errors.js';
 import { action, type CliCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { integer, nonEmpty } from '../parse.js';
-import { loadTaskModules } from '../task-modules.js';
+import { loadWorkerModules } from '../task-modules.js';
 
 interface ServeFlags {
   host: string;
@@ -47,7 +47,7 @@ async function serve(ctx: CommandContext, name: 'serve' | 'start', modules: stri
     throw new InvalidOptionsError('tasklease', 'TASKLEASE_WORKER_ENABLED', `must be true or false, got ${JSON.stringify(enabled)}`);
   }
   const runWorker = flags.worker && enabled !== 'false' && modules.length > 0;
-  const tasks = await loadTaskModules(modules, ctx.io.cwd);
+  const { tasks, schedules } = await loadWorkerModules(modules, ctx.io.cwd);
   const store = await ctx.openStore();
   const { startServer } = await import('../../server/index.js');
   const server = await startServer({
@@ -56,7 +56,7 @@ async function serve(ctx: CommandContext, name: 'serve' | 'start', modules: stri
     migrate: name === 'start',
     host: flags.host,
     port: flags.port,
-    worker: runWorker ? ctx.config().worker : false,
+    worker: runWorker ? { ...ctx.config().worker, schedules } : false,
     publicMetrics: flags.publicMetrics === true,
     publicDocs: flags.publicDocs === true,
     logger: { level: ctx.config().logLevel },

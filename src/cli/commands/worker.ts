@@ -9,7 +9,7 @@ import { Option } from 'commander';
 import { action, type CliCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { duration, integer, nonEmpty } from '../parse.js';
-import { loadTaskModules } from '../task-modules.js';
+import { loadWorkerModules } from '../task-modules.js';
 
 interface WorkerFlags {
   concurrency?: number;
@@ -21,6 +21,8 @@ interface WorkerFlags {
   globalConcurrency?: number;
   typeConcurrency?: number;
   ownerConcurrency?: number;
+  fairOwners?: boolean;
+  scheduleRefresh?: number;
   workerId?: string;
   logLevel?: string;
 }
@@ -44,6 +46,12 @@ export const workerCommand: CliCommand = {
         'per-owner (tenant) running cap unless an OWNER policy says otherwise; claims take turns across owners (default none)',
         integer(1, 100_000),
       )
+      .option('--fair-owners', 'claims take turns across owners even without an owner limit (default off)')
+      .option(
+        '--schedule-refresh <duration>',
+        'the scheduler of periodic tasks reads the schedules at least this often; 0s: no scheduler in this worker (default 30s)',
+        duration,
+      )
       .option('--worker-id <id>', 'unique per process; the lease owner (default host-pid-random)', nonEmpty)
       .addOption(new Option('--log-level <level>', 'log level (default info)').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']))
       .action(action(ctx, (modules: string[], flags: WorkerFlags) => runWorker(ctx, modules, flags)));
@@ -61,9 +69,11 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
     'worker.globalConcurrency': flags.globalConcurrency,
     'worker.typeConcurrency': flags.typeConcurrency,
     'worker.ownerConcurrency': flags.ownerConcurrency,
+    'worker.fairOwners': flags.fairOwners,
+    'worker.scheduleRefreshMs': flags.scheduleRefresh,
     logLevel: flags.logLevel,
   });
-  const tasks = await loadTaskModules(modules, ctx.io.cwd);
+  const { tasks, schedules } = await loadWorkerModules(modules, ctx.io.cwd);
   // Loaded here, not at start-up: the other commands never need the worker or the logger.
   const [{ createWorker }, { attachLogger }, { default: pino }] = await Promise.all([
     import('../../worker/worker.js'),
@@ -71,11 +81,13 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
     import('pino'),
   ]);
   const store = await ctx.openStore();
-  const worker = createWorker({ store, tasks, ...config.worker, ...(flags.workerId ? { workerId: flags.workerId } : {}) });
+  const worker = createWorker({ store, tasks, schedules, ...config.worker, ...(flags.workerId ? { workerId: flags.workerId } : {}) });
   const logger = pino({ level: config.logLevel, base: { workerId: worker.workerId } }, { write: (line: string) => ctx.io.stdout.write(line) });
   const detach = attachLogger(worker, logger);
   worker.start();
-  logger.info({ taskTypes: worker.taskTypes, concurrency: worker.options.concurrency, dialect: store.dialect }, 'worker started');
+  const { concurrency, fairOwners, scheduleRefreshMs } = worker.options;
+  const scheduleKeys = worker.options.schedules.map((schedule) => schedule.key);
+  logger.info({ taskTypes: worker.taskTypes, concurrency, fairOwners, schedules: scheduleKeys, scheduleRefreshMs, dialect: store.dialect }, 'worker started');
   const signal = await ctx.io.waitForStopSignal();
   logger.info({ signal, active: worker.stats().active }, 'worker stopping');
   await worker.stop(); // the logger writes 'worker stopped'

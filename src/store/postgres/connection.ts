@@ -33,6 +33,7 @@ export interface PgContext {
     deadLetter: string;
     policy: string;
     worker: string;
+    awaited: string;
     migrations: string;
   };
   /** One LISTEN/NOTIFY channel per schema; payloads are JSON (see listener.ts). */
@@ -68,6 +69,7 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
       deadLetter: `${schema}.system_async_task_dead_letter`,
       policy: `${schema}.system_async_task_policy`,
       worker: `${schema}.system_async_task_worker`,
+      awaited: `${schema}.system_async_task_awaited`,
       migrations: `${schema}.tasklease_migrations`,
     },
     // Channel names are identifiers (≤ 63 bytes); a digest keeps any schema name short and distinct.

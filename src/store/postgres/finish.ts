@@ -19,6 +19,7 @@ import { claimArgs, claimTasks } from './claim.js';
 import { run, sql, type PgContext, type Queryable } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
+import { MAX_NOTIFY_BYTES, WAKE_WAITERS_PAYLOAD } from './wakeups.js';
 import {
   attemptBaseAfterSql,
   attemptOutcomeSql,
@@ -118,8 +119,24 @@ dead AS (
   FROM updated u WHERE u.status = ${STATUS_SQL.FAILED}
 )
 SELECT updated.ord, updated.dead_letter_id FROM updated;
+${awaitedNotifySql(ctx)}
 END
 $finish$;`;
+}
+
+/**
+ * After the outcomes: a NOTIFY naming the written tasks someone waits for
+ * (client.waitFor, awaited.ts), in the same transaction, so it is heard at
+ * commit. The EXISTS on the (usually empty) table keeps the common drain at
+ * one probe; a long id list falls back to "re-read, all of you".
+ */
+function awaitedNotifySql(ctx: PgContext): string {
+  const { awaited } = ctx.tables;
+  return `IF EXISTS (SELECT 1 FROM ${awaited}) THEN
+  PERFORM pg_notify('${ctx.channel}', CASE WHEN sum(length(w.task_id) + 3) > ${MAX_NOTIFY_BYTES - 100} THEN '${WAKE_WAITERS_PAYLOAD}'
+    ELSE json_build_object('k', 'f', 'i', array_agg(DISTINCT w.task_id))::text END)
+  FROM ${awaited} w WHERE w.task_id = ANY($1) HAVING count(*) > 0;
+END IF;`;
 }
 
 const FINISH_FUNCTION = 'tasklease_finish_outcomes';

@@ -20,6 +20,7 @@ import { checkNewTask, decodePostgres, storableJson } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './wakeups.js';
 import { TaskStatus } from '../../core/status.js';
 import { STATUS_SQL } from '../rules/index.js';
+import { uniqueHoldOf } from '../rules/unique.js';
 import { atomically, insertUnique } from './unique.js';
 
 const MAX_ROUNDS = 3;
@@ -119,13 +120,13 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
   return new Map(
     result.rows.map((row) => {
       const input = byId.get(String(row.id))!;
-      return [input.id, newTaskRow(input, decodePostgres.time(row.available_at), decodePostgres.time(row.create_time))];
+      return [input.id, newTaskRow(input, decodePostgres.time(row.available_at), decodePostgres.time(row.create_time), unique)];
     }),
   );
 }
 
 /** The Task a fresh insert made, without reading the row back. */
-function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
+function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, unique: { key: string; states: number } | null = null): Task {
   return {
     id: input.id,
     taskType: input.taskType,
@@ -148,6 +149,7 @@ function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date): Task {
     lastErrorCode: null,
     traceId: input.traceId,
     traceParent: input.traceParent ?? null,
+    unique: unique && uniqueHoldOf(unique.key, unique.states, TaskStatus.QUEUED, 0),
     createdAt,
     updatedAt: createdAt,
     startedAt: null,

@@ -259,4 +259,18 @@ CREATE INDEX ix_system_async_task_deadline ON ${s}.system_async_task (deadline_a
     // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.
     sql: (s) => `ALTER TABLE ${s}.system_async_task ADD COLUMN IF NOT EXISTS trace_parent text;`,
   },
+  {
+    version: 11,
+    name: 'awaited tasks',
+    // client.waitFor: a waiter's row tells the outcome function to NOTIFY for that task (finish.ts).
+    // Empty while nobody waits, so the drain pays one probe of an empty table per outcome batch.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_awaited (
+  task_id text NOT NULL,
+  waiter_id text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (task_id, waiter_id)
+);
+`,
+  },
 ];

@@ -21,6 +21,7 @@ import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase, type StoreMethod } from '../base.js';
 import { LocalBus } from '../local-bus.js';
+import { watchLocal } from '../outcome-watch.js';
 import type {
   ClaimPlan,
   AnalysisData,
@@ -63,7 +64,7 @@ import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js'
 import * as reads from './reads.js';
 import { recover } from './recover.js';
 import { changeStatus } from './status.js';
-import { notifyPayload, PgListener } from './wakeups.js';
+import { markAwaited, notifyPayload, PgListener } from './wakeups.js';
 import type { PoolStats } from '../pool-stats.js';
 
 /** A caller's transaction: a pg Client or PoolClient inside BEGIN. */
@@ -166,6 +167,27 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
 
   override subscribe(listener: StoreListener): () => void {
     return this.listener.subscribe(listener);
+  }
+
+  /** LISTEN first (its start pings: a NOTIFY sent before it was heard by nobody), then the mark the outcome function reads. */
+  override async watchOutcome(params: { taskId: string; listener: () => void }): Promise<() => Promise<void>> {
+    const { taskId, listener } = params;
+    const offLocal = watchLocal(this.bus, listener);
+    const offNotify = this.listener.subscribeOutcomes((ids) => {
+      if (ids.length === 0 || ids.includes(taskId)) listener();
+    });
+    try {
+      const unmark = await markAwaited(this.ctx, taskId);
+      return async () => {
+        offLocal();
+        offNotify();
+        await unmark();
+      };
+    } catch (error) {
+      offLocal();
+      offNotify();
+      throw error;
+    }
   }
 
   // ---- producers -----------------------------------------------------------

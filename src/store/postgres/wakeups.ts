@@ -14,16 +14,23 @@
  * Payloads are JSON on one channel per schema:
  *   {"k":"s","t":[types…]}  submitted (t empty: unknown types, wake everyone)
  *   {"k":"c","i":[ids…]}    cancellation requested
+ *   {"k":"f","i":[ids…]}    outcomes written for awaited tasks (i empty: every waiter re-reads); finish.ts
  * NOTIFY payloads must stay under 8000 bytes; senders fall back to the
  * wildcard or split id lists (see insert.ts, queries.ts).
  */
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { StoreEvent, StoreListener } from '../types.js';
+import { run, type PgContext } from './connection.js';
 import { quoteIdent } from './options.js';
 
 /** Below PostgreSQL's 8000-byte payload limit, with room to spare. */
 export const MAX_NOTIFY_BYTES = 7900;
 export const WAKE_ALL_PAYLOAD = '{"k":"s","t":[]}';
+export const WAKE_WAITERS_PAYLOAD = '{"k":"f","i":[]}';
+
+/** A waiter's listener: `taskIds` written (empty: any may have been). */
+export type OutcomeListener = (taskIds: readonly string[]) => void;
 
 /** An event as its NOTIFY payload (see above); the caller keeps it under MAX_NOTIFY_BYTES. */
 export function notifyPayload(event: StoreEvent): string {
@@ -36,6 +43,7 @@ const MAX_BACKOFF_MS = 5000;
 
 export class PgListener {
   private readonly listeners = new Set<StoreListener>();
+  private readonly waiters = new Set<OutcomeListener>();
   private client: pg.Client | null = null;
   private retryTimer: NodeJS.Timeout | null = null;
   private failures = 0;
@@ -55,13 +63,25 @@ export class PgListener {
 
   subscribe(listener: StoreListener): () => void {
     this.listeners.add(listener);
-    if (!this.started && !this.closed) {
-      this.started = true;
-      void this.connect();
-    }
+    this.start();
     return () => {
       this.listeners.delete(listener);
     };
+  }
+
+  /** Outcome NOTIFYs for waiters (client.waitFor); also called with [] each time LISTEN takes effect. */
+  subscribeOutcomes(listener: OutcomeListener): () => void {
+    this.waiters.add(listener);
+    this.start();
+    return () => {
+      this.waiters.delete(listener);
+    };
+  }
+
+  private start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    void this.connect();
   }
 
   async close(): Promise<void> {
@@ -96,6 +116,7 @@ export class PgListener {
     // Whatever was submitted before LISTEN took effect (first subscribe, or
     // while reconnecting) sent its NOTIFY to nobody: wake everyone once.
     this.deliver({ kind: 'submitted', taskTypes: [] });
+    this.deliverOutcomes([]);
   }
 
   private lost(client: pg.Client): void {
@@ -124,6 +145,17 @@ export class PgListener {
     }
     if (parsed.k === 's' && Array.isArray(parsed.t)) this.deliver({ kind: 'submitted', taskTypes: parsed.t.map(String) });
     else if (parsed.k === 'c' && Array.isArray(parsed.i)) this.deliver({ kind: 'cancelRequested', taskIds: parsed.i.map(String) });
+    else if (parsed.k === 'f' && Array.isArray(parsed.i)) this.deliverOutcomes(parsed.i.map(String));
+  }
+
+  private deliverOutcomes(taskIds: readonly string[]): void {
+    for (const listener of [...this.waiters]) {
+      try {
+        listener(taskIds);
+      } catch {
+        // as deliver()
+      }
+    }
   }
 
   private deliver(event: StoreEvent): void {
@@ -135,4 +167,25 @@ export class PgListener {
       }
     }
   }
+}
+
+/**
+ * Marks `taskId` as awaited by one waiter (finish.ts NOTIFYs for it) and
+ * answers the unmarking. Rows a crashed waiter left behind only cost a
+ * spare NOTIFY for that task; those older than a day (the longest wait) go
+ * with the next mark.
+ */
+export async function markAwaited(ctx: PgContext, taskId: string): Promise<() => Promise<void>> {
+  const waiterId = randomUUID();
+  const { awaited } = ctx.tables;
+  await run(
+    ctx.pool,
+    'marking an awaited task',
+    `WITH stale AS (DELETE FROM ${awaited} WHERE created_at < now() - interval '1 day')
+INSERT INTO ${awaited} (task_id, waiter_id) VALUES ($1, $2)`,
+    [taskId, waiterId],
+  );
+  return async () => {
+    await run(ctx.pool, 'unmarking an awaited task', `DELETE FROM ${awaited} WHERE task_id = $1 AND waiter_id = $2`, [taskId, waiterId]).catch(() => undefined);
+  };
 }

@@ -7,7 +7,7 @@
  * the number of concurrent submitters.
  */
 import { ALL_STATUSES, type TaskStatus } from '../../core/status.js';
-import type { UniqueSpec } from '../../core/task.js';
+import type { UniqueHold, UniqueSpec } from '../../core/task.js';
 
 /** One bit per status, in ALL_STATUSES order: QUEUED 1, RUNNING 2, … FAILED 256. */
 export const STATUS_BITS = Object.fromEntries(ALL_STATUSES.map((status, i) => [status, 1 << i])) as Readonly<Record<TaskStatus, number>>;
@@ -46,4 +46,12 @@ export function storedUniqueKey(spec: UniqueSpec, nowMs: number): string {
 /** A debounced submit's start: the database clock + its delay. */
 export function debouncedStart(spec: UniqueSpec, nowMs: number): Date {
   return new Date(nowMs + (spec.debounceMs ?? 0));
+}
+
+/** The stored key and mask read back (rows.ts): the same test as UNIQUE_HOLD_SQL, for display. */
+export function uniqueHoldOf(key: string | null, mask: number, status: TaskStatus, attemptCount: number): UniqueHold | null {
+  if (key === null) return null;
+  const states = ALL_STATUSES.filter((s) => (mask & STATUS_BITS[s]) !== 0);
+  const beforeFirstRunOnly = (mask & FRESH_ONLY_BIT) !== 0;
+  return { key, states, beforeFirstRunOnly, held: states.includes(status) && (!beforeFirstRunOnly || attemptCount === 0) };
 }

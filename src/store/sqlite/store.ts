@@ -57,6 +57,7 @@ import * as reads from './reads.js';
 import { recover } from './recover.js';
 import { changeStatus } from './status.js';
 import { WalWatcher } from './wakeups.js';
+import { pingLocal } from '../outcome-watch.js';
 
 export type { SqliteStoreOptions } from './options.js';
 
@@ -98,6 +99,7 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     if (version === this.seenDataVersion) return;
     this.seenDataVersion = version;
     this.bus.publish({ kind: 'submitted', taskTypes: [] });
+    pingLocal(this.bus);
   }
 
   nowText(): string {
@@ -146,10 +148,20 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   }
 
   override subscribe(listener: StoreListener): () => void {
+    this.watchWal();
+    return super.subscribe(listener);
+  }
+
+  /** Other processes' commits ping waiters too (any commit may be the outcome; the waiter re-reads one row). */
+  override async watchOutcome(params: { taskId: string; listener: () => void }): Promise<() => Promise<void>> {
+    this.watchWal();
+    return super.watchOutcome(params);
+  }
+
+  private watchWal(): void {
     // From here on, only other connections' commits move data_version: our own next commit must not look like one.
     if (this.walWatcher && this.seenDataVersion < 0) this.seenDataVersion = this.db.pragma('data_version', { simple: true }) as number;
     this.walWatcher?.start();
-    return super.subscribe(listener);
   }
 
   // ---- producers -----------------------------------------------------------

@@ -4,7 +4,7 @@
  * diagnose verdict (operators), and the actions its status and the caller's
  * role allow.
  */
-import { admin, api, isOperator, type Diagnosis, type Me, type Progress, type Task } from '../api.js';
+import { admin, api, isOperator, type Attempt, type Diagnosis, type Me, type Progress, type Task, type UniqueHold } from '../api.js';
 import { clear, confirmAction, duration, every, guarded, h, notify, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
 
@@ -45,7 +45,30 @@ function progressView(progress: Progress | null): HTMLElement {
   );
 }
 
-function facts(task: Task): HTMLElement {
+function uniqueView(unique: UniqueHold | null): string | HTMLElement {
+  if (!unique) return '—';
+  const when = `while ${unique.states.join(', ')}${unique.beforeFirstRunOnly ? ', before its first run' : ''}`;
+  return h(
+    'span',
+    { 'data-unique': unique.held ? 'held' : 'released' },
+    unique.held ? `holds its key ${when}` : `held its key ${when}; no longer`,
+    h('br'),
+    h('span', { class: 'mono muted', title: 'The key as stored: a hash of type, owner and key (with a period: @window)' }, unique.key),
+  );
+}
+
+/** Lost leases; from QUARANTINE_AFTER_LEASE_EXPIRIES on (the diagnosis says) a worker runs the task alone. */
+function leaseExpiriesView(task: Task, diagnosis: Diagnosis | null): string | HTMLElement {
+  const quarantined = diagnosis?.lease.quarantined ?? false;
+  return h(
+    'span',
+    { 'data-lease-expiries': task.leaseExpiries },
+    String(task.leaseExpiries),
+    quarantined ? [' ', h('span', { class: 'badge s-failed', 'data-quarantined': '' }, 'QUARANTINED'), ' runs alone'] : null,
+  );
+}
+
+function facts(task: Task, diagnosis: Diagnosis | null): HTMLElement {
   const row = (label: string, value: string | Node) => [h('dt', {}, label), h('dd', {}, value)];
   return h(
     'dl',
@@ -57,15 +80,27 @@ function facts(task: Task): HTMLElement {
     row('Attempts', `${task.attemptCount - task.attemptBase} of ${task.maxAttempts}`),
     row('Available at', when(task.availableAt)),
     row('Lease', task.leaseOwner ? `${task.leaseOwner} until ${when(task.leaseUntil)}` : '—'),
+    row('Leases lost', leaseExpiriesView(task, diagnosis)),
+    row('Unique key', uniqueView(task.unique)),
     row('Last error', task.lastErrorCode ?? '—'),
+    row('Trace id', task.traceId ?? '—'),
+    row('Trace parent', task.traceParent ? h('span', { class: 'mono', 'data-trace-parent': '' }, task.traceParent) : '—'),
   );
+}
+
+/** How an attempt ended, in words: a snooze or a hand-back spent no attempt, which the bare outcome name does not say. */
+function attemptEnd(a: Attempt): string {
+  if (a.outcome === 'SNOOZED') return `attempt ${a.attempt} snoozed (asked to run later; no attempt spent)`;
+  if (a.outcome === 'RELEASED') return `attempt ${a.attempt} handed back unstarted (no attempt spent)`;
+  if (a.outcome === 'LEASE_EXPIRED') return `attempt ${a.attempt} lost its lease`;
+  return `attempt ${a.attempt} ended ${a.outcome ?? ''}${a.errorCode ? ` (${a.errorCode})` : ''}`;
 }
 
 function timeline(task: Task, diagnosis: Diagnosis | null): HTMLElement {
   const events: [string, string][] = [[task.createdAt, 'submitted']];
   for (const a of diagnosis?.attempts ?? []) {
     events.push([a.startedAt, `attempt ${a.attempt} started on ${a.workerId}`]);
-    if (a.finishedAt) events.push([a.finishedAt, `attempt ${a.attempt} ended ${a.outcome ?? ''}${a.errorCode ? ` (${a.errorCode})` : ''}`]);
+    if (a.finishedAt) events.push([a.finishedAt, attemptEnd(a)]);
   }
   if (!diagnosis && task.startedAt) events.push([task.startedAt, 'started']);
   if (task.finishedAt) events.push([task.finishedAt, `finished ${task.status}`]);
@@ -105,7 +140,7 @@ function attemptsTable(diagnosis: Diagnosis): HTMLElement {
             h('td', { class: 'mono' }, a.workerId),
             h('td', {}, when(a.startedAt)),
             h('td', {}, a.finishedAt ? duration(Date.parse(a.finishedAt) - Date.parse(a.startedAt)) : 'running'),
-            h('td', {}, a.outcome ? statusBadge(a.outcome) : '—'),
+            h('td', { 'data-outcome': a.outcome ?? '' }, a.outcome ? statusBadge(a.outcome) : '—'),
             h('td', {}, failure(a.attempt)?.message ?? a.errorCode ?? ''),
           ),
         ),
@@ -163,7 +198,7 @@ export const taskPage: Page = (root, { me, path }) => {
     );
     clear(
       details,
-      h('section', { class: 'card' }, h('h2', {}, 'Details'), facts(task)),
+      h('section', { class: 'card' }, h('h2', {}, 'Details'), facts(task, diagnosis)),
       h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis)),
       diagnosis
         ? h(
