@@ -17,28 +17,24 @@
  */
 import { Scope } from '../core/scope.js';
 import type { TaskStatus } from '../core/status.js';
-import type { AttemptOutcome, AttemptOutcomeName, Store } from '../store/types.js';
+import { attemptOutcomeName, hasFailure, isUncharged, statusAfterOutcome } from '../store/rules/outcomes.js';
+import type { AttemptOutcome, Store } from '../store/types.js';
 
-const STATUS_AFTER: Record<AttemptOutcome['kind'], readonly TaskStatus[]> = {
-  SUCCESS: ['SUCCESS'],
-  PARTIAL_SUCCESS: ['PARTIAL_SUCCESS'],
-  RETRY: ['RETRY_WAIT'],
-  FAILED: ['FAILED'],
-  CANCELLED: ['CANCELLED'],
-  RELEASED: [],
-  SNOOZED: [],
-};
+/** The statuses the outcome's own write leaves (from RUNNING, or CANCEL_REQUESTED), by the stores' one rule. */
+function statusesAfter(kind: AttemptOutcome['kind']): readonly TaskStatus[] {
+  return isUncharged(kind) ? [] : [statusAfterOutcome(kind, 'RUNNING'), statusAfterOutcome(kind, 'CANCEL_REQUESTED')];
+}
 
 /** True when the database shows that this outcome was written (by an earlier try of the same write). */
 export async function outcomeCommitted(store: Store, outcome: AttemptOutcome): Promise<boolean> {
   const { lease } = outcome;
-  const errorCode = outcome.kind === 'RETRY' || outcome.kind === 'FAILED' ? outcome.failure.errorCode : null;
+  const errorCode = hasFailure(outcome) ? outcome.failure.errorCode : null;
   const task = await store.getTask({ id: lease.taskId, scope: Scope.global() });
   if (task === null) return false;
   if (
     task.attemptCount === lease.attempt &&
     task.leaseOwner === null &&
-    STATUS_AFTER[outcome.kind].includes(task.status) &&
+    statusesAfter(outcome.kind).includes(task.status) &&
     (errorCode === null || task.lastErrorCode === errorCode)
   )
     return true;
@@ -49,8 +45,4 @@ export async function outcomeCommitted(store: Store, outcome: AttemptOutcome): P
     attempt.outcome === attemptOutcomeName(outcome.kind) &&
     (errorCode === null || attempt.errorCode === errorCode)
   );
-}
-
-function attemptOutcomeName(kind: AttemptOutcome['kind']): AttemptOutcomeName {
-  return kind === 'RETRY' ? 'FAILED' : kind;
 }
