@@ -182,3 +182,10 @@ function guardedAsync(name: Method, original: (...args: unknown[]) => unknown) {
 }
 
 export type { Method as StoreMethod };
+
+/**
+ * The worker's own statements about its leases: stores with a lease pool run
+ * them, and the wake-ups they owe, there — never on the main pool, which
+ * handlers may hold (issue 11, B2).
+ */
+export const LEASE_METHODS: ReadonlySet<Method> = new Set(['renewLeases', 'saveProgress', 'finishAttempts', 'finishAndClaim', 'releaseTasks']);

@@ -16,7 +16,7 @@ import { InvalidOptionsError } from '../../core/errors.js';
 import type { Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
-import { guardStore, StoreBase, type StoreMethod } from '../base.js';
+import { guardStore, LEASE_METHODS, StoreBase, type StoreMethod } from '../base.js';
 import type { LocalBus } from '../local-bus.js';
 import type {
   ClaimPlan,
@@ -114,8 +114,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   protected override async wake(method: StoreMethod, events: readonly StoreEvent[]): Promise<void> {
     await super.wake(method, events);
     if (method === 'insertTasks' || !events.some((event) => event.kind === 'submitted')) return;
-    // A worker's hand-back bumps on the lease pool, as it wrote: the main pool may be full of handlers' connections.
-    const db = method === 'releaseTasks' ? this.leaseDb : this.db;
+    const db = LEASE_METHODS.has(method) ? this.leaseDb : this.db;
     await db.run((conn) => bumpWakeup(db, conn)).catch(() => undefined); // a lost wake-up costs a poll period, not the write
   }
 

@@ -19,7 +19,7 @@ import { ErrorCode, StoreConnectTimeoutError, StoreError, ValidationError } from
 import type { Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
-import { guardStore, StoreBase, type StoreMethod } from '../base.js';
+import { guardStore, LEASE_METHODS, StoreBase, type StoreMethod } from '../base.js';
 import { LocalBus } from '../local-bus.js';
 import { watchLocal } from '../outcome-watch.js';
 import type {
@@ -69,9 +69,6 @@ import type { PoolStats } from '../pool-stats.js';
 
 /** A caller's transaction: a pg Client or PoolClient inside BEGIN. */
 export type PostgresTransaction = pg.ClientBase;
-
-/** The worker's own statements: they, and the wake-ups they owe, run on the lease pool. */
-const LEASE_METHODS: ReadonlySet<StoreMethod> = new Set(['renewLeases', 'saveProgress', 'finishAttempts', 'finishAndClaim', 'releaseTasks']);
 
 /** Writes whose statement sends its own NOTIFY (transactional); the others owe one after they commit. */
 const NOTIFIED_IN_STATEMENT: ReadonlySet<StoreMethod> = new Set(['insertTasks', 'changeStatus', 'replayDeadLetters']);
