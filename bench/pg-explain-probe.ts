@@ -25,7 +25,7 @@ console.log('=== FINISH');
 await store.finishAttempts({
   outcomes: tasks.map((task) => ({
     kind: 'SUCCESS',
-    lease: { taskId: task.id, workerId: 'w', attempt: task.attemptCount },
+    lease: { taskId: task.id, workerId: 'w', attempt: task.attemptCount, token: task.leaseToken ?? '' },
     artifactId: null,
     resultJson: null,
     progress: null,

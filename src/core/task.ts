@@ -25,7 +25,9 @@ export interface Task<Payload = unknown> {
   deadlineAt: Date | null;
   leaseOwner: string | null;
   leaseUntil: Date | null;
-  /** Attempts started in the task's whole life; also the lease's fencing token. */
+  /** Drawn at random by each claim: with the owner and the attempt, it fences the lease (null when not leased). */
+  leaseToken: string | null;
+  /** Attempts started in the task's whole life; part of the lease's fence. */
   attemptCount: number;
   /** Attempts that belong to earlier cycles (an operator's retry starts a new one), or that cost nothing (a hand-back, a snooze). */
   attemptBase: number;
@@ -95,11 +97,17 @@ export interface UniqueSpec {
   debounceMs: number | null;
 }
 
-/** The fencing token of one execution: every write a worker makes carries it. */
+/**
+ * The fence of one execution: every write a worker makes carries it. The
+ * token is drawn by the claim, so two claims of one task by one worker with
+ * the same attempt number (a claim lost with a database crash, then made
+ * again) are still told apart.
+ */
 export interface Lease {
   taskId: string;
   workerId: string;
   attempt: number;
+  token: string;
 }
 
 /** What the failure classifier makes of an error: safe to store and log. */
@@ -133,5 +141,5 @@ export function attemptsLeft(task: Pick<Task, 'attemptCount' | 'attemptBase' | '
 
 export function leaseOf(task: Task): Lease {
   if (task.leaseOwner === null) throw new InvalidStateError(`task ${task.id} has no lease`);
-  return { taskId: task.id, workerId: task.leaseOwner, attempt: task.attemptCount };
+  return { taskId: task.id, workerId: task.leaseOwner, attempt: task.attemptCount, token: task.leaseToken ?? '' };
 }

@@ -30,6 +30,7 @@ export function taskFromRow(row: Row, decode: Decode): Task {
     deadlineAt: optionalTime(row.deadline_at, decode),
     leaseOwner: optionalString(row.lease_owner),
     leaseUntil: optionalTime(row.lease_until, decode),
+    leaseToken: row.lease_owner === null || row.lease_owner === undefined ? null : String(row.lease_token ?? ''),
     attemptCount: Number(row.attempt_count),
     attemptBase: Number(row.attempt_base),
     maxAttempts: Number(row.max_attempts),

@@ -15,8 +15,9 @@
  * Rules every implementation keeps (DESIGN.md §3; the shared rules are in rules/):
  * - time is the database clock (`now()`), never a worker's;
  * - every write about a leased task is fenced: `lease_owner = workerId AND
- *   attempt_count = attempt AND status` one of the leased statuses, and the
- *   affected-row count decides the answer;
+ *   attempt_count = attempt AND lease_token = token AND status` one of the
+ *   leased statuses (rules/leases.ts fenceSql), and the affected-row count
+ *   decides the answer;
  * - concurrency limits are invariants: counting leased rows and claiming are
  *   serialized so that no number of concurrent claimers can exceed them;
  * - a closed store answers every call with StoreClosedError (STORE_CLOSED), a

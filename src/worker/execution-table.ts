@@ -55,10 +55,10 @@ export class ExecutionTable {
     return this.byTask.get(taskId);
   }
 
-  /** The execution of exactly this lease (task and attempt), if it is still the task's newest here. */
-  holderOf(lease: { taskId: string; attempt: number }): Execution | undefined {
+  /** The execution of exactly this lease (task, attempt and token), if it is still the task's newest here. */
+  holderOf(lease: { taskId: string; attempt: number; token: string }): Execution | undefined {
     const execution = this.byTask.get(lease.taskId);
-    return execution?.lease.attempt === lease.attempt ? execution : undefined;
+    return execution?.lease.attempt === lease.attempt && execution.lease.token === lease.token ? execution : undefined;
   }
 
   /** Executions held: waiting, running, finishing, or final with a handler still winding down. */

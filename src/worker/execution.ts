@@ -68,7 +68,7 @@ export class Execution implements AbortSource {
     /** When the claim that leased it was sent (monotonic): the lease is confirmed from then. */
     claimSentAt: number,
   ) {
-    this.lease = { taskId: task.id, workerId: task.leaseOwner ?? '', attempt: task.attemptCount };
+    this.lease = { taskId: task.id, workerId: task.leaseOwner ?? '', attempt: task.attemptCount, token: task.leaseToken ?? '' };
     this.leaseConfirmedAt = claimSentAt;
   }
 

@@ -110,7 +110,7 @@ export function runUniqueSuite(factory: StoreFactory): void {
       const a = await client.submit(job, { v: 1 }, { unique: { key: 'r' } });
       const [lease] = await claim();
       const failure = { errorCode: 'BOOM', message: 'boom', traceId: null, retryable: false };
-      const lease1 = { taskId: lease!.id, workerId: 'w1', attempt: lease!.attemptCount };
+      const lease1 = { taskId: lease!.id, workerId: 'w1', attempt: lease!.attemptCount, token: lease!.leaseToken! };
       expect((await store.finishAttempts({ outcomes: [{ kind: 'FAILED', lease: lease1, failure, progress: null }] })).applied).toEqual([true]);
       const b = await client.submit(job, { v: 2 }, { unique: { key: 'r' } });
       expect(b.created).toBe(true);

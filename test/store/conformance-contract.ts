@@ -13,7 +13,7 @@ import { waitFor } from '../helpers/wait.js';
 import { claimParams, leaseOf, newTask, useStore } from './fixtures.js';
 
 const G = Scope.global();
-const LEASE = { taskId: 'no-such-task', workerId: 'w1', attempt: 1 };
+const LEASE = { taskId: 'no-such-task', workerId: 'w1', attempt: 1, token: 't' };
 const PROGRESS = { total: 1, processed: 0, succeeded: 0, failed: 0, skipped: 0, message: null };
 
 /** One call of every method of the contract (the compiler checks none is missing). */

@@ -55,6 +55,7 @@ export function runStoreConformance(factory: StoreFactory): void {
         attemptBase: 0,
         leaseExpiries: 0,
         leaseOwner: null,
+        leaseToken: null,
         progress: null,
         result: null,
       });
@@ -220,6 +221,39 @@ export function runStoreConformance(factory: StoreFactory): void {
       ]);
       const failures = await store.listFailures({ taskId: stale.id });
       expect(failures.map((f) => f.errorCode)).toEqual(['LEASE_EXPIRED']);
+    });
+
+    it('fences by the claim\u2019s lease token: a second claim with the same owner and attempt number shuts the first out', async () => {
+      await insert();
+      // A released (never started) task goes back as if never claimed, so the same worker's next claim gets the
+      // same attempt number: the case a lost claim commit makes too. Only the token tells the two leases apart.
+      const first = await claimOne({ workerId: 'w1' });
+      expect(await store.releaseTasks({ leases: [leaseOf(first)] })).toBe(1);
+      const second = await claimOne({ workerId: 'w1' });
+      expect(second).toMatchObject({ id: first.id, leaseOwner: 'w1', attemptCount: first.attemptCount });
+      expect(second.leaseToken).toMatch(/^[0-9a-f]{16}$/);
+      expect(second.leaseToken).not.toBe(first.leaseToken);
+      const stale: Lease = leaseOf(first);
+      const progress = { total: 1, processed: 1, succeeded: 1, failed: 0, skipped: 0, message: null };
+      expect(await store.saveProgress({ lease: stale, progress })).toBe(false);
+      expect(await store.renewLeases({ leases: [stale], leaseMs: 60_000 })).toEqual({ renewed: [], cancelRequested: [], lost: [first.id] });
+      expect(
+        (await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: stale, artifactId: 'x', resultJson: null, progress: null }] })).applied,
+      ).toEqual([false]);
+      expect(await store.releaseTasks({ leases: [stale] })).toBe(0);
+      expect(await store.getTask({ id: first.id, scope: G })).toMatchObject({
+        status: 'RUNNING',
+        leaseToken: second.leaseToken,
+        artifactId: null,
+        progress: null,
+      });
+      // The holder's own writes pass.
+      expect((await store.renewLeases({ leases: [leaseOf(second)], leaseMs: 60_000 })).renewed).toEqual([first.id]);
+      expect(await store.saveProgress({ lease: leaseOf(second), progress })).toBe(true);
+      expect(
+        (await store.finishAttempts({ outcomes: [{ kind: 'SUCCESS', lease: leaseOf(second), artifactId: 'y', resultJson: null, progress: null }] })).applied,
+      ).toEqual([true]);
+      expect(await store.getTask({ id: first.id, scope: G })).toMatchObject({ status: 'SUCCESS', artifactId: 'y', leaseOwner: null, leaseToken: null });
     });
 
     it('renews no expired lease, even one nobody swept: lost, and nothing changes; its outcome still ends it', async () => {

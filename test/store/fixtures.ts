@@ -32,7 +32,7 @@ export function claimParams(overrides: Partial<ClaimParams> = {}): ClaimParams {
 }
 
 export function leaseOf(task: Task): Lease {
-  return { taskId: task.id, workerId: task.leaseOwner!, attempt: task.attemptCount };
+  return { taskId: task.id, workerId: task.leaseOwner!, attempt: task.attemptCount, token: task.leaseToken! };
 }
 
 export const FAILURE: FailureRecord = { errorCode: 'BOOM', message: 'it broke', traceId: 'trace-1', retryable: true };

@@ -69,7 +69,8 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
     expect(fields).not.toContain('owner_key');
     expect(fields).not.toContain('unique_hold');
     expect(fields).toContain('trace_parent');
-    expect(fields).toHaveLength(32);
+    expect(fields).toContain('lease_token');
+    expect(fields).toHaveLength(33);
   });
 
   it('judges time by the database clock in UTC', async () => {

@@ -61,7 +61,15 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: migrations', () => {
       await store.insertTasks({ tasks: [newTask(), newTask()] });
       const [task] = await store.claimTasks(claimParams({ limit: 1 }));
       await store.finishAttempts({
-        outcomes: [{ kind: 'SUCCESS', lease: { taskId: task!.id, workerId: 'w1', attempt: 1 }, artifactId: null, resultJson: '1', progress: null }],
+        outcomes: [
+          {
+            kind: 'SUCCESS',
+            lease: { taskId: task!.id, workerId: 'w1', attempt: 1, token: task!.leaseToken! },
+            artifactId: null,
+            resultJson: '1',
+            progress: null,
+          },
+        ],
       });
       expect((await store.countByStatus({ scope: Scope.global() })).SUCCESS).toBe(1);
       expect(await store.recover({ batchSize: 10 })).toMatchObject({ requeued: 0 });

@@ -31,7 +31,18 @@ import { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { claimOrder } from '../claim-order.js';
 import { taskFromRow, type Row } from '../rows.js';
-import { LEASED_SQL, liveByType, ownerRoom, ownersInPlay, pickRoundRobin, STATUS_SQL, typeRooms, type ClaimPolicy, type TypeLeases } from '../rules/index.js';
+import {
+  LEASED_SQL,
+  liveByType,
+  newLeaseToken,
+  ownerRoom,
+  ownersInPlay,
+  pickRoundRobin,
+  STATUS_SQL,
+  typeRooms,
+  type ClaimPolicy,
+  type TypeLeases,
+} from '../rules/index.js';
 import type { ClaimParams } from '../types.js';
 import type { BatchedTransaction, Statement } from './connection.js';
 import { addMs, decode } from './encode.js';
@@ -118,12 +129,13 @@ async function pickByOwner(
 async function lease(tx: BatchedTransaction, params: ClaimParams, chosen: readonly Row[], now: string): Promise<Task[]> {
   const ids = chosen.map((row) => String(row.id));
   const leaseUntil = addMs(now, params.leaseMs);
+  const token = newLeaseToken();
   await tx.last([
     {
-      sql: `UPDATE system_async_task SET status = ${STATUS_SQL.RUNNING}, lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
-       start_time = COALESCE(start_time, ?), update_time = ?
+      sql: `UPDATE system_async_task SET status = ${STATUS_SQL.RUNNING}, lease_owner = ?, lease_until = ?, lease_token = ?,
+       attempt_count = attempt_count + 1, start_time = COALESCE(start_time, ?), update_time = ?
      WHERE id IN (?)`,
-      values: [params.workerId, leaseUntil, now, now, ids],
+      values: [params.workerId, leaseUntil, token, now, now, ids],
     },
     {
       sql: 'INSERT INTO system_async_task_attempt (task_id, attempt, worker_id, started_at) VALUES ?',
@@ -138,6 +150,7 @@ async function lease(tx: BatchedTransaction, params: ClaimParams, chosen: readon
         status: TaskStatus.RUNNING,
         lease_owner: params.workerId,
         lease_until: leaseUntil,
+        lease_token: token,
         attempt_count: Number(row.attempt_count) + 1,
         start_time: row.start_time ?? now,
         update_time: now,

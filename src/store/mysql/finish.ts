@@ -46,7 +46,7 @@ export async function finishAttempts(tx: TransactionSteps, outcomes: readonly At
   const ids = sortedIds(outcomes.map((o) => o.lease.taskId));
   const [rows] = (await tx.step([
     {
-      sql: `SELECT id, status, lease_owner, attempt_count, NOW(3) AS db_now FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE`,
+      sql: `SELECT id, status, lease_owner, attempt_count, lease_token, NOW(3) AS db_now FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE`,
       values: [ids],
     },
   ])) as Row[][];
@@ -64,6 +64,7 @@ export async function finishAttempts(tx: TransactionSteps, outcomes: readonly At
       !taken.has(outcome.lease.taskId) &&
       String(row.lease_owner) === outcome.lease.workerId &&
       Number(row.attempt_count) === outcome.lease.attempt &&
+      String(row.lease_token) === outcome.lease.token &&
       LEASED_STATUSES_SET.has(String(row.status));
     applied.push(holds);
     if (!holds) continue;
@@ -100,7 +101,7 @@ export async function finishAttempts(tx: TransactionSteps, outcomes: readonly At
   return { applied, deadLetters: letters.map((l) => ({ taskId: l.taskId, deadLetterId: l.deadLetterId })) };
 }
 
-/** One UPDATE for every task going to one status, fenced (lease owner, attempt, leased status); per-task values through valueById. */
+/** One UPDATE for every task going to one status, fenced (lease owner, attempt, token, leased status); per-task values through valueById. */
 function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: string): Statement {
   const sets: (Fragment | string)[] = [`status = ${STATUS_SQL[target]}`, 'lease_owner = NULL', 'lease_until = NULL', { sql: 'update_time = ?', values: [now] }];
   if (TERMINAL_STATUSES.includes(target)) sets.push({ sql: 'finish_time = ?', values: [now] });
@@ -138,7 +139,7 @@ function updateTasks(target: TaskStatus, group: readonly AttemptOutcome[], now: 
   // The fence repeats what the locked read checked: no row outside it can be written, whatever happens.
   return {
     sql: `UPDATE system_async_task SET ${assignments.sql}
-     WHERE id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status IN ${LEASED_SQL}`,
-    values: [...assignments.values, group.map((o) => o.lease.taskId), group.map((o) => [o.lease.taskId, o.lease.workerId, o.lease.attempt])],
+     WHERE id IN (?) AND (id, lease_owner, attempt_count, lease_token) IN (?) AND status IN ${LEASED_SQL}`,
+    values: [...assignments.values, group.map((o) => o.lease.taskId), group.map((o) => [o.lease.taskId, o.lease.workerId, o.lease.attempt, o.lease.token])],
   };
 }

@@ -1,6 +1,6 @@
 /**
  * Fenced lease writes: heartbeat, progress and hand-back. Every WHERE carries
- * lease_owner, attempt_count and a leased status (renewal and progress: an
+ * lease_owner, attempt_count, lease_token and a leased status (renewal and progress: an
  * unexpired lease too, rules/leases.ts). MariaDB's UPDATE has no
  * RETURNING, so where we must know which rows applied we write and then read
  * the same rows back inside the transaction: the UPDATE's row locks make the
@@ -8,16 +8,16 @@
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { PROGRESS_COLUMNS, progressValues } from '../rows.js';
-import { LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { fenceSql, LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 
 function fenceValues(leases: readonly Lease[]): unknown[] {
-  return [leases.map((l) => l.taskId), leases.map((l) => [l.taskId, l.workerId, l.attempt])];
+  return [leases.map((l) => l.taskId), leases.map((l) => [l.taskId, l.workerId, l.attempt, l.token])];
 }
 
 /** `id IN (…)` gives the optimizer a primary-key range; the row constructor is the fence. */
-const FENCE = `id IN (?) AND (id, lease_owner, attempt_count) IN (?) AND status IN ${LEASED_SQL}`;
+const FENCE = `id IN (?) AND (id, lease_owner, attempt_count, lease_token) IN (?) AND status IN ${LEASED_SQL}`;
 /** The fence of a renewal: the lease has not expired either (rules/leases.ts). */
 const LIVE_FENCE = `${FENCE} AND ${liveLeaseSql('NOW(3)')}`;
 
@@ -29,8 +29,14 @@ export async function renewLeases(db: MysqlDatabase, conn: Conn, leases: readonl
     ...fenceValues(ordered),
   ]);
   // The rows renewed are exactly the live ones now: an expired lease the UPDATE skipped is still past its end.
-  const rows = await db.rows(conn, `SELECT id, status, lease_owner, attempt_count FROM system_async_task WHERE ${LIVE_FENCE}`, fenceValues(ordered));
-  const held = rows.map((row) => [leaseKey(String(row.id), String(row.lease_owner), Number(row.attempt_count)), String(row.status)] as const);
+  const rows = await db.rows(
+    conn,
+    `SELECT id, status, lease_owner, attempt_count, lease_token FROM system_async_task WHERE ${LIVE_FENCE}`,
+    fenceValues(ordered),
+  );
+  const held = rows.map(
+    (row) => [leaseKey(String(row.id), String(row.lease_owner), Number(row.attempt_count), String(row.lease_token)), String(row.status)] as const,
+  );
   return renewalAnswer(leases, new Map(held));
 }
 
@@ -39,8 +45,8 @@ export async function saveProgress(db: MysqlDatabase, conn: Conn, lease: Lease, 
   const result = await db.exec(
     conn,
     `UPDATE system_async_task SET ${sets}, update_time = NOW(3)
-     WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED_SQL} AND ${liveLeaseSql('NOW(3)')}`,
-    [...progressValues(progress), lease.taskId, lease.workerId, lease.attempt],
+     WHERE id = ? AND ${fenceSql('?', '?', '?')} AND ${liveLeaseSql('NOW(3)')}`,
+    [...progressValues(progress), lease.taskId, lease.workerId, lease.attempt, lease.token],
   );
   // FOUND_ROWS (on in the pools we create): affectedRows counts matched rows even when nothing changed.
   return result.affectedRows === 1;

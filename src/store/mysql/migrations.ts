@@ -242,6 +242,19 @@ ON DUPLICATE KEY UPDATE slot = slot`,
       'DEALLOCATE PREPARE tasklease_ddl',
     ],
   },
+  {
+    version: 9,
+    name: 'lease token',
+    // Drawn by each claim, part of every fence (rules/leases.ts newLeaseToken). Rows leased before it hold ''.
+    // Prepared only when the column is missing, as in migration 8.
+    statements: [
+      `SET @tasklease_ddl = (SELECT IF(COUNT(*) = 0, 'ALTER TABLE system_async_task ADD COLUMN lease_token VARCHAR(32) NOT NULL DEFAULT \\'\\'', 'DO 0')
+  FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'system_async_task' AND COLUMN_NAME = 'lease_token')`,
+      'PREPARE tasklease_ddl FROM @tasklease_ddl',
+      'EXECUTE tasklease_ddl',
+      'DEALLOCATE PREPARE tasklease_ddl',
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

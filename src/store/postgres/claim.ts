@@ -25,6 +25,15 @@
  * pg-backlog-probe.ts with EXPLAIN_AT=30000). Index scans keep the count at
  * the size of the live leases (0.15 ms there).
  *
+ * A claim made alone (claimTasks, not after outcomes) commits without
+ * waiting for its WAL flush (synchronous_commit = off for its transaction):
+ * one disk flush less between a submit and its handler. A database crash may
+ * lose such a claim after the worker started the task; the task is then
+ * claimed again, and the first execution stays fenced out by its lease token
+ * (rules/leases.ts), which the second claim draws anew even when owner and
+ * attempt number come out the same. Outcomes always commit synchronously,
+ * and so does a claim that rides in their transaction (finishAndClaim).
+ *
  * Fairness (rules/fairness.ts): with p_live_ms, a type's room is cut to this
  * worker's fair share among the live workers of the type (the registry).
  * When owners are in play — an OWNER: policy exists, a default owner limit
@@ -43,13 +52,16 @@ import type { ClaimParams } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { decodePostgres } from './encode.js';
 import { CLAIM_LOCK_SCOPE } from './migrations.js';
-import { CLAIMABLE_SQL, GLOBAL_POLICY_SQL, LEASED_SQL, literal, STATUS_SQL, TYPE_POLICY_PREFIX_SQL, typeShareSql } from '../rules/index.js';
+import { CLAIMABLE_SQL, GLOBAL_POLICY_SQL, LEASED_SQL, literal, newLeaseToken, STATUS_SQL, TYPE_POLICY_PREFIX_SQL, typeShareSql } from '../rules/index.js';
 
 const ORDER = 'priority DESC, available_at, create_time, id';
 const OWNER_PREFIX_SQL = literal(OWNER_POLICY_PREFIX);
 
-/** The claim's arguments, in order: claimTasks and finishAndClaim pass them from ClaimParams. */
-export function claimArgs(params: ClaimParams): unknown[] {
+/**
+ * The claim's arguments, in order: claimTasks and finishAndClaim pass them from ClaimParams, with a new lease
+ * token each time and whether the claim's own transaction may commit without its WAL flush (see above).
+ */
+export function claimArgs(params: ClaimParams, asyncCommit: boolean): unknown[] {
   return [
     params.workerId,
     params.taskTypes,
@@ -60,9 +72,11 @@ export function claimArgs(params: ClaimParams): unknown[] {
     params.liveWithinMs ?? null,
     params.ownerConcurrency ?? null,
     params.fairOwners ?? false,
+    newLeaseToken(),
+    asyncCommit,
   ];
 }
-export const CLAIM_ARG_COUNT = 9;
+export const CLAIM_ARG_COUNT = 11;
 
 export function claimFunctionSql(ctx: PgContext): string {
   const { task, policy } = ctx.tables;
@@ -71,7 +85,7 @@ export function claimFunctionSql(ctx: PgContext): string {
   return `
 CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_claim(
   p_worker text, p_types text[], p_limit integer, p_lease_ms double precision, p_global integer, p_type_cap integer,
-  p_live_ms double precision, p_owner_cap integer, p_fair_owners boolean
+  p_live_ms double precision, p_owner_cap integer, p_fair_owners boolean, p_token text, p_async_commit boolean
 ) RETURNS SETOF ${task} LANGUAGE plpgsql VOLATILE
 -- No bitmap scans (see claim.ts): the leased count must walk its index in order, so that it marks dead entries.
 SET enable_bitmapscan = off AS $claim$
@@ -82,6 +96,8 @@ DECLARE
 BEGIN
   -- Serialize count + claim with every other claimer of this schema (see claim.ts).
   PERFORM pg_advisory_xact_lock(${lockKey});
+  -- Local to this transaction (no SET clause on the function for it, so it outlives the call): see claim.ts.
+  IF p_async_commit THEN PERFORM set_config('synchronous_commit', 'off', true); END IF;
   -- After the wait: a lease must last leaseMs from when it is granted.
   v_now := clock_timestamp();
   SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = ${GLOBAL_POLICY_SQL};
@@ -93,7 +109,15 @@ BEGIN
   END IF;
 END
 $claim$;
--- The previous signature, for processes of the previous release during a rolling upgrade: no fairness.
+-- The previous signatures, for processes of earlier releases during a rolling upgrade: they fence without the
+-- token (any token passes them) and commit synchronously; the oldest has no fairness either.
+CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_claim(
+  p_worker text, p_types text[], p_limit integer, p_lease_ms double precision, p_global integer, p_type_cap integer,
+  p_live_ms double precision, p_owner_cap integer, p_fair_owners boolean
+) RETURNS SETOF ${task} LANGUAGE sql VOLATILE AS $claim9$
+  SELECT * FROM ${ctx.schema}.tasklease_claim(p_worker, p_types, p_limit, p_lease_ms, p_global, p_type_cap,
+    p_live_ms, p_owner_cap, p_fair_owners, md5(random()::text), false)
+$claim9$;
 CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_claim(
   p_worker text, p_types text[], p_limit integer, p_lease_ms double precision, p_global integer, p_type_cap integer
 ) RETURNS SETOF ${task} LANGUAGE sql VOLATILE AS $claim6$
@@ -187,7 +211,7 @@ function ownersQuery(ctx: PgContext): string {
 function leaseSql(ctx: PgContext, chosen: string): string {
   const { task, attempt } = ctx.tables;
   return `claimed AS (
-    UPDATE ${task} t SET status = ${STATUS_SQL.RUNNING}, lease_owner = p_worker,
+    UPDATE ${task} t SET status = ${STATUS_SQL.RUNNING}, lease_owner = p_worker, lease_token = p_token,
       lease_until = v_now + p_lease_ms * interval '1 millisecond', attempt_count = t.attempt_count + 1,
       start_time = COALESCE(t.start_time, v_now), update_time = v_now
     -- = ANY(ARRAY(…)): a primary-key lookup whatever the planner guesses about chosen's size
@@ -209,7 +233,7 @@ export async function claimTasks(ctx: PgContext, params: ClaimParams): Promise<T
     ctx.pool,
     'claiming tasks',
     `SELECT * FROM ${ctx.schema}.tasklease_claim(${CLAIM_CALL})`,
-    claimArgs(params),
+    claimArgs(params, true),
     `${ctx.statementPrefix}claim`,
   );
   return result.rows.map((row) => taskFromRow(row, decodePostgres));

@@ -15,7 +15,7 @@
 import type { TaskProgress } from '../../core/task.js';
 import { progressValues, taskFromRow, type Row } from '../rows.js';
 import type { AttemptOutcome, ClaimParams, DeadLetterRef, FinishAndClaimResult, FinishResult } from '../types.js';
-import { claimArgs, claimTasks } from './claim.js';
+import { CLAIM_ARG_COUNT, claimArgs, claimTasks } from './claim.js';
 import { run, sql, type PgContext, type Queryable } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
@@ -53,21 +53,21 @@ export function finishFunctionSql(ctx: PgContext): string {
   return `
 CREATE OR REPLACE FUNCTION ${ctx.schema}.${FINISH_FUNCTION}(
   text[], text[], integer[], text[], text[], text[], boolean[], bigint[], bigint[], bigint[], bigint[], bigint[], text[],
-  text[], text[], text[], boolean[], double precision[]
+  text[], text[], text[], boolean[], double precision[], text[]
 ) RETURNS TABLE (ord bigint, dead_letter_id text) LANGUAGE plpgsql VOLATILE AS $finish$
 BEGIN
 RETURN QUERY
 WITH input AS MATERIALIZED (
   -- u.-qualified: ord is also the name of an output column (a PL/pgSQL variable).
-  SELECT u.task_id, u.worker_id, u.attempt, ${currentKindSql('u.kind')} AS kind, u.artifact_id, u.result_json, u.has_progress,
+  SELECT u.task_id, u.worker_id, u.attempt, u.lease_token, ${currentKindSql('u.kind')} AS kind, u.artifact_id, u.result_json, u.has_progress,
     u.p_total, u.p_processed, u.p_succeeded, u.p_failed, u.p_skipped, u.p_message, u.error_code, u.error_message, u.trace_id,
     u.retryable, u.delay_ms, u.ord
   FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::boolean[],
     $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[], $13::text[],
-    $14::text[], $15::text[], $16::text[], $17::boolean[], $18::double precision[])
+    $14::text[], $15::text[], $16::text[], $17::boolean[], $18::double precision[], $19::text[])
   WITH ORDINALITY AS u(task_id, worker_id, attempt, kind, artifact_id, result_json, has_progress,
     p_total, p_processed, p_succeeded, p_failed, p_skipped, p_message,
-    error_code, error_message, trace_id, retryable, delay_ms, ord)
+    error_code, error_message, trace_id, retryable, delay_ms, lease_token, ord)
 ),
 locked AS MATERIALIZED (
   SELECT i.*, t.id,
@@ -140,7 +140,12 @@ END IF;`;
 }
 
 const FINISH_FUNCTION = 'tasklease_finish_outcomes';
-const FINISH_ARGS = Array.from({ length: 18 }, (_, i) => `$${i + 1}`).join(', ');
+const FINISH_ARG_COUNT = 19;
+const FINISH_ARGS = Array.from({ length: FINISH_ARG_COUNT }, (_, i) => `$${i + 1}`).join(', ');
+/** The claim's arguments after the outcome columns; the limit's gets a dependency on the finish (see below). */
+const CLAIM_AFTER_FINISH = Array.from({ length: CLAIM_ARG_COUNT }, (_, i) =>
+  i === 2 ? `$${FINISH_ARG_COUNT + 3} + 0 * COALESCE(cardinality(f.applied), 0)` : `$${FINISH_ARG_COUNT + i + 1}`,
+).join(', ');
 
 /**
  * Outcomes, then a claim, in one statement: the claim's arguments name the
@@ -152,7 +157,7 @@ function finishAndClaimSql(ctx: PgContext): string {
   return `SELECT f.applied, f.dead_letters, c.* FROM (
   SELECT array_agg(o.ord) AS applied, array_agg(o.ord || ':' || o.dead_letter_id) FILTER (WHERE o.dead_letter_id IS NOT NULL) AS dead_letters
   FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o) f
-LEFT JOIN LATERAL ${ctx.schema}.tasklease_claim($19, $20, $21 + 0 * COALESCE(cardinality(f.applied), 0), $22, $23, $24, $25, $26, $27) c ON true`;
+LEFT JOIN LATERAL ${ctx.schema}.tasklease_claim(${CLAIM_AFTER_FINISH}) c ON true`;
 }
 
 /** `caller`: a caller's client inside BEGIN (ctx.complete(tx)): the write joins that transaction and leaves no prepared statement on it. */
@@ -176,7 +181,8 @@ export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptO
 export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptOutcome[], claim: ClaimParams): Promise<FinishAndClaimResult> {
   if (outcomes.length === 0) return { applied: [], deadLetters: [], claimed: await claimTasks(ctx, claim) };
   const { order, columns } = outcomeColumns(outcomes);
-  const params = [...columns, ...claimArgs(claim)];
+  // The claim commits with the outcomes: synchronously.
+  const params = [...columns, ...claimArgs(claim, false)];
   const result = await run<Row>(
     ctx.leasePool,
     'writing outcomes and claiming',
@@ -196,11 +202,11 @@ export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptO
   };
 }
 
-/** The outcomes as finishSql's 18 columns, rows sorted by task id; `order[k]` is the input index of row k. */
+/** The outcomes as finishSql's columns, rows sorted by task id; `order[k]` is the input index of row k. */
 function outcomeColumns(outcomes: readonly AttemptOutcome[]): { order: number[]; columns: unknown[][] } {
   // Rows are locked in input order (see leases.ts): sorted by task id, every writer locks in one order.
   const order = outcomes.map((_, index) => index).sort((a, b) => compareText(outcomes[a]!.lease.taskId, outcomes[b]!.lease.taskId));
-  const columns: unknown[][] = Array.from({ length: 18 }, () => []);
+  const columns: unknown[][] = Array.from({ length: FINISH_ARG_COUNT }, () => []);
   for (const index of order) outcomeRow(outcomes[index]!).forEach((value, i) => columns[i]!.push(value));
   return { order, columns };
 }
@@ -219,7 +225,7 @@ function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** One outcome as the 18 column values of finishSql's unnest, in order. */
+/** One outcome as the column values of finishSql's unnest, in order. */
 function outcomeRow(outcome: AttemptOutcome): unknown[] {
   const { lease } = outcome;
   const success = isSuccess(outcome);
@@ -238,6 +244,7 @@ function outcomeRow(outcome: AttemptOutcome): unknown[] {
     failure ? storableMessage(failure.traceId) : null,
     failure ? failure.retryable : null,
     delayOf(outcome) ?? 0,
+    lease.token,
   ];
 }
 

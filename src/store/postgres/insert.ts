@@ -137,6 +137,7 @@ function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, unique: 
     deadlineAt: input.deadlineAt,
     leaseOwner: null,
     leaseUntil: null,
+    leaseToken: null,
     attemptCount: 0,
     attemptBase: 0,
     leaseExpiries: 0,

@@ -1,7 +1,7 @@
 /**
  * Fenced writes about held leases: heartbeat, progress, hand-back. Each is one
- * statement whose WHERE carries the fence (lease_owner, attempt_count, a
- * leased status; renewal and progress: an unexpired lease too, rules/
+ * statement whose WHERE carries the fence (lease_owner, attempt_count,
+ * lease_token, a leased status; renewal and progress: an unexpired lease too, rules/
  * leases.ts); the rows it returns decide the answer.
  *
  * Multi-row writes first lock their rows one by one, through a LATERAL
@@ -20,10 +20,10 @@ import { progressValues } from '../rows.js';
 import type { RenewResult } from '../types.js';
 import { run, sql, type PgContext } from './connection.js';
 import { storableMessage } from './encode.js';
-import { LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { fenceSql, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
 /**
- * The task row of input row `alias` (columns task_id, worker_id, attempt), if its lease still holds; locked.
+ * The task row of input row `alias` (columns task_id, worker_id, attempt, lease_token), if its lease still holds; locked.
  * `live`: and only if it has not expired (rules/leases.ts: renewals, not outcomes).
  */
 export function fencedLookup(ctx: PgContext, alias: string, live = false): string {
@@ -32,16 +32,16 @@ export function fencedLookup(ctx: PgContext, alias: string, live = false): strin
   // and filters on id — a scan of every lease per input row. FOR UPDATE
   // returns the newest row version, so the fence is judged on it.
   return `SELECT l.id, l.status FROM (
-      SELECT t.id, t.status, t.lease_owner, t.attempt_count, t.lease_until FROM ${ctx.tables.task} t
+      SELECT t.id, t.status, t.lease_owner, t.attempt_count, t.lease_token, t.lease_until FROM ${ctx.tables.task} t
       WHERE t.id = ${alias}.task_id OFFSET 0 FOR UPDATE
     ) l
-    WHERE l.lease_owner = ${alias}.worker_id AND l.attempt_count = ${alias}.attempt AND l.status IN ${LEASED_SQL}${live ? ` AND ${liveLeaseSql('now()', 'l.')}` : ''}`;
+    WHERE ${fenceSql(`${alias}.worker_id`, `${alias}.attempt`, `${alias}.lease_token`, 'l.')}${live ? ` AND ${liveLeaseSql('now()', 'l.')}` : ''}`;
 }
 
-/** The leases as unnest($1 ids, $2 workers, $3 attempts), each fenced (`live`: and unexpired) and locked in input order. */
+/** The leases as unnest($1 ids, $2 workers, $3 attempts, $4 tokens), each fenced (`live`: and unexpired) and locked in input order. */
 export function lockLeasesSql(ctx: PgContext, live = false): string {
   return `input AS MATERIALIZED (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::integer[]) AS u(task_id, worker_id, attempt)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[]) AS u(task_id, worker_id, attempt, lease_token)
 ),
 locked AS MATERIALIZED (
   SELECT t.id, i.attempt FROM input i CROSS JOIN LATERAL (${fencedLookup(ctx, 'i', live)}) t
@@ -69,10 +69,10 @@ export function attemptRowsSql(ctx: PgContext, source: string, attemptColumn: st
     FROM ${source} s`;
 }
 
-/** Sorted by task id (the lock order every writer shares), as the three arrays of lockLeasesSql. */
-export function leaseArrays(leases: readonly Lease[]): [string[], string[], number[]] {
+/** Sorted by task id (the lock order every writer shares), as the four arrays of lockLeasesSql. */
+export function leaseArrays(leases: readonly Lease[]): [string[], string[], number[], string[]] {
   const sorted = [...leases].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
-  return [sorted.map((l) => l.taskId), sorted.map((l) => l.workerId), sorted.map((l) => l.attempt)];
+  return [sorted.map((l) => l.taskId), sorted.map((l) => l.workerId), sorted.map((l) => l.attempt), sorted.map((l) => l.token)];
 }
 
 export async function renewLeases(ctx: PgContext, leases: readonly Lease[], leaseMs: number): Promise<RenewResult> {
@@ -80,18 +80,18 @@ export async function renewLeases(ctx: PgContext, leases: readonly Lease[], leas
     ctx,
     'renew',
     () => `WITH ${lockLeasesSql(ctx, true)}
-UPDATE ${ctx.tables.task} t SET lease_until = now() + $4 * interval '1 millisecond', update_time = now()
+UPDATE ${ctx.tables.task} t SET lease_until = now() + $5 * interval '1 millisecond', update_time = now()
 FROM locked WHERE t.id = locked.id
-RETURNING t.id, t.status, t.lease_owner, t.attempt_count`,
+RETURNING t.id, t.status, t.lease_owner, t.attempt_count, t.lease_token`,
   );
-  const updated = await run<{ id: string; status: string; lease_owner: string; attempt_count: number }>(
+  const updated = await run<{ id: string; status: string; lease_owner: string; attempt_count: number; lease_token: string }>(
     ctx.leasePool,
     'renewing leases',
     text,
     [...leaseArrays(leases), leaseMs],
     `${ctx.statementPrefix}renew`,
   );
-  return renewalAnswer(leases, new Map(updated.rows.map((row) => [leaseKey(row.id, row.lease_owner, row.attempt_count), row.status])));
+  return renewalAnswer(leases, new Map(updated.rows.map((row) => [leaseKey(row.id, row.lease_owner, row.attempt_count, row.lease_token), row.status])));
 }
 
 export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskProgress): Promise<boolean> {
@@ -100,10 +100,10 @@ export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskP
   const result = await run(
     ctx.leasePool,
     'saving progress',
-    `UPDATE ${ctx.tables.task} SET progress_total = $4, progress_processed = $5, progress_succeeded = $6, progress_failed = $7,
-       progress_skipped = $8, progress_message = $9, update_time = now()
-     WHERE id = $1 AND lease_owner = $2 AND attempt_count = $3 AND status IN ${LEASED_SQL} AND ${liveLeaseSql('now()')}`,
-    [lease.taskId, lease.workerId, lease.attempt, ...values],
+    `UPDATE ${ctx.tables.task} SET progress_total = $5, progress_processed = $6, progress_succeeded = $7, progress_failed = $8,
+       progress_skipped = $9, progress_message = $10, update_time = now()
+     WHERE id = $1 AND ${fenceSql('$2', '$3', '$4')} AND ${liveLeaseSql('now()')}`,
+    [lease.taskId, lease.workerId, lease.attempt, lease.token, ...values],
     `${ctx.statementPrefix}progress`,
   );
   return result.rowCount === 1;

@@ -273,4 +273,11 @@ CREATE TABLE IF NOT EXISTS ${s}.system_async_task_awaited (
 );
 `,
   },
+  {
+    version: 12,
+    name: 'lease token',
+    // Drawn by each claim, part of every fence (rules/leases.ts newLeaseToken). Rows leased before it hold ''.
+    // A constant default: no table rewrite.
+    sql: (s) => `ALTER TABLE ${s}.system_async_task ADD COLUMN IF NOT EXISTS lease_token text NOT NULL DEFAULT '';`,
+  },
 ];

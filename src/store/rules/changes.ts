@@ -5,6 +5,7 @@
  */
 import { InvalidOptionsError } from '../../core/errors.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
+import type { Lease } from '../../core/task.js';
 import type { RenewResult } from '../types.js';
 import { STATUS_SQL } from './sql.js';
 
@@ -66,8 +67,8 @@ export const REPLAYABLE_STATUS = STATUS_SQL.FAILED;
 // ---- renewal -------------------------------------------------------------------------
 
 /** A lease as one key: a stranger asking about a task someone else holds must not be told it holds it. */
-export function leaseKey(taskId: string, workerId: string, attempt: number): string {
-  return JSON.stringify([taskId, workerId, attempt]);
+export function leaseKey(taskId: string, workerId: string, attempt: number, token: string): string {
+  return JSON.stringify([taskId, workerId, attempt, token]);
 }
 
 /**
@@ -75,10 +76,10 @@ export function leaseKey(taskId: string, workerId: string, attempt: number): str
  * leaseKey, with their status): RUNNING → renewed, CANCEL_REQUESTED → renewed
  * but cancel requested, not touched → lost.
  */
-export function renewalAnswer(leases: readonly { taskId: string; workerId: string; attempt: number }[], held: ReadonlyMap<string, string>): RenewResult {
+export function renewalAnswer(leases: readonly Lease[], held: ReadonlyMap<string, string>): RenewResult {
   const result: RenewResult = { renewed: [], cancelRequested: [], lost: [] };
   for (const lease of leases) {
-    const status = held.get(leaseKey(lease.taskId, lease.workerId, lease.attempt));
+    const status = held.get(leaseKey(lease.taskId, lease.workerId, lease.attempt, lease.token));
     if (status === undefined) result.lost.push(lease.taskId);
     else if (status === 'CANCEL_REQUESTED') result.cancelRequested.push(lease.taskId);
     else result.renewed.push(lease.taskId);

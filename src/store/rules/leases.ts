@@ -1,6 +1,6 @@
 /**
- * When a lease still holds, beyond its fence (lease_owner, attempt_count, a
- * leased status): the writes a worker makes *during* an attempt — a renewal
+ * When a lease still holds, beyond its fence (lease_owner, attempt_count,
+ * lease_token, a leased status): the writes a worker makes *during* an attempt — a renewal
  * (heartbeat, ctx.checkCancellation, the failure check) and a progress write
  * — also need lease_until > now by the database clock. An expired lease that
  * no sweep has taken yet is not its holder's any more: renewing it would
@@ -16,6 +16,27 @@
  * RETRY_WAIT rows, which the sweep makes), the attempt's work is done or was
  * never begun, and refusing it would only make the sweep run it again.
  */
+import { randomBytes } from 'node:crypto';
+import { LEASED_SQL } from './sql.js';
+
+/**
+ * A claim's lease token: drawn at random by every claim, written to the rows
+ * it leases, and part of every fence. Owner and attempt alone cannot tell
+ * apart two claims of one task by one worker with the same attempt number,
+ * which happens when a claim is lost (a database crash before its commit
+ * reached the disk) and the worker claims the task again: the first
+ * execution's late writes would pass the fence. With the token they cannot,
+ * which is what lets PostgreSQL commit a claim without waiting for its WAL
+ * flush (postgres/claim.ts).
+ */
+export function newLeaseToken(): string {
+  return randomBytes(8).toString('hex');
+}
+
+/** The fence of a write about a held lease, on the row alias `row` ('' or 't.'): three placeholders (or SQL texts). */
+export function fenceSql(owner: string, attempt: string, token: string, row = ''): string {
+  return `${row}lease_owner = ${owner} AND ${row}attempt_count = ${attempt} AND ${row}lease_token = ${token} AND ${row}status IN ${LEASED_SQL}`;
+}
 
 /** The lease has not expired by the database clock: `now` is the dialect's now (SQL text or a placeholder). */
 export function liveLeaseSql(now: string, row = ''): string {

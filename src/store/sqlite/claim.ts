@@ -12,6 +12,7 @@ import {
   CLAIMABLE_SQL,
   LEASED_SQL,
   liveByType,
+  newLeaseToken,
   ownerRoom,
   ownersInPlay,
   pickRoundRobin,
@@ -75,13 +76,14 @@ function lease(db: Db, params: ClaimParams, chosen: readonly Row[], nowMs: numbe
   const leaseUntil = toSqliteTime(nowMs + params.leaseMs);
   const update = statement(
     db,
-    `UPDATE system_async_task SET status = ${STATUS_SQL.RUNNING}, lease_owner = ?, lease_until = ?, attempt_count = attempt_count + 1,
-       start_time = COALESCE(start_time, ?), update_time = ?
+    `UPDATE system_async_task SET status = ${STATUS_SQL.RUNNING}, lease_owner = ?, lease_until = ?, lease_token = ?,
+       attempt_count = attempt_count + 1, start_time = COALESCE(start_time, ?), update_time = ?
      WHERE id = ? RETURNING *`,
   );
+  const token = newLeaseToken();
   const attempt = statement(db, 'INSERT INTO system_async_task_attempt (task_id, attempt, worker_id, started_at) VALUES (?, ?, ?, ?)');
   return chosen.map((candidate) => {
-    const row = update.get(params.workerId, leaseUntil, now, now, candidate.id) as Row;
+    const row = update.get(params.workerId, leaseUntil, token, now, now, candidate.id) as Row;
     attempt.run(row.id, row.attempt_count, params.workerId, now);
     return taskFromRow(row, decodeSqlite);
   });

@@ -1,6 +1,6 @@
 /**
  * Outcome writes for SQLite, inside the caller's transaction. Every write is
- * fenced by lease owner, attempt and a leased status; no row back means the
+ * fenced by lease owner, attempt, token and a leased status; no row back means the
  * lease is gone. The status each kind leads to is the shared rules' (rules/)
  * (statusAfterKindSql); SET expressions all read the row as it was, so
  * `status` in them is the old status.
@@ -18,7 +18,7 @@ import {
   isFailureKind,
   isSuccess,
   lastErrorCodeSql,
-  LEASED_SQL,
+  fenceSql,
   literal,
   STATUS_SQL,
   statusAfterKindSql,
@@ -29,7 +29,7 @@ import { toSqliteTime } from './encode.js';
 
 type Kind = AttemptOutcome['kind'];
 
-const FENCE = `id = @id AND lease_owner = @worker AND attempt_count = @attempt AND status IN ${LEASED_SQL}`;
+const FENCE = `id = @id AND ${fenceSql('@worker', '@attempt', '@token')}`;
 const PROGRESS_SET = `progress_total = COALESCE(@p0, progress_total), progress_processed = COALESCE(@p1, progress_processed),
   progress_succeeded = COALESCE(@p2, progress_succeeded), progress_failed = COALESCE(@p3, progress_failed),
   progress_skipped = COALESCE(@p4, progress_skipped), progress_message = CASE WHEN @p0 IS NULL THEN progress_message ELSE @p5 END`;
@@ -60,7 +60,14 @@ export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowM
   const { lease } = outcome;
   let sql = STATEMENTS.get(outcome.kind);
   if (sql === undefined) STATEMENTS.set(outcome.kind, (sql = finishSql(outcome.kind)));
-  const params: Record<string, unknown> = { id: lease.taskId, worker: lease.workerId, attempt: lease.attempt, now, ...progressParams(outcome.progress) };
+  const params: Record<string, unknown> = {
+    id: lease.taskId,
+    worker: lease.workerId,
+    attempt: lease.attempt,
+    token: lease.token,
+    now,
+    ...progressParams(outcome.progress),
+  };
   if (isSuccess(outcome)) {
     params.artifact = outcome.artifactId;
     params.result = outcome.resultJson;

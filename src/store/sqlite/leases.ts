@@ -1,12 +1,12 @@
 /**
  * Fenced writes about held leases on SQLite: heartbeat, progress, hand-back.
- * Each WHERE carries lease owner, attempt and a leased status (renewal and
+ * Each WHERE carries lease owner, attempt, token and a leased status (renewal and
  * progress: an unexpired lease too, rules/leases.ts); the rows touched decide
  * the answer (rules/: renewalAnswer, releaseAssignments).
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
-import { LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { fenceSql, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 
@@ -16,17 +16,18 @@ export function renewLeases(db: Db, leases: readonly Lease[], leaseUntil: string
     db,
     `UPDATE system_async_task AS t SET lease_until = @leaseUntil, update_time = @now
      FROM (SELECT json_extract(value, '$[0]') AS lease_id, json_extract(value, '$[1]') AS lease_worker,
-             json_extract(value, '$[2]') AS lease_attempt FROM json_each(@leases)) AS l
-     WHERE t.id = l.lease_id AND t.lease_owner = l.lease_worker AND t.attempt_count = l.lease_attempt AND t.status IN ${LEASED_SQL}
+             json_extract(value, '$[2]') AS lease_attempt, json_extract(value, '$[3]') AS lease_token FROM json_each(@leases)) AS l
+     WHERE t.id = l.lease_id AND ${fenceSql('l.lease_worker', 'l.lease_attempt', 'l.lease_token', 't.')}
        AND ${liveLeaseSql('@now', 't.')}
-     RETURNING id, lease_owner AS owner, attempt_count AS attempt, status`,
-  ).all({ leaseUntil, now, leases: JSON.stringify(leases.map((lease) => [lease.taskId, lease.workerId, lease.attempt])) }) as {
+     RETURNING id, lease_owner AS owner, attempt_count AS attempt, lease_token AS token, status`,
+  ).all({ leaseUntil, now, leases: JSON.stringify(leases.map((lease) => [lease.taskId, lease.workerId, lease.attempt, lease.token])) }) as {
     id: string;
     owner: string;
     attempt: number;
+    token: string;
     status: string;
   }[];
-  return renewalAnswer(leases, new Map(rows.map((row) => [leaseKey(row.id, row.owner, row.attempt), row.status])));
+  return renewalAnswer(leases, new Map(rows.map((row) => [leaseKey(row.id, row.owner, row.attempt, row.token), row.status])));
 }
 
 export function saveProgress(db: Db, lease: Lease, progress: TaskProgress, now: string): boolean {
@@ -34,8 +35,8 @@ export function saveProgress(db: Db, lease: Lease, progress: TaskProgress, now: 
     db,
     `UPDATE system_async_task SET progress_total = ?, progress_processed = ?, progress_succeeded = ?, progress_failed = ?,
        progress_skipped = ?, progress_message = ?, update_time = ?
-     WHERE id = ? AND lease_owner = ? AND attempt_count = ? AND status IN ${LEASED_SQL} AND ${liveLeaseSql('?')}`,
-  ).run(...progressValues(progress), now, lease.taskId, lease.workerId, lease.attempt, now);
+     WHERE id = ? AND ${fenceSql('?', '?', '?')} AND ${liveLeaseSql('?')}`,
+  ).run(...progressValues(progress), now, lease.taskId, lease.workerId, lease.attempt, lease.token, now);
   return info.changes === 1;
 }
 
@@ -44,12 +45,12 @@ export function releaseTasks(db: Db, leases: readonly Lease[], now: string): num
   const release = statement(
     db,
     `UPDATE system_async_task SET ${releaseAssignments('@now').join(', ')}
-     WHERE id = @id AND lease_owner = @worker AND attempt_count = @attempt AND status IN ${LEASED_SQL}`,
+     WHERE id = @id AND ${fenceSql('@worker', '@attempt', '@token')}`,
   );
   const dropAttempt = statement(db, 'DELETE FROM system_async_task_attempt WHERE task_id = ? AND attempt = ?');
   let released = 0;
   for (const lease of leases) {
-    if (release.run({ now, id: lease.taskId, worker: lease.workerId, attempt: lease.attempt }).changes !== 1) continue;
+    if (release.run({ now, id: lease.taskId, worker: lease.workerId, attempt: lease.attempt, token: lease.token }).changes !== 1) continue;
     dropAttempt.run(lease.taskId, lease.attempt);
     released += 1;
   }

@@ -205,4 +205,10 @@ CREATE UNIQUE INDEX ux_system_async_task_unique ON system_async_task (${UNIQUE_H
     // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.
     sql: `ALTER TABLE system_async_task ADD COLUMN trace_parent TEXT;`,
   },
+  {
+    version: 9,
+    name: 'lease token',
+    // Drawn by each claim, part of every fence (rules/leases.ts newLeaseToken). Rows leased before it hold ''.
+    sql: `ALTER TABLE system_async_task ADD COLUMN lease_token TEXT NOT NULL DEFAULT '';`,
+  },
 ];
