@@ -4,7 +4,8 @@
  * Experiments (environment):
  * - DROPIDX=a;b: drop these indexes after migrating (what an index costs a drain);
  * - PRAGMAS=x=y;…: extra pragmas on the store's connection;
- * - PROF=file.cpuprofile: a CPU profile of the drain only (open in Chrome DevTools).
+ * - PROF=file.cpuprofile: a CPU profile of the drain only (open in Chrome DevTools);
+ * - LIMITS=20/5: the worker's global / per-type limits (default: high, not binding).
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -25,7 +26,7 @@ const client = createClient({ store, tasks: [task] });
 const n = Number(process.argv[2] ?? 20000);
 for (let i = 0; i < n; i += 1000) await client.submitMany(Array.from({ length: Math.min(1000, n - i) }, () => ({ type: 'noop', payload: {} })));
 
-const calls = { claims: 0, claimed: 0, writes: 0 };
+const calls = { claims: 0, claimed: 0, writes: 0, combined: 0 };
 const claimTasks = store.claimTasks.bind(store);
 store.claimTasks = async (p) => {
   calls.claims++;
@@ -38,7 +39,15 @@ store.finishAttempts = async (p) => {
   calls.writes++;
   return finishAttempts(p);
 };
-const worker = createWorker({ store, tasks: [task], concurrency: 10, prefetch: 500, globalConcurrency: 1e6, typeConcurrency: 1e6 });
+const finishAndClaim = store.finishAndClaim.bind(store);
+store.finishAndClaim = async (p) => {
+  calls.combined++;
+  const r = await finishAndClaim(p);
+  calls.claimed += r.claimed.length;
+  return r;
+};
+const [globalConcurrency, typeConcurrency] = (process.env.LIMITS ?? '1000000/1000000').split('/').map(Number);
+const worker = createWorker({ store, tasks: [task], concurrency: 10, prefetch: 500, globalConcurrency, typeConcurrency });
 let done = 0;
 const drained = new Promise<void>((resolve) =>
   worker.on('completed', () => {
@@ -60,7 +69,7 @@ const ms = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
 if (process.env.PROF) writeFileSync(process.env.PROF, JSON.stringify((await session.post('Profiler.stop')).profile));
 console.log(
-  `${n} drained in ${Math.round(ms)} ms = ${Math.round((n / ms) * 1000)}/s; CPU user ${Math.round(cpu.user / 1000)} ms, system ${Math.round(cpu.system / 1000)} ms; ${calls.claims} claims (${calls.claimed} rows), ${calls.writes} outcome writes`,
+  `${n} drained in ${Math.round(ms)} ms = ${Math.round((n / ms) * 1000)}/s; CPU user ${Math.round(cpu.user / 1000)} ms, system ${Math.round(cpu.system / 1000)} ms; ${calls.claims} claims, ${calls.writes} outcome writes, ${calls.combined} outcome writes with a claim (${calls.claimed} rows claimed)`,
 );
 await worker.stop();
 await store.close();

@@ -256,6 +256,25 @@ export function runStoreConformance(factory: StoreFactory): void {
       expect(await store.getTask({ id: first.id, scope: G })).toMatchObject({ status: 'SUCCESS', artifactId: 'y', leaseOwner: null, leaseToken: null });
     });
 
+    it('writes outcomes and claims into the slots they freed, in one call; a stale outcome keeps nothing', async () => {
+      for (let i = 0; i < 4; i++) await insert();
+      const limited = claimParams({ limit: 10, typeConcurrency: 2 });
+      const [a, b] = await store.claimTasks(limited);
+      expect(await store.claimTasks(limited)).toEqual([]); // the limit binds
+      const result = await store.finishAndClaim({
+        outcomes: [
+          { kind: 'SUCCESS', lease: leaseOf(a!), artifactId: null, resultJson: null, progress: null },
+          { kind: 'SUCCESS', lease: { ...leaseOf(b!), token: 'stale' }, artifactId: null, resultJson: null, progress: null },
+        ],
+        claim: limited,
+      });
+      expect(result.applied).toEqual([true, false]);
+      expect(result.claimed).toHaveLength(1);
+      expect(result.claimed[0]).toMatchObject({ status: 'RUNNING', leaseOwner: 'w1', attemptCount: 1 });
+      expect((await store.getTask({ id: a!.id, scope: G }))!.status).toBe('SUCCESS');
+      expect((await store.getTask({ id: b!.id, scope: G }))!.status).toBe('RUNNING');
+    });
+
     it('renews no expired lease, even one nobody swept: lost, and nothing changes; its outcome still ends it', async () => {
       await insert();
       const task = await claimOne({ leaseMs: 150 });

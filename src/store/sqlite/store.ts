@@ -26,6 +26,7 @@ import type {
   DeadLetter,
   DeadLetterRef,
   FailureRow,
+  FinishAndClaimResult,
   FinishResult,
   InsertTaskResult,
   ListDeadLettersParams,
@@ -66,7 +67,7 @@ export type SqliteTransaction = never;
 
 export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   readonly dialect = 'sqlite' as const;
-  readonly capabilities = { finishAndClaim: false, transactionalSubmit: false, transactionalComplete: false } as const;
+  readonly capabilities = { finishAndClaim: true, transactionalSubmit: false, transactionalComplete: false } as const;
   readonly expectedSchemaVersion = EXPECTED_SCHEMA_VERSION;
   readonly db: Db;
   protected readonly bus: LocalBus;
@@ -207,13 +208,24 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: SqliteTransaction }): Promise<FinishResult> {
     if (params.transaction !== undefined) throw new InvalidOptionsError('SqliteStore.finishAttempts', 'transaction', 'is not supported on SQLite');
+    return this.write(() => this.finishNow(params.outcomes));
+  }
+
+  /** Outcomes, then a claim, in one transaction: the claim counts the slots the outcomes freed, and one lock turn serves both. */
+  override async finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult> {
     return this.write(() => {
-      const nowMs = this.clock();
-      const now = toSqliteTime(nowMs);
-      const deadLetters: DeadLetterRef[] = [];
-      const applied = params.outcomes.map((outcome) => finishOutcome(this.db, outcome, now, nowMs, deadLetters));
-      return { applied, deadLetters };
+      const finished = this.finishNow(params.outcomes);
+      return { ...finished, claimed: claim(this.db, params.claim, this.clock()) };
     });
+  }
+
+  /** Inside a write transaction. */
+  private finishNow(outcomes: readonly AttemptOutcome[]): FinishResult {
+    const nowMs = this.clock();
+    const now = toSqliteTime(nowMs);
+    const deadLetters: DeadLetterRef[] = [];
+    const applied = outcomes.map((outcome) => finishOutcome(this.db, outcome, now, nowMs, deadLetters));
+    return { applied, deadLetters };
   }
 
   async releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {
