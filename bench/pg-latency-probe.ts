@@ -5,8 +5,8 @@
  * connections, as separate processes would) in one process, so that one
  * clock times every step.
  * Run: npx tsx bench/pg-latency-probe.ts [samples=300]
- * ASYNC_CLAIM=1: the worker's connections commit with synchronous_commit = off
- * (an upper bound of what asynchronous claims would save; not safe today).
+ * ASYNC_CLAIM=1: every commit of the worker's connections with synchronous_commit = off
+ * (claims made alone already commit so; this makes the outcomes asynchronous too).
  */
 import pg from 'pg';
 import { createClient, createWorker, defineTask } from '../src/index.js';
