@@ -8,6 +8,9 @@
  * and the lock release. The claim counts the leases the outcomes end as free
  * (claim.ts freeEnded): their rows are locked by this transaction, and the
  * writes that end them commit with the claim, so limits still hold.
+ * The claim lock comes first, as in every claim: its holder may then wait
+ * for an outcome row that a short transaction holds (a renewal, a cancel
+ * request), none of which ever waits for the claim lock, so no cycle forms.
  */
 import type { Task } from '../../core/task.js';
 import type { Row } from '../rows.js';

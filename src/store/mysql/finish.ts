@@ -6,7 +6,8 @@
  * picked in code; round trip 2 writes only those — one UPDATE per kind, whose
  * WHERE repeats the fence and whose affected-row count must match — closes
  * their attempts, records failures and dead letters, and commits. The locks
- * guarantee nothing changes between the check and the write.
+ * guarantee nothing changes between the check and the write. finish-claim.ts
+ * runs the same two steps around a claim (lockOutcomeRows, planOutcomes).
  */
 import { StoreError } from '../../core/errors.js';
 import { TaskStatus, TERMINAL_STATUSES } from '../../core/status.js';

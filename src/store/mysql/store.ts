@@ -81,7 +81,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   private claimLock: string | null = null;
   private readonly claimCaps: CapCache = new Map();
   private readonly wakeups: WakeupPoller;
-  /** When the last claim that filled its limit began (monotonic ms): the workers will claim again at once. */
+  /** When the last claim that filled its limit or left work behind began (monotonic ms): the workers will claim again anyway. */
   private lastFullClaimAt = -Infinity;
 
   constructor(options: MysqlStoreOptions) {
