@@ -25,6 +25,11 @@
  * a window (which cannot lock: the round robin's choice is locked after,
  * SKIP LOCKED) — two more round trips, for owner claims only. Whether owners
  * were in play last time decides what round trip 1 reads.
+ *
+ * Claim-along (finish-claim.ts): an outcome write may carry the claim in the
+ * same transaction. Its leases are still counted in round trip 1 (they end in
+ * round trip 2, with the claim's writes), so the claim counts them as free:
+ * it holds their rows locked, and the fenced writes that end them commit with it.
  */
 import { GLOBAL_POLICY_KEY, OWNER_POLICY_PREFIX, ownerPolicyKey, typePolicyKey } from '../../core/policy-keys.js';
 import { TaskStatus } from '../../core/status.js';
@@ -44,15 +49,34 @@ import {
   type TypeLeases,
 } from '../rules/index.js';
 import type { ClaimParams } from '../types.js';
-import type { BatchedTransaction, Statement } from './connection.js';
+import type { Statement, TransactionSteps } from './connection.js';
 import { addMs, decode } from './encode.js';
 
 /** Policy caps (policy_key → max_concurrency) seen by the last claim: only how many candidates to ask for. */
 export type CapCache = Map<string, number | null>;
 /** In the CapCache: present when the last claim found owners in play. */
 const OWNERS_SEEN = OWNER_POLICY_PREFIX;
+/** In the CapCache: present when the last claim left claimable rows behind (a type's candidates came back as many as asked for). */
+const WORK_LEFT = '';
 
-export async function claim(tx: BatchedTransaction, params: ClaimParams, caps: CapCache): Promise<Task[]> {
+/** The last claim left claimable rows behind: its workers claim again when their leases end, whatever is submitted. */
+export function workLeft(caps: CapCache): boolean {
+  return caps.has(WORK_LEFT);
+}
+
+/** A lease the claim's own transaction ends before it commits (claim-along): its slot is free. */
+export interface EndedLease {
+  taskType: string;
+  owner: string | null;
+  leaseOwner: string;
+}
+
+/** The claim's round trips; `ended`, known once the first step answered, lists the leases the same transaction ends. */
+export interface ClaimSteps extends TransactionSteps {
+  ended?(): readonly EndedLease[];
+}
+
+export async function claim(tx: ClaimSteps, params: ClaimParams, caps: CapCache): Promise<Task[]> {
   const taskTypes = [...new Set(params.taskTypes)];
   const guessOwners = ownersInPlay(params, caps.has(OWNERS_SEEN));
   // Owner claims read their candidates once the rooms are known; plain claims guess and lock them at once.
@@ -64,20 +88,27 @@ export async function claim(tx: BatchedTransaction, params: ClaimParams, caps: C
   ];
   const [, stateRows, ...candidateSets] = (await tx.step(statements)) as Row[][];
   const state = readState(stateRows!);
+  const ended = tx.ended?.() ?? [];
+  freeEnded(state, ended, params.workerId);
   const owners = ownersInPlay(params, state.ownerPolicies.size > 0);
   rememberCaps(caps, taskTypes, state.policies, owners);
+  const full = taskTypes.some((t, i) => asked.get(t)! > 0 && candidateSets[i]?.length === asked.get(t));
+  if (full) caps.set(WORK_LEFT, null);
+  else caps.delete(WORK_LEFT);
   const global = state.policies.get(GLOBAL_POLICY_KEY);
   if (global && !global.enabled) return [];
   const room = Math.min(params.limit, (global?.maxConcurrency ?? params.globalConcurrency) - state.leasedTotal);
   if (room <= 0) return [];
   const rooms = typeRooms(taskTypes, params, (type) => state.policies.get(typePolicyKey(type)), state.leasedByType, state.live);
-  const chosen = owners ? await pickByOwner(tx, params, state, rooms, room, guessOwners) : await pickPlain(tx, taskTypes, rooms, room, asked, candidateSets);
+  const chosen = owners
+    ? await pickByOwner(tx, params, state, rooms, room, guessOwners, ended)
+    : await pickPlain(tx, taskTypes, rooms, room, asked, candidateSets);
   if (chosen.length === 0) return [];
   return lease(tx, params, chosen, state.now);
 }
 
 async function pickPlain(
-  tx: BatchedTransaction,
+  tx: ClaimSteps,
   taskTypes: readonly string[],
   rooms: Map<string, number>,
   room: number,
@@ -104,17 +135,18 @@ async function pickPlain(
 }
 
 async function pickByOwner(
-  tx: BatchedTransaction,
+  tx: ClaimSteps,
   params: ClaimParams,
   state: ClaimState,
   rooms: Map<string, number>,
   room: number,
   counted: boolean,
+  ended: readonly EndedLease[],
 ): Promise<Row[]> {
   const ranked = [...rooms].map(([taskType, typeRoom]) => rankedStatement(taskType, Math.min(typeRoom, room)));
   if (ranked.length === 0) return [];
   const sets = (await tx.step(counted ? ranked : [ownerLeasedStatement(), ...ranked])) as Row[][];
-  const ownerLeased = counted ? state.leasedByOwner : ownerCounts(sets.shift()!);
+  const ownerLeased = counted ? state.leasedByOwner : freeOwners(ownerCounts(sets.shift()!), ended);
   const roomOf = (owner: string): number =>
     ownerRoom(state.ownerPolicies.get(ownerPolicyKey(owner)), params.ownerConcurrency ?? null, ownerLeased.get(owner) ?? 0);
   const picked = pickRoundRobin(sets.flat(), rooms, roomOf, room);
@@ -126,7 +158,7 @@ async function pickByOwner(
   return locked!.sort(claimOrder);
 }
 
-async function lease(tx: BatchedTransaction, params: ClaimParams, chosen: readonly Row[], now: string): Promise<Task[]> {
+async function lease(tx: ClaimSteps, params: ClaimParams, chosen: readonly Row[], now: string): Promise<Task[]> {
   const ids = chosen.map((row) => String(row.id));
   const leaseUntil = addMs(now, params.leaseMs);
   const token = newLeaseToken();
@@ -209,6 +241,24 @@ function stateStatement(taskTypes: readonly string[], params: ClaimParams, owner
   }
   if (owners) arms.push(ownerLeasedStatement().sql);
   return { sql: arms.join('\n     UNION ALL '), values };
+}
+
+/** The leases the transaction ends were counted in round trip 1: their slots are free. */
+function freeEnded(state: ClaimState, ended: readonly EndedLease[], workerId: string): void {
+  for (const { taskType, leaseOwner } of ended) {
+    const leased = state.leasedByType.get(taskType);
+    if (leased) state.leasedByType.set(taskType, { n: leased.n - 1, mine: leased.mine - (leaseOwner === workerId ? 1 : 0) });
+    state.leasedTotal -= 1;
+  }
+  freeOwners(state.leasedByOwner, ended);
+}
+
+function freeOwners(counts: Map<string, number>, ended: readonly EndedLease[]): Map<string, number> {
+  for (const { owner } of ended) {
+    const n = owner === null ? undefined : counts.get(owner);
+    if (n !== undefined) counts.set(owner!, n - 1);
+  }
+  return counts;
 }
 
 function readState(rows: readonly Row[]): ClaimState {

@@ -6,7 +6,8 @@
  * picked in code; round trip 2 writes only those — one UPDATE per kind, whose
  * WHERE repeats the fence and whose affected-row count must match — closes
  * their attempts, records failures and dead letters, and commits. The locks
- * guarantee nothing changes between the check and the write.
+ * guarantee nothing changes between the check and the write. finish-claim.ts
+ * runs the same two steps around a claim (lockOutcomeRows, planOutcomes).
  */
 import { StoreError } from '../../core/errors.js';
 import { TaskStatus, TERMINAL_STATUSES } from '../../core/status.js';
@@ -43,16 +44,38 @@ import {
 } from './sql.js';
 
 export async function finishAttempts(tx: TransactionSteps, outcomes: readonly AttemptOutcome[]): Promise<FinishResult> {
+  const [rows] = (await tx.step([lockOutcomeRows(outcomes)])) as Row[][];
+  const plan = planOutcomes(outcomes, rows!);
+  if (plan.writes.length === 0) return plan.result;
+  plan.check(await tx.last(plan.writes));
+  return plan.result;
+}
+
+/** Round trip 1 of an outcome write: the tasks' rows, locked in id order (task_type and owner: the slots they free). */
+export function lockOutcomeRows(outcomes: readonly AttemptOutcome[]): Statement {
   const ids = sortedIds(outcomes.map((o) => o.lease.taskId));
-  const [rows] = (await tx.step([
-    {
-      sql: `SELECT id, status, lease_owner, attempt_count, lease_token, NOW(3) AS db_now FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE`,
-      values: [ids],
-    },
-  ])) as Row[][];
-  if (rows!.length === 0) return { applied: outcomes.map(() => false), deadLetters: [] };
-  const now = String(rows![0]!.db_now);
-  const current = new Map(rows!.map((row) => [String(row.id), row]));
+  return {
+    sql: `SELECT id, task_type, owner, status, lease_owner, attempt_count, lease_token, NOW(3) AS db_now FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE`,
+    values: [ids],
+  };
+}
+
+/** What round trip 2 writes (with the COMMIT), and the check of what it wrote. */
+export interface OutcomePlan {
+  result: FinishResult;
+  /** The rows (from lockOutcomeRows) whose lease the writes end. */
+  ended: Row[];
+  writes: Statement[];
+  /** Throws unless the fenced UPDATEs (the first results of `writes`) changed exactly the rows decided on. */
+  check(written: readonly unknown[]): void;
+}
+
+/** Decides, from the locked rows, which outcomes still hold their lease, and the writes for those. */
+export function planOutcomes(outcomes: readonly AttemptOutcome[], rows: readonly Row[]): OutcomePlan {
+  const none = (applied: boolean[]): OutcomePlan => ({ result: { applied, deadLetters: [] }, ended: [], writes: [], check: () => undefined });
+  if (rows.length === 0) return none(outcomes.map(() => false));
+  const now = String(rows[0]!.db_now);
+  const current = new Map(rows.map((row) => [String(row.id), row]));
   const applied: boolean[] = [];
   const taken = new Set<string>();
   /** Outcomes by the status they lead to (rules/: a cancel request turns failures and hand-backs into CANCELLED). */
@@ -72,7 +95,7 @@ export async function finishAttempts(tx: TransactionSteps, outcomes: readonly At
     const target = statusAfterOutcome(outcome.kind, String(row.status) as TaskStatus);
     byTarget.set(target, [...(byTarget.get(target) ?? []), outcome]);
   }
-  if (taken.size === 0) return { applied, deadLetters: [] };
+  if (taken.size === 0) return none(applied);
 
   const won = outcomes.filter((_, index) => applied[index]);
   const closes: AttemptClose[] = won.map((o) => ({
@@ -86,19 +109,21 @@ export async function finishAttempts(tx: TransactionSteps, outcomes: readonly At
   const letters = deadLetterInserts(failures.filter((f) => failedForGood.has(f.taskId)));
   const groups = [...byTarget];
   const statements: Statement[] = groups.map(([target, group]) => updateTasks(target, group, now));
-  const written = await tx.last([
+  const writes = [
     ...statements,
     ...[closeAttemptsStatement(closes, now), insertFailuresStatement(failures, now), insertDeadLettersStatement(letters, now)].filter(
       (s): s is Statement => s !== null,
     ),
-  ]);
+  ];
   // An assertion, not the decision: the locked read above decided, and under its row locks the fenced UPDATEs
   // match exactly those rows. A mismatch would mean the locking contract broke; it is reported, never ignored.
-  groups.forEach(([, group], index) => {
-    const affected = (written[index] as ResultSetHeader).affectedRows;
-    if (affected !== group.length) throw new StoreError(`MySQL store: a fenced outcome write changed ${affected} rows, expected ${group.length}`);
-  });
-  return { applied, deadLetters: letters.map((l) => ({ taskId: l.taskId, deadLetterId: l.deadLetterId })) };
+  const check = (written: readonly unknown[]): void =>
+    groups.forEach(([, group], index) => {
+      const affected = (written[index] as ResultSetHeader).affectedRows;
+      if (affected !== group.length) throw new StoreError(`MySQL store: a fenced outcome write changed ${affected} rows, expected ${group.length}`);
+    });
+  const result = { applied, deadLetters: letters.map((l) => ({ taskId: l.taskId, deadLetterId: l.deadLetterId })) };
+  return { result, ended: [...taken].map((id) => current.get(id)!), writes, check };
 }
 
 /** One UPDATE for every task going to one status, fenced (lease owner, attempt, token, leased status); per-task values through valueById. */

@@ -28,6 +28,7 @@ import type {
   ClaimParams,
   DeadLetter,
   FailureRow,
+  FinishAndClaimResult,
   FinishResult,
   InsertTaskResult,
   ListDeadLettersParams,
@@ -46,12 +47,13 @@ import type {
   WorkerRecord,
   WorkerRegistration,
 } from '../types.js';
-import { claim, type CapCache } from './claim.js';
+import { claim, workLeft, type CapCache } from './claim.js';
 import { explainClaim } from './explain.js';
-import { JoinedTransaction, MysqlDatabase, mysqlPoolStats, type Conn } from './connection.js';
+import { JoinedTransaction, MysqlDatabase, mysqlPoolStats, type Conn, type RunOptions } from './connection.js';
 import * as control from './control.js';
 import { decode } from './encode.js';
 import { finishAttempts } from './finish.js';
+import { finishAndClaim } from './finish-claim.js';
 import { insertTasks, payloadLimit } from './insert.js';
 import { releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { migrate, schemaVersion } from './migrate.js';
@@ -70,7 +72,7 @@ export type MysqlTransaction = Connection | PoolConnection | CallbackConnection 
 
 export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   readonly dialect = 'mysql' as const;
-  readonly capabilities = { finishAndClaim: false, transactionalSubmit: true, transactionalComplete: true } as const;
+  readonly capabilities = { finishAndClaim: true, transactionalSubmit: true, transactionalComplete: true } as const;
   readonly expectedSchemaVersion = MYSQL_MIGRATIONS[MYSQL_MIGRATIONS.length - 1]!.version;
   readonly db: MysqlDatabase;
   /** The worker's heartbeats, lease checks, progress and outcome writes: a pool no handler can take a connection from. */
@@ -79,7 +81,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   private claimLock: string | null = null;
   private readonly claimCaps: CapCache = new Map();
   private readonly wakeups: WakeupPoller;
-  /** When the last claim that filled its limit began (monotonic ms): the workers will claim again at once. */
+  /** When the last claim that filled its limit or left work behind began (monotonic ms): the workers will claim again anyway. */
   private lastFullClaimAt = -Infinity;
 
   constructor(options: MysqlStoreOptions) {
@@ -194,11 +196,31 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   async claimTasks(params: ClaimParams): Promise<Task[]> {
     const sentAt = performance.now();
-    this.claimLock ??= lockName('claim', await this.db.databaseName());
-    const tasks = await this.db.batchedTransaction((tx) => claim(tx, params, this.claimCaps), { lockName: this.claimLock, lockTimeoutSeconds: 5 });
-    // A short claim means the queue is empty (or limits bind): then the wake-up poller must keep reading.
-    if (tasks.length >= params.limit) this.lastFullClaimAt = sentAt;
+    const lock = await this.claimLockOptions();
+    const tasks = await this.db.batchedTransaction((tx) => claim(tx, params, this.claimCaps), lock);
+    this.claimed(tasks, params, sentAt);
     return tasks;
+  }
+
+  /** Outcomes and the next claim in one transaction (finish-claim.ts), on the lease pool. */
+  override async finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult> {
+    if (params.outcomes.length === 0) return { applied: [], deadLetters: [], claimed: await this.claimTasks(params.claim) };
+    const sentAt = performance.now();
+    const lock = await this.claimLockOptions();
+    const result = await this.leaseDb.batchedTransaction((tx) => finishAndClaim(tx, params.outcomes, params.claim, this.claimCaps), lock);
+    this.claimed(result.claimed, params.claim, sentAt);
+    return result;
+  }
+
+  private async claimLockOptions(): Promise<RunOptions> {
+    this.claimLock ??= lockName('claim', await this.db.databaseName());
+    return { lockName: this.claimLock, lockTimeoutSeconds: 5 };
+  }
+
+  private claimed(tasks: readonly Task[], params: ClaimParams, sentAt: number): void {
+    // A short claim means the queue is empty, or limits bind: then the wake-up poller must keep reading unless the
+    // claim left work behind (its workers claim again along with their next outcomes; every claim covers every type).
+    if (tasks.length >= params.limit || (tasks.length > 0 && workLeft(this.claimCaps))) this.lastFullClaimAt = sentAt;
   }
 
   renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {

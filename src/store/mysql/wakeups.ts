@@ -7,7 +7,7 @@
  * listeners reads the counters' sum every few milliseconds — one primary-key
  * range read of 16 rows — and wakes its workers when the sum moves; it skips
  * the read while its workers drain a backlog (their last claim came back
- * full, so they claim again anyway). Polling for
+ * full, or short only because limits bind, so they claim again anyway). Polling for
  * tasks (pollIntervalMs) stays the fallback when a read fails.
  */
 import { randomInt } from 'node:crypto';
