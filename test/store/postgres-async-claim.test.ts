@@ -109,4 +109,27 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: claims alone commit witho
     expect(rows[0]!.lease_owner).toBe('old-worker');
     expect(rows[0]!.lease_token).toMatch(/^[0-9a-f]{32}$/);
   });
+
+  it('an outcome write inside the caller\u2019s transaction leaves its settings as they were (the plan mode is the function\u2019s own)', async () => {
+    await store.insertTasks({ tasks: [newTask({ taskType: 'tx' })] });
+    const [task] = await store.claimTasks(claimParams({ taskTypes: ['tx'], limit: 1 }));
+    const client = new pg.Client({ connectionString: PG_URL });
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SET LOCAL plan_cache_mode = force_custom_plan');
+      const written = await store.finishAttempts({
+        outcomes: [{ kind: 'SUCCESS', lease: leaseOf(task!), artifactId: null, resultJson: null, progress: null }],
+        transaction: client,
+      });
+      expect(written.applied).toEqual([true]);
+      const mode = await client.query<{ plan_cache_mode: string; synchronous_commit: string }>(
+        "SELECT current_setting('plan_cache_mode') AS plan_cache_mode, current_setting('synchronous_commit') AS synchronous_commit",
+      );
+      expect(mode.rows[0]).toEqual({ plan_cache_mode: 'force_custom_plan', synchronous_commit: 'on' });
+      await client.query('COMMIT');
+    } finally {
+      await client.end();
+    }
+  });
 });

@@ -54,8 +54,11 @@ export function finishFunctionSql(ctx: PgContext): string {
 CREATE OR REPLACE FUNCTION ${ctx.schema}.${FINISH_FUNCTION}(
   text[], text[], integer[], text[], text[], text[], boolean[], bigint[], bigint[], bigint[], bigint[], bigint[], text[],
   text[], text[], text[], boolean[], double precision[], text[]
-) RETURNS TABLE (ord bigint, dead_letter_id text) LANGUAGE plpgsql VOLATILE AS $finish$
+) RETURNS TABLE (ord bigint, dead_letter_id text) LANGUAGE plpgsql VOLATILE
+-- The plan mode is this function's own (see SMALL_BATCH): set here, a change inside ends with the call.
+SET plan_cache_mode = auto AS $finish$
 BEGIN
+IF cardinality($1) <= ${SMALL_BATCH} THEN PERFORM set_config('plan_cache_mode', 'force_generic_plan', true); END IF;
 RETURN QUERY
 WITH input AS MATERIALIZED (
   -- u.-qualified: ord is also the name of an output column (a PL/pgSQL variable).
@@ -140,6 +143,15 @@ END IF;`;
 }
 
 const FINISH_FUNCTION = 'tasklease_finish_outcomes';
+/**
+ * Batches up to this many outcomes run the statement's generic plan. Left to
+ * itself (plan_cache_mode auto) PostgreSQL plans this statement anew on
+ * every call, about 0.6 ms: half of a 2-outcome write (bench/pg-limits-probe.ts,
+ * the limits workload's 5-task batches). Large batches keep their custom
+ * plans: for 500 outcomes the generic plan ran 10–20 % slower
+ * (bench/pg-backlog-probe.ts with PGOPTIONS='-c plan_cache_mode=force_generic_plan').
+ */
+const SMALL_BATCH = 64;
 const FINISH_ARG_COUNT = 19;
 const FINISH_ARGS = Array.from({ length: FINISH_ARG_COUNT }, (_, i) => `$${i + 1}`).join(', ');
 /** The claim's arguments after the outcome columns; the limit's gets a dependency on the finish (see below). */
