@@ -30,8 +30,14 @@ import { LEASED_SQL } from './sql.js';
  * flush (postgres/claim.ts).
  */
 export function newLeaseToken(): string {
-  return randomBytes(8).toString('hex');
+  // A random prefix per process and a counter: unique per claim without a call into the random source each time
+  // (randomBytes was 19 µs a claim, 2 % of a SQLite drain under binding limits). Not a secret: a fence.
+  if (tokenCounter === 0xffffffff) [tokenPrefix, tokenCounter] = [randomBytes(4).toString('hex'), 0];
+  tokenCounter += 1;
+  return tokenPrefix + tokenCounter.toString(16).padStart(8, '0');
 }
+let tokenPrefix = randomBytes(4).toString('hex');
+let tokenCounter = 0;
 
 /** The fence of a write about a held lease, on the row alias `row` ('' or 't.'): three placeholders (or SQL texts). */
 export function fenceSql(owner: string, attempt: string, token: string, row = ''): string {
