@@ -36,7 +36,14 @@ if (variant.includes('collate'))
     `ALTER TABLE ${schema}.system_async_task ALTER COLUMN id TYPE text COLLATE "C", ALTER COLUMN task_type TYPE text COLLATE "C"; ALTER TABLE ${schema}.system_async_task_attempt ALTER COLUMN task_id TYPE text COLLATE "C"`,
   );
 if (variant.includes('noattempt')) {
-  const def = (await admin.query(`SELECT pg_get_functiondef('${schema}.tasklease_claim'::regproc) AS d`)).rows[0].d as string;
+  // The current signature: the one with the most arguments (older ones stay for rolling upgrades).
+  const def = (
+    await admin.query(
+      `SELECT pg_get_functiondef(p.oid) AS d FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+       WHERE n.nspname = $1 AND p.proname = 'tasklease_claim' ORDER BY p.pronargs DESC LIMIT 1`,
+      [schema],
+    )
+  ).rows[0].d as string;
   const cut = def.replace(/,\s*attempts AS \(\s*INSERT[\s\S]*?FROM claimed\s*\)/, '');
   if (cut === def) throw new Error('noattempt: pattern not found');
   await admin.query(cut);
