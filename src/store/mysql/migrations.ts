@@ -27,6 +27,34 @@ export interface MysqlMigration {
 
 const TABLE_OPTIONS = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={{ID}}';
 
+/**
+ * DDL run only when it is still to do. MySQL 8 has no ADD COLUMN IF NOT EXISTS (nor DROP INDEX IF EXISTS): the
+ * statement is prepared only when information_schema says so, so a re-run after a crash between the DDL and
+ * the version row is a no-op. Our own identifiers and types only: no quoting beyond the literal's.
+ */
+function ddlIf(condition: string, ddl: string): string[] {
+  return [
+    `SET @tasklease_ddl = (SELECT IF(${condition}, '${ddl.replaceAll("'", "\\'")}', 'DO 0'))`,
+    'PREPARE tasklease_ddl FROM @tasklease_ddl',
+    'EXECUTE tasklease_ddl',
+    'DEALLOCATE PREPARE tasklease_ddl',
+  ];
+}
+
+function addColumnIfMissing(column: string, definition: string): string[] {
+  return ddlIf(
+    `(SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'system_async_task' AND COLUMN_NAME = '${column}') = 0`,
+    `ALTER TABLE system_async_task ADD COLUMN ${column} ${definition}`,
+  );
+}
+
+function dropIndexIfPresent(index: string): string[] {
+  return ddlIf(
+    `(SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'system_async_task' AND INDEX_NAME = '${index}') > 0`,
+    `ALTER TABLE system_async_task DROP INDEX ${index}`,
+  );
+}
+
 export const MYSQL_MIGRATIONS: readonly MysqlMigration[] = [
   {
     version: 1,
@@ -232,43 +260,21 @@ ON DUPLICATE KEY UPDATE slot = slot`,
     name: 'trace parent',
     // The W3C traceparent of the span that submitted the task (OpenTelemetry): its own column, because
     // trace_id is the producer's correlation id (failure rows, dead letters, logs) and must keep meaning that.
-    // MySQL 8 has no ADD COLUMN IF NOT EXISTS: the ALTER is prepared only when the column is missing, so a
-    // re-run after a crash between the ALTER and the version row is a no-op.
-    statements: [
-      `SET @tasklease_ddl = (SELECT IF(COUNT(*) = 0, 'ALTER TABLE system_async_task ADD COLUMN trace_parent VARCHAR(255) NULL', 'DO 0')
-  FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'system_async_task' AND COLUMN_NAME = 'trace_parent')`,
-      'PREPARE tasklease_ddl FROM @tasklease_ddl',
-      'EXECUTE tasklease_ddl',
-      'DEALLOCATE PREPARE tasklease_ddl',
-    ],
+    statements: addColumnIfMissing('trace_parent', 'VARCHAR(255) NULL'),
   },
   {
     version: 9,
     name: 'lease token',
     // Drawn by each claim, part of every fence (rules/leases.ts newLeaseToken). Rows leased before it hold ''.
-    // Prepared only when the column is missing, as in migration 8.
-    statements: [
-      `SET @tasklease_ddl = (SELECT IF(COUNT(*) = 0, 'ALTER TABLE system_async_task ADD COLUMN lease_token VARCHAR(32) NOT NULL DEFAULT \\'\\'', 'DO 0')
-  FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'system_async_task' AND COLUMN_NAME = 'lease_token')`,
-      'PREPARE tasklease_ddl FROM @tasklease_ddl',
-      'EXECUTE tasklease_ddl',
-      'DEALLOCATE PREPARE tasklease_ddl',
-    ],
+    statements: addColumnIfMissing('lease_token', "VARCHAR(32) NOT NULL DEFAULT ''"),
   },
   {
     version: 10,
     name: 'no type-status index',
     // Every status change rewrote an entry of (task_type, status): 12% of the drain (bench/mysql-probe.ts, 3
     // interleaved rounds). Per-type reads use the idempotency key's task_type prefix or an index scan instead (as
-    // PostgreSQL, which never had this index, walks its primary key). Prepared only while the index exists: a re-run is a no-op.
-    statements: [
-      `SET @tasklease_ddl = (SELECT IF(COUNT(*) > 0, 'ALTER TABLE system_async_task DROP INDEX ix_system_async_task_type_status', 'DO 0')
-  FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'system_async_task'
-    AND INDEX_NAME = 'ix_system_async_task_type_status')`,
-      'PREPARE tasklease_ddl FROM @tasklease_ddl',
-      'EXECUTE tasklease_ddl',
-      'DEALLOCATE PREPARE tasklease_ddl',
-    ],
+    // PostgreSQL, which never had this index, walks its primary key).
+    statements: dropIndexIfPresent('ix_system_async_task_type_status'),
   },
 ];
 
