@@ -146,9 +146,8 @@ const FINISH_FUNCTION = 'tasklease_finish_outcomes';
 /**
  * Batches up to this many outcomes run the statement's generic plan. Left to
  * itself (plan_cache_mode auto) PostgreSQL plans this statement anew on
- * every call, about 0.6 ms: half of a 2-outcome write (bench/pg-limits-probe.ts,
- * the limits workload's 5-task batches). Large batches keep their custom
- * plans: for 500 outcomes the generic plan ran 10–20 % slower
+ * every call, about 0.6 ms: half of a 2-outcome write (bench/pg-steps-probe.ts).
+ * Large batches keep their custom plans: for 500 outcomes the generic plan ran 10–20 % slower
  * (bench/pg-backlog-probe.ts with PGOPTIONS='-c plan_cache_mode=force_generic_plan').
  */
 const SMALL_BATCH = 64;
