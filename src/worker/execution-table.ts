@@ -5,7 +5,8 @@
  *
  * A quarantined task (it lost leases before: it may be a poison pill, core/
  * task.ts isQuarantined) runs alone: held apart from the queue, it starts
- * once nothing else runs or waits, and nothing starts beside it, so that if
+ * once nothing else runs, waits, or is being written or handed back, and
+ * nothing starts beside it, so that if
  * it kills the process it takes no innocent task with it (issue 11, B3).
  * The table holds at most one (the worker hands others back at once).
  *
@@ -28,6 +29,8 @@ export class ExecutionTable {
   private readonly waitingQueue: Execution[] = [];
   private isolated: Execution | null = null;
   private finishingCount = 0;
+  /** Leases being handed back (never started): until the store has them back, a crash would expire them. */
+  private handingBackCount = 0;
   /** Handlers started and not yet settled: the slots in use. */
   runningHandlers = 0;
   private idleWaiters: (() => void)[] = [];
@@ -96,8 +99,10 @@ export class ExecutionTable {
     const isolated = this.isolated;
     if (isolated !== null && isolated.state !== 'buffered') return undefined; // it runs alone until it is forgotten
     if (this.runningHandlers >= concurrency) return undefined;
-    // Alone means alone: not even an outcome write in flight, whose task a crash would requeue.
-    const next = this.waitingQueue.shift() ?? (this.runningHandlers === 0 && this.finishingCount === 0 ? isolated : null);
+    // Alone means alone: not even an outcome write or a hand-back in flight, whose task a crash would requeue
+    // with one more lost lease (a third one costs that task an attempt).
+    const alone = this.runningHandlers === 0 && this.finishingCount === 0 && this.handingBackCount === 0;
+    const next = this.waitingQueue.shift() ?? (alone ? isolated : null);
     next?.moveTo('running');
     return next ?? undefined;
   }
@@ -119,6 +124,11 @@ export class ExecutionTable {
     if (next === 'finishing') this.finishingCount += 1;
     // (startNext already took it off the queue on the way to running.)
     if (before === 'buffered') this.removeWaiting(execution);
+  }
+
+  /** A hand-back of `count` leases starts (`count` > 0) or has settled (`count` < 0). */
+  handingBack(count: number): void {
+    this.handingBackCount += count;
   }
 
   /** Takes every waiting execution out (to hand back), final and forgotten. */

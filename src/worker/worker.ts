@@ -196,11 +196,15 @@ export class Worker extends Emitter<WorkerEvents> {
   /** Hands leased tasks that never started back to the queue. */
   private async handBack(waiting: Execution[]): Promise<void> {
     if (waiting.length === 0) return;
+    this.table.handingBack(waiting.length); // a quarantined task waits for it (execution-table.ts)
     try {
       await this.options.store.releaseTasks({ leases: waiting.map((execution) => execution.lease) });
       for (const execution of waiting) this.emit('released', { task: { ...execution.task, status: 'QUEUED' }, started: false });
     } catch (error) {
       this.emit('error', { operation: 'releaseTasks', error }); // their leases expire and recovery requeues them
+    } finally {
+      this.table.handingBack(-waiting.length);
+      if (this.table.holdsIsolated) this.executor.startWaiting(this.state === 'running');
     }
   }
 

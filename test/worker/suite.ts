@@ -513,6 +513,41 @@ export function runWorkerSuite(factory: StoreFactory): void {
       for (const q of [q1!, q2!]) expect((await statusOf(q.task.id)).attemptCount - (await statusOf(q.task.id)).attemptBase).toBe(1);
     });
 
+    it('a quarantined task starts only once the quarantined task handed back beside it is back in the store', async () => {
+      // A poison pill that exits at once must not take the other quarantined task with it: that task's lease would
+      // expire a third time and cost it an attempt (found by the poison fault test under load).
+      let handedBack = false;
+      const startedAfterHandBack: boolean[] = [];
+      const t = defineTask({ type: 'iso2', execute: () => void startedAfterHandBack.push(handedBack) });
+      const { client, worker } = setup([t], { concurrency: 5 });
+      const ids = (
+        await client.submitMany([
+          { type: 'iso2', payload: {} },
+          { type: 'iso2', payload: {} },
+        ])
+      ).map((r) => r.task.id);
+      for (let i = 0; i < 2; i++) {
+        expect(await store.claimTasks({ ...claimParams('ghost', ['iso2']), leaseMs: 50 })).toHaveLength(2);
+        const requeued = async (): Promise<boolean> => (await Promise.all(ids.map(statusOf))).every((task) => task.status === 'QUEUED');
+        await waitFor(async () => (await requeued()) || (await store.recover({ batchSize: 10 }), false), 'the expired leases requeued');
+      }
+      const handBackEntered = gate();
+      const handBackGoes = gate();
+      const release = store.releaseTasks.bind(store);
+      store.releaseTasks = async (params) => {
+        handBackEntered.open();
+        await handBackGoes.promise;
+        const released = await release(params);
+        handedBack = true;
+        return released;
+      };
+      worker.start();
+      await handBackEntered.promise;
+      handBackGoes.open();
+      for (const id of ids) await until(id, 'SUCCESS');
+      expect(startedAfterHandBack).toEqual([true, true]);
+    });
+
     it('a snooze with a bad delay fails the attempt like any handler error', async () => {
       const t = defineTask({ type: 'bad-snooze', execute: () => ({ status: 'SNOOZED' as const, delayMs: -1 }) });
       const { client, worker } = setup([t]);
