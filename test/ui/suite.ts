@@ -223,7 +223,9 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await row.getByLabel('Max concurrency of owner acme').fill('5');
       await row.getByRole('button', { name: 'Save' }).click();
       await page.getByRole('status').filter({ hasText: 'Saved the owner acme policy' }).waitFor();
-      expect(await client.policies.get({ owner: 'acme' })).toMatchObject({ maxConcurrency: 5 });
+      // The add above showed the same notice, so it is no sign of this save: wait for the stored value.
+      await waitFor(async () => (await client.policies.get({ owner: 'acme' }))?.maxConcurrency === 5, 'the owner limit changed to 5');
+      expect(await client.policies.get({ owner: 'acme' })).toMatchObject({ maxConcurrency: 5, enabled: true });
       await row.getByRole('button', { name: 'Remove' }).click();
       await page.locator('dialog [data-confirm]').click();
       await page.getByRole('status').filter({ hasText: 'Removed the owner acme policy' }).waitFor();
