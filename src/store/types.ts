@@ -125,7 +125,7 @@ export interface WorkerStore<Tx = unknown> {
    */
   claimTasks(params: ClaimParams): Promise<Task[]>;
   /** Renews every lease still held, in one statement; also reports cancel requests. */
-  renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult>;
+  renewLeases(params: RenewParams): Promise<RenewResult>;
   /** Fenced progress write; false when the lease is lost. */
   saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean>;
   /**
@@ -256,7 +256,25 @@ export interface ChangeStatusResult {
   status: TaskStatus | null;
 }
 
+/**
+ * Called when a worker's lease statement is put on a connection — after any
+ * wait for one (or, on SQLite, for the write lock) — the earliest moment the
+ * database can grant or renew the leases it carries. The worker counts its
+ * local lease deadline from the last call (DESIGN §3): a statement that
+ * waited behind others of its own process must not eat the lease it is
+ * about to get. A transaction retried as a whole calls it again.
+ */
+export type OnSent = () => void;
+
+export interface RenewParams {
+  leases: readonly Lease[];
+  leaseMs: number;
+  onSent?: OnSent;
+}
+
 export interface ClaimParams {
+  /** See OnSent; for finishAndClaim, the moment the combined statement is put on a connection. */
+  onSent?: OnSent;
   workerId: string;
   taskTypes: readonly string[];
   limit: number;

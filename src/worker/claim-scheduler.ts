@@ -76,6 +76,9 @@ export class ClaimScheduler implements ClaimAlong {
     if (params === null) return null;
     this.claiming = new Promise<void>((resolve) => (this.claimAlongDone = resolve));
     this.claimAlongSentAt = this.clock.now();
+    params.onSent = () => {
+      this.claimAlongSentAt = this.clock.now();
+    };
     return params;
   }
 
@@ -99,7 +102,12 @@ export class ClaimScheduler implements ClaimAlong {
       while (this.active) {
         const params = this.next();
         if (params === null) return found;
-        const sentAt = this.clock.now();
+        // The leases count from when the claim is on a connection: not from when it began to wait for one
+        // behind handlers holding the pool (a lease the database just granted must not arrive half spent).
+        let sentAt = this.clock.now();
+        params.onSent = () => {
+          sentAt = this.clock.now();
+        };
         const tasks = await this.store.claimTasks(params);
         this.adopt(tasks, sentAt);
         this.events.storeAnswered();

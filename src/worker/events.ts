@@ -39,7 +39,16 @@ export interface WorkerEvents {
   recoveryBatch: { result: RecoveryResult };
   /** This worker's scheduler claimed due ticks of a schedule (oldest first) and created these tasks. */
   scheduled: { scheduleKey: string; ticks: Date[]; tasks: Task[] };
-  heartbeat: { renewed: number; cancelRequested: number; lost: number };
+  /**
+   * A heartbeat's renewal answered: `waitMs` it waited for a connection (the lease pool's queue; the local
+   * lease deadline does not count it), `roundTripMs` it took from then.
+   */
+  heartbeat: { renewed: number; cancelRequested: number; lost: number; waitMs: number; roundTripMs: number };
+  /**
+   * A renewal took more than half the slack a lease leaves (lease − safety margin − heartbeat interval):
+   * the worker is close to giving up live leases. Raise leaseMs or leasePoolSize, or lower concurrency.
+   */
+  leasesAtRisk: { waitMs: number; roundTripMs: number; slackMs: number };
   /** An operation against the store failed; the worker carries on and retries. */
   error: { operation: string; error: unknown };
   /** stop() was called: no more claims; `active` handlers get the grace period, `buffered` tasks are handed back. */

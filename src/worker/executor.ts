@@ -111,12 +111,8 @@ export class Executor {
         retry: this.policies.retryFor(execution.task.taskType),
         exposeErrorMessages: this.options.exposeErrorMessages,
         classifier: this.options.failureClassifier,
-        checkLease: this.leases.confirm.bind(this.leases),
       };
-      return failureOutcome(execution, error, decision).catch((checkError: unknown) => {
-        this.events.emit('error', { operation: 'renewLeases', error: checkError });
-        return null; // cannot confirm the lease: leave the task to lease expiry
-      });
+      return failureOutcome(execution, error, decision);
     }
   }
 

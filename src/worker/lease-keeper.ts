@@ -2,10 +2,12 @@
  * Keeps this worker's leases: one renewal statement per heartbeat for all of
  * them, the renewal's answer applied (renewed / cancel requested / lost), and
  * a local lease deadline on the monotonic clock. A lease counts as confirmed
- * from the moment its renewal was *sent* (the database may have extended it
- * later, never earlier), and a handler is aborted before that deadline passes
- * without a newer confirmation — a hung database, a starved pool or a slow
- * answer never leaves a handler running past a lease another worker may hold.
+ * from the moment its renewal was *put on a connection* (store OnSent: the
+ * database may have extended it later, never earlier — and a wait for a
+ * connection of this process's own pool is not the database's silence), and
+ * a handler is aborted before that deadline passes without a newer
+ * confirmation — a hung database, a starved pool or a slow answer never
+ * leaves a handler running past a lease another worker may hold.
  * Every renewal checks that deadline before it is sent: after a blocked event
  * loop the heartbeat's timer may run before the deadline's, and a lease past
  * its local deadline is given up, never renewed (the store renews no expired
@@ -26,9 +28,16 @@ import type { ResolvedWorkerOptions } from './options.js';
 /** A renewal's answer, with what it was about: the leases sent and when. */
 interface Renewal {
   result: RenewResult;
+  /** When the statement was put on a connection (monotonic). */
   sentAt: number;
   sent: readonly Lease[];
+  /** How long it waited for a connection (the lease pool's queue), and its round trip from then. */
+  waitMs: number;
+  roundTripMs: number;
 }
+
+/** A renewal that took more than this share of the slack (lease − safety margin − heartbeat interval) is reported. */
+const RISKY_SHARE_OF_SLACK = 0.5;
 
 export class LeaseKeeper {
   private heartbeatTimer: TimerHandle = undefined;
@@ -51,7 +60,16 @@ export class LeaseKeeper {
     private readonly events: Announcer,
   ) {
     this.safetyMarginMs = Math.max(50, Math.min(options.leaseMs / 10, options.leaseMs - 2 * options.heartbeatIntervalMs));
+    this.slackMs = options.leaseMs - this.safetyMarginMs - options.heartbeatIntervalMs;
   }
+
+  /**
+   * How long a renewal may take, from the heartbeat that asks for it, before
+   * the next heartbeat comes too late to keep the lease: lease − safety margin −
+   * heartbeat interval. A worker whose renewals use up much of it is about to
+   * give up live leases (the leasesAtRisk event, logged).
+   */
+  readonly slackMs: number;
 
   start(): void {
     this.heartbeatTimer = this.clock.setInterval(() => {
@@ -118,13 +136,6 @@ export class LeaseKeeper {
     return this.checkRound;
   }
 
-  /** Renews one lease and answers its state, for the outcome decision of a failed attempt. */
-  async confirm(lease: Lease): Promise<RenewResult> {
-    const answer = await this.renew([lease]);
-    this.apply(answer);
-    return answer.result;
-  }
-
   async saveProgress(execution: Execution, progress: TaskProgress): Promise<boolean> {
     const ok = await this.store.saveProgress({ lease: execution.lease, progress });
     if (ok) this.events.emit('progress', { task: execution.task, progress });
@@ -155,8 +166,9 @@ export class LeaseKeeper {
       const answer = await this.renew(holders.map((execution) => execution.lease));
       const lost = this.apply(answer);
       if (answer.sent.length > 0) this.events.storeAnswered();
-      const { result } = answer;
-      this.events.emit('heartbeat', { renewed: result.renewed.length, cancelRequested: result.cancelRequested.length, lost });
+      const { result, waitMs, roundTripMs } = answer;
+      this.events.emit('heartbeat', { renewed: result.renewed.length, cancelRequested: result.cancelRequested.length, lost, waitMs, roundTripMs });
+      if (waitMs + roundTripMs > RISKY_SHARE_OF_SLACK * this.slackMs) this.events.emit('leasesAtRisk', { waitMs, roundTripMs, slackMs: this.slackMs });
     } catch (error) {
       this.events.emit('error', { operation: 'renewLeases', error });
       this.expireUnconfirmed();
@@ -176,11 +188,18 @@ export class LeaseKeeper {
   private async renew(leases: readonly Lease[]): Promise<Renewal> {
     this.expireUnconfirmed();
     const sent = leases.filter((lease) => this.table.holderOf(lease)?.isFinal === false);
-    const sentAt = this.clock.now();
+    const queuedAt = this.clock.now();
+    // A store that does not say when its statement is on a connection leaves the (earlier) moment it was asked.
+    let sentAt = queuedAt;
+    const onSent = (): void => {
+      sentAt = this.clock.now();
+    };
     const result: RenewResult =
-      sent.length === 0 ? { renewed: [], cancelRequested: [], lost: [] } : await this.store.renewLeases({ leases: sent, leaseMs: this.options.leaseMs });
+      sent.length === 0
+        ? { renewed: [], cancelRequested: [], lost: [] }
+        : await this.store.renewLeases({ leases: sent, leaseMs: this.options.leaseMs, onSent });
     if (sent.length < leases.length) for (const lease of leases) if (!sent.includes(lease)) result.lost.push(lease.taskId);
-    return { result, sentAt, sent };
+    return { result, sentAt, sent, waitMs: sentAt - queuedAt, roundTripMs: this.clock.now() - sentAt };
   }
 
   /** Applies a renewal's answer; returns how many leases were really lost (not merely finished meanwhile). */

@@ -9,8 +9,8 @@ import { ErrorCode } from '../core/errors.js';
 import { isSnooze, type TaskResult, type TaskSnooze } from '../core/definition.js';
 import { classifyFailure, newTraceId, type FailureClassifier } from '../core/failure.js';
 import { retryDelayMs, type RetryOptions } from '../core/retry.js';
-import { attemptsLeft, type FailureRecord, type Lease } from '../core/task.js';
-import type { AttemptOutcome, RenewResult } from '../store/types.js';
+import { attemptsLeft, type FailureRecord } from '../core/task.js';
+import type { AttemptOutcome } from '../store/types.js';
 import type { Execution } from './execution.js';
 
 export interface FailureDecision {
@@ -18,8 +18,6 @@ export interface FailureDecision {
   retry: RetryOptions;
   exposeErrorMessages: boolean;
   classifier: FailureClassifier | null;
-  /** Confirms the lease just before a failure is written (a cancel request may have arrived). */
-  checkLease: (lease: Lease) => Promise<RenewResult>;
 }
 
 /** A finished handler's result (or snooze); a result that JSON cannot hold fails the task for good instead. */
@@ -50,8 +48,14 @@ export function serializeResult(result: unknown): string | null {
   return text;
 }
 
-/** The outcome of a thrown error or an abort; null when the lease is gone and nothing may be written. */
-export async function failureOutcome(execution: Execution, error: unknown, decision: FailureDecision): Promise<AttemptOutcome | null> {
+/**
+ * The outcome of a thrown error or an abort; null when the lease is gone and nothing may be written.
+ * No round trip: whether the lease still holds is the fenced write's to decide, and a cancel request the
+ * handler never saw turns a RETRY or FAILED into CANCELLED in that same write (rules/outcomes.ts
+ * statusAfterOutcome). A check per failed attempt put one statement each ahead of the heartbeat on
+ * the lease pool: a burst of failures made the worker give up its own live leases.
+ */
+export function failureOutcome(execution: Execution, error: unknown, decision: FailureDecision): AttemptOutcome | null {
   const { lease, task } = execution;
   const progress = execution.context?.finalProgress ?? null;
   const reason = execution.abortReason;
@@ -63,12 +67,6 @@ export async function failureOutcome(execution: Execution, error: unknown, decis
     traceId: task.traceId,
     classifier: decision.classifier,
   });
-  if (reason === null) {
-    // The handler failed on its own: a cancel request it never saw wins over a retry.
-    const state = await decision.checkLease(lease);
-    if (state.lost.includes(lease.taskId)) return null;
-    if (state.cancelRequested.includes(lease.taskId)) return { kind: 'CANCELLED', lease, progress };
-  }
   if (!failure.retryable || attemptsLeft(task) <= 0) return { kind: 'FAILED', lease, failure, progress };
   const delay = retryDelayMs(decision.retry, task.attemptCount - task.attemptBase);
   return { kind: 'RETRY', lease, failure, retryDelayMs: delay, progress };

@@ -6,11 +6,12 @@
  * effect in its own transaction — unless its signal fired (lease lost,
  * shutdown): a handler that honours its signal never writes a stale effect.
  *
- * Payload: { mode: 'sleep' | 'hold' | 'busy' | 'exit', ms, completeAnyway }
+ * Payload: { mode: 'sleep' | 'hold' | 'busy' | 'exit' | 'throw', ms, completeAnyway }
  *  - sleep: waits ms (the signal ends the wait early);
  *  - hold:  waits until the signal fires (or ms);
  *  - busy:  blocks the event loop for ms;
- *  - exit:  the poison pill, process.exit(1).
+ *  - exit:  the poison pill, process.exit(1);
+ *  - throw: fails at once with an ordinary (retryable) error.
  * completeAnyway: after an abort, return a result all the same (without the
  * effect), so the fenced outcome write must be the one to drop it.
  * onlyAttempt: the mode applies to that attempt only.
@@ -21,7 +22,8 @@
  * SQLite, the machine's, which one process cannot skew without libfaketime).
  *
  * stdout: JSON lines ready, started, aborted (with `at`, Date.now()), completed,
- * leaseLost, error, sigterm, and on stop `stopped` with the ids it completed.
+ * leaseLost, heartbeat (leases renewed, its wait for a connection and round
+ * trip), error, sigterm, and on stop `stopped` with the ids it completed.
  */
 import { defineTask } from '../../src/core/definition.js';
 import type { TaskContext } from '../../src/core/context.js';
@@ -41,7 +43,7 @@ export interface FaultChildConfig {
 }
 
 export interface FaultPayload {
-  mode?: 'sleep' | 'hold' | 'busy' | 'exit';
+  mode?: 'sleep' | 'hold' | 'busy' | 'exit' | 'throw';
   ms?: number;
   completeAnyway?: boolean;
   /** The mode applies to this attempt only; other attempts sleep 10 ms (a rescuer is not caught by the same fault). */
@@ -77,6 +79,7 @@ async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status:
   await orAbort(tables.logExecution(ctx.taskId, ctx.attempt, config.label), signal);
   const ms = payload.ms ?? 10;
   if (payload.mode === 'exit') process.exit(1);
+  if (payload.mode === 'throw') throw new Error('the handler failed on purpose');
   if (payload.mode === 'busy') for (const end = Date.now() + ms; Date.now() < end;);
   else await wait(payload.mode === 'hold' ? ms || 600_000 : ms, signal);
   // Let due timers run first (the local lease deadline after a blocked loop).
@@ -96,6 +99,7 @@ const worker = createWorker({ store, tasks, clock, workerId: config.label, ...co
 worker.on('started', ({ task }) => say({ event: 'started', id: task.id, attempt: task.attemptCount }));
 worker.on('completed', ({ task }) => say({ event: 'completed', id: task.id, attempt: task.attemptCount }));
 worker.on('leaseLost', ({ task, reason }) => say({ event: 'leaseLost', id: task.id, reason }));
+worker.on('heartbeat', ({ renewed, waitMs, roundTripMs }) => say({ event: 'heartbeat', renewed, waitMs, roundTripMs }));
 worker.on('error', ({ operation, error }) => say({ event: 'error', operation, message: String((error as Error)?.message ?? error) }));
 worker.start();
 say({ event: 'ready', pid: process.pid });

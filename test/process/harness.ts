@@ -22,6 +22,10 @@ export interface ChildEvent {
   attempt?: number;
   /** A `span` line: an OpenTelemetry span the child's in-memory SDK saw end. */
   span?: FinishedSpan;
+  /** A `heartbeat` line: leases renewed, the renewal's wait for a connection and its round trip from then. */
+  renewed?: number;
+  waitMs?: number;
+  roundTripMs?: number;
 }
 
 const running = new Set<ChildWorker>();

@@ -1,5 +1,6 @@
 import { sqliteFactory } from '../helpers/sqlite.js';
 import { runCommitDoubtSuite } from './commit-doubt-suite.js';
+import { runLeaseBurstSuite } from './lease-burst-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runWorkerSuite } from './suite.js';
 import { runTracingSuite } from './tracing-suite.js';
@@ -10,3 +11,4 @@ runOutcomeSuite(sqliteFactory);
 runCommitDoubtSuite(sqliteFactory);
 runTxCompleteSuite(sqliteFactory);
 runTracingSuite(sqliteFactory);
+runLeaseBurstSuite(sqliteFactory);

@@ -103,7 +103,7 @@ export function runWorkerSuite(factory: StoreFactory): void {
       const { client, worker } = setup([t]);
       const timedOut = worker.waitFor('timedOut');
       worker.start();
-      const { task } = await client.submit(t, {}, { deadlineAt: new Date(Date.now() + 300), maxAttempts: 3 });
+      const { task } = await client.submit(t, {}, { deadlineAt: new Date(Date.now() + 1500), maxAttempts: 3 });
       await timedOut;
       await until(task.id, 'FAILED');
       expect(await statusOf(task.id)).toMatchObject({ lastErrorCode: 'TIMEOUT', attemptCount: 1 });

@@ -9,6 +9,7 @@ import type { Pool, PoolConnection, ResultSetHeader } from 'mysql2/promise';
 import { StoreClosedError, StoreConnectTimeoutError, StoreError, TaskLeaseError } from '../../core/errors.js';
 import type { PoolStats } from '../pool-stats.js';
 import type { Row } from '../rows.js';
+import type { OnSent } from '../types.js';
 import {
   causeOf,
   DEADLOCK,
@@ -49,6 +50,8 @@ export interface RunOptions {
   /** GET_LOCK name held around the transaction (released after COMMIT). */
   lockName?: string;
   lockTimeoutSeconds?: number;
+  /** Called once a connection is had, before the first statement (types.ts OnSent); again for each retry. */
+  onSent?: OnSent;
 }
 
 /** Retries taken inside the store, for tests and metrics. */
@@ -117,6 +120,7 @@ export class MysqlDatabase {
   batchedTransaction<T>(work: (tx: BatchedTransaction) => Promise<T>, options: RunOptions = {}): Promise<T> {
     return this.withRetries(() =>
       this.withConnection(async (conn) => {
+        options.onSent?.();
         const tx = new BatchedTransaction(this, conn, options);
         try {
           const result = await work(tx);
@@ -139,6 +143,7 @@ export class MysqlDatabase {
   transaction<T>(work: (conn: Conn) => Promise<T>, options: RunOptions = {}): Promise<T> {
     return this.withRetries(() =>
       this.withConnection(async (conn) => {
+        options.onSent?.();
         if (options.lockName) await this.getLock(conn, options.lockName, options.lockTimeoutSeconds ?? 5);
         try {
           await conn.query('START TRANSACTION');

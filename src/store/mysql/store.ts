@@ -38,6 +38,7 @@ import type {
   PayloadLimit,
   PurgeResult,
   RecoveryResult,
+  RenewParams,
   RenewResult,
   ReplayResult,
   Store,
@@ -196,7 +197,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   async claimTasks(params: ClaimParams): Promise<Task[]> {
     const sentAt = performance.now();
-    const lock = await this.claimLockOptions();
+    const lock = await this.claimLockOptions(params);
     const tasks = await this.db.batchedTransaction((tx) => claim(tx, params, this.claimCaps), lock);
     this.claimed(tasks, params, sentAt);
     return tasks;
@@ -206,15 +207,15 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   override async finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult> {
     if (params.outcomes.length === 0) return { applied: [], deadLetters: [], claimed: await this.claimTasks(params.claim) };
     const sentAt = performance.now();
-    const lock = await this.claimLockOptions();
+    const lock = await this.claimLockOptions(params.claim);
     const result = await this.leaseDb.batchedTransaction((tx) => finishAndClaim(tx, params.outcomes, params.claim, this.claimCaps), lock);
     this.claimed(result.claimed, params.claim, sentAt);
     return result;
   }
 
-  private async claimLockOptions(): Promise<RunOptions> {
+  private async claimLockOptions(claim: ClaimParams): Promise<RunOptions> {
     this.claimLock ??= lockName('claim', await this.db.databaseName());
-    return { lockName: this.claimLock, lockTimeoutSeconds: 5 };
+    return { lockName: this.claimLock, lockTimeoutSeconds: 5, onSent: claim.onSent };
   }
 
   private claimed(tasks: readonly Task[], params: ClaimParams, sentAt: number): void {
@@ -223,8 +224,8 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     if (tasks.length >= params.limit || (tasks.length > 0 && workLeft(this.claimCaps))) this.lastFullClaimAt = sentAt;
   }
 
-  renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {
-    return this.leaseDb.transaction((conn) => renewLeases(this.leaseDb, conn, params.leases, params.leaseMs));
+  renewLeases(params: RenewParams): Promise<RenewResult> {
+    return this.leaseDb.transaction((conn) => renewLeases(this.leaseDb, conn, params.leases, params.leaseMs), { onSent: params.onSent });
   }
 
   saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean> {

@@ -235,6 +235,7 @@ export async function claimTasks(ctx: PgContext, params: ClaimParams): Promise<T
     `SELECT * FROM ${ctx.schema}.tasklease_claim(${CLAIM_CALL})`,
     claimArgs(params, true),
     `${ctx.statementPrefix}claim`,
+    params.onSent,
   );
   return result.rows.map((row) => taskFromRow(row, decodePostgres));
 }

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PoolStats } from '../pool-stats.js';
+import type { OnSent } from '../types.js';
 import { TimeTextCache } from '../time-cache.js';
 import { mapPgError } from './errors.js';
 import { quoteIdent } from './options.js';
@@ -79,17 +80,57 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
   };
 }
 
+/**
+ * Runs one statement. `onSent` (a worker's lease statements, types.ts OnSent):
+ * the statement takes a client of the pool `on` for itself and calls it once
+ * the client is had — after any wait in the pool's queue, which must not
+ * count against the leases the statement grants.
+ */
 export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
   on: Queryable,
   action: string,
   text: string,
   values: unknown[] = [],
   name?: string,
+  onSent?: OnSent,
 ): Promise<pg.QueryResult<R>> {
+  if (onSent !== undefined && isPool(on)) return runOnClient(on, onSent, action, text, values, name);
   try {
     return await on.query<R>(name === undefined ? { text, values, types: TYPES } : { name, text, values, types: TYPES });
   } catch (error) {
     throw mapPgError(error, action);
+  }
+}
+
+/** A pool (ours or a caller's, perhaps of another copy of pg), not a client: a client has no totalCount. */
+function isPool(on: Queryable): on is pg.Pool {
+  return typeof (on as Partial<pg.Pool>).connect === 'function' && typeof (on as Partial<pg.Pool>).totalCount === 'number';
+}
+
+async function runOnClient<R extends pg.QueryResultRow>(
+  pool: pg.Pool,
+  onSent: OnSent,
+  action: string,
+  text: string,
+  values: unknown[],
+  name: string | undefined,
+): Promise<pg.QueryResult<R>> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw mapPgError(error, action);
+  }
+  onSent();
+  let failure: Error | undefined;
+  try {
+    return await run<R>(client, action, text, values, name);
+  } catch (error) {
+    failure = error as Error;
+    throw error;
+  } finally {
+    // As pool.query does: a client whose statement failed is not lent again (it may be broken).
+    client.release(failure);
   }
 }
 

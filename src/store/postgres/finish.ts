@@ -200,6 +200,7 @@ export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptO
     sql(ctx, 'finish_claim', finishAndClaimSql),
     params,
     `${ctx.statementPrefix}finish_claim`,
+    claim.onSent,
   );
   const ords = (result.rows[0]?.applied as string[] | null | undefined) ?? [];
   const letters = (result.rows[0]?.dead_letters as string[] | null | undefined) ?? [];

@@ -17,7 +17,7 @@
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
-import type { RenewResult } from '../types.js';
+import type { RenewParams, RenewResult } from '../types.js';
 import { run, sql, type PgContext } from './connection.js';
 import { storableMessage } from './encode.js';
 import { fenceSql, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
@@ -75,7 +75,7 @@ export function leaseArrays(leases: readonly Lease[]): [string[], string[], numb
   return [sorted.map((l) => l.taskId), sorted.map((l) => l.workerId), sorted.map((l) => l.attempt), sorted.map((l) => l.token)];
 }
 
-export async function renewLeases(ctx: PgContext, leases: readonly Lease[], leaseMs: number): Promise<RenewResult> {
+export async function renewLeases(ctx: PgContext, { leases, leaseMs, onSent }: RenewParams): Promise<RenewResult> {
   const text = sql(
     ctx,
     'renew',
@@ -90,6 +90,7 @@ RETURNING t.id, t.status, t.lease_owner, t.attempt_count, t.lease_token`,
     text,
     [...leaseArrays(leases), leaseMs],
     `${ctx.statementPrefix}renew`,
+    onSent,
   );
   return renewalAnswer(leases, new Map(updated.rows.map((row) => [leaseKey(row.id, row.lease_owner, row.attempt_count, row.lease_token), row.status])));
 }

@@ -41,6 +41,7 @@ import type {
   PolicyInput,
   PurgeResult,
   RecoveryResult,
+  RenewParams,
   RenewResult,
   ReplayResult,
   Store,
@@ -215,8 +216,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return claimTasks(this.ctx, params);
   }
 
-  async renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {
-    return renewLeases(this.ctx, params.leases, params.leaseMs);
+  async renewLeases(params: RenewParams): Promise<RenewResult> {
+    return renewLeases(this.ctx, params);
   }
 
   async saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean> {

@@ -35,6 +35,7 @@ import type {
   PolicyInput,
   PurgeResult,
   RecoveryResult,
+  RenewParams,
   RenewResult,
   ReplayResult,
   Store,
@@ -191,12 +192,16 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   // ---- workers -------------------------------------------------------------
 
   async claimTasks(params: ClaimParams): Promise<Task[]> {
-    return this.write(() => claim(this.db, params, this.clock()));
+    return this.write(() => {
+      params.onSent?.();
+      return claim(this.db, params, this.clock());
+    });
   }
 
-  async renewLeases(params: { leases: readonly Lease[]; leaseMs: number }): Promise<RenewResult> {
+  async renewLeases(params: RenewParams): Promise<RenewResult> {
     // The clock is read when the lock is had: a renewal that waited still grants a whole lease from then.
     return this.writeOne(() => {
+      params.onSent?.();
       const nowMs = this.clock();
       return renewLeases(this.db, params.leases, toSqliteTime(nowMs + params.leaseMs), toSqliteTime(nowMs));
     });
@@ -214,6 +219,7 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   /** Outcomes, then a claim, in one transaction: the claim counts the slots the outcomes freed, and one lock turn serves both. */
   override async finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult> {
     return this.write(() => {
+      params.claim.onSent?.();
       const finished = this.finishNow(params.outcomes);
       return { ...finished, claimed: claim(this.db, params.claim, this.clock()) };
     });
