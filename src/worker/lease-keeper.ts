@@ -23,6 +23,7 @@ import type { RenewResult, Store } from '../store/types.js';
 import type { Announcer, LeaseLossReason } from './events.js';
 import type { Execution } from './execution.js';
 import type { ExecutionTable } from './execution-table.js';
+import { GivenUpLeases } from './given-up.js';
 import type { ResolvedWorkerOptions } from './options.js';
 
 /** A renewal's answer, with what it was about: the leases sent and when. */
@@ -49,6 +50,8 @@ export class LeaseKeeper {
   /** Leases whose check (ctx.checkCancellation) waits for the next round; null when no round waits. */
   private queuedChecks: Map<string, Lease> | null = null;
   private checkRound: Promise<void> = Promise.resolve();
+  /** How long the last renewal took to answer, its wait for a connection included. */
+  private lastRenewalMs = 0;
   /** How long before the lease's end (counted from the send) the worker gives up on it. */
   readonly safetyMarginMs: number;
 
@@ -61,7 +64,10 @@ export class LeaseKeeper {
   ) {
     this.safetyMarginMs = Math.max(50, Math.min(options.leaseMs / 10, options.leaseMs - 2 * options.heartbeatIntervalMs));
     this.slackMs = options.leaseMs - this.safetyMarginMs - options.heartbeatIntervalMs;
+    this.givenUp = new GivenUpLeases(store, options.leaseMs, table, events);
   }
+
+  private readonly givenUp: GivenUpLeases;
 
   /**
    * How long a renewal may take, from the heartbeat that asks for it, before
@@ -85,9 +91,25 @@ export class LeaseKeeper {
     this.heartbeatTimer = this.deadlineTimer = undefined;
   }
 
-  /** New leases were taken (their claim confirmed them): make sure a deadline timer runs. */
-  adopted(): void {
+  /**
+   * New leases were taken (their claim confirmed them): make sure a deadline timer runs. A claim that came
+   * back late (a slow statement, a busy process) brings leases with less time left than the heartbeat
+   * assumes: if the next heartbeat could answer after their local deadline, they are renewed at once, in a
+   * statement of their own (disjoint from any renewal in flight).
+   */
+  adopted(executions: readonly Execution[]): void {
     if (this.deadlineTimer === undefined) this.armDeadline();
+    const now = this.clock.now();
+    // The next heartbeat comes within two intervals (one is skipped while a renewal is in flight) and takes as long as the last.
+    const confirmedWithin = 2 * this.options.heartbeatIntervalMs + this.lastRenewalMs;
+    const late = executions.filter((execution) => this.deadlineOf(execution) - now < confirmedWithin);
+    if (late.length === 0 || this.heartbeatTimer === undefined) return;
+    const beat = this.renew(late.map((execution) => execution.lease)).then(
+      (answer) => void this.apply(answer),
+      (error: unknown) => this.events.emit('error', { operation: 'renewLeases', error }),
+    );
+    this.beats.add(beat);
+    void beat.finally(() => this.beats.delete(beat));
   }
 
   /**
@@ -143,6 +165,11 @@ export class LeaseKeeper {
     return ok;
   }
 
+  /** Resolves when the hand-backs of leases given up so far have settled (a graceful stop waits for them). */
+  givenUpSettled(): Promise<void> {
+    return this.givenUp.settled();
+  }
+
   /** Resolves when every heartbeat sent so far has been answered (ctx.complete: none may still ask for its row). */
   async heartbeatsSettled(): Promise<void> {
     await Promise.all([...this.beats]);
@@ -155,6 +182,8 @@ export class LeaseKeeper {
     this.table.moveTo(execution, 'lost');
     this.table.forgetIfSettled(execution);
     this.events.emit('leaseLost', { task: execution.task, reason });
+    // Given up here, not taken away: back to the queue, uncharged, if the database still has it (given-up.ts).
+    if (reason === 'unreachable') this.givenUp.add(execution, !wasWaiting);
     if (!wasWaiting) execution.abort('LEASE_LOST', 'lease lost: another worker may own this task now');
   }
 
@@ -199,7 +228,9 @@ export class LeaseKeeper {
         ? { renewed: [], cancelRequested: [], lost: [] }
         : await this.store.renewLeases({ leases: sent, leaseMs: this.options.leaseMs, onSent });
     if (sent.length < leases.length) for (const lease of leases) if (!sent.includes(lease)) result.lost.push(lease.taskId);
-    return { result, sentAt, sent, waitMs: sentAt - queuedAt, roundTripMs: this.clock.now() - sentAt };
+    const roundTripMs = this.clock.now() - sentAt;
+    if (sent.length > 0) this.lastRenewalMs = this.clock.now() - queuedAt;
+    return { result, sentAt, sent, waitMs: sentAt - queuedAt, roundTripMs };
   }
 
   /** Applies a renewal's answer; returns how many leases were really lost (not merely finished meanwhile). */

@@ -2,7 +2,7 @@
  * A graceful stop, in the order that loses nothing: no more claims or
  * sweeps; waiting tasks handed back at once; running handlers given the
  * grace period, then aborted (their tasks handed back as ABANDONED once they
- * have stopped); outcomes drained; leases renewed until then; the registry
+ * have stopped); outcomes and hand-backs of leases given up drained; leases renewed until then; the registry
  * row deleted last. A handler that ignores its abort is left to lease expiry.
  */
 import type { Execution } from './execution.js';
@@ -35,7 +35,10 @@ export async function stopGracefully(parts: ShutdownParts): Promise<void> {
     await table.whenIdle(o.shutdownAbortWaitMs, o.clock);
   }
   let timer: ReturnType<typeof o.clock.setTimeout> = undefined;
-  await Promise.race([parts.writer.drain(), new Promise((resolve) => (timer = o.clock.setTimeout(() => resolve(undefined), o.shutdownAbortWaitMs)))]);
+  await Promise.race([
+    Promise.all([parts.writer.drain(), parts.leases.givenUpSettled()]),
+    new Promise((resolve) => (timer = o.clock.setTimeout(() => resolve(undefined), o.shutdownAbortWaitMs))),
+  ]);
   o.clock.clearTimeout(timer);
   parts.leases.stop();
   await parts.policies.stop();

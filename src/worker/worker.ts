@@ -144,6 +144,7 @@ export class Worker extends Emitter<WorkerEvents> {
   private adopt(tasks: Task[], sentAt: number): void {
     if (tasks.length === 0) return;
     const extra: Execution[] = [];
+    const adopted: Execution[] = [];
     for (const task of tasks) {
       // Claimed again while an older attempt is still here (the sweep took its lease while this worker was frozen):
       // that one is lost, its handler aborted; the table keeps it until the handler stops (execution-table.ts).
@@ -152,10 +153,13 @@ export class Worker extends Emitter<WorkerEvents> {
       const execution = new Execution(task, this.registry.get(task.taskType)!, sentAt);
       // One quarantined task at a time (it runs alone): any other goes back at once, for another worker or later.
       if (isQuarantined(task) && this.table.holdsIsolated) extra.push(execution);
-      else this.table.add(execution);
+      else {
+        this.table.add(execution);
+        adopted.push(execution);
+      }
     }
     if (extra.length > 0) void this.handBack(extra);
-    this.leases.adopted();
+    this.leases.adopted(adopted);
     this.emit('claimed', { workerId: this.workerId, count: tasks.length });
     if (this.state !== 'running') void this.releaseWaiting();
     else this.executor.startWaiting(true);

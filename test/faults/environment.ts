@@ -24,6 +24,7 @@ const G = Scope.global();
 
 export interface WorkerExtras {
   poolSize?: number;
+  connectTimeoutMs?: number;
   clockSkewMs?: number;
 }
 
@@ -70,7 +71,7 @@ export class FaultEnvironment {
   worker(label: string, types: string[], worker: FaultChildConfig['worker'] = {}, extras: WorkerExtras = {}): ChildWorker {
     const config: FaultChildConfig = {
       label,
-      store: { ...this.target.childStore, poolSize: extras.poolSize },
+      store: { ...this.target.childStore, poolSize: extras.poolSize, connectTimeoutMs: extras.connectTimeoutMs },
       handlerDb: this.target.handlerDb,
       types,
       clockSkewMs: extras.clockSkewMs,

@@ -6,12 +6,13 @@
  * effect in its own transaction — unless its signal fired (lease lost,
  * shutdown): a handler that honours its signal never writes a stale effect.
  *
- * Payload: { mode: 'sleep' | 'hold' | 'busy' | 'exit' | 'throw', ms, completeAnyway }
+ * Payload: { mode: 'sleep' | 'hold' | 'busy' | 'exit' | 'throw' | 'pool', ms, completeAnyway }
  *  - sleep: waits ms (the signal ends the wait early);
  *  - hold:  waits until the signal fires (or ms);
  *  - busy:  blocks the event loop for ms;
  *  - exit:  the poison pill, process.exit(1);
- *  - throw: fails at once with an ordinary (retryable) error.
+ *  - throw: fails at once with an ordinary (retryable) error;
+ *  - pool:  holds a connection of the store's main pool for ms (FAULTS.md 18).
  * completeAnyway: after an abort, return a result all the same (without the
  * effect), so the fenced outcome write must be the one to drop it.
  * onlyAttempt: the mode applies to that attempt only.
@@ -30,7 +31,7 @@ import type { TaskContext } from '../../src/core/context.js';
 import { systemClock, type Clock } from '../../src/core/clock.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { createWorker } from '../../src/worker/worker.js';
-import { openChildStore, type ChildStoreConfig } from '../process/child-store.js';
+import { holdPoolConnection, openChildStore, type ChildStoreConfig } from '../process/child-store.js';
 import { openHandlerTables, type HandlerDb } from './handler-tables.js';
 
 export interface FaultChildConfig {
@@ -43,7 +44,7 @@ export interface FaultChildConfig {
 }
 
 export interface FaultPayload {
-  mode?: 'sleep' | 'hold' | 'busy' | 'exit' | 'throw';
+  mode?: 'sleep' | 'hold' | 'busy' | 'exit' | 'throw' | 'pool';
   ms?: number;
   completeAnyway?: boolean;
   /** The mode applies to this attempt only; other attempts sleep 10 ms (a rescuer is not caught by the same fault). */
@@ -81,7 +82,11 @@ async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status:
   if (payload.mode === 'exit') process.exit(1);
   if (payload.mode === 'throw') throw new Error('the handler failed on purpose');
   if (payload.mode === 'busy') for (const end = Date.now() + ms; Date.now() < end;);
-  else await wait(payload.mode === 'hold' ? ms || 600_000 : ms, signal);
+  else if (payload.mode === 'pool') {
+    const release = await holdPoolConnection(store);
+    await wait(ms, signal);
+    release();
+  } else await wait(payload.mode === 'hold' ? ms || 600_000 : ms, signal);
   // Let due timers run first (the local lease deadline after a blocked loop).
   await new Promise((resolve) => setTimeout(resolve, 0));
   if (signal.aborted) {

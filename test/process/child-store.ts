@@ -10,6 +10,8 @@ export type ChildStoreConfig = (
   { dialect: 'postgres'; url: string; schema: string } | { dialect: 'mysql'; uri: string } | { dialect: 'sqlite'; path: string }
 ) & {
   poolSize?: number;
+  /** How long a statement may wait for a pooled connection (the store's default: 10 s). */
+  connectTimeoutMs?: number;
 };
 
 export function childApplicationName(label: string): string {
@@ -24,12 +26,13 @@ export async function openChildStore(config: ChildStoreConfig, label: string): P
         connectionString: config.url,
         schema: config.schema,
         poolSize: config.poolSize ?? 4,
+        connectTimeoutMs: config.connectTimeoutMs,
         applicationName: childApplicationName(label),
       });
     }
     case 'mysql': {
       const { MysqlStore } = await import('../../src/store/mysql/store.js');
-      return new MysqlStore({ uri: await mysqlChildUri(config.uri, label), poolSize: config.poolSize ?? 4 });
+      return new MysqlStore({ uri: await mysqlChildUri(config.uri, label), poolSize: config.poolSize ?? 4, connectTimeoutMs: config.connectTimeoutMs });
     }
     case 'sqlite': {
       const { SqliteStore } = await import('../../src/store/sqlite/store.js');
@@ -62,4 +65,24 @@ async function mysqlChildUri(uri: string, label: string): Promise<string> {
   url.username = user;
   url.password = '';
   return url.toString();
+}
+
+/**
+ * Takes one connection of the store's main pool, the one handlers share (a
+ * handler's long transaction, say); returns its release. SQLite has no pool:
+ * nothing to hold.
+ */
+export async function holdPoolConnection(store: Store): Promise<() => void> {
+  switch (store.dialect) {
+    case 'postgres': {
+      const client = await (store as import('../../src/store/postgres/store.js').PostgresStore).pool.connect();
+      return () => client.release();
+    }
+    case 'mysql': {
+      const conn = await (store as import('../../src/store/mysql/store.js').MysqlStore).db.pool.getConnection();
+      return () => conn.release();
+    }
+    case 'sqlite':
+      return () => undefined;
+  }
 }

@@ -6,6 +6,9 @@
  *   fenced and decides the rest. A renewal per failure queued hundreds of
  *   statements ahead of the heartbeat on the lease pool, and a burst of
  *   failures made the worker give up its own live leases.
+ * - A lease the worker gave up on its own (its local deadline passed) while
+ *   the database still had it goes back to the queue uncharged: a worker's
+ *   doubt is not a crash and must not count toward quarantine.
  * - A claim's leases count from when the claim is on a connection, not from
  *   when it began to wait for one: a claim queued behind handlers that hold
  *   the pool for longer than the lease used to arrive with its leases
@@ -13,6 +16,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
+import { systemClock, type Clock } from '../../src/core/clock.js';
 import { defineTask } from '../../src/core/definition.js';
 import { Scope } from '../../src/core/scope.js';
 import { hasPoolStats } from '../../src/store/pool-stats.js';
@@ -65,7 +69,7 @@ export function runLeaseBurstSuite(factory: StoreFactory, hold?: HoldConnection)
           claimBatchSize: FAILURES,
           // No heartbeat can fall due while the burst is written: every renewal counted would be the failures' own.
           leaseMs: 120_000,
-          heartbeatIntervalMs: 60_000,
+          heartbeatIntervalMs: 30_000,
           recoveryIntervalMs: 0,
           globalConcurrency: 1000,
           typeConcurrency: 1000,
@@ -83,6 +87,38 @@ export function runLeaseBurstSuite(factory: StoreFactory, hold?: HoldConnection)
       expect(lost).toEqual([]);
       expect(renewals() - heartbeats.length).toBe(0);
       expect(await env.store.countByStatus({ scope: Scope.global() })).toMatchObject({ RETRY_WAIT: FAILURES });
+    });
+
+    it('a lease the worker gave up while the database still had it goes back uncharged, not counted as a lost lease', async () => {
+      let skewMs = 0;
+      // The worker's clock jumps past the lease: its local deadline passes while the database's lease is alive.
+      const clock: Clock = { ...systemClock, now: () => systemClock.now() + skewMs };
+      const t = defineTask({
+        type: 'doubted',
+        execute: async (ctx) => {
+          if (ctx.attempt === 1) await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+          return { status: 'SUCCESS' as const };
+        },
+      });
+      const worker = env.track(
+        createWorker({ store: env.store, tasks: [t], clock, leaseMs: 60_000, heartbeatIntervalMs: 100, recoveryIntervalMs: 0, logger: false }),
+      );
+      const lost: string[] = [];
+      const released: boolean[] = [];
+      worker.on('leaseLost', ({ reason }) => lost.push(reason));
+      worker.on('released', ({ started }) => released.push(started));
+      const started = worker.waitFor('started');
+      const completed = worker.waitFor('completed');
+      worker.start();
+      const { task } = await createClient({ store: env.store, tasks: [t] }).submit(t, {});
+      await started;
+      skewMs = 120_000;
+      await completed;
+      expect(lost).toEqual(['unreachable']);
+      expect(released).toEqual([true]);
+      expect((await env.store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['RELEASED', 'SUCCESS']);
+      const done = (await env.store.getTask({ id: task.id, scope: Scope.global() }))!;
+      expect({ spent: done.attemptCount - done.attemptBase, leaseExpiries: done.leaseExpiries }).toEqual({ spent: 1, leaseExpiries: 0 });
     });
 
     if (hold)

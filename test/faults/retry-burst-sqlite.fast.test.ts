@@ -1,4 +1,0 @@
-import { describeOnStore } from './describe-store.js';
-import { retryBurstCases } from './retry-burst-cases.js';
-
-await describeOnStore('sqlite', 'a burst of failures', retryBurstCases);
