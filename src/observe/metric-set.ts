@@ -34,6 +34,8 @@ export interface MetricSet {
   renewalSuccesses: Counter;
   renewalFailures: Counter;
   recovered: Counter;
+  leasesLost: Counter<'reason'>;
+  renewalWait: Histogram;
 }
 
 export interface MetricSources extends GaugeSources {
@@ -86,5 +88,17 @@ export function defineMetricSet(registry: Registry, sources: MetricSources): Met
     renewalSuccesses: counter('async_task_lease_renewal_success_total', 'Lease renewals that kept the lease (including those that found a cancel request).'),
     renewalFailures: counter('async_task_lease_renewal_failures_total', 'Lease renewals that found the lease gone, or whose statement failed.'),
     recovered: counter('async_task_lease_expired_recovered_total', 'Expired leases the recovery sweep took back (requeued or failed).'),
+    leasesLost: counter(
+      'async_task_lease_lost_total',
+      'Leases this process lost, by reason: renewal or write (the database had moved on), reclaimed (claimed again after a freeze), ' +
+        'unreachable (given up here: no renewal confirmed before the local lease deadline).',
+      ['reason'],
+    ),
+    renewalWait: new Histogram({
+      name: 'async_task_lease_renewal_wait_seconds',
+      help: "How long each heartbeat's renewal waited for a connection of the lease pool before it was sent (the pool's queue).",
+      buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
   };
 }

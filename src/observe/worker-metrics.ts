@@ -64,11 +64,17 @@ export function subscribeWorker(worker: Worker, m: MetricSet, renewals: RenewalW
       ended(task, durationMs); // a prefetched task cancelled before it started is not an execution
       m.completed.inc({ status: 'CANCELLED', task_type: task.taskType });
     }),
-    worker.on('leaseLost', ({ task }) => ended(task)),
+    worker.on('leaseLost', ({ task, reason }) => {
+      ended(task);
+      m.leasesLost.inc({ reason });
+    }),
     worker.on('released', ({ task, started }) => {
       if (started) ended(task);
     }),
-    worker.on('heartbeat', ({ renewed, cancelRequested, lost }) => countRenewals(renewed + cancelRequested + lost, renewed + cancelRequested)),
+    worker.on('heartbeat', ({ renewed, cancelRequested, lost, waitMs }) => {
+      countRenewals(renewed + cancelRequested + lost, renewed + cancelRequested);
+      m.renewalWait.observe(waitMs / 1000);
+    }),
     worker.on('error', ({ operation }) => {
       if (operation !== 'renewLeases') return;
       // The event does not say how many leases the failed statement carried:

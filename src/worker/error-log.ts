@@ -42,17 +42,48 @@ export class WorkerLog {
     const { code, message } = describe(error);
     this.problem ??= { operation, code, message, since: new Date() };
     if (!this.logger) return;
-    const now = this.now();
-    const last = this.lastLogged.get(operation);
-    if (last && now - last.at < this.intervalMs) {
-      last.suppressed += 1;
-      return;
-    }
+    const suppressed = this.lastLogged.get(operation)?.suppressed ?? 0;
+    if (this.throttled(operation)) return;
     this.logger.error(
-      { workerId: this.workerId, operation, errorCode: code ?? undefined, suppressed: last?.suppressed ?? 0 },
+      { workerId: this.workerId, operation, errorCode: code ?? undefined, suppressed },
       `tasklease worker: ${operation} failed: ${message}`,
     );
-    this.lastLogged.set(operation, { at: now, suppressed: 0 });
+  }
+
+  /** True when `key` was logged less than an interval ago (counted as suppressed); else it counts as logged now. */
+  private throttled(key: string): boolean {
+    const now = this.now();
+    const last = this.lastLogged.get(key);
+    if (last && now - last.at < this.intervalMs) {
+      last.suppressed += 1;
+      return true;
+    }
+    this.lastLogged.set(key, { at: now, suppressed: 0 });
+    return false;
+  }
+
+  /** Renewals that use up much of the slack a lease leaves: live leases will be given up next (throttled like errors). */
+  leasesAtRisk(event: { waitMs: number; roundTripMs: number; slackMs: number }): void {
+    if (!this.logger || this.throttled('leasesAtRisk')) return;
+    this.logger.warn(
+      { workerId: this.workerId, waitMs: Math.round(event.waitMs), roundTripMs: Math.round(event.roundTripMs), slackMs: event.slackMs },
+      `tasklease worker: a lease renewal took ${Math.round(event.waitMs + event.roundTripMs)} ms of the ${event.slackMs} ms a lease leaves it ` +
+        `(${Math.round(event.waitMs)} ms waiting for a connection): leases are close to being given up. Raise leaseMs (or leasePoolSize, ` +
+        'if the wait is long), or lower concurrency',
+    );
+  }
+
+  /**
+   * A heartbeat interval of more than a third of the slack a lease leaves: one slow renewal and the leases are
+   * given up. (Options already require heartbeatIntervalMs ≤ leaseMs / 2; a third of the lease is the usual choice.)
+   */
+  warnIfLeasesTight(leaseMs: number, heartbeatIntervalMs: number, slackMs: number): void {
+    if (slackMs >= heartbeatIntervalMs) return;
+    this.logger?.warn(
+      { workerId: this.workerId, leaseMs, heartbeatIntervalMs, slackMs },
+      `tasklease worker: with leaseMs ${leaseMs} and heartbeatIntervalMs ${heartbeatIntervalMs} a renewal that takes longer than ${slackMs} ms ` +
+        `loses its leases; keep heartbeatIntervalMs at most a third of leaseMs (${Math.floor(leaseMs / 3)})`,
+    );
   }
 
   /** Local concurrency the limits can never fill is a misconfiguration nobody would notice otherwise. */

@@ -55,6 +55,7 @@ export class Worker extends Emitter<WorkerEvents> {
   private readonly announcer: Announcer = {
     emit: (name, event) => {
       if (name === 'error') this.log.storeError((event as WorkerEvents['error']).operation, (event as WorkerEvents['error']).error);
+      if (name === 'leasesAtRisk') this.log.leasesAtRisk(event as WorkerEvents['leasesAtRisk']);
       this.emit(name, event);
     },
     listening: (name) => this.listening(name),
@@ -127,6 +128,7 @@ export class Worker extends Emitter<WorkerEvents> {
     this.state = 'running';
     this.unsubscribe = this.options.store.subscribe((event) => this.onStoreEvent(event));
     this.leases.start();
+    this.log.warnIfLeasesTight(this.options.leaseMs, this.options.heartbeatIntervalMs, this.leases.slackMs);
     // Claims wait for the first policy read, so that an operator's settings apply from the first claim.
     this.claims.start(this.policies.start().then(() => this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch)));
     this.sweeper.start();

@@ -142,8 +142,9 @@ export function runObserveSuite(factory: StoreFactory): void {
       const worker = newWorker(tasks, { concurrency: 4 });
       metrics.attachWorker(worker);
       metrics.attachWorker(worker); // attaching twice must not count twice
-      const beats = { renewed: 0, cancelRequested: 0, lost: 0 };
+      const beats = { renewed: 0, cancelRequested: 0, lost: 0, count: 0 };
       worker.on('heartbeat', (e) => {
+        beats.count += 1;
         beats.renewed += e.renewed;
         beats.cancelRequested += e.cancelRequested;
         beats.lost += e.lost;
@@ -243,6 +244,8 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect(await value(registry, 'async_task_lease_renewal_success_total')).toBe(beats.renewed + beats.cancelRequested);
       expect(await value(registry, 'async_task_lease_renewal_failures_total')).toBe(beats.lost);
       expect(await value(registry, 'async_task_lease_renewal_success_rate')).toBe(beats.lost === 0 ? 1 : (renewals - beats.lost) / renewals);
+      // Each heartbeat's wait for a lease-pool connection, observed once.
+      expect(await value(registry, 'async_task_lease_renewal_wait_seconds', {}, 'async_task_lease_renewal_wait_seconds_count')).toBe(beats.count);
       expect(await labelValues(registry, 'async_task_registered_types', 'task_type')).toEqual([]); // stopped: detached
       await expectPoolGauges(registry, store);
 
@@ -311,6 +314,21 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect(errors[0]!.msg).toMatch(/^tasklease worker: \w+ failed: /);
     });
 
+    it('warns at start when the heartbeat leaves a renewal less than one interval before the leases are given up', async () => {
+      const lines: { level: number; msg: string }[] = [];
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const t = defineTask({ type: 'obs.tight', execute: () => undefined });
+      const tight = newWorker([t], { logger, leaseMs: 2000, heartbeatIntervalMs: 1000 });
+      tight.start();
+      await tight.stop();
+      expect(lines.map((line) => line.msg)).toEqual([expect.stringMatching(/a renewal that takes longer than 950 ms loses its leases; keep heartbeatIntervalMs at most a third of leaseMs \(666\)/)]);
+      lines.length = 0;
+      const roomy = newWorker([t], { logger, leaseMs: 3000, heartbeatIntervalMs: 1000 });
+      roomy.start();
+      await roomy.stop();
+      expect(lines).toEqual([]);
+    });
+
     it('warns at start when local concurrency is more than the limits let the worker hold', async () => {
       const lines: { level: number; msg: string }[] = [];
       const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
@@ -352,6 +370,7 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect(await value(registry, 'async_task_lease_renewal_failures_total')).toBeGreaterThanOrEqual(2);
       await waitFor(() => lost.length === 2, 'both leases to be given up', SETTLE_MS);
       expect(lost).toEqual(['unreachable', 'unreachable']);
+      expect(await value(registry, 'async_task_lease_lost_total', { reason: 'unreachable' })).toBe(2);
       await waitFor(() => worker.stats().active === 0, 'the aborted handlers to settle');
       await worker.stop();
       const renewals = await value(registry, 'async_task_lease_renewal_total');
