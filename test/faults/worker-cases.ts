@@ -80,8 +80,11 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
     ]);
     expect(blocked.events.some((e) => e.event === 'completed' && e.id === id && e.attempt === 1)).toBe(false);
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
+    // busy-a may have run the task again before the rescuer even started (a loaded machine): a child stopped before it is
+    // ready has no SIGTERM handler yet, and would never say it stopped.
+    await rescuer.until('ready', 60_000);
     await Promise.all([blocked.stop(), rescuer.stop(), sweeper.stop()]);
-  }, 90_000);
+  }, 120_000);
 
   it('event loop blocked for 3 leases, no sweep in between: the holder does not renew its expired lease, the handler is aborted', async () => {
     // Nobody sweeps: when the loop frees, the heartbeat timer may fire before the local lease deadline's. The worker gives up
