@@ -6,6 +6,7 @@ import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helper
 import { describeOnServer } from '../helpers/factory.js';
 import { waitFor } from '../helpers/wait.js';
 import { startTestServer, type Running } from './harness.js';
+import { nullPolicyFieldsStayNull } from './suite.js';
 
 const available = await mysqlAvailable('test/server/mysql.test.ts');
 
@@ -50,4 +51,6 @@ describeOnServer(available, 'MySQL/MariaDB', 'HTTP server on mysql (smoke)', () 
     const tokens = await running.call('GET', `${ADMIN_PREFIX}/tokens`, { as: 'admin' });
     expect(tokens.body.data.find((t: { id: string }) => t.id === made.body.data.record.id).revokedAt).not.toBeNull();
   });
+
+  it('a null policy field means the default on PUT: stored and answered as null, never 0', () => nullPolicyFieldsStayNull(running));
 });

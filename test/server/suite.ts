@@ -223,6 +223,8 @@ export function serverSuite(stores: ServerSuiteStores): void {
       const forbidden = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/clean?retentionDays=0`, { as: 'alice' });
       expect(forbidden.status).toBe(403);
     });
+
+    it('a null policy field means the default on PUT: stored and answered as null, never 0', () => nullPolicyFieldsStayNull(running));
   });
 
   describe('schedules', () => {
@@ -373,6 +375,30 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(docs.headers.get('content-security-policy')).toBeTruthy();
     });
   });
+}
+
+/** PUT with null policy fields (what the dashboard's Save sends for empty fields): null is kept, never coerced to 0. */
+export async function nullPolicyFieldsStayNull(running: Running): Promise<void> {
+  const url = `${ADMIN_PREFIX}/policy/type/test.idle`;
+  const set = await running.call('PUT', url, { as: 'operator', body: { maxConcurrency: 4, maxAttempts: 5, retryBaseDelayMs: 2000 } });
+  expect(set.body.data).toMatchObject({ maxConcurrency: 4, maxAttempts: 5, retryBaseDelayMs: 2000 });
+  // What the dashboard's Save sends with every field left empty.
+  const cleared = await running.call('PUT', url, {
+    as: 'operator',
+    body: { maxConcurrency: null, maxAttempts: null, retryBaseDelayMs: null, enabled: true },
+  });
+  expect(cleared.status).toBe(200);
+  expect(cleared.body.data).toMatchObject({ maxConcurrency: null, maxAttempts: null, retryBaseDelayMs: null, enabled: true });
+  expect(await running.server.client.policies.get('test.idle')).toMatchObject({ maxConcurrency: null, maxAttempts: null, retryBaseDelayMs: null });
+  const global = await running.call('PUT', `${ADMIN_PREFIX}/policy/global`, { as: 'operator', body: { retryBaseDelayMs: null } });
+  expect(global.body.data.retryBaseDelayMs).toBeNull();
+  const zero = await running.call('PUT', url, { as: 'operator', body: { retryBaseDelayMs: 0 } });
+  expect(zero.body.data.retryBaseDelayMs).toBe(0);
+  const owner = await running.call('PUT', `${ADMIN_PREFIX}/policy/owner/alice`, { as: 'operator', body: { maxConcurrency: null } });
+  expect(owner.body.data.maxConcurrency).toBeNull();
+  await running.server.client.policies.reset('test.idle');
+  await running.server.client.policies.reset(null);
+  await running.server.client.policies.reset({ owner: 'alice' });
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
