@@ -54,8 +54,17 @@ export interface ServerOptions {
   corsOrigins?: readonly string[];
   /** pino logger options, or false. Default { level: 'info' }. Request ids are in every line. */
   logger?: FastifyServerOptions['logger'];
-  /** Trust X-Forwarded-* from a proxy (the client address the auth limiter counts). Default false. */
+  /**
+   * Trust X-Forwarded-* from a proxy: the client address the failed-authentication throttle counts, and the
+   * scheme and host the dashboard's same-origin check compares. Set it behind a reverse proxy or load balancer
+   * that is the only way in. Default false.
+   */
   trustProxy?: boolean;
+  /**
+   * What the health probes show beyond `{ status }` (worker id, task types, counts, schema version): `never`,
+   * `when-authorized` (to a caller with an operator or admin credential; the default) or `always`.
+   */
+  healthDetails?: HealthDetails;
   /** Prometheus registry to register on. Default a new one. */
   registry?: Registry;
   /** Server-Sent Events: concurrent streams, poll interval bounds, keep-alive period. */
@@ -63,6 +72,9 @@ export interface ServerOptions {
   /** DEGRADED control-plane health above this many QUEUED tasks (seed: 1000). */
   backlogThreshold?: number;
 }
+
+export const HEALTH_DETAILS = ['never', 'when-authorized', 'always'] as const;
+export type HealthDetails = (typeof HEALTH_DETAILS)[number];
 
 export interface ResolvedSse {
   maxStreams: number;
@@ -88,6 +100,7 @@ const KNOWN = [
   'corsOrigins',
   'logger',
   'trustProxy',
+  'healthDetails',
   'registry',
   'sse',
   'backlogThreshold',
@@ -111,6 +124,8 @@ export function checkServerOptions(options: ServerOptions): void {
     throw new InvalidOptionsError('Server', 'corsOrigins', 'must be a list of origins such as https://ops.example.com');
   }
   if (options.jwt !== undefined) checkJwtOptions(options.jwt);
+  if (options.healthDetails !== undefined && !HEALTH_DETAILS.includes(options.healthDetails))
+    throw new InvalidOptionsError('Server', 'healthDetails', `must be one of ${HEALTH_DETAILS.join(', ')}, got ${JSON.stringify(options.healthDetails)}`);
   resolveSse(options.sse);
 }
 

@@ -43,7 +43,9 @@ describeOnServer(available, 'MySQL/MariaDB', 'HTTP server on mysql (smoke)', () 
     expect((await running.call('POST', `${ADMIN_PREFIX}/${id}/resume`, { as: 'admin' })).status).toBe(200);
     const now = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.idle', payload: {} } });
     await waitFor(async () => (await running.call('GET', `/api/v1/tasks/${now.body.task.id}`, { as: 'alice' })).body.status === 'SUCCESS', 'the task ran');
-    expect((await running.call('GET', '/actuator/health/readiness')).status).toBe(200);
+    const anonymous = await running.call('GET', '/actuator/health/readiness');
+    expect([anonymous.status, anonymous.body]).toEqual([200, { status: 'UP' }]);
+    expect((await running.call('GET', '/actuator/health/readiness', { as: 'operator' })).body.details.db).toMatchObject({ status: 'UP' });
     const made = await running.call('POST', `${ADMIN_PREFIX}/tokens`, { as: 'admin', body: { name: 'mysql', role: 'operator', expiresInDays: 1 } });
     expect((await running.call('GET', `${ADMIN_PREFIX}/workers`, { token: made.body.data.token })).body.data.length).toBe(1);
     await running.call('DELETE', `${ADMIN_PREFIX}/tokens/${made.body.data.record.id}`, { as: 'admin' });

@@ -10,6 +10,7 @@ import { ROLES_BY_ACCESS } from '../../src/server/routes.js';
 import { ADMIN_PREFIX } from '../../src/server/admin-routes.js';
 import type { Store } from '../../src/store/types.js';
 import { aliceTask, exampleFor, type ExampleRequest } from './matrix.js';
+import { waitFor } from '../helpers/wait.js';
 import { failedTask, gate, sseEvents, startTestServer, type Answer, type Role, type Running } from './harness.js';
 
 export interface ServerSuiteStores {
@@ -22,7 +23,12 @@ export interface ServerSuiteStores {
 const ROLE_OF: Record<Role, 'admin' | 'operator' | 'user'> = { admin: 'admin', operator: 'operator', alice: 'user', bob: 'user' };
 
 async function send(running: Running, request: ExampleRequest, as: Role | null): Promise<Answer> {
-  if (!request.stream) return running.call(request.method, request.path, { as, ...(request.body !== undefined ? { body: request.body } : {}) });
+  if (!request.stream)
+    return running.call(request.method, request.path, {
+      as,
+      ...(request.body !== undefined ? { body: request.body } : {}),
+      ...(request.headers ? { headers: request.headers } : {}),
+    });
   const abort = new AbortController();
   const response = await fetch(`${running.url}${request.path}`, { headers: as ? { authorization: `Bearer ${running.tokens[as]}` } : {}, signal: abort.signal });
   const answer: Answer = { status: response.status, headers: response.headers, body: null, text: '' };
@@ -309,8 +315,8 @@ export function serverSuite(stores: ServerSuiteStores): void {
     });
 
     it('expired and revoked tokens, and tokens in the wrong place, answer 401', async () => {
-      const expired = await running.server.client.tokens.create({ name: 'expired', role: 'admin', expiresAt: new Date(Date.now() - 1000) });
-      expect((await running.call('GET', '/api/v1/tasks', { token: expired.token })).status).toBe(401);
+      const expired = await running.server.client.tokens.create({ name: 'expired', role: 'admin', expiresInMs: 1 });
+      await waitFor(async () => (await running.call('GET', '/api/v1/tasks', { token: expired.token })).status === 401, 'the token expired');
       const made = await running.call('POST', `${ADMIN_PREFIX}/tokens`, { as: 'admin', body: { name: 'short-lived', role: 'operator' } });
       expect(made.status).toBe(201);
       expect((await running.call('GET', '/api/v1/tasks', { token: made.body.data.token })).status).toBe(200);
@@ -331,17 +337,63 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(wrong[0]!.body.message).toMatch(/x-api-key are not accepted/);
     });
 
-    it('rate-limits failed authentication per address', async () => {
-      const limited = await createServer({ store, logger: false, port: 0, failedAuthLimit: { max: 3, windowMs: 60_000 } });
+    it('refuses to create a token whose expiry has already passed, with a typed error', async () => {
+      const past = new Date(Date.now() - 1000);
+      await expect(running.server.client.tokens.create({ name: 'stillborn', role: 'admin', expiresAt: past })).rejects.toMatchObject({
+        name: 'TokenExpiryPastError',
+        code: 'TOKEN_EXPIRY_PAST',
+        field: 'expiresAt',
+      });
+      const answer = await running.call('POST', `${ADMIN_PREFIX}/tokens`, {
+        as: 'admin',
+        body: { name: 'stillborn', role: 'admin', expiresAt: past.toISOString() },
+      });
+      expect([answer.status, answer.body.code, answer.body.field]).toEqual([400, 'TOKEN_EXPIRY_PAST', 'expiresAt']);
+      expect((await running.server.client.tokens.list()).some((t) => t.name === 'stillborn')).toBe(false);
+    });
+
+    it('throttles wrong credentials per address, never a valid one, and counts neither a missing credential nor a cross-site refusal', async () => {
+      const limited = await createServer({ store, logger: false, port: 0, failedAuthLimit: { max: 3, windowMs: 60_000 }, trustProxy: true });
       const url = await limited.listen();
       try {
+        const from = (address: string, headers: Record<string, string> = {}) => ({ headers: { 'x-forwarded-for': address, ...headers } });
+        const wrong = (address: string) => fetch(`${url}/api/v1/tasks`, from(address, { authorization: 'Bearer tl_wrong' }));
+        const login = await fetch(`${url}/api/v1/session`, {
+          method: 'POST',
+          ...from('10.0.0.1', { 'content-type': 'application/json', origin: url }),
+          body: JSON.stringify({ token: running.tokens.admin }),
+        });
+        const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+        const { task } = await running.server.client.submit('test.idle', {}, { delayMs: 3_600_000 });
+        for (let i = 0; i < 5; i++) {
+          expect((await fetch(`${url}/api/v1/tasks`, from('10.0.0.1'))).status).toBe(401);
+          const crossSite = await fetch(`${url}/api/v1/tasks/${task.id}/cancel`, {
+            method: 'POST',
+            ...from('10.0.0.1', { cookie, origin: 'https://evil.example' }),
+          });
+          expect(crossSite.status).toBe(403);
+        }
         const statuses = [];
-        for (let i = 0; i < 4; i++) statuses.push((await fetch(`${url}/api/v1/tasks`, { headers: { authorization: 'Bearer tl_wrong' } })).status);
+        for (let i = 0; i < 4; i++) statuses.push((await wrong('10.0.0.1')).status);
         expect(statuses).toEqual([401, 401, 401, 429]);
-        const good = await fetch(`${url}/api/v1/tasks`, { headers: { authorization: `Bearer ${running.tokens.admin}` } });
-        expect(good.status).toBe(429);
-        expect(Number(good.headers.get('retry-after'))).toBeGreaterThan(0);
-        expect((await fetch(`${url}/actuator/health/liveness`)).status).toBe(200);
+        const limitedAnswer = await wrong('10.0.0.1');
+        expect([limitedAnswer.status, ((await limitedAnswer.json()) as { code: string }).code]).toEqual([429, 'RATE_LIMITED']);
+        expect(Number(limitedAnswer.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(limitedAnswer.headers.get('x-content-type-options')).toBe('nosniff');
+        // The valid credentials from the same address still pass: a bearer token, the session cookie, a login.
+        expect((await fetch(`${url}/api/v1/tasks`, from('10.0.0.1', { authorization: `Bearer ${running.tokens.admin}` }))).status).toBe(200);
+        expect((await fetch(`${url}/api/v1/tasks`, from('10.0.0.1', { cookie }))).status).toBe(200);
+        const relogin = (token: string) =>
+          fetch(`${url}/api/v1/session`, {
+            method: 'POST',
+            ...from('10.0.0.1', { 'content-type': 'application/json', origin: url }),
+            body: JSON.stringify({ token }),
+          });
+        expect((await relogin(running.tokens.operator)).status).toBe(200);
+        expect((await relogin('tl_wrong')).status).toBe(429);
+        // Another client's failures are its own.
+        expect((await wrong('10.0.0.2')).status).toBe(401);
+        expect((await fetch(`${url}/actuator/health/liveness`, from('10.0.0.1'))).status).toBe(200);
       } finally {
         await limited.close();
       }
@@ -349,8 +401,48 @@ export function serverSuite(stores: ServerSuiteStores): void {
   });
 
   describe('probes, metrics and docs', () => {
+    const PROBES = [
+      '/actuator/health',
+      '/actuator/health/liveness',
+      '/actuator/health/readiness',
+      '/actuator/health/startup',
+      '/actuator/health/asyncTaskWorker',
+    ];
+
+    it('probes show an anonymous caller, a user and a wrong token only their status; an operator or admin the details', async () => {
+      for (const path of PROBES) {
+        const operator = await running.call('GET', path, { as: 'operator' });
+        expect([path, operator.status, Object.keys(operator.body).sort()]).toEqual([path, 200, ['details', 'status']]);
+        expect((await running.call('GET', path, { as: 'admin' })).body.details).toBeDefined();
+        for (const who of [{}, { as: 'alice' as const }, { token: 'tl_wrong' }, { headers: { cookie: 'tasklease_session=tls_forged' } }]) {
+          const answer = await running.call('GET', path, who);
+          expect([path, JSON.stringify(who), answer.status, answer.body]).toEqual([path, JSON.stringify(who), 200, { status: operator.body.status }]);
+        }
+      }
+      const anonymous = await running.call('GET', '/actuator/health');
+      for (const secret of ['worker_id', 'workerId', 'test.idle', 'schemaVersion', 'QUEUED']) expect(anonymous.text).not.toContain(secret);
+    });
+
+    it('healthDetails always shows every caller the details, never shows them to nobody', async () => {
+      for (const [healthDetails, shown] of [
+        ['always', true],
+        ['never', false],
+      ] as const) {
+        const other = await createServer({ store, logger: false, port: 0, healthDetails });
+        const url = await other.listen();
+        try {
+          const read = async (headers: Record<string, string>) => (await (await fetch(`${url}/actuator/health/readiness`, { headers })).json()) as object;
+          expect('details' in (await read({}))).toBe(shown);
+          expect('details' in (await read({ authorization: `Bearer ${running.tokens.admin}` }))).toBe(shown);
+        } finally {
+          await other.close();
+        }
+      }
+      await expect(createServer({ store, logger: false, healthDetails: 'sometimes' as never })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+    });
+
     it("answers the seed's worker document and metric look-ups, Prometheus text and OpenAPI", async () => {
-      const worker = await running.call('GET', '/actuator/health/asyncTaskWorker');
+      const worker = await running.call('GET', '/actuator/health/asyncTaskWorker', { as: 'operator' });
       expect(worker.body).toMatchObject({ status: 'UP', details: { max_concurrency: 8, registered_task_types: ['test.idle', 'test.fail', 'test.gated'] } });
       expect(worker.body.details.utilization).toMatch(/^\d+\.\d\d%$/);
       const types = await running.call('GET', '/actuator/metrics/async.task.registered.types', { as: 'operator' });
