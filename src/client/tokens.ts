@@ -36,6 +36,8 @@ export interface SessionRecord {
   record: ApiTokenRecord;
   /** Who logged in, as given to startSession. */
   name: string;
+  /** The id of the API token logged in with, or `jwt`. */
+  parent: string;
 }
 
 export interface CreateTokenOptions {
@@ -116,8 +118,8 @@ export class TokenApi {
   async verifySession(sessionId: string): Promise<SessionRecord | null> {
     if (typeof sessionId !== 'string' || !sessionId.startsWith(SESSION_PREFIX)) return null;
     const record = await this.lookUp(sessionId);
-    const name = record ? SESSION_NAME.exec(record.name)?.[2] : undefined;
-    return record && name !== undefined ? { record, name } : null;
+    const match = record ? SESSION_NAME.exec(record.name) : null;
+    return record && match ? { record, parent: match[1]!, name: match[2]! } : null;
   }
 
   /** Logout: the session ends on every server (within cacheMs on the others). False when it was not live. */

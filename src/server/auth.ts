@@ -26,6 +26,8 @@ export interface Principal {
   tokenId: string | null;
   /** When the credential stops working; null when it never expires. */
   expiresAt: Date | null;
+  /** The credential behind it, for per-caller limits: `token:<id>` (a session: its token's) or `jwt:<subject>`. */
+  identity: string;
 }
 
 export function scopeOf(principal: Principal): Scope {
@@ -74,14 +76,30 @@ export class Authenticator {
   private async fromToken(secret: string): Promise<Principal> {
     const record = await this.tokens.verify(secret);
     if (!record) throw new AccessError('UNAUTHENTICATED', 'unknown, expired or revoked token');
-    return { role: record.role, owner: record.owner, name: record.name, via: 'token', tokenId: record.id, expiresAt: record.expiresAt };
+    return {
+      role: record.role,
+      owner: record.owner,
+      name: record.name,
+      via: 'token',
+      tokenId: record.id,
+      expiresAt: record.expiresAt,
+      identity: `token:${record.id}`,
+    };
   }
 
   private async fromSession(sessionId: string): Promise<Principal> {
     const session = await this.tokens.verifySession(sessionId);
     if (!session) throw new AccessError('UNAUTHENTICATED', 'the session has ended: log in again');
-    const { record } = session;
-    return { role: record.role, owner: record.owner, name: session.name, via: 'session', tokenId: record.id, expiresAt: record.expiresAt };
+    const { record, parent } = session;
+    return {
+      role: record.role,
+      owner: record.owner,
+      name: session.name,
+      via: 'session',
+      tokenId: record.id,
+      expiresAt: record.expiresAt,
+      identity: parent === 'jwt' ? `jwt:${session.name}` : `token:${parent}`,
+    };
   }
 
   private async fromJwt(jwt: string): Promise<Principal> {
@@ -105,6 +123,7 @@ export class Authenticator {
       via: 'jwt',
       tokenId: null,
       expiresAt: typeof payload.exp === 'number' ? new Date(payload.exp * 1000) : null,
+      identity: `jwt:${String(payload.sub ?? 'jwt')}`,
     };
   }
 }

@@ -67,8 +67,8 @@ export interface ServerOptions {
   healthDetails?: HealthDetails;
   /** Prometheus registry to register on. Default a new one. */
   registry?: Registry;
-  /** Server-Sent Events: concurrent streams, poll interval bounds, keep-alive period. */
-  sse?: { maxStreams?: number; minPollMs?: number; maxPollMs?: number; keepAliveMs?: number };
+  /** Server-Sent Events: concurrent streams (in all, and per credential), poll interval bounds, keep-alive period. */
+  sse?: { maxStreams?: number; maxStreamsPerIdentity?: number; minPollMs?: number; maxPollMs?: number; keepAliveMs?: number };
   /** DEGRADED control-plane health above this many QUEUED tasks (seed: 1000). */
   backlogThreshold?: number;
 }
@@ -78,6 +78,7 @@ export type HealthDetails = (typeof HEALTH_DETAILS)[number];
 
 export interface ResolvedSse {
   maxStreams: number;
+  maxStreamsPerIdentity: number;
   minPollMs: number;
   maxPollMs: number;
   keepAliveMs: number;
@@ -138,14 +139,16 @@ function checkJwtOptions(jwt: JwtOptions): void {
 }
 
 export function resolveSse(sse: ServerOptions['sse'] = {}): ResolvedSse {
-  checkKnownKeys('Server.sse', sse, ['maxStreams', 'minPollMs', 'maxPollMs', 'keepAliveMs']);
+  checkKnownKeys('Server.sse', sse, ['maxStreams', 'maxStreamsPerIdentity', 'minPollMs', 'maxPollMs', 'keepAliveMs']);
   const resolved = {
     maxStreams: sse.maxStreams ?? 1000,
+    maxStreamsPerIdentity: sse.maxStreamsPerIdentity ?? 20,
     minPollMs: sse.minPollMs ?? 100,
     maxPollMs: sse.maxPollMs ?? 2000,
     keepAliveMs: sse.keepAliveMs ?? 15_000,
   };
   checkInteger('Server', 'sse.maxStreams', resolved.maxStreams, { min: 1 });
+  checkInteger('Server', 'sse.maxStreamsPerIdentity', resolved.maxStreamsPerIdentity, { min: 1 });
   checkInteger('Server', 'sse.minPollMs', resolved.minPollMs, { min: 10 });
   checkInteger('Server', 'sse.maxPollMs', resolved.maxPollMs, { min: resolved.minPollMs });
   checkInteger('Server', 'sse.keepAliveMs', resolved.keepAliveMs, { min: 1000 });

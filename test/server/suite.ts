@@ -77,7 +77,11 @@ export function serverSuite(stores: ServerSuiteStores): void {
           const build = exampleFor(rule.method, rule.url)!;
           const name = `${rule.method} ${rule.url}`;
           if (rule.access === 'public') {
-            expectStatus(`${name} without a token`, await send(running, await build(running), null), (s) => s >= 200 && s < 300, '2xx');
+            const open = await send(running, await build(running), null);
+            expectStatus(`${name} without a token`, open, (s) => s >= 200 && s < 300, '2xx');
+            // A probe tells an anonymous caller its status and nothing else (healthDetails: when-authorized).
+            if (rule.url.startsWith('/actuator/health') && JSON.stringify(Object.keys(open.body ?? {})) !== '["status"]')
+              failures.push(`${name} without a token shows ${open.text.slice(0, 120)}`);
             continue;
           }
           const unauthenticated = await send(running, await build(running), null);
@@ -87,6 +91,8 @@ export function serverSuite(stores: ServerSuiteStores): void {
             const allowed = ROLES_BY_ACCESS[rule.access].includes(ROLE_OF[role]);
             const answer = await send(running, await build(running), role);
             expectStatus(`${name} as ${role}`, answer, allowed ? (s) => s >= 200 && s < 300 : (s) => s === 403, allowed ? '2xx' : '403');
+            // A user's view of a task holds neither the lease's owner (a worker's host and pid) nor its token.
+            if (role === 'alice' && /"lease(Owner|Token)"/.test(answer.text)) failures.push(`${name} as alice shows a lease owner or token`);
           }
           if (rule.ownTask) {
             const request = await build(running);
@@ -203,6 +209,65 @@ export function serverSuite(stores: ServerSuiteStores): void {
       } finally {
         await remote.close();
         await twin.close();
+      }
+    });
+  });
+
+  describe('what a user sees', () => {
+    it("a user's view of its running task has no lease owner nor lease token; an operator's has both", { timeout: 30_000 }, async () => {
+      const submitted = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.gated', payload: {} } });
+      expect(submitted.body.task).not.toHaveProperty('leaseOwner');
+      const id = submitted.body.task.id;
+      await waitFor(async () => (await running.server.client.get(id))?.leaseToken != null, 'the gated task is leased');
+      const hidden = (task: Record<string, unknown>) => ['leaseOwner', 'leaseToken'].filter((key) => key in task);
+      const events = await fetch(`${running.url}/api/v1/tasks/${id}/events`, { headers: { authorization: `Bearer ${running.tokens.alice}` } });
+      const stream = sseEvents(events);
+      try {
+        const first = await readUntil(stream, (e) => e.event === 'task');
+        expect(hidden(first.data)).toEqual([]);
+        const one = await running.call('GET', `/api/v1/tasks/${id}`, { as: 'alice' });
+        expect([one.body.status, hidden(one.body), one.body.leaseUntil]).toEqual(['RUNNING', [], expect.any(String)]);
+        const listed = await running.call('GET', '/api/v1/tasks?type=test.gated&limit=1000', { as: 'alice' });
+        expect(listed.body.tasks.flatMap(hidden)).toEqual([]);
+        const waited = await running.call('GET', `/api/v1/tasks/${id}/wait?timeoutMs=10`, { as: 'alice' });
+        expect(hidden(waited.body.task)).toEqual([]);
+        const operator = await running.call('GET', `/api/v1/tasks/${id}`, { as: 'operator' });
+        expect([typeof operator.body.leaseOwner, typeof operator.body.leaseToken]).toEqual(['string', 'string']);
+      } finally {
+        for (let step = 0; step < 4; step++) gate.release();
+        await waitFor(async () => (await running.server.client.get(id))?.status === 'SUCCESS', 'the gated task ended');
+        await stream.return(undefined);
+      }
+    });
+
+    it('caps the live streams one credential holds (its dashboard sessions included); others still get theirs', async () => {
+      const capped = await createServer({ store, logger: false, port: 0, sse: { maxStreamsPerIdentity: 2, minPollMs: 20, maxPollMs: 200 } });
+      const url = await capped.listen();
+      const open: AbortController[] = [];
+      const stream = async (headers: Record<string, string>) => {
+        const abort = new AbortController();
+        const response = await fetch(`${url}/api/v1/events`, { headers, signal: abort.signal });
+        if (response.status === 200) open.push(abort);
+        const code = response.status === 200 ? null : ((await response.json()) as { code: string }).code;
+        return { status: response.status, code };
+      };
+      try {
+        const alice = { authorization: `Bearer ${running.tokens.alice}` };
+        expect([(await stream(alice)).status, (await stream(alice)).status]).toEqual([200, 200]);
+        expect(await stream(alice)).toEqual({ status: 429, code: 'RATE_LIMITED' });
+        const login = await fetch(`${url}/api/v1/session`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: url },
+          body: JSON.stringify({ token: running.tokens.alice }),
+        });
+        const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+        expect((await stream({ cookie })).status).toBe(429);
+        expect((await stream({ authorization: `Bearer ${running.tokens.bob}` })).status).toBe(200);
+        open.shift()!.abort();
+        await waitFor(async () => (await stream(alice)).status === 200, "a stream of alice's freed");
+      } finally {
+        for (const abort of open) abort.abort();
+        await capped.close();
       }
     });
   });
