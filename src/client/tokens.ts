@@ -10,6 +10,7 @@ import { NotFoundError, TokenExpiryPastError, ValidationError } from '../core/er
 import { uuidv7 } from '../core/ids.js';
 import type { Store } from '../store/types.js';
 import { TOKEN_ROLES, tokenStoreOf, type ApiTokenRecord, type TokenRole, type TokenStore } from '../store/tokens.js';
+import { checkNoNul } from '../core/text.js';
 
 export type { ApiTokenRecord, TokenRole };
 export { TOKEN_ROLES };
@@ -78,6 +79,8 @@ export class TokenApi {
     if (role === 'user' && (typeof owner !== 'string' || owner.length === 0 || owner.length > 255))
       throw new ValidationError('a user token needs an owner (1 to 255 characters)', 'owner');
     if (role !== 'user' && owner !== null) throw new ValidationError(`a ${role} token sees every owner: give no owner`, 'owner');
+    checkNoNul('name', name, 'token');
+    checkNoNul('owner', owner, 'token');
     const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
     const record = await (
       await this.tokens()
