@@ -90,8 +90,10 @@ export class TokenApi {
     return { token, record };
   }
 
+  /** Every API token, and the dashboard sessions still live (an ended session is left out: one row per login piles up). */
   async list(): Promise<ApiTokenRecord[]> {
-    return (await this.tokens()).listTokens();
+    const now = Date.now();
+    return (await (await this.tokens()).listTokens()).filter((record) => !SESSION_NAME.test(record.name) || usable(record, now));
   }
 
   /** Revokes a token (or a session), and the dashboard sessions logged in with it. */

@@ -60,10 +60,13 @@ export async function buildApp({ options, context, routes, authenticator, limite
   app.decorate('routeRules', [] as RouteRule[]);
   app.decorateRequest('principal', null);
   const docsAccess: Access = options.publicDocs ? 'public' : 'user';
+  const corsOn = options.corsOrigins !== undefined && options.corsOrigins.length > 0;
   app.addHook('onRoute', (route) => {
     route.config ??= {};
     // swagger-ui registers its own routes under /docs: they get the docs rule.
     if (route.config.access === undefined && route.url.startsWith('/docs')) route.config.access = docsAccess;
+    // @fastify/cors answers preflights on its own OPTIONS * route: a browser sends them without credentials.
+    if (route.config.access === undefined && route.method === 'OPTIONS' && route.url === '*' && corsOn) route.config.access = 'public';
     if (route.config.access === undefined) throw new Error(`route ${String(route.method)} ${route.url} has no access rule: add it to the route table`);
     app.routeRules.push({ method: String(route.method), url: route.url, access: route.config.access, ownTask: route.config.ownTask ?? false });
   });
@@ -78,9 +81,9 @@ export async function buildApp({ options, context, routes, authenticator, limite
       directives: { defaultSrc: ["'self'"], scriptSrc: ["'self'"], styleSrc: ["'self'", "'unsafe-inline'"], imgSrc: ["'self'", 'data:'] },
     },
   });
-  if (options.corsOrigins && options.corsOrigins.length > 0) {
+  if (corsOn) {
     const { default: cors } = await import('@fastify/cors');
-    await app.register(cors, { origin: [...options.corsOrigins], allowedHeaders: ['authorization', 'content-type', 'x-request-id'] });
+    await app.register(cors, { origin: [...(options.corsOrigins ?? [])], allowedHeaders: ['authorization', 'content-type', 'x-request-id'] });
   }
   app.addHook('onRequest', authorizer(authenticator, limiter));
   const { registerDocs } = await import('./docs.js');

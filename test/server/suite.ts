@@ -402,6 +402,22 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(wrong[0]!.body.message).toMatch(/x-api-key are not accepted/);
     });
 
+    it('with corsOrigins: a preflight answers, and a refused request carries the CORS and security headers', async () => {
+      const withCors = await createServer({ store, logger: false, port: 0, corsOrigins: ['https://ops.example.com'] });
+      const url = await withCors.listen();
+      try {
+        const origin = { origin: 'https://ops.example.com' };
+        const preflight = await fetch(`${url}/api/v1/tasks`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } });
+        expect([preflight.status, preflight.headers.get('access-control-allow-origin')]).toEqual([204, 'https://ops.example.com']);
+        const refused = await fetch(`${url}/api/v1/tasks`, { headers: origin });
+        expect(refused.status).toBe(401);
+        expect(refused.headers.get('access-control-allow-origin')).toBe('https://ops.example.com');
+        expect(refused.headers.get('x-content-type-options')).toBe('nosniff');
+      } finally {
+        await withCors.close();
+      }
+    });
+
     it('refuses to create a token whose expiry has already passed, with a typed error', async () => {
       const past = new Date(Date.now() - 1000);
       await expect(running.server.client.tokens.create({ name: 'stillborn', role: 'admin', expiresAt: past })).rejects.toMatchObject({

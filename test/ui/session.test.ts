@@ -143,6 +143,9 @@ describe('login session', () => {
     expect([await alive(first), await alive(second)].sort()).toEqual([false, true]);
     await running.server.client.tokens.revoke(record.id);
     expect([await alive(first), await alive(second)]).toEqual([false, false]);
+    // Ended sessions leave the token list; the revoked token itself stays listed.
+    const listed = (await running.server.client.tokens.list()).filter((t) => t.name.endsWith('short-lived'));
+    expect(listed.map((t) => t.name)).toEqual(['short-lived']);
   });
 });
 
