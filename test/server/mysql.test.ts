@@ -55,4 +55,13 @@ describeOnServer(available, 'MySQL/MariaDB', 'HTTP server on mysql (smoke)', () 
   });
 
   it('a null policy field means the default on PUT: stored and answered as null, never 0', () => nullPolicyFieldsStayNull(running));
+
+  it('a dashboard session is a row of its own: its cookie works until logout, then never again', async () => {
+    const login = await running.call('POST', '/api/v1/session', { body: { token: running.tokens.operator }, headers: { origin: running.url } });
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    expect(cookie).toMatch(/^tasklease_session=tls_/);
+    expect((await running.call('GET', '/api/v1/tasks', { headers: { cookie } })).status).toBe(200);
+    expect((await running.call('DELETE', '/api/v1/session', { headers: { cookie, origin: running.url } })).status).toBe(200);
+    expect((await running.call('GET', '/api/v1/tasks', { headers: { cookie } })).status).toBe(401);
+  });
 });
