@@ -64,6 +64,14 @@ export function isoTime(value: string): Date {
   return date;
 }
 
+/** One of a fixed list of words. */
+export function oneOf<T extends string>(values: readonly T[]): (value: string) => T {
+  return (value) => {
+    if (!values.includes(value as T)) throw new InvalidArgumentError(`must be one of ${values.join(', ')}`);
+    return value as T;
+  };
+}
+
 export function nonEmpty(value: string): string {
   if (value.length === 0) throw new InvalidArgumentError('must not be empty');
   return value;

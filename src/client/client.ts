@@ -25,6 +25,7 @@ import { ScheduleApi } from './schedules.js';
 import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
+import { checkNoNul } from '../core/text.js';
 
 export interface ClientOptions {
   store: Store;
@@ -176,6 +177,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     const status = options.status === undefined ? null : typeof options.status === 'string' ? [options.status] : options.status;
     for (const s of status ?? []) if (!isTaskStatus(s)) throw new ValidationError(`unknown status ${String(s)}`, 'status');
     checkOptionalString('list', 'idempotencyKey', options.idempotencyKey, STRING_LIMITS.idempotencyKey);
+    checkNoNul('owner', options.owner, 'list');
     const window = { createdAfter: options.createdAfter, createdBefore: options.createdBefore };
     const page = await this.store.listTasks({
       scope: options.scope ?? Scope.global(),

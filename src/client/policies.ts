@@ -11,6 +11,7 @@ import { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey } from '../core/policy
 import { checkKnownKeys } from '../core/validate.js';
 import type { Policy, PolicyInput, Store } from '../store/types.js';
 import { checkTaskType } from '../core/definition.js';
+import { checkNoNul } from '../core/text.js';
 
 export { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey };
 
@@ -77,6 +78,7 @@ function resolveTarget(target: PolicyTarget): { policyKey: string; taskType: str
   if (typeof owner !== 'string' || owner.length === 0 || owner.length > 255) {
     throw new ValidationError('an owner policy needs an owner: a string of 1 to 255 characters', 'owner');
   }
+  checkNoNul('owner', owner, 'policy');
   return { policyKey: ownerPolicyKey(owner), taskType: null };
 }
 

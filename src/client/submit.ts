@@ -9,6 +9,7 @@ import type { NewTask } from '../core/task.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
 import { checkKnownKeys, keysOf } from '../core/validate.js';
 import { resolveUnique, type UniqueOptions } from './unique.js';
+import { checkNoNul } from '../core/text.js';
 
 export interface SubmitOptions {
   /** Higher runs first; an integer from -1000 to 1000. Default: the definition's, else 0. */
@@ -146,4 +147,5 @@ export function checkOptionalString(label: string, field: string, value: unknown
   if (typeof value !== 'string' || value.length === 0 || value.length > max) {
     throw new ValidationError(`${label}: ${field} must be a string of 1 to ${max} characters`, field);
   }
+  checkNoNul(field, value, label);
 }

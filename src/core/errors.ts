@@ -48,6 +48,8 @@ export const ErrorCode = {
   INVALID_CRON: 'INVALID_CRON',
   /** A schedule's time zone that is not an IANA zone this runtime knows. */
   INVALID_TIME_ZONE: 'INVALID_TIME_ZONE',
+  /** A token created with an expiry that has already passed (it could never be used). */
+  TOKEN_EXPIRY_PAST: 'TOKEN_EXPIRY_PAST',
   /** A status change would make a task hold a `unique` key that another task holds meanwhile. */
   UNIQUE_CONFLICT: 'UNIQUE_CONFLICT',
   /** client.waitFor: the task did not finish within timeoutMs. */
@@ -134,6 +136,15 @@ export class InvalidTimeZoneError extends ValidationError {
   constructor(timeZone: string) {
     super(`time zone ${JSON.stringify(truncate(timeZone, 80))} is not an IANA time zone (e.g. UTC, Europe/Paris)`, 'timeZone', ErrorCode.INVALID_TIME_ZONE);
     this.timeZone = timeZone;
+  }
+}
+
+/** tokens.create with an `expiresAt` that has already passed: such a token could never be used. */
+export class TokenExpiryPastError extends ValidationError {
+  readonly expiresAt: Date;
+  constructor(expiresAt: Date) {
+    super(`expiresAt ${expiresAt.toISOString()} has already passed: a token must expire in the future`, 'expiresAt', ErrorCode.TOKEN_EXPIRY_PAST);
+    this.expiresAt = expiresAt;
   }
 }
 

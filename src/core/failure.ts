@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, PayloadInvalidError, TaskAbortedError, TaskFailure, truncate } from './errors.js';
 import type { FailureRecord } from './task.js';
+import { replaceNul } from './text.js';
 
 export interface ClassifyOptions {
   /** Store the raw message of unexpected errors (truncated). Default false. */
@@ -30,7 +31,8 @@ const NON_RETRYABLE_ABORTS = new Set<string>([ErrorCode.TIMEOUT, ErrorCode.DEADL
 
 export function classifyFailure(error: unknown, options: ClassifyOptions): FailureRecord {
   const traceId = options.traceId ?? newTraceId();
-  return { ...classify(error, options, traceId), exceptionType: error instanceof Error ? error.name : typeof error };
+  const failure = classify(error, options, traceId);
+  return { ...failure, message: replaceNul(failure.message), exceptionType: error instanceof Error ? error.name : typeof error };
 }
 
 function classify(error: unknown, options: ClassifyOptions, traceId: string): FailureRecord {

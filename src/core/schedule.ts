@@ -21,6 +21,7 @@ import { Cron } from 'croner';
 import { InvalidCronError, InvalidTimeZoneError, ValidationError } from './errors.js';
 import { checkTaskType } from './definition.js';
 import { checkKnownKeys } from './validate.js';
+import { checkNoNul } from './text.js';
 
 /** At most this many missed ticks are caught up per schedule. */
 export const MAX_CATCH_UP = 100;
@@ -111,6 +112,7 @@ export function normalizeSchedule(input: ScheduleInput): ScheduleDefinition {
   };
   if (definition.owner !== null && (typeof definition.owner !== 'string' || definition.owner.length === 0 || definition.owner.length > 255))
     throw new ValidationError('owner must be a string of 1 to 255 characters, or null', 'owner');
+  checkNoNul('owner', definition.owner, 'schedule');
   if (definition.enabled !== null && typeof definition.enabled !== 'boolean') throw new ValidationError('enabled must be true or false', 'enabled');
   return definition;
 }

@@ -1,4 +1,5 @@
 import { ValidationError } from './errors.js';
+import { checkNoNul } from './text.js';
 
 /**
  * Who is asking. An owner sees and acts on only its own tasks; global is for
@@ -12,6 +13,7 @@ export const Scope = {
   },
   owner(owner: string): Scope {
     if (typeof owner !== 'string' || owner.length === 0) throw new ValidationError('Scope.owner needs a non-empty owner', 'owner');
+    checkNoNul('owner', owner, 'Scope.owner');
     return { kind: 'owner', owner };
   },
 };

@@ -19,7 +19,9 @@ const id = (request: FastifyRequest): string => (request.params as { id: string 
 
 const typeParams = { type: 'object', required: ['taskType'], properties: { taskType: { type: 'string', minLength: 1, maxLength: 200 } } } as const;
 const ownerParams = { type: 'object', required: ['owner'], properties: { owner: { type: 'string', minLength: 1, maxLength: 255 } } } as const;
-const nullableInt = (minimum: number, maximum: number) => ({ anyOf: [{ type: 'integer', minimum, maximum }, { type: 'null' }] });
+// One type list, not anyOf: with the server's coerceTypes, anyOf's integer branch turned null into 0
+// (a null retryBaseDelayMs was stored as 0, switching backoff off); a list that allows null keeps it null.
+const nullableInt = (minimum: number, maximum: number) => ({ type: ['integer', 'null'], minimum, maximum });
 const policyChange = {
   type: 'object',
   additionalProperties: false,

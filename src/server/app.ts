@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import helmet from '@fastify/helmet';
 import { AccessError } from '../core/errors.js';
-import { Authenticator, FailureLimiter } from './auth.js';
+import type { Authenticator, FailureLimiter } from './auth.js';
+import { readCookie, SESSION_COOKIE } from './ui-session.js';
 import { handleError, handleNotFound } from './errors.js';
 import type { ServerOptions } from './options.js';
 import { ROLES_BY_ACCESS, type Access, type RouteContext, type RouteSpec } from './routes.js';
@@ -23,6 +24,7 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     access?: Access;
     ownTask?: boolean;
+    identify?: boolean;
   }
   interface FastifyInstance {
     /** Every registered route with its access rule (the tests' authorization matrix reads it). */
@@ -37,9 +39,11 @@ export interface AppParts {
   context: RouteContext;
   routes: RouteSpec[];
   authenticator: Authenticator;
+  /** Failed authentications per client address, shared with the dashboard's login. */
+  limiter: FailureLimiter;
 }
 
-export async function buildApp({ options, context, routes, authenticator }: AppParts): Promise<FastifyInstance> {
+export async function buildApp({ options, context, routes, authenticator, limiter }: AppParts): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger ?? { level: 'info' },
     bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
@@ -56,10 +60,13 @@ export async function buildApp({ options, context, routes, authenticator }: AppP
   app.decorate('routeRules', [] as RouteRule[]);
   app.decorateRequest('principal', null);
   const docsAccess: Access = options.publicDocs ? 'public' : 'user';
+  const corsOn = options.corsOrigins !== undefined && options.corsOrigins.length > 0;
   app.addHook('onRoute', (route) => {
     route.config ??= {};
     // swagger-ui registers its own routes under /docs: they get the docs rule.
     if (route.config.access === undefined && route.url.startsWith('/docs')) route.config.access = docsAccess;
+    // @fastify/cors answers preflights on its own OPTIONS * route: a browser sends them without credentials.
+    if (route.config.access === undefined && route.method === 'OPTIONS' && route.url === '*' && corsOn) route.config.access = 'public';
     if (route.config.access === undefined) throw new Error(`route ${String(route.method)} ${route.url} has no access rule: add it to the route table`);
     app.routeRules.push({ method: String(route.method), url: route.url, access: route.config.access, ownTask: route.config.ownTask ?? false });
   });
@@ -68,17 +75,17 @@ export async function buildApp({ options, context, routes, authenticator }: AppP
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  app.addHook('onRequest', authorizer(authenticator, options));
-
+  // Helmet's and CORS's hooks before the authorizer's: a 401, 403 or 429 carries their headers too.
   await app.register(helmet, {
     contentSecurityPolicy: {
       directives: { defaultSrc: ["'self'"], scriptSrc: ["'self'"], styleSrc: ["'self'", "'unsafe-inline'"], imgSrc: ["'self'", 'data:'] },
     },
   });
-  if (options.corsOrigins && options.corsOrigins.length > 0) {
+  if (corsOn) {
     const { default: cors } = await import('@fastify/cors');
-    await app.register(cors, { origin: [...options.corsOrigins], allowedHeaders: ['authorization', 'content-type', 'x-request-id'] });
+    await app.register(cors, { origin: [...(options.corsOrigins ?? [])], allowedHeaders: ['authorization', 'content-type', 'x-request-id'] });
   }
+  app.addHook('onRequest', authorizer(authenticator, limiter));
   const { registerDocs } = await import('./docs.js');
   await registerDocs(app, docsAccess);
   for (const spec of routes) {
@@ -95,7 +102,7 @@ export async function buildApp({ options, context, routes, authenticator }: AppP
             : `Roles: ${ROLES_BY_ACCESS[spec.access].join(', ')}.${spec.ownTask ? " A user sees its own tasks only (another owner's answers 404)." : ''}`,
         security: spec.access === 'public' ? [] : [{ bearerAuth: [] }],
       },
-      config: { access: spec.access, ownTask: spec.ownTask ?? false },
+      config: { access: spec.access, ownTask: spec.ownTask ?? false, identify: spec.identify ?? false },
       handler: (request, reply) => spec.handler(request, reply, context),
     });
   }
@@ -103,22 +110,20 @@ export async function buildApp({ options, context, routes, authenticator }: AppP
 }
 
 /** onRequest: before the body is read, so an unauthenticated caller cannot make the server parse anything. */
-function authorizer(authenticator: Authenticator, options: ServerOptions) {
-  const limiter = new FailureLimiter(options.failedAuthLimit?.max ?? 20, options.failedAuthLimit?.windowMs ?? 60_000);
+function authorizer(authenticator: Authenticator, limiter: FailureLimiter) {
   return async (request: FastifyRequest, reply: import('fastify').FastifyReply): Promise<void> => {
-    const access = request.routeOptions.config.access;
-    if (access === undefined || access === 'public') return; // no route: the not-found handler answers
-    const blocked = limiter.blockedFor(request.ip);
-    if (blocked > 0) {
-      reply.header('retry-after', String(blocked));
-      throw new AccessError('RATE_LIMITED', `too many failed authentications from this address: retry in ${blocked} s`);
+    const { access, identify } = request.routeOptions.config;
+    if (access === undefined) return; // no route: the not-found handler answers
+    // Only a credential that was presented and wrong counts: a request without one cannot guess a token.
+    const presented = () => request.headers.authorization !== undefined || readCookie(request, SESSION_COOKIE) !== null;
+    if (access === 'public') {
+      if (identify && presented()) {
+        // Identified when the credential is good; anonymous (not refused) otherwise: a probe must still answer.
+        request.principal = await limiter.attempt(request.ip, reply, () => authenticator.authenticate(request), presented).catch(() => null);
+      }
+      return;
     }
-    try {
-      request.principal = await authenticator.authenticate(request);
-    } catch (error) {
-      if (error instanceof AccessError) limiter.recordFailure(request.ip);
-      throw error;
-    }
+    request.principal = await limiter.attempt(request.ip, reply, () => authenticator.authenticate(request), presented);
     if (!ROLES_BY_ACCESS[access].includes(request.principal.role)) {
       throw new AccessError(
         'FORBIDDEN',

@@ -3,9 +3,10 @@
  * its stored hash) or, when configured, a JWT verified with a shared secret or
  * a JWKS, its claims mapped to a role and an owner. Credentials anywhere else
  * (a query string, X-Api-Key, another scheme) are refused, not ignored.
- * Failed attempts are counted per client address (FailureLimiter).
+ * Failed attempts are counted per client address (FailureLimiter); a valid
+ * credential always passes.
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { AccessError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
@@ -20,7 +21,13 @@ export interface Principal {
   owner: string | null;
   /** Token name or JWT subject, for logs. */
   name: string;
-  via: 'token' | 'jwt';
+  via: 'token' | 'jwt' | 'session';
+  /** The API token's id (for a session: the session's row); null for a JWT. */
+  tokenId: string | null;
+  /** When the credential stops working; null when it never expires. */
+  expiresAt: Date | null;
+  /** The credential behind it, for per-caller limits: `token:<id>` (a session: its token's) or `jwt:<subject>`. */
+  identity: string;
 }
 
 export function scopeOf(principal: Principal): Scope {
@@ -46,7 +53,7 @@ export class Authenticator {
     const header = request.headers.authorization;
     // The dashboard's session cookie (ui-session.ts): checked for cross-site use before it counts.
     const session = header === undefined ? sessionCredential(request) : null;
-    if (session !== null) return this.verifyCredential(session);
+    if (session !== null) return this.fromSession(session);
     if (header === undefined) {
       const elsewhere =
         CREDENTIAL_ELSEWHERE.find((name) => request.headers[name] !== undefined) ??
@@ -69,7 +76,30 @@ export class Authenticator {
   private async fromToken(secret: string): Promise<Principal> {
     const record = await this.tokens.verify(secret);
     if (!record) throw new AccessError('UNAUTHENTICATED', 'unknown, expired or revoked token');
-    return { role: record.role, owner: record.owner, name: record.name, via: 'token' };
+    return {
+      role: record.role,
+      owner: record.owner,
+      name: record.name,
+      via: 'token',
+      tokenId: record.id,
+      expiresAt: record.expiresAt,
+      identity: `token:${record.id}`,
+    };
+  }
+
+  private async fromSession(sessionId: string): Promise<Principal> {
+    const session = await this.tokens.verifySession(sessionId);
+    if (!session) throw new AccessError('UNAUTHENTICATED', 'the session has ended: log in again');
+    const { record, parent } = session;
+    return {
+      role: record.role,
+      owner: record.owner,
+      name: session.name,
+      via: 'session',
+      tokenId: record.id,
+      expiresAt: record.expiresAt,
+      identity: parent === 'jwt' ? `jwt:${session.name}` : `token:${parent}`,
+    };
   }
 
   private async fromJwt(jwt: string): Promise<Principal> {
@@ -86,11 +116,25 @@ export class Authenticator {
     if (typeof role !== 'string' || !TOKEN_ROLES.includes(role as TokenRole))
       throw new AccessError('UNAUTHENTICATED', `the JWT has no valid role claim (${TOKEN_ROLES.join(', ')})`);
     if (role === 'user' && (typeof owner !== 'string' || owner.length === 0)) throw new AccessError('UNAUTHENTICATED', 'a user JWT needs an owner claim');
-    return { role: role as TokenRole, owner: role === 'user' ? (owner as string) : null, name: String(payload.sub ?? 'jwt'), via: 'jwt' };
+    return {
+      role: role as TokenRole,
+      owner: role === 'user' ? (owner as string) : null,
+      name: String(payload.sub ?? 'jwt'),
+      via: 'jwt',
+      tokenId: null,
+      expiresAt: typeof payload.exp === 'number' ? new Date(payload.exp * 1000) : null,
+      identity: `jwt:${String(payload.sub ?? 'jwt')}`,
+    };
   }
 }
 
-/** Failed authentications per client address in a fixed window; over the limit every request from it answers 429. */
+/**
+ * Failed authentications per client address in a fixed window. Only failures
+ * are throttled: a valid credential always passes, so nobody (a page on
+ * another origin making an operator's browser send bad requests, or clients
+ * sharing one proxy address) can lock a valid caller out. Over the limit, a
+ * failure answers 429 instead of 401.
+ */
 export class FailureLimiter {
   private readonly windows = new Map<string, { count: number; resetAt: number }>();
 
@@ -99,7 +143,28 @@ export class FailureLimiter {
     private readonly windowMs: number,
   ) {}
 
-  /** Seconds to wait when this address is blocked, else 0. */
+  /**
+   * Runs one authentication attempt for `address`: its success is returned
+   * whatever the count; a wrong credential (UNAUTHENTICATED) is counted, or
+   * answers RATE_LIMITED (with Retry-After) once the address is over the limit.
+   * Anything else (a cross-site refusal, no credential at all) is not counted.
+   */
+  async attempt<T>(address: string, reply: FastifyReply, authenticate: () => Promise<T>, counts: () => boolean = () => true): Promise<T> {
+    try {
+      return await authenticate();
+    } catch (error) {
+      if (!(error instanceof AccessError) || error.code !== 'UNAUTHENTICATED' || !counts()) throw error;
+      const blocked = this.blockedFor(address);
+      if (blocked > 0) {
+        reply.header('retry-after', String(blocked));
+        throw new AccessError('RATE_LIMITED', `too many failed authentications from this address: retry in ${blocked} s`);
+      }
+      this.recordFailure(address);
+      throw error;
+    }
+  }
+
+  /** Seconds to wait when this address is over the limit, else 0. */
   blockedFor(address: string): number {
     const entry = this.windows.get(address);
     if (!entry) return 0;

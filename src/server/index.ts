@@ -18,7 +18,7 @@ import { adminOpsRoutes } from './admin-ops-routes.js';
 import { adminRoutes } from './admin-routes.js';
 import { scheduleRoutes } from './schedule-routes.js';
 import { buildApp } from './app.js';
-import { Authenticator } from './auth.js';
+import { Authenticator, FailureLimiter } from './auth.js';
 import { checkServerOptions, resolveSse, type ServerOptions } from './options.js';
 import { probeRoutes } from './probe-routes.js';
 import type { RouteContext } from './routes.js';
@@ -77,17 +77,27 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
   const sse = resolveSse(options.sse);
   const streams = new SseStreams(sse);
   let started = false;
-  const context: RouteContext = { client, worker, metrics, events, sse, backlogThreshold: options.backlogThreshold ?? 1000, started: () => started };
+  const context: RouteContext = {
+    client,
+    worker,
+    metrics,
+    events,
+    sse,
+    backlogThreshold: options.backlogThreshold ?? 1000,
+    healthDetails: options.healthDetails ?? 'when-authorized',
+    started: () => started,
+  };
   const authenticator = new Authenticator(client.tokens, options.jwt);
+  const limiter = new FailureLimiter(options.failedAuthLimit?.max ?? 20, options.failedAuthLimit?.windowMs ?? 60_000);
   const routes = [
     ...userRoutes(streams),
     ...adminRoutes(),
     ...adminOpsRoutes(),
     ...scheduleRoutes(),
     ...probeRoutes({ publicMetrics: options.publicMetrics ?? false }),
-    ...dashboardRoutes({ authenticator }),
+    ...dashboardRoutes({ authenticator, limiter }),
   ];
-  const app = await buildApp({ options, context, routes, authenticator });
+  const app = await buildApp({ options, context, routes, authenticator, limiter });
   // Best effort: a database not reachable yet must not keep the server from starting.
   const payloadWarning = await client.payloadLimitWarning().catch(() => null);
   if (payloadWarning) app.log.warn({ errorCode: ErrorCode.PAYLOAD_TOO_LARGE }, payloadWarning);

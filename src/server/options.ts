@@ -54,18 +54,31 @@ export interface ServerOptions {
   corsOrigins?: readonly string[];
   /** pino logger options, or false. Default { level: 'info' }. Request ids are in every line. */
   logger?: FastifyServerOptions['logger'];
-  /** Trust X-Forwarded-* from a proxy (the client address the auth limiter counts). Default false. */
+  /**
+   * Trust X-Forwarded-* from a proxy: the client address the failed-authentication throttle counts, and the
+   * scheme and host the dashboard's same-origin check compares. Set it behind a reverse proxy or load balancer
+   * that is the only way in. Default false.
+   */
   trustProxy?: boolean;
+  /**
+   * What the health probes show beyond `{ status }` (worker id, task types, counts, schema version): `never`,
+   * `when-authorized` (to a caller with an operator or admin credential; the default) or `always`.
+   */
+  healthDetails?: HealthDetails;
   /** Prometheus registry to register on. Default a new one. */
   registry?: Registry;
-  /** Server-Sent Events: concurrent streams, poll interval bounds, keep-alive period. */
-  sse?: { maxStreams?: number; minPollMs?: number; maxPollMs?: number; keepAliveMs?: number };
+  /** Server-Sent Events: concurrent streams (in all, and per credential), poll interval bounds, keep-alive period. */
+  sse?: { maxStreams?: number; maxStreamsPerIdentity?: number; minPollMs?: number; maxPollMs?: number; keepAliveMs?: number };
   /** DEGRADED control-plane health above this many QUEUED tasks (seed: 1000). */
   backlogThreshold?: number;
 }
 
+export const HEALTH_DETAILS = ['never', 'when-authorized', 'always'] as const;
+export type HealthDetails = (typeof HEALTH_DETAILS)[number];
+
 export interface ResolvedSse {
   maxStreams: number;
+  maxStreamsPerIdentity: number;
   minPollMs: number;
   maxPollMs: number;
   keepAliveMs: number;
@@ -88,6 +101,7 @@ const KNOWN = [
   'corsOrigins',
   'logger',
   'trustProxy',
+  'healthDetails',
   'registry',
   'sse',
   'backlogThreshold',
@@ -111,6 +125,8 @@ export function checkServerOptions(options: ServerOptions): void {
     throw new InvalidOptionsError('Server', 'corsOrigins', 'must be a list of origins such as https://ops.example.com');
   }
   if (options.jwt !== undefined) checkJwtOptions(options.jwt);
+  if (options.healthDetails !== undefined && !HEALTH_DETAILS.includes(options.healthDetails))
+    throw new InvalidOptionsError('Server', 'healthDetails', `must be one of ${HEALTH_DETAILS.join(', ')}, got ${JSON.stringify(options.healthDetails)}`);
   resolveSse(options.sse);
 }
 
@@ -123,14 +139,16 @@ function checkJwtOptions(jwt: JwtOptions): void {
 }
 
 export function resolveSse(sse: ServerOptions['sse'] = {}): ResolvedSse {
-  checkKnownKeys('Server.sse', sse, ['maxStreams', 'minPollMs', 'maxPollMs', 'keepAliveMs']);
+  checkKnownKeys('Server.sse', sse, ['maxStreams', 'maxStreamsPerIdentity', 'minPollMs', 'maxPollMs', 'keepAliveMs']);
   const resolved = {
     maxStreams: sse.maxStreams ?? 1000,
+    maxStreamsPerIdentity: sse.maxStreamsPerIdentity ?? 20,
     minPollMs: sse.minPollMs ?? 100,
     maxPollMs: sse.maxPollMs ?? 2000,
     keepAliveMs: sse.keepAliveMs ?? 15_000,
   };
   checkInteger('Server', 'sse.maxStreams', resolved.maxStreams, { min: 1 });
+  checkInteger('Server', 'sse.maxStreamsPerIdentity', resolved.maxStreamsPerIdentity, { min: 1 });
   checkInteger('Server', 'sse.minPollMs', resolved.minPollMs, { min: 10 });
   checkInteger('Server', 'sse.maxPollMs', resolved.maxPollMs, { min: resolved.minPollMs });
   checkInteger('Server', 'sse.keepAliveMs', resolved.keepAliveMs, { min: 1000 });

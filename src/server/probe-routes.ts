@@ -4,10 +4,10 @@
  * /actuator/health/asyncTaskWorker, metric look-ups /actuator/metrics/<name>
  * and Prometheus text. Probes answer 503 when DOWN, 200 when UP or DEGRADED.
  */
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { controlPlaneHealth, workerHealth, worstStatus, type HealthReport } from '../observe/health.js';
-import type { Access, RouteContext, RouteSpec } from './routes.js';
+import { ROLES_BY_ACCESS, type Access, type RouteContext, type RouteSpec } from './routes.js';
 import { lookUpMetric, metricNames } from './metric-lookup.js';
 
 const eventLoop = monitorEventLoopDelay({ resolution: 20 });
@@ -15,8 +15,18 @@ eventLoop.enable();
 const startedAt = Date.now();
 const tags = ['probes'];
 
-function send(reply: FastifyReply, report: { status: string }): FastifyReply {
-  return reply.code(report.status === 'DOWN' ? 503 : 200).send(report);
+/**
+ * The whole report, or only `{ status }`: details (worker ids, task types, counts by status, the schema
+ * version) are for operators (option healthDetails, as Spring Boot's show-details=when-authorized).
+ */
+function send(request: FastifyRequest, reply: FastifyReply, context: RouteContext, report: { status: string }): FastifyReply {
+  return reply.code(report.status === 'DOWN' ? 503 : 200).send(showsDetails(request, context) ? report : { status: report.status });
+}
+
+function showsDetails(request: FastifyRequest, context: RouteContext): boolean {
+  if (context.healthDetails !== 'when-authorized') return context.healthDetails === 'always';
+  const role = request.principal?.role;
+  return role !== undefined && ROLES_BY_ACCESS.operator.includes(role);
 }
 
 function liveness(): HealthReport<{ uptimeSeconds: number; eventLoopDelayP99Ms: number }> {
@@ -60,9 +70,10 @@ export function probeRoutes(options: { publicMetrics: boolean }): RouteSpec[] {
     method: 'GET',
     url,
     access: 'public',
+    identify: true,
     tags,
-    summary,
-    handler: async (_request, reply, context) => send(reply, await check(context)),
+    summary: `${summary}. Details for an operator or admin credential (option healthDetails), else { status } only`,
+    handler: async (request, reply, context) => send(request, reply, context, await check(context)),
   });
   return [
     probe('/actuator/health', 'Aggregate health: database, worker, process', async (context) => {

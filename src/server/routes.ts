@@ -9,7 +9,7 @@ import type { TaskLeaseClient } from '../client/client.js';
 import type { TaskleaseMetrics } from '../observe/metrics.js';
 import type { Worker } from '../worker/worker.js';
 import type { Principal } from './auth.js';
-import type { ResolvedSse } from './options.js';
+import type { HealthDetails, ResolvedSse } from './options.js';
 import type { TaskEventHub } from './task-events.js';
 
 /**
@@ -31,6 +31,7 @@ export interface RouteContext {
   events: TaskEventHub;
   sse: ResolvedSse;
   backlogThreshold: number;
+  healthDetails: HealthDetails;
   /** Set once migrations (when asked for) and the worker have started. */
   started: () => boolean;
 }
@@ -41,6 +42,8 @@ export interface RouteSpec {
   access: Access;
   /** Takes a task id in `:id`: for a user, another owner's task answers 404 like a missing one. */
   ownTask?: boolean;
+  /** A public route that still identifies a caller who sends a credential (a wrong one leaves it anonymous). */
+  identify?: boolean;
   summary: string;
   tags: string[];
   schema?: Omit<FastifySchema, 'summary' | 'tags' | 'security'>;

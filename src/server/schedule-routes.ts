@@ -32,7 +32,7 @@ const scheduleBody = {
     payload: { description: 'The payload of every task it submits' },
     priority: { type: 'integer', minimum: -1000, maximum: 1000 },
     maxAttempts: { type: 'integer', minimum: 1, maximum: 100 },
-    owner: { anyOf: [{ type: 'string', minLength: 1, maxLength: 255 }, { type: 'null' }] },
+    owner: { type: ['string', 'null'], minLength: 1, maxLength: 255 },
     catchUp: { type: 'integer', minimum: 0, maximum: MAX_CATCH_UP, description: 'Missed ticks run besides the newest after a downtime' },
     enabled: { type: 'boolean', description: 'Left out: a new schedule is enabled, an existing one keeps its state' },
   },

@@ -13,18 +13,38 @@ import { scopeOwner, type Scope } from '../core/scope.js';
 import { isTerminal, type TaskStatus } from '../core/status.js';
 import type { Task } from '../core/task.js';
 import type { ResolvedSse } from './options.js';
+import { taskView } from './task-view.js';
 import type { TaskEventHub, TaskSignal } from './task-events.js';
 
 const ACTIVE: readonly TaskStatus[] = ['QUEUED', 'RUNNING', 'RETRY_WAIT', 'PAUSED', 'CANCEL_REQUESTED'];
 
 export class SseStreams {
   private readonly open = new Set<SseStream>();
+  /** Open streams per identity (Principal.identity): one caller cannot take every stream the server has. */
+  private readonly perIdentity = new Map<string, number>();
   constructor(private readonly options: ResolvedSse) {}
 
   start(request: FastifyRequest, reply: FastifyReply): SseStream {
     if (this.open.size >= this.options.maxStreams)
       throw new AccessError('RATE_LIMITED', `the server has ${this.open.size} open streams, its limit: retry later`);
-    const stream = new SseStream(request, reply, this.options.keepAliveMs, () => this.open.delete(stream));
+    const principal = request.principal;
+    const identity = principal?.identity ?? 'anonymous';
+    const mine = this.perIdentity.get(identity) ?? 0;
+    if (mine >= this.options.maxStreamsPerIdentity)
+      throw new AccessError('RATE_LIMITED', `this credential has ${mine} open streams, its limit (sse.maxStreamsPerIdentity): close one first`);
+    this.perIdentity.set(identity, mine + 1);
+    const stream = new SseStream(
+      request,
+      reply,
+      this.options.keepAliveMs,
+      (task) => taskView(principal, task),
+      () => {
+        this.open.delete(stream);
+        const left = (this.perIdentity.get(identity) ?? 1) - 1;
+        if (left > 0) this.perIdentity.set(identity, left);
+        else this.perIdentity.delete(identity);
+      },
+    );
     this.open.add(stream);
     return stream;
   }
@@ -48,6 +68,7 @@ export class SseStream {
     request: FastifyRequest,
     private readonly reply: FastifyReply,
     keepAliveMs: number,
+    private readonly view: (task: Task) => object,
     private readonly onEnd: () => void,
   ) {
     reply.hijack();
@@ -66,6 +87,11 @@ export class SseStream {
 
   send(event: string, data: unknown): void {
     this.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /** A `task` event, as much of the task as the caller may see. */
+  sendTask(task: Task): void {
+    this.send('task', this.view(task));
   }
 
   /** Resolves after `ms`, or sooner when woken or closed. */
@@ -126,7 +152,7 @@ export async function streamTask(stream: SseStream, deps: StreamDeps, id: string
       if (task) {
         const current = signature(task);
         poller.changed(current !== last);
-        if (current !== last) stream.send('task', task);
+        if (current !== last) stream.sendTask(task);
         last = current;
         if (isTerminal(task.status)) {
           stream.send('end', { id, status: task.status });
@@ -169,14 +195,14 @@ async function publishChanges(stream: SseStream, client: TaskLeaseClient, scope:
     const current = signature(task);
     if (seen.get(task.id) === current) continue;
     changed = true;
-    stream.send('task', task);
+    stream.sendTask(task);
     seen.set(task.id, current);
   }
   for (const id of [...seen.keys()].filter((known) => !now.has(known))) {
     seen.delete(id);
     const task = await client.get(id, { scope });
     changed = true;
-    if (task) stream.send('task', task);
+    if (task) stream.sendTask(task);
     stream.send('end', { id, status: task?.status ?? null });
   }
   return changed;

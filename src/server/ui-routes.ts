@@ -7,11 +7,11 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AccessError, NotFoundError } from '../core/errors.js';
-import { FailureLimiter, type Authenticator, type Principal } from './auth.js';
+import { NotFoundError } from '../core/errors.js';
+import type { Authenticator, FailureLimiter, Principal } from './auth.js';
 import { ADMIN_PREFIX } from './admin-routes.js';
 import { ok, principalOf, type RouteSpec } from './routes.js';
-import { assertSameOrigin, clearSession, setSession } from './ui-session.js';
+import { assertSameOrigin, clearSession, readCookie, SESSION_COOKIE, SESSION_MAX_AGE_SECONDS, setSession } from './ui-session.js';
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -80,8 +80,7 @@ function staticRoutes(root: string): RouteSpec[] {
   ];
 }
 
-function sessionRoutes(authenticator: Authenticator): RouteSpec[] {
-  const limiter = new FailureLimiter(20, 60_000);
+function sessionRoutes(authenticator: Authenticator, limiter: FailureLimiter): RouteSpec[] {
   const tags = ['dashboard'];
   return [
     {
@@ -93,22 +92,15 @@ function sessionRoutes(authenticator: Authenticator): RouteSpec[] {
       schema: {
         body: { type: 'object', required: ['token'], additionalProperties: false, properties: { token: { type: 'string', minLength: 1, maxLength: 4096 } } },
       },
-      async handler(request, reply) {
+      async handler(request, reply, { client }) {
         assertSameOrigin(request);
-        const blocked = limiter.blockedFor(request.ip);
-        if (blocked > 0) {
-          reply.header('retry-after', String(blocked));
-          throw new AccessError('RATE_LIMITED', `too many failed logins from this address: retry in ${blocked} s`);
-        }
         const { token } = request.body as { token: string };
-        let principal: Principal;
-        try {
-          principal = await authenticator.verifyCredential(token.trim());
-        } catch (error) {
-          limiter.recordFailure(request.ip);
-          throw error;
-        }
-        setSession(request, reply, token.trim());
+        const principal = await limiter.attempt(request.ip, reply, () => authenticator.verifyCredential(token.trim()));
+        const now = Date.now();
+        const credentialLeft = principal.expiresAt ? Math.floor((principal.expiresAt.getTime() - now) / 1000) : Infinity;
+        const maxAgeSeconds = Math.max(1, Math.min(SESSION_MAX_AGE_SECONDS, credentialLeft));
+        const { sessionId } = await client.tokens.startSession({ ...principal, expiresAt: new Date(now + maxAgeSeconds * 1000) });
+        setSession(request, reply, sessionId, maxAgeSeconds);
         return whoIs(principal);
       },
     },
@@ -125,9 +117,11 @@ function sessionRoutes(authenticator: Authenticator): RouteSpec[] {
       url: '/api/v1/session',
       access: 'public',
       tags,
-      summary: 'Log out: clears the session cookie',
-      async handler(request, reply) {
+      summary: 'Log out: ends the session on the server and clears its cookie',
+      async handler(request, reply, { client }) {
         assertSameOrigin(request);
+        const sessionId = readCookie(request, SESSION_COOKIE);
+        if (sessionId) await client.tokens.endSession(sessionId);
         clearSession(request, reply);
         return { loggedOut: true };
       },
@@ -135,10 +129,10 @@ function sessionRoutes(authenticator: Authenticator): RouteSpec[] {
   ];
 }
 
-export function dashboardRoutes(options: { authenticator: Authenticator; uiDir?: string }): RouteSpec[] {
+export function dashboardRoutes(options: { authenticator: Authenticator; limiter: FailureLimiter; uiDir?: string }): RouteSpec[] {
   return [
     ...staticRoutes(options.uiDir ?? builtUiDir()),
-    ...sessionRoutes(options.authenticator),
+    ...sessionRoutes(options.authenticator, options.limiter),
     {
       method: 'GET',
       url: `${ADMIN_PREFIX}/stats`,

@@ -1,21 +1,22 @@
 /**
- * The dashboard's session: after a login (POST /api/v1/session) the browser
- * holds the API token (or JWT) it logged in with in an HttpOnly,
- * SameSite=Strict cookie, and the server verifies it on every request exactly
- * like a Bearer header (client.tokens.verify, with its 5 s cache). Why the
- * token itself and not a session id: no session table and no signing key to
- * share between servers, a revoke ends the session at once, and page scripts
- * never see the token (HttpOnly).
+ * The dashboard's session: a login (POST /api/v1/session) checks the API
+ * token (or JWT) once and starts a session (client.tokens.startSession): a
+ * row beside the API tokens, so every server behind a balancer knows it. The
+ * browser holds only the session's random id, in an HttpOnly,
+ * SameSite=Strict cookie; the server checks it on every request (with the
+ * tokens' 5 s cache). Logout ends the session on the server, and revoking the
+ * token logged in with ends its sessions. A session lasts 12 h at most, and
+ * never longer than the credential it was started with.
  *
  * Cross-site requests: SameSite=Strict keeps the cookie off them, and a
- * state-changing request that arrives with the cookie must also come from
- * this origin (Sec-Fetch-Site, else Origin), or it is refused with 403.
+ * state-changing request that arrives with the cookie must also show it comes
+ * from this origin (assertSameOrigin), or it is refused with 403.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AccessError } from '../core/errors.js';
 
 export const SESSION_COOKIE = 'tasklease_session';
-/** The browser forgets the session after this; the token may live longer. */
+/** A session ends after this (sooner when its credential expires sooner). */
 export const SESSION_MAX_AGE_SECONDS = 12 * 3600;
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -37,22 +38,29 @@ export function readCookie(request: FastifyRequest, name: string): string | null
 }
 
 /**
- * Refuses a request a browser sent from another site. A request with neither
- * header did not come from a browser page, so it carries no ambient cookie
- * the attacker could borrow.
+ * Refuses a state-changing request unless it shows it came from this origin:
+ * `Sec-Fetch-Site: same-origin`, or (browsers send Sec-Fetch-* only over
+ * https and on localhost) no Sec-Fetch-Site and an `Origin` that is this
+ * server. `Sec-Fetch-Site: none` (typed in, a bookmark), another site, or
+ * neither header is refused: nothing proves such a request came from the
+ * dashboard, and the cookie rides along on it.
  */
 export function assertSameOrigin(request: FastifyRequest): void {
   const fetchSite = request.headers['sec-fetch-site'];
-  if (typeof fetchSite === 'string' && fetchSite !== 'same-origin' && fetchSite !== 'none') {
-    throw new AccessError('FORBIDDEN', `cross-site request refused (Sec-Fetch-Site: ${fetchSite})`);
-  }
   const origin = request.headers.origin;
-  if (typeof origin === 'string' && origin !== `${request.protocol}://${request.host}`) {
-    throw new AccessError('FORBIDDEN', `cross-site request refused (Origin ${origin} is not this server)`);
+  if (fetchSite !== undefined && fetchSite !== 'same-origin') {
+    throw new AccessError('FORBIDDEN', `cross-site request refused (Sec-Fetch-Site: ${String(fetchSite)})`);
+  }
+  if (origin === undefined) {
+    if (fetchSite === undefined) throw new AccessError('FORBIDDEN', 'cross-site request refused (neither Sec-Fetch-Site nor Origin was sent)');
+    return;
+  }
+  if (origin !== `${request.protocol}://${request.host}`) {
+    throw new AccessError('FORBIDDEN', `cross-site request refused (Origin ${String(origin)} is not this server)`);
   }
 }
 
-/** The session cookie's credential, or null without one; a state-changing request must be same-origin. */
+/** The session cookie's session id, or null without one; a state-changing request must be same-origin. */
 export function sessionCredential(request: FastifyRequest): string | null {
   const credential = readCookie(request, SESSION_COOKIE);
   if (credential === null || credential.length === 0) return null;
@@ -65,8 +73,8 @@ function cookieAttributes(request: FastifyRequest, maxAge: number): string {
   return `Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${request.protocol === 'https' ? '; Secure' : ''}`;
 }
 
-export function setSession(request: FastifyRequest, reply: FastifyReply, credential: string): void {
-  reply.header('set-cookie', `${SESSION_COOKIE}=${encodeURIComponent(credential)}; ${cookieAttributes(request, SESSION_MAX_AGE_SECONDS)}`);
+export function setSession(request: FastifyRequest, reply: FastifyReply, sessionId: string, maxAgeSeconds: number): void {
+  reply.header('set-cookie', `${SESSION_COOKIE}=${encodeURIComponent(sessionId)}; ${cookieAttributes(request, maxAgeSeconds)}`);
 }
 
 export function clearSession(request: FastifyRequest, reply: FastifyReply): void {

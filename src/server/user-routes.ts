@@ -6,11 +6,13 @@
 import type { FastifyRequest } from 'fastify';
 import { AccessError, ErrorCode, NotFoundError, ValidationError, WaitError } from '../core/errors.js';
 import type { TaskStatus } from '../core/status.js';
+import type { Task } from '../core/task.js';
 import type { SubmitRequest } from '../client/submit.js';
 import { principalOf, type RouteSpec } from './routes.js';
 import { scopeOf } from './auth.js';
 import { idParams, listQuery, MAX_SUBMIT_BATCH, submitRequest, waitQuery } from './schemas.js';
 import { streamMyTasks, streamTask, type SseStreams } from './sse.js';
+import { taskView } from './task-view.js';
 
 type SubmitBody = Omit<SubmitRequest, 'availableAt' | 'deadlineAt'> & { availableAt?: string; deadlineAt?: string };
 
@@ -30,6 +32,7 @@ function toSubmitRequest(request: FastifyRequest, body: SubmitBody): SubmitReque
 }
 
 const id = (request: FastifyRequest): string => (request.params as { id: string }).id;
+const view = (request: FastifyRequest, task: Task) => taskView(principalOf(request), task);
 const scope = (request: FastifyRequest) => ({ scope: scopeOf(principalOf(request)) });
 const tags = ['tasks'];
 
@@ -44,7 +47,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
       schema: { body: submitRequest },
       async handler(request, reply, { client }) {
         const [result] = await client.submitMany([toSubmitRequest(request, request.body as SubmitBody)]);
-        return reply.code(202).send(result);
+        return reply.code(202).send({ ...result!, task: view(request, result!.task) });
       },
     },
     {
@@ -63,7 +66,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
       },
       async handler(request, reply, { client }) {
         const results = await client.submitMany((request.body as { tasks: SubmitBody[] }).tasks.map((task) => toSubmitRequest(request, task)));
-        return reply.code(202).send({ results });
+        return reply.code(202).send({ results: results.map((result) => ({ ...result, task: view(request, result.task) })) });
       },
     },
     {
@@ -85,7 +88,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
           cursor?: string;
         };
         if (q.owner !== undefined && principalOf(request).role === 'user') throw new ValidationError('a user lists its own tasks: leave owner out', 'owner');
-        return client.list({
+        const page = await client.list({
           ...scope(request),
           limit: q.limit,
           ...(q.type ? { taskType: q.type } : {}),
@@ -96,6 +99,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
           ...(q.createdAfter ? { createdAfter: new Date(q.createdAfter) } : {}),
           ...(q.createdBefore ? { createdBefore: new Date(q.createdBefore) } : {}),
         });
+        return { ...page, tasks: page.tasks.map((task) => view(request, task)) };
       },
     },
     {
@@ -107,7 +111,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
       tags,
       schema: { params: idParams },
       async handler(request, _reply, { client }) {
-        return client.get(id(request), scope(request)).then((task) => task ?? notFound(id(request)));
+        return view(request, (await client.get(id(request), scope(request))) ?? notFound(id(request)));
       },
     },
     {
@@ -163,10 +167,10 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
         const onClose = (): void => hangUp.abort();
         reply.raw.on('close', onClose);
         try {
-          return { finished: true, task: await client.waitFor(id(request), { ...scope(request), timeoutMs, signal: hangUp.signal }) };
+          return { finished: true, task: view(request, await client.waitFor(id(request), { ...scope(request), timeoutMs, signal: hangUp.signal })) };
         } catch (error) {
           if (!(error instanceof WaitError) || error.code !== ErrorCode.WAIT_TIMEOUT) throw error;
-          return { finished: false, task: (await client.get(id(request), scope(request))) ?? notFound(id(request)) };
+          return { finished: false, task: view(request, (await client.get(id(request), scope(request))) ?? notFound(id(request))) };
         } finally {
           reply.raw.off('close', onClose);
         }

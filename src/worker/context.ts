@@ -7,6 +7,7 @@ import type { TaskContext } from '../core/context.js';
 import type { TaskResult } from '../core/definition.js';
 import type { TaskAbortedError } from '../core/errors.js';
 import type { Task, TaskProgress } from '../core/task.js';
+import { replaceNul } from '../core/text.js';
 
 /** What a context needs of its execution's abort state; the AbortSignal itself is made only when a handler asks for it. */
 export interface AbortSource {
@@ -72,6 +73,7 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
   reportProgress(progress: Partial<TaskProgress>): void {
     const base = this.latest ?? { total: 0, processed: 0, succeeded: 0, failed: 0, skipped: 0, message: null };
     this.latest = { ...base, ...progress };
+    if (typeof this.latest.message === 'string') this.latest.message = replaceNul(this.latest.message);
     const now = this.options.clock.now();
     const dueByTime = now - this.lastFlushAt >= this.options.flushIntervalMs;
     const dueByCount = this.latest.processed - this.lastFlushedProcessed >= this.options.flushThreshold;

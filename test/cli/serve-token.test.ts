@@ -77,6 +77,28 @@ describe('tasklease start, serve and token', () => {
     expect(await server.exited).toBe(0);
   });
 
+  it("serve takes the probes' detail level from --health-details or TASKLEASE_HEALTH_DETAILS, and refuses an unknown one", async () => {
+    const liveness = async (extraEnv: Record<string, string>, flags: string[]) => {
+      const server = background(['serve', '--port', '0', '--json', ...flags], extraEnv);
+      const { url } = await waitFor(
+        () => (server.output().stdout.includes('}') ? (JSON.parse(server.output().stdout) as { url: string }) : null),
+        'the server to print its URL',
+        30_000,
+      );
+      const body = (await (await fetch(`${url}/actuator/health/liveness`)).json()) as object;
+      server.stop();
+      expect(await server.exited).toBe(0);
+      return Object.keys(body).sort();
+    };
+    expect(await liveness({}, [])).toEqual(['status']);
+    expect(await liveness({ TASKLEASE_HEALTH_DETAILS: 'always', TASKLEASE_TRUST_PROXY: 'true' }, [])).toEqual(['details', 'status']);
+    expect(await liveness({ TASKLEASE_HEALTH_DETAILS: 'always' }, ['--health-details', 'never'])).toEqual(['status']);
+    const unknown = await cli(['serve', '--port', '0', '--health-details', 'sometimes'], { env, cwd: dir });
+    expect([unknown.code, unknown.stderr]).toEqual([2, expect.stringMatching(/never, when-authorized, always/)]);
+    const badEnv = await cli(['serve', '--port', '0'], { env: { ...env, TASKLEASE_HEALTH_DETAILS: 'sometimes' }, cwd: dir });
+    expect([badEnv.code, badEnv.stderr]).toEqual([2, expect.stringMatching(/TASKLEASE_HEALTH_DETAILS/)]);
+  });
+
   it('token create, list and revoke; a user token needs an owner', async () => {
     expect((await cli(['migrate'], { env, cwd: dir })).code).toBe(0);
     const created = await cli(['token', 'create', '--name', 'alice app', '--role', 'user', '--owner', 'alice', '--expires-in', '30d', '--json'], {

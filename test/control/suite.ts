@@ -172,6 +172,43 @@ export function runControlSuite(factory: StoreFactory): void {
       expect(await client.policies.list()).toEqual([]);
     });
 
+    it('NUL characters alike on every store: a name holding one is refused, a run-time message keeps U+FFFD in its place', async () => {
+      const NUL = 'a\u0000b';
+      const failing = defineTask({
+        type: 'nul.fail',
+        maxAttempts: 1,
+        execute: (ctx) => {
+          ctx.reportProgress({ total: 1, processed: 0, message: `half${NUL}` });
+          throw new TaskFailure(`boom${NUL}`, { code: 'NUL_TEST', retryable: false });
+        },
+      });
+      const client = createClient({ store, tasks: [failing] });
+      const refusals = [
+        ['owner', async () => client.submit(failing, {}, { owner: NUL })],
+        ['idempotencyKey', async () => client.submit(failing, {}, { idempotencyKey: NUL })],
+        ['traceId', async () => client.submit(failing, {}, { traceId: NUL })],
+        ['owner', async () => client.list({ owner: NUL })],
+        ['owner', async () => client.list({ scope: Scope.owner(NUL) })],
+        ['owner', async () => client.policies.update({ owner: NUL }, { maxConcurrency: 2 })],
+        ['owner', async () => client.schedules.save({ key: 'nul', taskType: 'nul.fail', cron: '0 0 1 1 *', enabled: false, owner: NUL })],
+        ['name', async () => client.tokens.create({ name: NUL, role: 'admin' })],
+        ['owner', async () => client.tokens.create({ name: 'nul', role: 'user', owner: NUL })],
+      ] as const;
+      for (const [field, call] of refusals) await expect(call()).rejects.toMatchObject({ code: 'VALIDATION', field, message: expect.stringMatching(/NUL/) });
+      expect((await client.list({ limit: 1000 })).tasks).toEqual([]);
+      // A payload keeps it: JSON carries it as an escape on every store.
+      const { task: kept } = await client.submit(failing, { s: NUL }, { delayMs: 3_600_000 });
+      expect((await client.get(kept.id))!.payload).toEqual({ s: NUL });
+      await client.requestCancellation(kept.id);
+      const { task } = await client.submit(failing, {});
+      const w = worker([failing], { progressFlushIntervalMs: 0, progressFlushThreshold: 1 });
+      w.start();
+      await waitFor(async () => (await statusOf(task.id)).status === 'FAILED', 'the NUL task FAILED');
+      expect((await statusOf(task.id)).progress?.message).toBe('half' + 'a\uFFFDb');
+      const [letter] = await client.deadLetters.list({ taskType: 'nul.fail' });
+      expect(letter!.errorMessage).toBe('boom' + 'a\uFFFDb');
+    });
+
     it('cancels many, saying why the others were not cancelled', async () => {
       const started = new Set<string>();
       const t = defineTask({

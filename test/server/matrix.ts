@@ -13,6 +13,7 @@ export interface ExampleRequest {
   body?: unknown;
   /** An SSE stream that stays open: the test reads the status and hangs up. */
   stream?: boolean;
+  headers?: Record<string, string>;
 }
 
 type Builder = (running: Running) => Promise<ExampleRequest>;
@@ -130,9 +131,10 @@ export const EXAMPLES: Record<string, Builder> = {
   // The dashboard (src/server/ui-routes.ts): its files, its login session, the stats its overview polls.
   'GET /ui': get('/ui'),
   'GET /ui/*': get('/ui/index.html'),
-  'POST /api/v1/session': async (r) => ({ method: 'POST', path: '/api/v1/session', body: { token: r.tokens.operator } }),
+  // Login and logout come from the dashboard's own origin (a browser sends Origin on them).
+  'POST /api/v1/session': async (r) => ({ method: 'POST', path: '/api/v1/session', body: { token: r.tokens.operator }, headers: { origin: r.url } }),
   'GET /api/v1/session': get('/api/v1/session'),
-  'DELETE /api/v1/session': async () => ({ method: 'DELETE', path: '/api/v1/session' }),
+  'DELETE /api/v1/session': async (r) => ({ method: 'DELETE', path: '/api/v1/session', headers: { origin: r.url } }),
   [`GET ${A}/stats`]: get(`${A}/stats`),
 };
 

@@ -6,6 +6,7 @@ import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helper
 import { describeOnServer } from '../helpers/factory.js';
 import { waitFor } from '../helpers/wait.js';
 import { startTestServer, type Running } from './harness.js';
+import { nullPolicyFieldsStayNull } from './suite.js';
 
 const available = await mysqlAvailable('test/server/mysql.test.ts');
 
@@ -42,12 +43,25 @@ describeOnServer(available, 'MySQL/MariaDB', 'HTTP server on mysql (smoke)', () 
     expect((await running.call('POST', `${ADMIN_PREFIX}/${id}/resume`, { as: 'admin' })).status).toBe(200);
     const now = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.idle', payload: {} } });
     await waitFor(async () => (await running.call('GET', `/api/v1/tasks/${now.body.task.id}`, { as: 'alice' })).body.status === 'SUCCESS', 'the task ran');
-    expect((await running.call('GET', '/actuator/health/readiness')).status).toBe(200);
+    const anonymous = await running.call('GET', '/actuator/health/readiness');
+    expect([anonymous.status, anonymous.body]).toEqual([200, { status: 'UP' }]);
+    expect((await running.call('GET', '/actuator/health/readiness', { as: 'operator' })).body.details.db).toMatchObject({ status: 'UP' });
     const made = await running.call('POST', `${ADMIN_PREFIX}/tokens`, { as: 'admin', body: { name: 'mysql', role: 'operator', expiresInDays: 1 } });
     expect((await running.call('GET', `${ADMIN_PREFIX}/workers`, { token: made.body.data.token })).body.data.length).toBe(1);
     await running.call('DELETE', `${ADMIN_PREFIX}/tokens/${made.body.data.record.id}`, { as: 'admin' });
     expect((await running.call('GET', `${ADMIN_PREFIX}/workers`, { token: made.body.data.token })).status).toBe(401);
     const tokens = await running.call('GET', `${ADMIN_PREFIX}/tokens`, { as: 'admin' });
     expect(tokens.body.data.find((t: { id: string }) => t.id === made.body.data.record.id).revokedAt).not.toBeNull();
+  });
+
+  it('a null policy field means the default on PUT: stored and answered as null, never 0', () => nullPolicyFieldsStayNull(running));
+
+  it('a dashboard session is a row of its own: its cookie works until logout, then never again', async () => {
+    const login = await running.call('POST', '/api/v1/session', { body: { token: running.tokens.operator }, headers: { origin: running.url } });
+    const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+    expect(cookie).toMatch(/^tasklease_session=tls_/);
+    expect((await running.call('GET', '/api/v1/tasks', { headers: { cookie } })).status).toBe(200);
+    expect((await running.call('DELETE', '/api/v1/session', { headers: { cookie, origin: running.url } })).status).toBe(200);
+    expect((await running.call('GET', '/api/v1/tasks', { headers: { cookie } })).status).toBe(401);
   });
 });

@@ -41,7 +41,13 @@ describeOnServer(available, 'PostgreSQL', 'HTTP server on postgres', () => {
     it('readiness and health turn DOWN (503) while the database is unreachable, liveness stays UP, and all return', { timeout: 60_000 }, async () => {
       const url = new URL(PG_URL);
       url.host = `127.0.0.1:${proxy.port}`;
-      const server = await createServer({ databaseUrl: `${url.toString()}?schema=${schema.name}&poolSize=2`, migrate: true, port: 0, logger: false });
+      const server = await createServer({
+        databaseUrl: `${url.toString()}?schema=${schema.name}&poolSize=2`,
+        migrate: true,
+        port: 0,
+        logger: false,
+        healthDetails: 'always', // the token table is as unreachable as the rest: no credential could be checked
+      });
       const base = await server.listen();
       const status = async (path: string) => (await fetch(`${base}${path}`)).status;
       try {

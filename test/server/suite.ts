@@ -10,6 +10,7 @@ import { ROLES_BY_ACCESS } from '../../src/server/routes.js';
 import { ADMIN_PREFIX } from '../../src/server/admin-routes.js';
 import type { Store } from '../../src/store/types.js';
 import { aliceTask, exampleFor, type ExampleRequest } from './matrix.js';
+import { waitFor } from '../helpers/wait.js';
 import { failedTask, gate, sseEvents, startTestServer, type Answer, type Role, type Running } from './harness.js';
 
 export interface ServerSuiteStores {
@@ -22,7 +23,12 @@ export interface ServerSuiteStores {
 const ROLE_OF: Record<Role, 'admin' | 'operator' | 'user'> = { admin: 'admin', operator: 'operator', alice: 'user', bob: 'user' };
 
 async function send(running: Running, request: ExampleRequest, as: Role | null): Promise<Answer> {
-  if (!request.stream) return running.call(request.method, request.path, { as, ...(request.body !== undefined ? { body: request.body } : {}) });
+  if (!request.stream)
+    return running.call(request.method, request.path, {
+      as,
+      ...(request.body !== undefined ? { body: request.body } : {}),
+      ...(request.headers ? { headers: request.headers } : {}),
+    });
   const abort = new AbortController();
   const response = await fetch(`${running.url}${request.path}`, { headers: as ? { authorization: `Bearer ${running.tokens[as]}` } : {}, signal: abort.signal });
   const answer: Answer = { status: response.status, headers: response.headers, body: null, text: '' };
@@ -71,7 +77,11 @@ export function serverSuite(stores: ServerSuiteStores): void {
           const build = exampleFor(rule.method, rule.url)!;
           const name = `${rule.method} ${rule.url}`;
           if (rule.access === 'public') {
-            expectStatus(`${name} without a token`, await send(running, await build(running), null), (s) => s >= 200 && s < 300, '2xx');
+            const open = await send(running, await build(running), null);
+            expectStatus(`${name} without a token`, open, (s) => s >= 200 && s < 300, '2xx');
+            // A probe tells an anonymous caller its status and nothing else (healthDetails: when-authorized).
+            if (rule.url.startsWith('/actuator/health') && JSON.stringify(Object.keys(open.body ?? {})) !== '["status"]')
+              failures.push(`${name} without a token shows ${open.text.slice(0, 120)}`);
             continue;
           }
           const unauthenticated = await send(running, await build(running), null);
@@ -81,6 +91,8 @@ export function serverSuite(stores: ServerSuiteStores): void {
             const allowed = ROLES_BY_ACCESS[rule.access].includes(ROLE_OF[role]);
             const answer = await send(running, await build(running), role);
             expectStatus(`${name} as ${role}`, answer, allowed ? (s) => s >= 200 && s < 300 : (s) => s === 403, allowed ? '2xx' : '403');
+            // A user's view of a task holds neither the lease's owner (a worker's host and pid) nor its token.
+            if (role === 'alice' && /"lease(Owner|Token)"/.test(answer.text)) failures.push(`${name} as alice shows a lease owner or token`);
           }
           if (rule.ownTask) {
             const request = await build(running);
@@ -201,6 +213,65 @@ export function serverSuite(stores: ServerSuiteStores): void {
     });
   });
 
+  describe('what a user sees', () => {
+    it("a user's view of its running task has no lease owner nor lease token; an operator's has both", { timeout: 30_000 }, async () => {
+      const submitted = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.gated', payload: {} } });
+      expect(submitted.body.task).not.toHaveProperty('leaseOwner');
+      const id = submitted.body.task.id;
+      await waitFor(async () => (await running.server.client.get(id))?.leaseToken != null, 'the gated task is leased');
+      const hidden = (task: Record<string, unknown>) => ['leaseOwner', 'leaseToken'].filter((key) => key in task);
+      const events = await fetch(`${running.url}/api/v1/tasks/${id}/events`, { headers: { authorization: `Bearer ${running.tokens.alice}` } });
+      const stream = sseEvents(events);
+      try {
+        const first = await readUntil(stream, (e) => e.event === 'task');
+        expect(hidden(first.data)).toEqual([]);
+        const one = await running.call('GET', `/api/v1/tasks/${id}`, { as: 'alice' });
+        expect([one.body.status, hidden(one.body), one.body.leaseUntil]).toEqual(['RUNNING', [], expect.any(String)]);
+        const listed = await running.call('GET', '/api/v1/tasks?type=test.gated&limit=1000', { as: 'alice' });
+        expect(listed.body.tasks.flatMap(hidden)).toEqual([]);
+        const waited = await running.call('GET', `/api/v1/tasks/${id}/wait?timeoutMs=10`, { as: 'alice' });
+        expect(hidden(waited.body.task)).toEqual([]);
+        const operator = await running.call('GET', `/api/v1/tasks/${id}`, { as: 'operator' });
+        expect([typeof operator.body.leaseOwner, typeof operator.body.leaseToken]).toEqual(['string', 'string']);
+      } finally {
+        for (let step = 0; step < 4; step++) gate.release();
+        await waitFor(async () => (await running.server.client.get(id))?.status === 'SUCCESS', 'the gated task ended');
+        await stream.return(undefined);
+      }
+    });
+
+    it('caps the live streams one credential holds (its dashboard sessions included); others still get theirs', async () => {
+      const capped = await createServer({ store, logger: false, port: 0, sse: { maxStreamsPerIdentity: 2, minPollMs: 20, maxPollMs: 200 } });
+      const url = await capped.listen();
+      const open: AbortController[] = [];
+      const stream = async (headers: Record<string, string>) => {
+        const abort = new AbortController();
+        const response = await fetch(`${url}/api/v1/events`, { headers, signal: abort.signal });
+        if (response.status === 200) open.push(abort);
+        const code = response.status === 200 ? null : ((await response.json()) as { code: string }).code;
+        return { status: response.status, code };
+      };
+      try {
+        const alice = { authorization: `Bearer ${running.tokens.alice}` };
+        expect([(await stream(alice)).status, (await stream(alice)).status]).toEqual([200, 200]);
+        expect(await stream(alice)).toEqual({ status: 429, code: 'RATE_LIMITED' });
+        const login = await fetch(`${url}/api/v1/session`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: url },
+          body: JSON.stringify({ token: running.tokens.alice }),
+        });
+        const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+        expect((await stream({ cookie })).status).toBe(429);
+        expect((await stream({ authorization: `Bearer ${running.tokens.bob}` })).status).toBe(200);
+        open.shift()!.abort();
+        await waitFor(async () => (await stream(alice)).status === 200, "a stream of alice's freed");
+      } finally {
+        for (const abort of open) abort.abort();
+        await capped.close();
+      }
+    });
+  });
+
   describe('the admin API', () => {
     it('cleans archived dead letters older than the retention, never waiting ones', async () => {
       const archived = await failedTask(running);
@@ -223,6 +294,8 @@ export function serverSuite(stores: ServerSuiteStores): void {
       const forbidden = await running.call('POST', `${ADMIN_PREFIX}/dead-letters/clean?retentionDays=0`, { as: 'alice' });
       expect(forbidden.status).toBe(403);
     });
+
+    it('a null policy field means the default on PUT: stored and answered as null, never 0', () => nullPolicyFieldsStayNull(running));
   });
 
   describe('schedules', () => {
@@ -307,8 +380,8 @@ export function serverSuite(stores: ServerSuiteStores): void {
     });
 
     it('expired and revoked tokens, and tokens in the wrong place, answer 401', async () => {
-      const expired = await running.server.client.tokens.create({ name: 'expired', role: 'admin', expiresAt: new Date(Date.now() - 1000) });
-      expect((await running.call('GET', '/api/v1/tasks', { token: expired.token })).status).toBe(401);
+      const expired = await running.server.client.tokens.create({ name: 'expired', role: 'admin', expiresInMs: 1 });
+      await waitFor(async () => (await running.call('GET', '/api/v1/tasks', { token: expired.token })).status === 401, 'the token expired');
       const made = await running.call('POST', `${ADMIN_PREFIX}/tokens`, { as: 'admin', body: { name: 'short-lived', role: 'operator' } });
       expect(made.status).toBe(201);
       expect((await running.call('GET', '/api/v1/tasks', { token: made.body.data.token })).status).toBe(200);
@@ -329,17 +402,79 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(wrong[0]!.body.message).toMatch(/x-api-key are not accepted/);
     });
 
-    it('rate-limits failed authentication per address', async () => {
-      const limited = await createServer({ store, logger: false, port: 0, failedAuthLimit: { max: 3, windowMs: 60_000 } });
+    it('with corsOrigins: a preflight answers, and a refused request carries the CORS and security headers', async () => {
+      const withCors = await createServer({ store, logger: false, port: 0, corsOrigins: ['https://ops.example.com'] });
+      const url = await withCors.listen();
+      try {
+        const origin = { origin: 'https://ops.example.com' };
+        const preflight = await fetch(`${url}/api/v1/tasks`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': 'POST' } });
+        expect([preflight.status, preflight.headers.get('access-control-allow-origin')]).toEqual([204, 'https://ops.example.com']);
+        const refused = await fetch(`${url}/api/v1/tasks`, { headers: origin });
+        expect(refused.status).toBe(401);
+        expect(refused.headers.get('access-control-allow-origin')).toBe('https://ops.example.com');
+        expect(refused.headers.get('x-content-type-options')).toBe('nosniff');
+      } finally {
+        await withCors.close();
+      }
+    });
+
+    it('refuses to create a token whose expiry has already passed, with a typed error', async () => {
+      const past = new Date(Date.now() - 1000);
+      await expect(running.server.client.tokens.create({ name: 'stillborn', role: 'admin', expiresAt: past })).rejects.toMatchObject({
+        name: 'TokenExpiryPastError',
+        code: 'TOKEN_EXPIRY_PAST',
+        field: 'expiresAt',
+      });
+      const answer = await running.call('POST', `${ADMIN_PREFIX}/tokens`, {
+        as: 'admin',
+        body: { name: 'stillborn', role: 'admin', expiresAt: past.toISOString() },
+      });
+      expect([answer.status, answer.body.code, answer.body.field]).toEqual([400, 'TOKEN_EXPIRY_PAST', 'expiresAt']);
+      expect((await running.server.client.tokens.list()).some((t) => t.name === 'stillborn')).toBe(false);
+    });
+
+    it('throttles wrong credentials per address, never a valid one, and counts neither a missing credential nor a cross-site refusal', async () => {
+      const limited = await createServer({ store, logger: false, port: 0, failedAuthLimit: { max: 3, windowMs: 60_000 }, trustProxy: true });
       const url = await limited.listen();
       try {
+        const from = (address: string, headers: Record<string, string> = {}) => ({ headers: { 'x-forwarded-for': address, ...headers } });
+        const wrong = (address: string) => fetch(`${url}/api/v1/tasks`, from(address, { authorization: 'Bearer tl_wrong' }));
+        const login = await fetch(`${url}/api/v1/session`, {
+          method: 'POST',
+          ...from('10.0.0.1', { 'content-type': 'application/json', origin: url }),
+          body: JSON.stringify({ token: running.tokens.admin }),
+        });
+        const cookie = login.headers.get('set-cookie')!.split(';')[0]!;
+        const { task } = await running.server.client.submit('test.idle', {}, { delayMs: 3_600_000 });
+        for (let i = 0; i < 5; i++) {
+          expect((await fetch(`${url}/api/v1/tasks`, from('10.0.0.1'))).status).toBe(401);
+          const crossSite = await fetch(`${url}/api/v1/tasks/${task.id}/cancel`, {
+            method: 'POST',
+            ...from('10.0.0.1', { cookie, origin: 'https://evil.example' }),
+          });
+          expect(crossSite.status).toBe(403);
+        }
         const statuses = [];
-        for (let i = 0; i < 4; i++) statuses.push((await fetch(`${url}/api/v1/tasks`, { headers: { authorization: 'Bearer tl_wrong' } })).status);
+        for (let i = 0; i < 4; i++) statuses.push((await wrong('10.0.0.1')).status);
         expect(statuses).toEqual([401, 401, 401, 429]);
-        const good = await fetch(`${url}/api/v1/tasks`, { headers: { authorization: `Bearer ${running.tokens.admin}` } });
-        expect(good.status).toBe(429);
-        expect(Number(good.headers.get('retry-after'))).toBeGreaterThan(0);
-        expect((await fetch(`${url}/actuator/health/liveness`)).status).toBe(200);
+        const limitedAnswer = await wrong('10.0.0.1');
+        expect([limitedAnswer.status, ((await limitedAnswer.json()) as { code: string }).code]).toEqual([429, 'RATE_LIMITED']);
+        expect(Number(limitedAnswer.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(limitedAnswer.headers.get('x-content-type-options')).toBe('nosniff');
+        // The valid credentials from the same address still pass: a bearer token, the session cookie, a login.
+        expect((await fetch(`${url}/api/v1/tasks`, from('10.0.0.1', { authorization: `Bearer ${running.tokens.admin}` }))).status).toBe(200);
+        expect((await fetch(`${url}/api/v1/tasks`, from('10.0.0.1', { cookie }))).status).toBe(200);
+        const relogin = (token: string) =>
+          fetch(`${url}/api/v1/session`, {
+            method: 'POST',
+            ...from('10.0.0.1', { 'content-type': 'application/json', origin: url }),
+            body: JSON.stringify({ token }),
+          });
+        expect((await relogin(running.tokens.operator)).status).toBe(200);
+        expect((await relogin('tl_wrong')).status).toBe(429);
+        // Another client's failures are its own.
+        expect((await wrong('10.0.0.2')).status).toBe(401);
+        expect((await fetch(`${url}/actuator/health/liveness`, from('10.0.0.1'))).status).toBe(200);
       } finally {
         await limited.close();
       }
@@ -347,8 +482,48 @@ export function serverSuite(stores: ServerSuiteStores): void {
   });
 
   describe('probes, metrics and docs', () => {
+    const PROBES = [
+      '/actuator/health',
+      '/actuator/health/liveness',
+      '/actuator/health/readiness',
+      '/actuator/health/startup',
+      '/actuator/health/asyncTaskWorker',
+    ];
+
+    it('probes show an anonymous caller, a user and a wrong token only their status; an operator or admin the details', async () => {
+      for (const path of PROBES) {
+        const operator = await running.call('GET', path, { as: 'operator' });
+        expect([path, operator.status, Object.keys(operator.body).sort()]).toEqual([path, 200, ['details', 'status']]);
+        expect((await running.call('GET', path, { as: 'admin' })).body.details).toBeDefined();
+        for (const who of [{}, { as: 'alice' as const }, { token: 'tl_wrong' }, { headers: { cookie: 'tasklease_session=tls_forged' } }]) {
+          const answer = await running.call('GET', path, who);
+          expect([path, JSON.stringify(who), answer.status, answer.body]).toEqual([path, JSON.stringify(who), 200, { status: operator.body.status }]);
+        }
+      }
+      const anonymous = await running.call('GET', '/actuator/health');
+      for (const secret of ['worker_id', 'workerId', 'test.idle', 'schemaVersion', 'QUEUED']) expect(anonymous.text).not.toContain(secret);
+    });
+
+    it('healthDetails always shows every caller the details, never shows them to nobody', async () => {
+      for (const [healthDetails, shown] of [
+        ['always', true],
+        ['never', false],
+      ] as const) {
+        const other = await createServer({ store, logger: false, port: 0, healthDetails });
+        const url = await other.listen();
+        try {
+          const read = async (headers: Record<string, string>) => (await (await fetch(`${url}/actuator/health/readiness`, { headers })).json()) as object;
+          expect('details' in (await read({}))).toBe(shown);
+          expect('details' in (await read({ authorization: `Bearer ${running.tokens.admin}` }))).toBe(shown);
+        } finally {
+          await other.close();
+        }
+      }
+      await expect(createServer({ store, logger: false, healthDetails: 'sometimes' as never })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+    });
+
     it("answers the seed's worker document and metric look-ups, Prometheus text and OpenAPI", async () => {
-      const worker = await running.call('GET', '/actuator/health/asyncTaskWorker');
+      const worker = await running.call('GET', '/actuator/health/asyncTaskWorker', { as: 'operator' });
       expect(worker.body).toMatchObject({ status: 'UP', details: { max_concurrency: 8, registered_task_types: ['test.idle', 'test.fail', 'test.gated'] } });
       expect(worker.body.details.utilization).toMatch(/^\d+\.\d\d%$/);
       const types = await running.call('GET', '/actuator/metrics/async.task.registered.types', { as: 'operator' });
@@ -373,6 +548,30 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(docs.headers.get('content-security-policy')).toBeTruthy();
     });
   });
+}
+
+/** PUT with null policy fields (what the dashboard's Save sends for empty fields): null is kept, never coerced to 0. */
+export async function nullPolicyFieldsStayNull(running: Running): Promise<void> {
+  const url = `${ADMIN_PREFIX}/policy/type/test.idle`;
+  const set = await running.call('PUT', url, { as: 'operator', body: { maxConcurrency: 4, maxAttempts: 5, retryBaseDelayMs: 2000 } });
+  expect(set.body.data).toMatchObject({ maxConcurrency: 4, maxAttempts: 5, retryBaseDelayMs: 2000 });
+  // What the dashboard's Save sends with every field left empty.
+  const cleared = await running.call('PUT', url, {
+    as: 'operator',
+    body: { maxConcurrency: null, maxAttempts: null, retryBaseDelayMs: null, enabled: true },
+  });
+  expect(cleared.status).toBe(200);
+  expect(cleared.body.data).toMatchObject({ maxConcurrency: null, maxAttempts: null, retryBaseDelayMs: null, enabled: true });
+  expect(await running.server.client.policies.get('test.idle')).toMatchObject({ maxConcurrency: null, maxAttempts: null, retryBaseDelayMs: null });
+  const global = await running.call('PUT', `${ADMIN_PREFIX}/policy/global`, { as: 'operator', body: { retryBaseDelayMs: null } });
+  expect(global.body.data.retryBaseDelayMs).toBeNull();
+  const zero = await running.call('PUT', url, { as: 'operator', body: { retryBaseDelayMs: 0 } });
+  expect(zero.body.data.retryBaseDelayMs).toBe(0);
+  const owner = await running.call('PUT', `${ADMIN_PREFIX}/policy/owner/alice`, { as: 'operator', body: { maxConcurrency: null } });
+  expect(owner.body.data.maxConcurrency).toBeNull();
+  await running.server.client.policies.reset('test.idle');
+  await running.server.client.policies.reset(null);
+  await running.server.client.policies.reset({ owner: 'alice' });
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -198,6 +198,8 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await holdRow.getByLabel('Max concurrency of ui.hold').fill('2');
       await holdRow.getByRole('button', { name: 'Save' }).click();
       await page.getByRole('status').filter({ hasText: 'Saved the ui.hold policy' }).waitFor();
+      // The fields left empty (placeholder "default") keep the default: null, not 0 (no backoff).
+      expect(await client.policies.get('ui.hold')).toMatchObject({ maxConcurrency: 2, maxAttempts: null, retryBaseDelayMs: null });
       for (let i = 0; i < 8; i++) rig.controls.holds.release(); // the 8 running end; new claims obey the limit
       await holdRow.locator('[data-running]').filter({ hasText: '2 / 2' }).waitFor({ timeout: 15_000 });
       await shoot(page, `${name}-policies`);

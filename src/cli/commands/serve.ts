@@ -11,7 +11,8 @@ import type { Command } from 'commander';
 import { InvalidOptionsError } from '../../core/errors.js';
 import { action, type CliCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
-import { integer, nonEmpty } from '../parse.js';
+import { HEALTH_DETAILS, type HealthDetails } from '../../server/options.js';
+import { integer, nonEmpty, oneOf } from '../parse.js';
 import { loadWorkerModules } from '../task-modules.js';
 
 interface ServeFlags {
@@ -20,6 +21,8 @@ interface ServeFlags {
   worker: boolean;
   publicMetrics?: boolean;
   publicDocs?: boolean;
+  trustProxy?: boolean;
+  healthDetails: HealthDetails;
   printAdminToken?: boolean;
 }
 
@@ -34,7 +37,17 @@ function serveCommand(name: 'serve' | 'start', description: string): CliCommand 
         .option('--port <port>', 'port (env TASKLEASE_PORT; 0 picks a free one)', integer(0, 65_535), Number(ctx.io.env.TASKLEASE_PORT ?? 8080))
         .option('--no-worker', 'serve only; workers run elsewhere (env TASKLEASE_WORKER_ENABLED=false)')
         .option('--public-metrics', 'serve /metrics and /actuator/prometheus without a token')
-        .option('--public-docs', 'serve /docs and /openapi.json without a token');
+        .option('--public-docs', 'serve /docs and /openapi.json without a token')
+        .option(
+          '--trust-proxy',
+          'behind a reverse proxy or load balancer: take the client address and scheme from X-Forwarded-* (env TASKLEASE_TRUST_PROXY=true)',
+        )
+        .option(
+          '--health-details <when>',
+          `what the health probes show beyond their status: ${HEALTH_DETAILS.join(', ')} (to operator and admin credentials) (env TASKLEASE_HEALTH_DETAILS)`,
+          oneOf(HEALTH_DETAILS),
+          ctx.io.env.TASKLEASE_HEALTH_DETAILS ?? 'when-authorized',
+        );
       if (name === 'start') command.option('--print-admin-token', 'create an admin token valid 7 days and print it (shown once)');
       command.action(action(ctx, (modules: string[], flags: ServeFlags) => serve(ctx, name, modules, flags)));
     },
@@ -47,6 +60,14 @@ async function serve(ctx: CommandContext, name: 'serve' | 'start', modules: stri
     throw new InvalidOptionsError('tasklease', 'TASKLEASE_WORKER_ENABLED', `must be true or false, got ${JSON.stringify(enabled)}`);
   }
   const runWorker = flags.worker && enabled !== 'false' && modules.length > 0;
+  const trustProxy = flags.trustProxy === true || envSwitch(ctx, 'TASKLEASE_TRUST_PROXY');
+  if (!HEALTH_DETAILS.includes(flags.healthDetails)) {
+    throw new InvalidOptionsError(
+      'tasklease',
+      'TASKLEASE_HEALTH_DETAILS',
+      `must be one of ${HEALTH_DETAILS.join(', ')}, got ${JSON.stringify(flags.healthDetails)}`,
+    );
+  }
   const { tasks, schedules } = await loadWorkerModules(modules, ctx.io.cwd);
   const store = await ctx.openStore();
   const { startServer } = await import('../../server/index.js');
@@ -59,6 +80,8 @@ async function serve(ctx: CommandContext, name: 'serve' | 'start', modules: stri
     worker: runWorker ? { ...ctx.config().worker, schedules } : false,
     publicMetrics: flags.publicMetrics === true,
     publicDocs: flags.publicDocs === true,
+    trustProxy,
+    healthDetails: flags.healthDetails,
     logger: { level: ctx.config().logLevel },
   });
   const token = flags.printAdminToken
@@ -73,6 +96,14 @@ async function serve(ctx: CommandContext, name: 'serve' | 'start', modules: stri
   );
   await ctx.io.waitForStopSignal();
   await server.close();
+}
+
+/** A true/false environment switch; unset is false. */
+function envSwitch(ctx: CommandContext, name: string): boolean {
+  const value = ctx.io.env[name];
+  if (value !== undefined && value !== 'true' && value !== 'false')
+    throw new InvalidOptionsError('tasklease', name, `must be true or false, got ${JSON.stringify(value)}`);
+  return value === 'true';
 }
 
 export const serveCommands: CliCommand = {
