@@ -95,13 +95,14 @@ export class LeaseKeeper {
    * New leases were taken (their claim confirmed them): make sure a deadline timer runs. A claim that came
    * back late (a slow statement, a busy process) brings leases with less time left than the heartbeat
    * assumes: if the next heartbeat could answer after their local deadline, they are renewed at once, in a
-   * statement of their own (disjoint from any renewal in flight).
+   * statement of their own (disjoint from any renewal in flight). A prompt claim renews nothing extra.
    */
   adopted(executions: readonly Execution[]): void {
     if (this.deadlineTimer === undefined) this.armDeadline();
     const now = this.clock.now();
-    // The next heartbeat comes within two intervals (one is skipped while a renewal is in flight) and takes as long as the last.
-    const confirmedWithin = 2 * this.options.heartbeatIntervalMs + this.lastRenewalMs;
+    // The next heartbeat comes within an interval — two while a renewal is in flight (the tick it overlaps is skipped) —
+    // and takes as long as the last one did.
+    const confirmedWithin = (this.beating ? 2 : 1) * this.options.heartbeatIntervalMs + this.lastRenewalMs;
     const late = executions.filter((execution) => this.deadlineOf(execution) - now < confirmedWithin);
     if (late.length === 0 || this.heartbeatTimer === undefined) return;
     const beat = this.renew(late.map((execution) => execution.lease)).then(
