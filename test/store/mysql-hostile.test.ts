@@ -12,6 +12,8 @@ import { claimParams, newTask } from './fixtures.js';
 
 const available = await mysqlAvailable('test/store/mysql-hostile.test.ts');
 const G = Scope.global();
+/** A NUL is refused in an owner scope (core/text.ts: no store keeps it alike); below the client the store keeps it. */
+const scopeOf = (owner: string): Scope => (owner.includes('\u0000') ? G : Scope.owner(owner));
 
 const HOSTILE = [
   "x'; DROP TABLE system_async_task; --",
@@ -48,12 +50,13 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
     const results = await store.insertTasks({ tasks });
     expect(results.every((r) => r.created)).toBe(true);
     for (const [index, text] of HOSTILE.entries()) {
-      const read = await store.getTask({ id: tasks[index]!.id, scope: Scope.owner(text) });
+      const read = await store.getTask({ id: tasks[index]!.id, scope: scopeOf(text) });
       expect(read).toMatchObject({ taskType: text, owner: text, idempotencyKey: text, traceId: text, payload: { text, lone: '\ud800', nul: '\u0000' } });
       // Binary, NO PAD: 'trailing space ' and 'TRAILING SPACE ' and 'Trailing space' are three types.
       const claimed = await store.claimTasks(claimParams({ taskTypes: [text], limit: 10 }));
       expect(claimed.map((t) => t.id)).toEqual([tasks[index]!.id]);
     }
+    expect(() => Scope.owner('nul\u0000inside')).toThrow(ValidationError);
     const again = await store.insertTasks({ tasks: HOSTILE.map((text) => newTask({ taskType: text, owner: text, idempotencyKey: text })) });
     expect(again.map((r) => r.created)).toEqual(HOSTILE.map(() => false));
     expect(again.map((r) => r.task.id)).toEqual(tasks.map((t) => t.id));
@@ -92,7 +95,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
   it('answers hostile ids, cursors and filters as plain values, and the schema stays intact', async () => {
     for (const text of HOSTILE) {
       expect(await store.getTask({ id: text, scope: G })).toBeNull();
-      expect((await store.listTasks({ scope: Scope.owner(text), taskType: text, cursor: text, limit: 5 })).tasks).toEqual([]);
+      expect((await store.listTasks({ scope: scopeOf(text), taskType: text, cursor: text, limit: 5 })).tasks).toEqual([]);
       expect(await store.changeStatus({ ids: [text], scope: G, from: ['QUEUED'], to: 'PAUSED' })).toEqual([{ id: text, applied: false, status: null }]);
       expect(await store.listFailures({ taskId: text })).toEqual([]);
     }
