@@ -4,12 +4,16 @@
  * started itself (cluster.ts, maria-server.ts; never the shared ones):
  * frozen (SIGSTOP on all its processes), crashed (pg_ctl stop -m immediate;
  * SIGKILL of mariadbd) and restarted, made read-only
- * (default_transaction_read_only; read_only). (Killed connections are a worker case, on every store:
- * worker-cases.ts.)
+ * (default_transaction_read_only; read_only), and cut off from one worker
+ * by a black hole (black-hole.ts: a proxy of ours that stops forwarding and
+ * answering without closing anything) while it stays up for the others.
+ * (Killed connections are a worker case, on every store: worker-cases.ts.)
  */
 import { expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
 import type { ChildWorker } from '../process/harness.js';
+import { Scope } from '../../src/core/scope.js';
+import { BlackHoleProxy } from './black-hole.js';
 import { allTasks } from './invariants.js';
 import { TIMING, type FaultEnvironment } from './environment.js';
 
@@ -40,6 +44,51 @@ export function databaseFaultCases(env: () => FaultEnvironment): void {
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
     await Promise.all([a.stop(), b.stop()]);
   }, 120_000);
+
+  it('black hole between one worker and the server for 4 leases: it aborts its handlers before their leases end, another takes over, its late writes are fenced, it recovers', async () => {
+    const direct = env().server.url;
+    const proxy = await BlackHoleProxy.before(direct);
+    try {
+      const a = env().worker('hole-a', ['work'], { concurrency: 4, recoveryIntervalMs: 0 }, { storeUrl: proxy.address(direct) });
+      await a.until('ready');
+      const ids = await env().submit(
+        'work',
+        Array.from({ length: 4 }, () => ({ mode: 'hold' as const, ms: 600_000, completeAnyway: true, onlyAttempt: 1 })),
+      );
+      await waitFor(async () => (await env().executions('hole-a')) === 4, 'all 4 handlers to run behind the proxy');
+      proxy.swallow();
+      // Nothing a sends from now on reaches the server before release(): every lease it holds ends within leaseMs of this.
+      const swallowedAt = Date.now();
+      // The server is up for everyone else: b sweeps the expired leases and runs the tasks while a hears nothing.
+      const b = env().worker('hole-b', ['work']);
+      await waitFor(
+        async () => (await env().countStatus('SUCCESS')) === 4 && Date.now() - swallowedAt > 4 * TIMING.leaseMs,
+        'b to run the 4 tasks, and the hole to last 4 leases',
+        SETTLE_MS,
+        100,
+      );
+      const aborts = a.events.filter((e) => e.event === 'aborted');
+      expect(aborts.map((e) => e.reason)).toEqual(['LEASE_LOST', 'LEASE_LOST', 'LEASE_LOST', 'LEASE_LOST']);
+      for (const abort of aborts) expect(abort.at! - swallowedAt).toBeLessThan(TIMING.leaseMs);
+      const settled = await Promise.all(ids.map((id) => env().store.getTask({ id, scope: Scope.global() })));
+      expect(settled.map((task) => task!.result)).toEqual(ids.map(() => ({ by: 'hole-b', attempt: 2 })));
+      // The hole closes: what a sent meanwhile (renewals, its handlers' stale completions) reaches the server late.
+      proxy.release();
+      await b.stop();
+      const after = await env().submit(
+        'work',
+        Array.from({ length: 4 }, () => ({ mode: 'sleep' as const, ms: 10 })),
+      );
+      for (const id of after) await a.until('completed', SETTLE_MS, id); // a recovered, unaided
+      expect(await Promise.all(ids.map((id) => env().store.getTask({ id, scope: Scope.global() })))).toEqual(settled); // the late writes changed nothing
+      expect(a.exitCode()).toBeUndefined();
+      expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
+      await a.stop();
+    } finally {
+      proxy.release();
+      await proxy.close();
+    }
+  }, 150_000);
 
   it('database crash under load and restart: every acknowledged enqueue survives, the workers resume unaided', async () => {
     const workers = [env().worker('crash-a', ['work'], { concurrency: 8 }), env().worker('crash-b', ['work'], { concurrency: 8 })];

@@ -25,6 +25,8 @@ const G = Scope.global();
 export interface WorkerExtras {
   poolSize?: number;
   clockSkewMs?: number;
+  /** The store's server at another address (a proxy in front of it: black-hole.ts); the handler tables stay direct. */
+  storeUrl?: string;
 }
 
 export class FaultEnvironment {
@@ -70,7 +72,7 @@ export class FaultEnvironment {
   worker(label: string, types: string[], worker: FaultChildConfig['worker'] = {}, extras: WorkerExtras = {}): ChildWorker {
     const config: FaultChildConfig = {
       label,
-      store: { ...this.target.childStore, poolSize: extras.poolSize },
+      store: { ...this.target.childStore, ...(extras.storeUrl === undefined ? {} : urlOf(this.target.childStore, extras.storeUrl)), poolSize: extras.poolSize },
       handlerDb: this.target.handlerDb,
       types,
       clockSkewMs: extras.clockSkewMs,
@@ -128,6 +130,12 @@ export class FaultEnvironment {
   async close(): Promise<void> {
     await this.target.destroy();
   }
+}
+
+/** The same store at `url` (PostgreSQL `url`, MySQL `uri`; SQLite has no address). */
+function urlOf(store: FaultTarget['childStore'], url: string): { url: string } | { uri: string } {
+  if (store.dialect === 'sqlite') throw new Error('a SQLite store has no address to reach it through');
+  return store.dialect === 'postgres' ? { url } : { uri: url };
 }
 
 export function newTask(type: string, payload: FaultPayload, maxAttempts: number): NewTask {
