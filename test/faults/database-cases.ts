@@ -20,7 +20,7 @@ import { TIMING, type FaultEnvironment } from './environment.js';
 const SETTLE_MS = 90_000;
 
 export function databaseFaultCases(env: () => FaultEnvironment): void {
-  it('B1: a database frozen for 4 leases: the worker aborts its handlers before their leases end, not when the database comes back', async () => {
+  it('B1: a database frozen for 4 leases: the worker aborts its handlers before their leases end, not when the database comes back, then recovers', async () => {
     const a = env().worker('frozen-a', ['work'], { concurrency: 4, recoveryIntervalMs: 0 });
     await a.until('ready');
     await env().submit(
@@ -41,8 +41,15 @@ export function databaseFaultCases(env: () => FaultEnvironment): void {
     for (const abort of aborts) expect(abort.at! - frozenAt).toBeLessThan(TIMING.leaseMs);
     const b = env().worker('frozen-b', ['work']);
     await waitFor(async () => (await env().countStatus('SUCCESS')) === 4, 'the tasks to be run again', SETTLE_MS, 100);
+    // The frozen worker itself recovers, unaided: alone again, it claims and completes new tasks.
+    await b.stop();
+    const after = await env().submit(
+      'work',
+      Array.from({ length: 4 }, () => ({ mode: 'sleep' as const, ms: 10 })),
+    );
+    for (const id of after) await a.until('completed', SETTLE_MS, id);
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
-    await Promise.all([a.stop(), b.stop()]);
+    await a.stop();
   }, 120_000);
 
   it('black hole between one worker and the server for 4 leases: it aborts its handlers before their leases end, another takes over, its late writes are fenced, it recovers', async () => {
