@@ -16,6 +16,7 @@ export class BlackHoleProxy {
   private server: net.Server | null = null;
   private readonly links = new Set<Link>();
   private swallowing = false;
+  private armed: { marker: string; fired: () => void } | null = null;
   port = 0;
 
   constructor(private readonly target: { host: string; port: number }) {}
@@ -37,7 +38,7 @@ export class BlackHoleProxy {
   private async up(): Promise<void> {
     const server = net.createServer((client) => {
       const upstream = net.connect(this.target);
-      const links = [new Link(client, upstream, this.swallowing), new Link(upstream, client, this.swallowing)];
+      const links = [new Link(client, upstream, this.swallowing, (chunk) => this.sent(chunk)), new Link(upstream, client, this.swallowing)];
       for (const link of links) this.links.add(link);
       const end = () => {
         for (const link of links) this.links.delete(link);
@@ -58,6 +59,22 @@ export class BlackHoleProxy {
   swallow(): void {
     this.swallowing = true;
     for (const link of this.links) link.hold();
+  }
+
+  /**
+   * The hole opens right after the first chunk a client sends that contains `marker` has been delivered: the server
+   * runs that statement, and neither its answer nor anything after it gets through (a partition at that exact point).
+   */
+  swallowAfter(marker: string): Promise<void> {
+    return new Promise((fired) => (this.armed = { marker, fired }));
+  }
+
+  private sent(chunk: Buffer): void {
+    if (!this.armed || !chunk.includes(this.armed.marker)) return;
+    const { fired } = this.armed;
+    this.armed = null;
+    this.swallow();
+    fired();
   }
 
   /** The hole closes: what was held is delivered, and traffic flows again. */
@@ -83,11 +100,14 @@ class Link {
     private readonly from: net.Socket,
     private readonly to: net.Socket,
     holding: boolean,
+    /** Called after each chunk forwarded. */
+    forwarded: (chunk: Buffer) => void = () => undefined,
   ) {
     this.held = holding ? [] : null;
     from.on('data', (chunk: Buffer) => {
-      if (this.held) this.held.push(chunk);
-      else to.write(chunk);
+      if (this.held) return void this.held.push(chunk);
+      to.write(chunk);
+      forwarded(chunk);
     });
   }
 
