@@ -15,7 +15,9 @@ import { expect, it } from 'vitest';
 import { ROLES_BY_ACCESS } from '../../src/server/routes.js';
 import { exampleFor, type ExampleRequest } from '../server/matrix.js';
 import { startTestServer, type Answer, type Running } from '../server/harness.js';
+import { waitFor } from '../helpers/wait.js';
 import type { FaultEnvironment } from './environment.js';
+import { allTasks } from './invariants.js';
 
 type Snapshot = Record<string, string[]>;
 
@@ -30,6 +32,23 @@ async function snapshot(env: FaultEnvironment): Promise<Snapshot> {
 /** The tables whose rows differ between two snapshots. */
 function changed(before: Snapshot, after: Snapshot): string[] {
   return [...new Set([...Object.keys(before), ...Object.keys(after)])].filter((table) => JSON.stringify(before[table]) !== JSON.stringify(after[table]));
+}
+
+/**
+ * The server's in-process worker has nothing left to do: no task running and none due. An allowed call before (a
+ * retry, a replay) may have made a task due, which the worker then runs and fails: rows that change on their own.
+ */
+async function quiet(env: FaultEnvironment): Promise<void> {
+  await waitFor(
+    async () => {
+      const now = (await env.store.now()).getTime();
+      const busy = await allTasks(env.store, ['QUEUED', 'RETRY_WAIT', 'RUNNING', 'CANCEL_REQUESTED']);
+      return busy.every((task) => (task.status === 'QUEUED' || task.status === 'RETRY_WAIT') && task.availableAt.getTime() > now);
+    },
+    'the server worker to have nothing running or due',
+    30_000,
+    50,
+  );
 }
 
 interface Refusal {
@@ -76,6 +95,7 @@ export function adminFaultCases(env: () => FaultEnvironment): void {
         }
         // Another owner: on a task of alice's, bob hears 404, as for a task that does not exist.
         if (rule.ownTask) refusals.push({ label: "as bob, on alice's task", token: running.tokens.bob, want: [404] });
+        await quiet(env());
         const before = await snapshot(env());
         for (const refusal of refusals) {
           const answer: Answer = await running.call(request.method, request.path, {
