@@ -9,8 +9,8 @@
  * worker's claim times out on it (NamedLockTimeout, retried): nobody claims,
  * the swept tasks stay QUEUED. The second case opens the hole at exactly
  * that point (right after the statement with GET_LOCK is delivered); the
- * first opens it at once and fails only when it happens to land there (one
- * run in two under load). Moves into database-cases.ts with the fix.
+ * first opens it at once and fails only when it happens to land there (1
+ * run of 4 here, at load 13). Moves into database-cases.ts with the fix.
  */
 import { it } from 'vitest';
 import { blackHoleCase } from '../database-cases.js';
