@@ -16,7 +16,8 @@ export class BlackHoleProxy {
   private server: net.Server | null = null;
   private readonly links = new Set<Link>();
   private swallowing = false;
-  private armed: { marker: string; fired: () => void } | null = null;
+  /** A hole armed to open at a marker: in what the client sends (`sent`) or what the server answers (`answer`). */
+  private readonly armed: Record<'sent' | 'answer', { marker: string; fired: () => void } | null> = { sent: null, answer: null };
   port = 0;
 
   constructor(private readonly target: { host: string; port: number }) {}
@@ -38,7 +39,10 @@ export class BlackHoleProxy {
   private async up(): Promise<void> {
     const server = net.createServer((client) => {
       const upstream = net.connect(this.target);
-      const links = [new Link(client, upstream, this.swallowing, (chunk) => this.sent(chunk)), new Link(upstream, client, this.swallowing)];
+      const links = [
+        new Link(client, upstream, this.swallowing, { after: (chunk) => this.trip('sent', chunk) }),
+        new Link(upstream, client, this.swallowing, { before: (chunk) => this.trip('answer', chunk) }),
+      ];
       for (const link of links) this.links.add(link);
       const end = () => {
         for (const link of links) this.links.delete(link);
@@ -66,15 +70,23 @@ export class BlackHoleProxy {
    * runs that statement, and neither its answer nor anything after it gets through (a partition at that exact point).
    */
   swallowAfter(marker: string): Promise<void> {
-    return new Promise((fired) => (this.armed = { marker, fired }));
+    return new Promise((fired) => (this.armed.sent = { marker, fired }));
   }
 
-  private sent(chunk: Buffer): void {
-    if (!this.armed || !chunk.includes(this.armed.marker)) return;
-    const { fired } = this.armed;
-    this.armed = null;
+  /**
+   * The hole opens as the first answer from the server that contains `marker` arrives, holding that answer too: the
+   * server did the work (a claim committed) and the client hears nothing of it until release().
+   */
+  swallowReplyWith(marker: string): Promise<void> {
+    return new Promise((fired) => (this.armed.answer = { marker, fired }));
+  }
+
+  private trip(direction: 'sent' | 'answer', chunk: Buffer): void {
+    const armed = this.armed[direction];
+    if (!armed || !chunk.includes(armed.marker)) return;
+    this.armed[direction] = null;
     this.swallow();
-    fired();
+    armed.fired();
   }
 
   /** The hole closes: what was held is delivered, and traffic flows again. */
@@ -100,14 +112,15 @@ class Link {
     private readonly from: net.Socket,
     private readonly to: net.Socket,
     holding: boolean,
-    /** Called after each chunk forwarded. */
-    forwarded: (chunk: Buffer) => void = () => undefined,
+    /** Called with each chunk before it is forwarded or held (it may open the hole), and after it was forwarded. */
+    hooks: { before?: (chunk: Buffer) => void; after?: (chunk: Buffer) => void } = {},
   ) {
     this.held = holding ? [] : null;
     from.on('data', (chunk: Buffer) => {
+      hooks.before?.(chunk);
       if (this.held) return void this.held.push(chunk);
       to.write(chunk);
-      forwarded(chunk);
+      hooks.after?.(chunk);
     });
   }
 

@@ -99,6 +99,60 @@ export function databaseFaultCases(env: () => FaultEnvironment, dialect: 'postgr
 }
 
 /**
+ * The black hole as a claim answers (pending/late-claim.test.ts): worker a, behind the proxy, is woken by a submit and
+ * claims the task; the claim commits on the server and its answer (marked by the task's payload) is held 4 leases,
+ * while b, direct, sweeps and runs the task. When the answer reaches a, its lease ended long ago and b has the task:
+ * a must not start its handler (no execution logged, no event about it), and nothing of the task changes.
+ */
+export async function lateClaimCase(env: FaultEnvironment): Promise<void> {
+  const direct = env.server.url;
+  const proxy = await BlackHoleProxy.before(direct);
+  try {
+    // Polls seldom: it claims when a submit wakes it. The task's payload marks the claim's answer for the proxy.
+    const a = env.worker('late-a', ['work'], { concurrency: 1, pollIntervalMs: 60_000, recoveryIntervalMs: 0 }, { storeUrl: proxy.address(direct) });
+    await a.until('ready');
+    const marker = `hole-${Date.now()}`;
+    const opened = proxy.swallowReplyWith(marker);
+    const [late] = await env.submitJson('work', [JSON.stringify({ ms: 10, marker })]);
+    await waitFor(() => opened.then(() => true), 'the claim of the marked task to answer', 30_000, 50);
+    const heldAt = Date.now();
+    const b = env.worker('late-b', ['work']);
+    await waitFor(
+      async () => (await env.statusOf(late!)) === 'SUCCESS' && Date.now() - heldAt > 4 * TIMING.leaseMs,
+      'b to run it, 4 leases into the hole',
+      SETTLE_MS,
+      100,
+    );
+    expect((await env.attempts(late!)).map((x) => [x.attempt, x.worker_id, x.outcome])).toEqual([
+      [1, 'late-a', 'LEASE_EXPIRED'],
+      [2, 'late-b', 'SUCCESS'],
+    ]);
+    const settled = await env.store.getTask({ id: late!, scope: Scope.global() });
+    // The answer arrives 4 leases late: a must not start a handler on a lease that ended long ago.
+    proxy.release();
+    await b.stop();
+    const [next] = await env.submit('work', [{ ms: 10 }]);
+    await a.until('completed', SETTLE_MS, next);
+    const seen = {
+      events: a.events.filter((e) => e.id === late).map((e) => `${e.event}${e.reason ? ` ${e.reason}` : ''}`),
+      executions: (await env.executions('late-a')) - 1, // but next's
+      unchanged: JSON.stringify(await env.store.getTask({ id: late!, scope: Scope.global() })) === JSON.stringify(settled),
+      invariants: await env.invariants(),
+    };
+    expect(seen).toMatchObject({
+      events: [],
+      executions: 0,
+      unchanged: true,
+      invariants: { violations: [], knownGaps: [], figures: { repeatedEffects: 0 } },
+    });
+    await a.stop();
+  } finally {
+    proxy.release();
+    await proxy.close();
+  }
+}
+
+/**
  * The black hole case: worker a reaches the server through a proxy (black-hole.ts) and runs 4 held tasks; `open`
  * opens the hole (at once, or at a chosen statement). a must abort its handlers less than a lease after the hole
  * opened; b, direct, takes the tasks over; when the hole closes, a's late writes change nothing and a recovers.
