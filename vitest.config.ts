@@ -6,7 +6,7 @@ export default defineConfig({
     // The server serves the dashboard from dist/ui: built first when stale.
     globalSetup: ['test/ui/build-ui.ts'],
     // The fault suite's slow cases run under vitest.faults.config.ts (npm run test:faults); its fast subset
-    // (test/faults/*.fast.test.ts) runs here. test/faults/pending/ (empty now) is where a case waits for the fix it names.
+    // (test/faults/*.fast.test.ts) runs here. test/faults/pending/ is where a case waits for the fix it names (PENDING=1 with vitest.faults.config.ts runs one).
     exclude: [...configDefaults.exclude, 'test/faults/**/*.slow.test.ts', 'test/faults/pending/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -4,19 +4,23 @@
  * started itself (cluster.ts, maria-server.ts; never the shared ones):
  * frozen (SIGSTOP on all its processes), crashed (pg_ctl stop -m immediate;
  * SIGKILL of mariadbd) and restarted, made read-only
- * (default_transaction_read_only; read_only). (Killed connections are a worker case, on every store:
- * worker-cases.ts.)
+ * (default_transaction_read_only; read_only), and cut off from one worker
+ * by a black hole (black-hole.ts: a proxy of ours that stops forwarding and
+ * answering without closing anything) while it stays up for the others.
+ * (Killed connections are a worker case, on every store: worker-cases.ts.)
  */
 import { expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.js';
 import type { ChildWorker } from '../process/harness.js';
+import { Scope } from '../../src/core/scope.js';
+import { BlackHoleProxy } from './black-hole.js';
 import { allTasks } from './invariants.js';
 import { TIMING, type FaultEnvironment } from './environment.js';
 
 const SETTLE_MS = 90_000;
 
-export function databaseFaultCases(env: () => FaultEnvironment): void {
-  it('B1: a database frozen for 4 leases: the worker aborts its handlers before their leases end, not when the database comes back', async () => {
+export function databaseFaultCases(env: () => FaultEnvironment, dialect: 'postgres' | 'mysql'): void {
+  it('B1: a database frozen for 4 leases: the worker aborts its handlers before their leases end, not when the database comes back, then recovers', async () => {
     const a = env().worker('frozen-a', ['work'], { concurrency: 4, recoveryIntervalMs: 0 });
     await a.until('ready');
     await env().submit(
@@ -37,9 +41,22 @@ export function databaseFaultCases(env: () => FaultEnvironment): void {
     for (const abort of aborts) expect(abort.at! - frozenAt).toBeLessThan(TIMING.leaseMs);
     const b = env().worker('frozen-b', ['work']);
     await waitFor(async () => (await env().countStatus('SUCCESS')) === 4, 'the tasks to be run again', SETTLE_MS, 100);
+    // The frozen worker itself recovers, unaided: alone again, it claims and completes new tasks.
+    await b.stop();
+    const after = await env().submit(
+      'work',
+      Array.from({ length: 4 }, () => ({ mode: 'sleep' as const, ms: 10 })),
+    );
+    for (const id of after) await a.until('completed', SETTLE_MS, id);
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
-    await Promise.all([a.stop(), b.stop()]);
+    await a.stop();
   }, 120_000);
+
+  // MySQL: pending/black-hole-mysql.test.ts (a hole inside a claim keeps the claim lock: every claim stops).
+  if (dialect === 'postgres')
+    it('black hole between one worker and the server for 4 leases: it aborts its handlers before their leases end, another takes over, its late writes are fenced, it recovers', async () => {
+      await blackHoleCase(env(), { concurrency: 4, open: async (proxy) => proxy.swallow() });
+    }, 150_000);
 
   it('database crash under load and restart: every acknowledged enqueue survives, the workers resume unaided', async () => {
     const workers = [env().worker('crash-a', ['work'], { concurrency: 8 }), env().worker('crash-b', ['work'], { concurrency: 8 })];
@@ -79,6 +96,113 @@ export function databaseFaultCases(env: () => FaultEnvironment): void {
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] });
     await stopAll(workers);
   }, 180_000);
+}
+
+/**
+ * The black hole as a claim answers (pending/late-claim.test.ts): worker a, behind the proxy, is woken by a submit and
+ * claims the task; the claim commits on the server and its answer (marked by the task's payload) is held 4 leases,
+ * while b, direct, sweeps and runs the task. When the answer reaches a, its lease ended long ago and b has the task:
+ * a must not start its handler (no execution logged, no event about it), and nothing of the task changes.
+ */
+export async function lateClaimCase(env: FaultEnvironment): Promise<void> {
+  const direct = env.server.url;
+  const proxy = await BlackHoleProxy.before(direct);
+  try {
+    // Polls seldom: it claims when a submit wakes it. The task's payload marks the claim's answer for the proxy.
+    const a = env.worker('late-a', ['work'], { concurrency: 1, pollIntervalMs: 60_000, recoveryIntervalMs: 0 }, { storeUrl: proxy.address(direct) });
+    await a.until('ready');
+    const marker = `hole-${Date.now()}`;
+    const opened = proxy.swallowReplyWith(marker);
+    const [late] = await env.submitJson('work', [JSON.stringify({ ms: 10, marker })]);
+    await waitFor(() => opened.then(() => true), 'the claim of the marked task to answer', 30_000, 50);
+    const heldAt = Date.now();
+    const b = env.worker('late-b', ['work']);
+    await waitFor(
+      async () => (await env.statusOf(late!)) === 'SUCCESS' && Date.now() - heldAt > 4 * TIMING.leaseMs,
+      'b to run it, 4 leases into the hole',
+      SETTLE_MS,
+      100,
+    );
+    expect((await env.attempts(late!)).map((x) => [x.attempt, x.worker_id, x.outcome])).toEqual([
+      [1, 'late-a', 'LEASE_EXPIRED'],
+      [2, 'late-b', 'SUCCESS'],
+    ]);
+    const settled = await env.store.getTask({ id: late!, scope: Scope.global() });
+    // The answer arrives 4 leases late: a must not start a handler on a lease that ended long ago.
+    proxy.release();
+    await b.stop();
+    const [next] = await env.submit('work', [{ ms: 10 }]);
+    await a.until('completed', SETTLE_MS, next);
+    const seen = {
+      events: a.events.filter((e) => e.id === late).map((e) => `${e.event}${e.reason ? ` ${e.reason}` : ''}`),
+      executions: (await env.executions('late-a')) - 1, // but next's
+      unchanged: JSON.stringify(await env.store.getTask({ id: late!, scope: Scope.global() })) === JSON.stringify(settled),
+      invariants: await env.invariants(),
+    };
+    expect(seen).toMatchObject({
+      events: [],
+      executions: 0,
+      unchanged: true,
+      invariants: { violations: [], knownGaps: [], figures: { repeatedEffects: 0 } },
+    });
+    await a.stop();
+  } finally {
+    proxy.release();
+    await proxy.close();
+  }
+}
+
+/**
+ * The black hole case: worker a reaches the server through a proxy (black-hole.ts) and runs 4 held tasks; `open`
+ * opens the hole (at once, or at a chosen statement). a must abort its handlers less than a lease after the hole
+ * opened; b, direct, takes the tasks over; when the hole closes, a's late writes change nothing and a recovers.
+ */
+export async function blackHoleCase(env: FaultEnvironment, options: { concurrency: number; open(proxy: BlackHoleProxy): Promise<void> }): Promise<void> {
+  const direct = env.server.url;
+  const proxy = await BlackHoleProxy.before(direct);
+  try {
+    const a = env.worker('hole-a', ['work'], { concurrency: options.concurrency, recoveryIntervalMs: 0 }, { storeUrl: proxy.address(direct) });
+    await a.until('ready');
+    const ids = await env.submit(
+      'work',
+      Array.from({ length: 4 }, () => ({ mode: 'hold' as const, ms: 600_000, completeAnyway: true, onlyAttempt: 1 })),
+    );
+    await waitFor(async () => (await env.executions('hole-a')) === 4, 'all 4 handlers to run behind the proxy');
+    await options.open(proxy);
+    // Nothing a sends from now on reaches the server before release(): every lease it holds ends within leaseMs of this.
+    const swallowedAt = Date.now();
+    // The server is up for everyone else: b sweeps the expired leases and runs the tasks while a hears nothing.
+    const b = env.worker('hole-b', ['work']);
+    await waitFor(
+      async () => (await env.countStatus('SUCCESS')) === 4 && Date.now() - swallowedAt > 4 * TIMING.leaseMs,
+      'b to run the 4 tasks, and the hole to last 4 leases',
+      SETTLE_MS,
+      100,
+    ).catch(async (error: Error) => {
+      const statuses = (await allTasks(env.store)).map((t) => `${t.status}/${t.attemptCount}/${t.leaseOwner}`);
+      throw new Error(`${error.message}\n${statuses.join(' ')}\nb: ${JSON.stringify(b.events.slice(-6))}\na: ${JSON.stringify(a.events.slice(-6))}`);
+    });
+    const aborts = a.events.filter((e) => e.event === 'aborted');
+    expect(aborts.map((e) => e.reason)).toEqual(['LEASE_LOST', 'LEASE_LOST', 'LEASE_LOST', 'LEASE_LOST']);
+    for (const abort of aborts) expect(abort.at! - swallowedAt).toBeLessThan(TIMING.leaseMs);
+    const settled = await Promise.all(ids.map((id) => env.store.getTask({ id, scope: Scope.global() })));
+    expect(settled.map((task) => task!.result)).toEqual(ids.map(() => ({ by: 'hole-b', attempt: 2 })));
+    // The hole closes: what a sent meanwhile (renewals, its handlers' stale completions) reaches the server late.
+    proxy.release();
+    await b.stop();
+    const after = await env.submit(
+      'work',
+      Array.from({ length: 4 }, () => ({ mode: 'sleep' as const, ms: 10 })),
+    );
+    for (const id of after) await a.until('completed', SETTLE_MS, id); // a recovered, unaided
+    expect(await Promise.all(ids.map((id) => env.store.getTask({ id, scope: Scope.global() })))).toEqual(settled); // the late writes changed nothing
+    expect(a.exitCode()).toBeUndefined();
+    expect(await env.invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
+    await a.stop();
+  } finally {
+    proxy.release();
+    await proxy.close();
+  }
 }
 
 async function waitForAllSucceeded(env: FaultEnvironment, workers: ChildWorker[] = []): Promise<void> {

@@ -1,4 +1,4 @@
 import { databaseFaultCases } from './database-cases.js';
 import { describeOnStore } from './describe-store.js';
 
-await describeOnStore('mysql', 'database faults', databaseFaultCases, { ownServer: true });
+await describeOnStore('mysql', 'database faults', (env) => databaseFaultCases(env, 'mysql'), { ownServer: true });

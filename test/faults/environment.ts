@@ -26,6 +26,10 @@ export interface WorkerExtras {
   poolSize?: number;
   connectTimeoutMs?: number;
   clockSkewMs?: number;
+  /** Of the worker's types, those that check their payload's shape at run time (fault-payload.ts). */
+  strictTypes?: string[];
+  /** The store's server at another address (a proxy in front of it: black-hole.ts); the handler tables stay direct. */
+  storeUrl?: string;
 }
 
 export class FaultEnvironment {
@@ -71,9 +75,15 @@ export class FaultEnvironment {
   worker(label: string, types: string[], worker: FaultChildConfig['worker'] = {}, extras: WorkerExtras = {}): ChildWorker {
     const config: FaultChildConfig = {
       label,
-      store: { ...this.target.childStore, poolSize: extras.poolSize, connectTimeoutMs: extras.connectTimeoutMs },
+      store: {
+        ...this.target.childStore,
+        ...(extras.storeUrl === undefined ? {} : urlOf(this.target.childStore, extras.storeUrl)),
+        poolSize: extras.poolSize,
+        connectTimeoutMs: extras.connectTimeoutMs,
+      },
       handlerDb: this.target.handlerDb,
       types,
+      strictTypes: extras.strictTypes,
       clockSkewMs: extras.clockSkewMs,
       worker: { ...TIMING, ...LIMITS, ...worker },
     };
@@ -81,8 +91,17 @@ export class FaultEnvironment {
   }
 
   /** Submits one task per payload; their ids count as acknowledged once the insert returned. */
-  async submit(type: string, payloads: FaultPayload[], options: { maxAttempts?: number; transaction?: unknown } = {}): Promise<string[]> {
-    const tasks = payloads.map((payload) => newTask(type, payload, options.maxAttempts ?? 5));
+  submit(type: string, payloads: FaultPayload[], options: { maxAttempts?: number; transaction?: unknown } = {}): Promise<string[]> {
+    return this.submitJson(
+      type,
+      payloads.map((payload) => JSON.stringify(payload)),
+      options,
+    );
+  }
+
+  /** The same with each payload as the JSON text stored (which need not be valid JSON: the malformed-payload case). */
+  async submitJson(type: string, payloads: string[], options: { maxAttempts?: number; transaction?: unknown } = {}): Promise<string[]> {
+    const tasks = payloads.map((payloadJson) => newTask(type, payloadJson, options.maxAttempts ?? 5));
     for (let i = 0; i < tasks.length; i += 2000) await this.store.insertTasks({ tasks: tasks.slice(i, i + 2000), transaction: options.transaction });
     const ids = tasks.map((task) => task.id);
     if (options.transaction === undefined) this.acknowledged.push(...ids);
@@ -131,11 +150,17 @@ export class FaultEnvironment {
   }
 }
 
-export function newTask(type: string, payload: FaultPayload, maxAttempts: number): NewTask {
+/** The same store at `url` (PostgreSQL `url`, MySQL `uri`; SQLite has no address). */
+function urlOf(store: FaultTarget['childStore'], url: string): { url: string } | { uri: string } {
+  if (store.dialect === 'sqlite') throw new Error('a SQLite store has no address to reach it through');
+  return store.dialect === 'postgres' ? { url } : { uri: url };
+}
+
+export function newTask(type: string, payloadJson: string, maxAttempts: number): NewTask {
   return {
     id: uuidv7(),
     taskType: type,
-    payloadJson: JSON.stringify(payload),
+    payloadJson,
     priority: 0,
     delayMs: 0,
     availableAt: null,

@@ -16,6 +16,8 @@
  * completeAnyway: after an abort, return a result all the same (without the
  * effect), so the fenced outcome write must be the one to drop it.
  * onlyAttempt: the mode applies to that attempt only.
+ * strictTypes: these types check their payload against that shape at run
+ * time (fault-payload.ts); a payload that fails it is not the handler's.
  *
  * clockSkewMs: this process's clocks run that far off — its wall clock
  * (Date.now, what a misconfigured host would show) and the worker's Clock.
@@ -32,6 +34,7 @@ import { systemClock, type Clock } from '../../src/core/clock.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
 import { createWorker } from '../../src/worker/worker.js';
 import { holdPoolConnection, openChildStore, type ChildStoreConfig } from '../process/child-store.js';
+import { FAULT_PAYLOAD_SCHEMA } from './fault-payload.js';
 import { openHandlerTables, type HandlerDb } from './handler-tables.js';
 
 export interface FaultChildConfig {
@@ -39,6 +42,8 @@ export interface FaultChildConfig {
   store: ChildStoreConfig;
   handlerDb: HandlerDb;
   types: string[];
+  /** Of `types`, those defined with FAULT_PAYLOAD_SCHEMA. */
+  strictTypes?: string[];
   clockSkewMs?: number;
   worker: Partial<Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'logger' | 'workerId'>>;
 }
@@ -99,7 +104,10 @@ async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status:
   return { status: 'SUCCESS', result: { by: config.label, attempt: ctx.attempt } };
 }
 
-const tasks = config.types.map((type) => defineTask({ type, execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload) }));
+const strict = new Set(config.strictTypes ?? []);
+const tasks = config.types.map((type) =>
+  defineTask({ type, ...(strict.has(type) ? { schema: FAULT_PAYLOAD_SCHEMA } : {}), execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload) }),
+);
 const worker = createWorker({ store, tasks, clock, workerId: config.label, ...config.worker });
 worker.on('started', ({ task }) => say({ event: 'started', id: task.id, attempt: task.attemptCount }));
 worker.on('completed', ({ task }) => say({ event: 'completed', id: task.id, attempt: task.attemptCount }));

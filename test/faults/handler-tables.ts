@@ -16,6 +16,13 @@ export interface HandlerTables {
   /** Executions logged (by one worker, or all). */
   executions(worker?: string): Promise<number>;
   effects(): Promise<{ taskId: string; attempt: number; writes: number }[]>;
+  /** The tables of the store's schema (or database, or file), sorted: the hostile-input cases check that it is intact. */
+  tableNames(): Promise<string[]>;
+  /**
+   * Every row of tasklease's tables (but the worker registry, which heartbeats rewrite), each as JSON, sorted per table:
+   * two equal snapshots mean no state changed in between (the refused admin calls).
+   */
+  snapshot(): Promise<Record<string, string[]>>;
   /** Empties the handlers' tables and tasklease's task tables (between cases; the schema and its version stay). */
   reset(): Promise<void>;
   close(): Promise<void>;
@@ -32,9 +39,10 @@ const TASK_TABLES = [
 type Run = (sql: string, values?: unknown[]) => Promise<Record<string, unknown>[]>;
 
 /** The same statements on every dialect: `?` placeholders (PostgreSQL's are numbered by `run`), standard types. */
-function tablesOver(run: Run, prefix: string, upsert: string, close: () => Promise<void>): HandlerTables {
+function tablesOver(run: Run, prefix: string, upsert: string, listTables: string, close: () => Promise<void>): HandlerTables {
   const executions = `${prefix}executions`;
   const effects = `${prefix}effects`;
+  const tableNames = async () => (await run(listTables)).map((row) => String(Object.values(row)[0])).sort();
   return {
     async create() {
       await run(`CREATE TABLE IF NOT EXISTS ${executions} (task_id VARCHAR(64) NOT NULL, attempt INTEGER NOT NULL, worker VARCHAR(64) NOT NULL)`);
@@ -59,6 +67,16 @@ function tablesOver(run: Run, prefix: string, upsert: string, close: () => Promi
         writes: Number(r.writes),
       }));
     },
+    tableNames,
+    async snapshot() {
+      const rows: Record<string, string[]> = {};
+      for (const table of (await tableNames()).filter((name) => name.startsWith('system_async_task') && name !== 'system_async_task_worker')) {
+        rows[table] = (await run(`SELECT * FROM ${prefix}${table}`))
+          .map((row) => JSON.stringify(row, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)))
+          .sort();
+      }
+      return rows;
+    },
     async reset() {
       for (const table of [executions, effects, ...TASK_TABLES.map((name) => `${prefix}${name}`)]) await run(`DELETE FROM ${table}`);
     },
@@ -76,14 +94,16 @@ export async function openHandlerTables(db: HandlerDb, label: string): Promise<H
       pool.on('error', () => undefined);
       const numbered = (sql: string, n = 0) => sql.replace(/\?/g, () => `$${++n}`);
       const run: Run = async (sql, values = []) => (await pool.query(numbered(sql), values)).rows;
-      return tablesOver(run, `"${db.schema}".`, ON_CONFLICT, () => pool.end());
+      const list = `SELECT table_name FROM information_schema.tables WHERE table_schema = '${db.schema}'`;
+      return tablesOver(run, `"${db.schema}".`, ON_CONFLICT, list, () => pool.end());
     }
     case 'mysql': {
       const { default: mysql } = await import('mysql2/promise');
       const pool = mysql.createPool({ uri: db.uri, connectionLimit: 4 });
       const run: Run = async (sql, values = []) => (await pool.query(sql, values))[0] as Record<string, unknown>[];
       const upsert = 'ON DUPLICATE KEY UPDATE writes = writes + 1, attempt = VALUES(attempt), worker = VALUES(worker)';
-      return tablesOver(run, '', upsert, () => pool.end());
+      const list = 'SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()';
+      return tablesOver(run, '', upsert, list, () => pool.end());
     }
     case 'sqlite': {
       const { default: Database } = await import('better-sqlite3');
@@ -93,7 +113,8 @@ export async function openHandlerTables(db: HandlerDb, label: string): Promise<H
         const statement = file.prepare(sql);
         return statement.reader ? (statement.all(...values) as Record<string, unknown>[]) : (statement.run(...values), []);
       };
-      return tablesOver(run, '', ON_CONFLICT, async () => void file.close());
+      const list = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'";
+      return tablesOver(run, '', ON_CONFLICT, list, async () => void file.close());
     }
   }
 }

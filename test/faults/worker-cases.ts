@@ -1,7 +1,8 @@
 /**
  * Faults of the worker process (FAULTS.md 1, 3, 7, 10, 11, 14): killed,
  * frozen past its lease, its event loop blocked, stopped with SIGTERM ×5 and
- * SIGKILL, its connections cut, its clock skewed. One set of cases for every
+ * SIGKILL, stopped while another worker runs a task it lost, its connections
+ * cut, its clock skewed. One set of cases for every
  * store: each dialect's workers-<dialect>.fast.test.ts runs them on its own
  * target (targets.ts) with real OS processes.
  */
@@ -161,6 +162,36 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
     await waitFor(async () => (await env().countStatus('SUCCESS')) === 4, 'the rescuer to run the orphans', RESCUE_MS, 100);
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] });
     await rescuer.stop();
+  }, 90_000);
+
+  it('SIGTERM ×5 to a worker frozen past its lease while another runs its task: its shutdown hands back, completes and fails nothing of the lost task', async () => {
+    // The terms are sent while it is stopped and delivered on SIGCONT, racing its heartbeat's discovery of the loss: the
+    // shutdown's hand-back and the handler's late completion (completeAnyway) must both be fenced, whichever comes first.
+    const stale = env().worker('lost-a', ['work'], { concurrency: 2, shutdownGraceMs: 1000, shutdownAbortWaitMs: 1000, recoveryIntervalMs: 0 });
+    await stale.until('ready');
+    const [id] = await env().submit('work', [{ mode: 'hold', ms: 6000, completeAnyway: true }]);
+    await stale.until('started', 30_000, id);
+    stale.signal('SIGSTOP');
+    const owner = env().worker('lost-b', ['work'], { concurrency: 1 });
+    await owner.until('started', RESCUE_MS, id);
+    for (let i = 0; i < 5; i += 1) stale.signal('SIGTERM');
+    stale.signal('SIGCONT');
+    const stopped = await stale.until('stopped', 30_000);
+    await stale.exit();
+    expect(stopped.completed).not.toContain(id);
+    const now = (await env().store.getTask({ id: id!, scope: Scope.global() }))!;
+    if (now.status === 'RUNNING')
+      expect([now.leaseOwner, now.attemptCount]).toEqual(['lost-b', 2]); // still the new owner's, untouched
+    else expect([now.status, now.result]).toEqual(['SUCCESS', { by: 'lost-b', attempt: 2 }]);
+    await owner.until('completed', RESCUE_MS, id);
+    expect(owner.has('aborted', id)).toBe(false); // the new owner never lost its lease to the old one's shutdown
+    expect((await env().attempts(id!)).map((a) => [a.attempt, a.worker_id, a.outcome])).toEqual([
+      [1, 'lost-a', 'LEASE_EXPIRED'],
+      [2, 'lost-b', 'SUCCESS'],
+    ]);
+    expect((await env().store.getTask({ id: id!, scope: Scope.global() }))!.result).toEqual({ by: 'lost-b', attempt: 2 });
+    expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
+    await owner.stop();
   }, 90_000);
 
   // SQLite: a file, no connections to cut.
