@@ -2,13 +2,23 @@
  * What every PostgreSQL module shares: the pool, the quoted schema and table
  * names, the NOTIFY channel, and one way to run a statement that maps driver
  * errors (errors.ts). Statements on the hot path are named, so each pooled
- * connection parses and plans them once.
+ * connection parses and plans them once — except behind a transaction pooler
+ * (option pooler: 'transaction'), where a named statement lives on a server
+ * connection the next transaction may not get (26000 / 42P05): there every
+ * statement is unnamed (statementName).
+ *
+ * The statement timeout never travels in the startup packet (poolers refuse
+ * it: errors.ts). On direct or session-pooled connections it is one `SET`
+ * when a connection opens (the session is ours: PgBouncer resets it when we
+ * disconnect). Behind a transaction pooler nothing may outlive a
+ * transaction, so a statement on the store's own pool runs in a transaction
+ * of its own that starts with `SET LOCAL statement_timeout` (limitStatements).
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PoolStats } from '../pool-stats.js';
 import { TimeTextCache } from '../time-cache.js';
-import { mapPgError } from './errors.js';
+import { isUnreachable, mapPgError } from './errors.js';
 import { quoteIdent } from './options.js';
 
 /** Anything that runs a query: the pool, a pooled client, or a caller's client inside BEGIN. */
@@ -42,6 +52,59 @@ export interface PgContext {
   readonly statementPrefix: string;
   /** SQL text built once per store (see sql()). */
   readonly sqlCache: Map<string, string>;
+  /** False behind a transaction pooler: every statement unnamed (see above). */
+  readonly namedStatements: boolean;
+}
+
+/** The name of a hot-path statement (parsed and planned once per connection), or none behind a transaction pooler. */
+export function statementName(ctx: PgContext, key: string): string | undefined {
+  return ctx.namedStatements ? `${ctx.statementPrefix}${key}` : undefined;
+}
+
+/** The store's own pools behind a transaction pooler, with their statement timeout (ms): run() wraps their statements. */
+const perTransactionTimeouts = new WeakMap<pg.Pool, number>();
+
+/** Behind a transaction pooler: run() sends each statement to `pool` in a transaction limited to `timeoutMs`. */
+export function limitEachTransaction(pool: pg.Pool, timeoutMs: number): void {
+  if (timeoutMs > 0) perTransactionTimeouts.set(pool, timeoutMs);
+}
+
+/**
+ * The Client class of a pool the store opens on direct or session-pooled
+ * connections: its connect() ends with one `SET statement_timeout`, so the
+ * limit is in place before the pool hands the connection out.
+ */
+export function clientLimitedTo(timeoutMs: number): typeof pg.Client {
+  return class LimitedClient extends pg.Client {
+    override connect(): Promise<pg.Client>;
+    override connect(callback: (error: Error | null) => void): void;
+    override connect(callback?: (error: Error | null) => void): Promise<pg.Client> | void {
+      const done = super.connect().then(async () => {
+        // A pooler may accept the login at once and hold the first query until it has a server
+        // connection: a connection lost meanwhile rejects the SET (the pool has no listener yet).
+        const lost = (): void => undefined;
+        this.on('error', lost);
+        try {
+          await this.query(`SET statement_timeout = ${Math.trunc(timeoutMs)}`);
+        } finally {
+          this.off('error', lost);
+        }
+        return this as pg.Client;
+      });
+      // pg-pool connects with a callback.
+      if (!callback) return done;
+      done.then(
+        () => callback(null),
+        (error: Error) => callback(error),
+      );
+    }
+  };
+}
+
+/** `BEGIN` for a transaction on a client of `pool`, with the statement timeout behind a transaction pooler. */
+export function beginOn(pool: pg.Pool): string {
+  const timeoutMs = perTransactionTimeouts.get(pool);
+  return timeoutMs === undefined ? 'BEGIN' : `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(timeoutMs)}`;
 }
 
 /** Builds a statement's text once per store: the hot path should not rebuild long strings on every call. */
@@ -54,7 +117,7 @@ export function sql(ctx: PgContext, key: string, build: (ctx: PgContext) => stri
   return text;
 }
 
-export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: string): PgContext {
+export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: string, transactionPooler = false): PgContext {
   const schema = quoteIdent(schemaName);
   const digest = createHash('sha256').update(schemaName).digest('hex').slice(0, 12);
   return {
@@ -76,6 +139,7 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
     channel: `tasklease_${digest}`,
     statementPrefix: `tasklease_${digest}_`,
     sqlCache: new Map(),
+    namedStatements: !transactionPooler,
   };
 }
 
@@ -86,10 +150,45 @@ export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
   values: unknown[] = [],
   name?: string,
 ): Promise<pg.QueryResult<R>> {
+  const query = name === undefined ? { text, values, types: TYPES } : { name, text, values, types: TYPES };
+  const timeoutMs = on instanceof pg.Pool ? perTransactionTimeouts.get(on) : undefined;
+  if (timeoutMs !== undefined) return inLimitedTransaction<R>(on as pg.Pool, action, query);
   try {
-    return await on.query<R>(name === undefined ? { text, values, types: TYPES } : { name, text, values, types: TYPES });
+    return await on.query<R>(query);
   } catch (error) {
     throw mapPgError(error, action);
+  }
+}
+
+/**
+ * One statement in a transaction of its own whose first command limits its
+ * run time (SET LOCAL: gone at COMMIT, so nothing stays on a pooled server
+ * connection). Two round trips more than autocommit.
+ */
+async function inLimitedTransaction<R extends pg.QueryResultRow>(pool: pg.Pool, action: string, query: pg.QueryConfig): Promise<pg.QueryResult<R>> {
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    throw mapPgError(error, action);
+  }
+  let broken = false;
+  try {
+    await client.query(beginOn(pool));
+    let result: pg.QueryResult<R>;
+    try {
+      result = await client.query<R>(query);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => (broken = true));
+      throw error;
+    }
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    if (isUnreachable(error)) broken = true;
+    throw mapPgError(error, action);
+  } finally {
+    client.release(broken);
   }
 }
 

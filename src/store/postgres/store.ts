@@ -52,7 +52,7 @@ import type {
 } from '../types.js';
 import { claimTasks } from './claim.js';
 import { explainClaim } from './explain.js';
-import { createContext, pgPoolStats, run, type PgContext, type Queryable } from './connection.js';
+import { createContext, limitEachTransaction, pgPoolStats, run, type PgContext, type Queryable } from './connection.js';
 import * as control from './control.js';
 import { isConnectTimeout } from './errors.js';
 import { finishAndClaim, finishAttempts } from './finish.js';
@@ -80,7 +80,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   /** The pool the store runs its statements on (yours if you passed one). */
   readonly pool: pg.Pool;
   readonly schema: string;
-  /** Unused: every process, this one too, hears wake-ups through LISTEN. */
+  /** Used with pollOnly only: otherwise every process, this one too, hears wake-ups through LISTEN. */
   protected readonly bus = new LocalBus();
   private readonly ctx: PgContext;
   private readonly ownsPool: boolean;
@@ -88,6 +88,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   private readonly listener: PgListener;
   private readonly serverLabel: string;
   private readonly connectTimeoutMs: number;
+  private readonly pollOnly: boolean;
 
   constructor(options: PostgresStoreOptions = {}) {
     super();
@@ -97,7 +98,11 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     this.schema = resolved.schema;
     this.serverLabel = resolved.serverLabel;
     this.connectTimeoutMs = resolved.connectTimeoutMs;
-    this.ctx = createContext(this.pool, resolved.leasePool, this.schema);
+    const transactionPooler = resolved.pooler === 'transaction';
+    this.ctx = createContext(this.pool, resolved.leasePool, this.schema, transactionPooler);
+    if (transactionPooler && this.ownsPool) limitEachTransaction(this.pool, resolved.statementTimeoutMs);
+    if (transactionPooler && resolved.ownsLeasePool) limitEachTransaction(resolved.leasePool, resolved.statementTimeoutMs);
+    this.pollOnly = resolved.pollOnly;
     // An idle pooled connection that dies (server restart, pg_terminate_backend)
     // is reported here; without a handler Node would crash the process. The
     // pool drops it and the next statement opens a fresh one.
@@ -123,6 +128,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   }
 
   protected override async wake(method: StoreMethod, events: readonly StoreEvent[]): Promise<void> {
+    // Poll-only: this process's workers still hear its own writes at once (other processes poll).
+    if (this.pollOnly) for (const event of events) this.bus.publish(event);
     if (NOTIFIED_IN_STATEMENT.has(method)) return;
     for (const event of events) {
       // Best effort: idle workers poll anyway.
@@ -163,6 +170,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   }
 
   override subscribe(listener: StoreListener): () => void {
+    if (this.pollOnly) return this.bus.subscribe(listener);
     return this.listener.subscribe(listener);
   }
 
@@ -170,6 +178,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   override async watchOutcome(params: { taskId: string; listener: () => void }): Promise<() => Promise<void>> {
     const { taskId, listener } = params;
     const offLocal = watchLocal(this.bus, listener);
+    // Poll-only: this process's outcome writes, and the waiter's own timer.
+    if (this.pollOnly) return async () => offLocal();
     const offNotify = this.listener.subscribeOutcomes((ids) => {
       if (ids.length === 0 || ids.includes(taskId)) listener();
     });
