@@ -88,7 +88,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   private readonly listener: PgListener;
   private readonly serverLabel: string;
   private readonly connectTimeoutMs: number;
-  private readonly pollOnly: boolean;
+  /** 'transaction': behind a transaction pooler (option pooler). */
+  readonly pooler: 'session' | 'transaction';
+  /** No LISTEN connection: workers and waiters poll (option pollOnly). */
+  readonly pollOnly: boolean;
 
   constructor(options: PostgresStoreOptions = {}) {
     super();
@@ -98,6 +101,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     this.schema = resolved.schema;
     this.serverLabel = resolved.serverLabel;
     this.connectTimeoutMs = resolved.connectTimeoutMs;
+    this.pooler = resolved.pooler;
     const transactionPooler = resolved.pooler === 'transaction';
     this.ctx = createContext(this.pool, resolved.leasePool, this.schema, transactionPooler);
     if (transactionPooler && this.ownsPool) limitEachTransaction(this.pool, resolved.statementTimeoutMs);
