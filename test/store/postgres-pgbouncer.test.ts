@@ -14,6 +14,7 @@ import { createClient } from '../../src/client/client.js';
 import { defineTask } from '../../src/core/definition.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
+import { controlPlaneHealth } from '../../src/observe/health.js';
 import { mapPgError } from '../../src/store/postgres/errors.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
@@ -174,7 +175,9 @@ for (const { mode, title, options } of MODES) {
       const worker = createWorker({ store, tasks: [quick, slow], ...FAST_WORKER, pollIntervalMs: 60_000, concurrency: 8 });
       worker.start();
       try {
-        await waitFor(() => store.listening, 'the LISTEN connection');
+        // The listener's self-probe came back: wake-ups are heard (a direct listener in transaction mode).
+        await waitFor(() => store.wakeups === 'listening', 'the wake-up probe to come back');
+        expect(await controlPlaneHealth(store)).toMatchObject({ status: 'UP', details: { wakeups: 'listening' } });
         const submitted = await client.submitMany(Array.from({ length: 40 }, (_, n) => ({ type: quick.type, payload: { n } })));
         const last = await client.waitFor(submitted.at(-1)!.task.id, { timeoutMs: 20_000, maxPollMs: 60_000 });
         expect(last.status).toBe('SUCCESS');
@@ -190,6 +193,85 @@ for (const { mode, title, options } of MODES) {
     });
   });
 }
+
+describeOnServer(available, 'PostgreSQL and pgbouncer', 'PostgreSQL through PgBouncer in transaction mode: wake-ups never fail silently', () => {
+  let bouncer: PgBouncer;
+  let schema: TestSchema;
+  beforeAll(async () => {
+    bouncer = await startPgBouncer(binary, 'transaction', 4);
+    schema = await createTestSchema();
+  });
+  afterAll(async () => {
+    await schema?.drop();
+    await bouncer?.stop();
+  });
+
+  const drains = async (store: PostgresStore, type: string): Promise<void> => {
+    const task = defineTask({ type, execute: () => undefined });
+    const client = createClient({ store, tasks: [task] });
+    // The worker's own poll is too rare to matter: what wakes it is the store.
+    const worker = createWorker({ store, tasks: [task], ...FAST_WORKER, pollIntervalMs: 60_000 });
+    worker.start();
+    try {
+      const submitted = await client.submitMany(Array.from({ length: 10 }, () => ({ type, payload: {} })));
+      // maxPollMs beyond the timeout: only a wake-up ends this wait.
+      const last = await client.waitFor(submitted.at(-1)!.task.id, { timeoutMs: 15_000, minPollMs: 60_000, maxPollMs: 60_000 });
+      expect(last.status).toBe('SUCCESS');
+      await waitFor(async () => (await store.countByStatus({ scope: G, taskType: type })).SUCCESS === 10, `all of ${type} drained`, 15_000);
+    } finally {
+      await worker.stop();
+    }
+  };
+
+  it('a listener behind the transaction pooler is found deaf by its probe, says so once, and wakes workers and waiters on a short timer', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      if ((warning as { code?: string }).code === 'TASKLEASE_WAKEUPS_DEAF') warnings.push(warning);
+    };
+    process.on('warning', onWarning);
+    const store = new PostgresStore({ connectionString: bouncer.url, schema: schema.name, poolSize: 3, pooler: 'transaction' });
+    try {
+      await store.migrate();
+      let wakes = 0;
+      const off = store.subscribe((event) => {
+        if (event.kind === 'submitted' && event.taskTypes.length === 0 && store.wakeups === 'deaf') wakes += 1;
+      });
+      await waitFor(() => store.wakeups === 'deaf', 'the probe to be missed', 15_000);
+      let waiterWakes = 0;
+      const unwatch = await store.watchOutcome({ taskId: 'none', listener: () => (waiterWakes += 1) });
+      // Nothing is submitted or finished: these wake-ups are the short poll that stands in for NOTIFY.
+      await waitFor(() => wakes >= 3 && waiterWakes >= 3, 'the short poll of a deaf listener', 10_000);
+      off();
+      await unwatch();
+      await waitFor(() => warnings.length > 0, 'the warning');
+      expect(warnings[0]!.message).toMatch(/listenConnectionString.*pollOnly/);
+      const health = await controlPlaneHealth(store);
+      expect(health).toMatchObject({ status: 'DEGRADED', details: { wakeups: 'deaf' } });
+      expect(health.error).toMatch(/listenConnectionString/);
+      await drains(store, 'pgb-deaf');
+      expect(warnings).toHaveLength(1);
+    } finally {
+      process.off('warning', onWarning);
+      await store.close();
+    }
+  });
+
+  it('pollOnly opens no LISTEN connection and still drains (this process hears its own submits)', async () => {
+    const store = new PostgresStore({ connectionString: bouncer.url, schema: schema.name, poolSize: 3, pooler: 'transaction', pollOnly: true });
+    try {
+      await store.migrate();
+      expect(store.wakeups).toBe('pollOnly');
+      await drains(store, 'pgb-poll-only');
+      expect(store.listening).toBe(false);
+      const listeners = await schema.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1`, [
+        `tasklease:listen:${schema.name}`,
+      ]);
+      expect(Number(listeners[0]!.n)).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+});
 
 describeOnServer(available, 'PostgreSQL and pgbouncer', 'PostgreSQL through PgBouncer: what the pooler refuses', () => {
   let bouncer: PgBouncer;

@@ -64,7 +64,7 @@ import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js'
 import * as reads from './reads.js';
 import { recover } from './recover.js';
 import { changeStatus } from './status.js';
-import { markAwaited, notifyPayload, PgListener } from './wakeups.js';
+import { markAwaited, notifyPayload, PgListener, type WakeupState } from './wakeups.js';
 import type { PoolStats } from '../pool-stats.js';
 
 /** A caller's transaction: a pg Client or PoolClient inside BEGIN. */
@@ -113,12 +113,25 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     if (this.ownsPool) this.pool.on('error', () => undefined);
     if (resolved.ownsLeasePool) resolved.leasePool.on('error', () => undefined);
     this.ownsLeasePool = resolved.ownsLeasePool;
-    this.listener = new PgListener(resolved.clientConfig, this.ctx.channel);
+    // The probe goes the way producers' NOTIFYs go (the pool): what it proves is that those are heard.
+    this.listener = new PgListener(resolved.clientConfig, this.ctx.channel, async (payload) => {
+      await run(this.pool, 'probing wake-ups', 'SELECT pg_notify($1, $2)', [this.ctx.channel, payload]);
+    });
   }
 
   /** True while the LISTEN connection is up (diagnostics; tests wait on it). */
   get listening(): boolean {
     return this.listener.listening;
+  }
+
+  /**
+   * Whether wake-ups (LISTEN/NOTIFY) are known to arrive: 'listening' once
+   * the listener's self-probe came back, 'deaf' when it did not (workers and
+   * waiters are then woken on a short timer), 'pollOnly' with that option.
+   * The control-plane health check reports it.
+   */
+  get wakeups(): WakeupState | 'pollOnly' {
+    return this.pollOnly ? 'pollOnly' : this.listener.state;
   }
 
   protected mapError(error: unknown): Error {
