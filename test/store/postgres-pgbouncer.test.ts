@@ -9,12 +9,14 @@
  * configuration error naming the parameter, never "unreachable".
  */
 import pg from 'pg';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { defineTask } from '../../src/core/definition.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { controlPlaneHealth } from '../../src/observe/health.js';
+import { createMetrics } from '../../src/observe/metrics.js';
 import { mapPgError } from '../../src/store/postgres/errors.js';
 import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
@@ -245,6 +247,9 @@ describeOnServer(available, 'PostgreSQL and pgbouncer', 'PostgreSQL through PgBo
       await unwatch();
       await waitFor(() => warnings.length > 0, 'the warning');
       expect(warnings[0]!.message).toMatch(/listenConnectionString.*pollOnly/);
+      const registry = new Registry();
+      createMetrics({ registry }).attachStore(store);
+      expect(await registry.metrics()).toMatch(/^async_task_wakeups_deaf 1$/m);
       const health = await controlPlaneHealth(store);
       expect(health).toMatchObject({ status: 'DEGRADED', details: { wakeups: 'deaf' } });
       expect(health.error).toMatch(/listenConnectionString/);
