@@ -12,6 +12,7 @@ import pg from 'pg';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
+import { cli } from '../cli/harness.js';
 import { defineTask } from '../../src/core/definition.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
@@ -259,6 +260,19 @@ describeOnServer(available, 'PostgreSQL and pgbouncer', 'PostgreSQL through PgBo
       process.off('warning', onWarning);
       await store.close();
     }
+  });
+
+  it('the CLI migrates, submits, reads and cancels through the pooler with --pooler transaction (or TASKLEASE_POOLER)', async () => {
+    const env = { TASKLEASE_DATABASE_URL: `${bouncer.url}?schema=${schema.name}`, TASKLEASE_POOLER: 'transaction' };
+    const migrated = await cli(['--pooler', 'transaction', 'migrate', '--json'], { env: { TASKLEASE_DATABASE_URL: env.TASKLEASE_DATABASE_URL } });
+    expect(migrated.code, migrated.stderr).toBe(0);
+    const submitted = await cli(['submit', 'pgb.cli', '{"n":1}', '--json'], { env });
+    expect(submitted.code, submitted.stderr).toBe(0);
+    const { id } = submitted.json<{ id: string }>();
+    expect((await cli(['get', id, '--json'], { env })).json<{ status: string }>().status).toBe('QUEUED');
+    const cancelled = await cli(['cancel', id, '--json'], { env });
+    expect(cancelled.code, cancelled.stderr).toBe(0);
+    expect((await cli(['get', id, '--json'], { env })).json<{ status: string }>().status).toBe('CANCELLED');
   });
 
   it('pollOnly opens no LISTEN connection and still drains (this process hears its own submits)', async () => {

@@ -171,7 +171,9 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
     if (options.leasePool !== undefined) return { leasePool: ownLeasePool(options), ownsLeasePool: false };
     const max = options.leasePoolSize ?? MIN_LEASE_POOL_SIZE;
     checkLeasePoolSize(COMPONENT, max);
-    const pool = new pg.Pool({ ...base, ...timeouts, max, application_name: applicationName('lease', schema, prefix) });
+    // A Client class of your pool's (pg-native, a wrapper) is kept: the lease pool then runs without the store's SET.
+    const own = base.Client !== undefined ? { Client: base.Client } : {};
+    const pool = new pg.Pool({ ...base, ...timeouts, ...own, max, application_name: applicationName('lease', schema, prefix) });
     return { leasePool: pool, ownsLeasePool: true };
   };
   const listenBase = (base: pg.ClientConfig): pg.ClientConfig =>
