@@ -12,7 +12,7 @@
  * when a connection opens (the session is ours: PgBouncer resets it when we
  * disconnect). Behind a transaction pooler nothing may outlive a
  * transaction, so a statement on the store's own pool runs in a transaction
- * of its own that starts with `SET LOCAL statement_timeout` (limitStatements).
+ * of its own that starts with `SET LOCAL statement_timeout` (limitEachTransaction).
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';

@@ -12,7 +12,9 @@
  * pool's clients never starve a heartbeat. LISTEN uses its own connection,
  * never a pool client. Transactions are always one statement (autocommit, READ
  * COMMITTED), except migrate() and a caller's own transaction in insertTasks
- * and finishAttempts.
+ * and finishAttempts — and, behind a transaction pooler with a statement
+ * timeout, the BEGIN / SET LOCAL / COMMIT around each statement
+ * (connection.ts).
  */
 import pg from 'pg';
 import { ErrorCode, StoreConnectTimeoutError, StoreError, ValidationError } from '../../core/errors.js';
