@@ -16,7 +16,8 @@ import { PG_URL } from './postgres.js';
 import { waitFor } from './wait.js';
 
 const INSTALL_HINT = 'sh deploy/ci-install.sh (Debian package pgbouncer: apt-get install pgbouncer)';
-const CANDIDATES = ['pgbouncer', '/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'];
+/** TASKLEASE_PGBOUNCER names the binary; else the first of these that runs. */
+const CANDIDATES = process.env.TASKLEASE_PGBOUNCER ? [process.env.TASKLEASE_PGBOUNCER] : ['pgbouncer', '/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'];
 
 export type PoolMode = 'session' | 'transaction';
 

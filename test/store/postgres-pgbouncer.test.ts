@@ -56,8 +56,9 @@ describe('PostgreSQL errors of a pooler', () => {
 
 const FILE = 'test/store/postgres-pgbouncer.test.ts';
 const G = Scope.global();
-const available = (await postgresAvailable(FILE)) && pgbouncerBinary(FILE) !== null;
-const binary = available ? pgbouncerBinary(FILE)! : '';
+const found = (await postgresAvailable(FILE)) ? pgbouncerBinary(FILE) : null;
+const available = found !== null;
+const binary = found ?? '';
 const LATEST = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version;
 
 const MODES: { mode: PoolMode; title: string; options: (schema: string) => PostgresStoreOptions }[] = [
