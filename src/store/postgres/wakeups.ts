@@ -23,8 +23,8 @@
  * transaction mode the LISTEN lands on a server connection that goes back
  * to the pool (issue 24). So each time LISTEN takes effect the listener
  * probes itself: one NOTIFY sent the way producers send theirs (the pool),
- * which must come back within PROBE_TIMEOUT_MS. When it does not, the
- * listener is deaf: it says so once (a process warning, code
+ * which must come back within PROBE_TIMEOUT_MS of its commit. When it does
+ * not, the listener is deaf: it says so once (a process warning, code
  * TASKLEASE_WAKEUPS_DEAF, and PostgresStore.wakeups for health checks),
  * wakes every subscriber and waiter every DEAF_WAKE_MS instead (workers
  * claim, waiters re-read: a short poll), and probes again every
@@ -85,7 +85,7 @@ export class PgListener {
   private closed = false;
   private listeningNow = false;
   private stateNow: WakeupState = 'idle';
-  private probe: { nonce: string; timer: NodeJS.Timeout } | null = null;
+  private probe: { nonce: string; timer: NodeJS.Timeout | null } | null = null;
   private deafTimer: NodeJS.Timeout | null = null;
   private reprobeTimer: NodeJS.Timeout | null = null;
   private warned = false;
@@ -175,15 +175,20 @@ export class PgListener {
     if (this.closed || !this.listeningNow) return;
     if (this.stateNow !== 'deaf') this.stateNow = 'probing';
     const nonce = randomUUID();
-    const timer = setTimeout(() => this.probeMissed(nonce), PROBE_TIMEOUT_MS);
-    timer.unref();
-    this.probe = { nonce, timer };
+    const probe: { nonce: string; timer: NodeJS.Timeout | null } = { nonce, timer: null };
+    this.probe = probe;
+    // The clock starts once the NOTIFY has committed: a pool busy with handlers delays the probe, it does not make it deaf.
+    const wait = (): void => {
+      if (this.probe !== probe) return; // heard already, or superseded
+      probe.timer = setTimeout(() => this.probeMissed(nonce), PROBE_TIMEOUT_MS);
+      probe.timer.unref();
+    };
     // A probe that cannot be sent (database down) is missed like one that is not heard.
-    this.sendProbe(JSON.stringify({ k: 'p', n: nonce })).catch(() => undefined);
+    this.sendProbe(JSON.stringify({ k: 'p', n: nonce })).then(wait, wait);
   }
 
   private endProbe(): void {
-    if (this.probe) clearTimeout(this.probe.timer);
+    if (this.probe?.timer) clearTimeout(this.probe.timer);
     this.probe = null;
     if (this.reprobeTimer) clearTimeout(this.reprobeTimer);
     this.reprobeTimer = null;
