@@ -10,9 +10,10 @@
  * The statement timeout never travels in the startup packet (poolers refuse
  * it: errors.ts). On direct or session-pooled connections it is one `SET`
  * when a connection opens (the session is ours: PgBouncer resets it when we
- * disconnect). Behind a transaction pooler nothing may outlive a
- * transaction, so a statement on the store's own pool runs in a transaction
- * of its own that starts with `SET LOCAL statement_timeout` (limitEachTransaction).
+ * disconnect; options.ts, clientLimitedTo). Behind a transaction pooler
+ * nothing may outlive a transaction, so a statement on the store's own pool
+ * runs in a transaction of its own that starts with
+ * `SET LOCAL statement_timeout` (limitEachTransaction).
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
@@ -67,38 +68,6 @@ const perTransactionTimeouts = new WeakMap<pg.Pool, number>();
 /** Behind a transaction pooler: run() sends each statement to `pool` in a transaction limited to `timeoutMs`. */
 export function limitEachTransaction(pool: pg.Pool, timeoutMs: number): void {
   if (timeoutMs > 0) perTransactionTimeouts.set(pool, timeoutMs);
-}
-
-/**
- * The Client class of a pool the store opens on direct or session-pooled
- * connections: its connect() ends with one `SET statement_timeout`, so the
- * limit is in place before the pool hands the connection out.
- */
-export function clientLimitedTo(timeoutMs: number): typeof pg.Client {
-  return class LimitedClient extends pg.Client {
-    override connect(): Promise<pg.Client>;
-    override connect(callback: (error: Error | null) => void): void;
-    override connect(callback?: (error: Error | null) => void): Promise<pg.Client> | void {
-      const done = super.connect().then(async () => {
-        // A pooler may accept the login at once and hold the first query until it has a server
-        // connection: a connection lost meanwhile rejects the SET (the pool has no listener yet).
-        const lost = (): void => undefined;
-        this.on('error', lost);
-        try {
-          await this.query(`SET statement_timeout = ${Math.trunc(timeoutMs)}`);
-        } finally {
-          this.off('error', lost);
-        }
-        return this as pg.Client;
-      });
-      // pg-pool connects with a callback.
-      if (!callback) return done;
-      done.then(
-        () => callback(null),
-        (error: Error) => callback(error),
-      );
-    }
-  };
 }
 
 /** `BEGIN` for a transaction on a client of `pool`, with the statement timeout behind a transaction pooler. */

@@ -6,7 +6,6 @@ import pg from 'pg';
 import { InvalidOptionsError } from '../../core/errors.js';
 import { checkInteger, checkKnownKeys, checkString } from '../../core/validate.js';
 import { checkLeasePoolSize, checkOwnLeasePool, MIN_LEASE_POOL_SIZE } from '../lease-pool.js';
-import { clientLimitedTo } from './connection.js';
 
 export interface PostgresStoreOptions {
   /**
@@ -264,4 +263,36 @@ function serverLabel(config: pg.ClientConfig): string {
 /** Shows up in pg_stat_activity, so operators (and tests) can tell our connections apart. */
 export function applicationName(role: 'pool' | 'lease' | 'listen', schema: string, prefix = 'tasklease'): string {
   return `${prefix}:${role}:${schema}`.slice(0, 63);
+}
+
+/**
+ * The Client class of a pool the store opens on direct or session-pooled
+ * connections: its connect() ends with one `SET statement_timeout`, so the
+ * limit is in place before the pool hands the connection out.
+ */
+export function clientLimitedTo(timeoutMs: number): typeof pg.Client {
+  return class LimitedClient extends pg.Client {
+    override connect(): Promise<pg.Client>;
+    override connect(callback: (error: Error | null) => void): void;
+    override connect(callback?: (error: Error | null) => void): Promise<pg.Client> | void {
+      const done = super.connect().then(async () => {
+        // A pooler may accept the login at once and hold the first query until it has a server
+        // connection: a connection lost meanwhile rejects the SET (the pool has no listener yet).
+        const lost = (): void => undefined;
+        this.on('error', lost);
+        try {
+          await this.query(`SET statement_timeout = ${Math.trunc(timeoutMs)}`);
+        } finally {
+          this.off('error', lost);
+        }
+        return this as pg.Client;
+      });
+      // pg-pool connects with a callback.
+      if (!callback) return done;
+      done.then(
+        () => callback(null),
+        (error: Error) => callback(error),
+      );
+    }
+  };
 }
