@@ -1,15 +1,18 @@
 #!/bin/sh
-# Installs what the deploy tests (test/deploy/) run for real: promtool and a
-# Prometheus server, from Debian's `prometheus` package. Called by .ci/run.
+# Installs what the tests run for real, from Debian's packages: promtool and
+# a Prometheus server (`prometheus`, test/deploy/) and PgBouncer (`pgbouncer`,
+# test/store/postgres-pgbouncer.test.ts). Called by .ci/run.
 #
-# The package registers a system service. The tests never use it: they start
-# their own Prometheus (own port, own temporary storage) and kill it by PID.
-# policy-rc.d exit 101 keeps the package from starting the service at
-# install time, so nothing outlives the run.
+# Both packages register a system service. The tests never use them: they
+# start their own Prometheus (own port, own temporary storage) and their own
+# pgbouncer (own config in a temporary directory, own port) and kill them by
+# PID. policy-rc.d exit 101 keeps the packages from starting their services
+# at install time, so nothing outlives the run.
 set -eu
-if command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1; then
-  exit 0
-fi
+PACKAGES=""
+{ command -v promtool && command -v prometheus; } >/dev/null 2>&1 || PACKAGES="prometheus"
+{ command -v pgbouncer || [ -x /usr/sbin/pgbouncer ]; } >/dev/null 2>&1 || PACKAGES="$PACKAGES pgbouncer"
+[ -n "$PACKAGES" ] || exit 0
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 POLICY=/usr/sbin/policy-rc.d
@@ -22,5 +25,6 @@ fi
 cleanup() { [ -z "$CREATED_POLICY" ] || $SUDO rm -f "$POLICY"; }
 trap cleanup EXIT
 $SUDO apt-get update
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends prometheus
-command -v promtool >/dev/null && command -v prometheus >/dev/null
+# shellcheck disable=SC2086 # a list of package names
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends $PACKAGES
+command -v promtool >/dev/null && command -v prometheus >/dev/null && [ -x /usr/sbin/pgbouncer ]

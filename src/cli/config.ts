@@ -17,6 +17,8 @@ export interface CliConfig {
   /** PostgreSQL schema (default: the store's, `tasklease`). */
   schema?: string;
   poolSize?: number;
+  /** PostgreSQL behind a pooler in transaction mode: 'transaction' (PostgresStore option pooler). */
+  pooler?: 'session' | 'transaction';
   /** Owner stamped on submitted tasks. */
   owner?: string;
   logLevel: (typeof LOG_LEVELS)[number];
@@ -51,6 +53,7 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'databaseUrl', env: 'TASKLEASE_DATABASE_URL', kind: 'string' },
   { key: 'schema', env: 'TASKLEASE_SCHEMA', kind: 'string' },
   { key: 'poolSize', env: 'TASKLEASE_POOL_SIZE', kind: 'integer', min: 1, max: 1000 },
+  { key: 'pooler', env: 'TASKLEASE_POOLER', kind: 'enum', values: ['session', 'transaction'] },
   { key: 'owner', env: 'TASKLEASE_OWNER', kind: 'string' },
   { key: 'logLevel', env: 'TASKLEASE_LOG_LEVEL', kind: 'enum', values: LOG_LEVELS },
   { key: 'worker.concurrency', env: 'TASKLEASE_CONCURRENCY', kind: 'integer', min: 1, max: 10_000 },

@@ -19,6 +19,7 @@ export interface GlobalOptions {
   databaseUrl?: string;
   schema?: string;
   poolSize?: number;
+  pooler?: string;
   config?: string;
   json?: boolean;
 }
@@ -47,9 +48,9 @@ export class CommandContext {
   /** The configuration, with a command's own flags (e.g. `worker.concurrency`) over everything else. */
   config(commandFlags: ConfigOverrides = {}): CliConfig {
     if (this.resolved && Object.keys(commandFlags).length === 0) return this.resolved;
-    const { databaseUrl, schema, poolSize } = this.globals;
+    const { databaseUrl, schema, poolSize, pooler } = this.globals;
     this.resolved = resolveConfig({
-      flags: { databaseUrl, schema, poolSize, ...commandFlags },
+      flags: { databaseUrl, schema, poolSize, pooler, ...commandFlags },
       env: this.io.env,
       cwd: this.io.cwd,
       configPath: this.globals.config,
@@ -63,6 +64,7 @@ export class CommandContext {
     this.store = await openStore(relativeTo(this.io.cwd, config.databaseUrl), {
       ...(config.schema ? { schema: config.schema } : {}),
       ...(config.poolSize ? { poolSize: config.poolSize } : {}),
+      ...(config.pooler ? { pooler: config.pooler } : {}),
     });
     return this.store;
   }

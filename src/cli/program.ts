@@ -29,6 +29,12 @@ export function buildProgram(ctx: CommandContext): Command {
     )
     .addOption(new Option('--schema <name>', 'PostgreSQL schema (default tasklease)').argParser(nonEmpty))
     .addOption(new Option('--pool-size <n>', 'connections in the pool (PostgreSQL, MySQL)').argParser(integer(1, 1000)))
+    .addOption(
+      new Option('--pooler <mode>', 'PostgreSQL behind PgBouncer in transaction mode: transaction (see docs/production.md)').choices([
+        'session',
+        'transaction',
+      ]),
+    )
     .addOption(new Option('-c, --config <path>', 'JSON config file (default ./tasklease.config.json when present)'))
     .addOption(new Option('--json', 'print one JSON document on stdout (for scripts)'))
     .addHelpText('after', helpFooter());

@@ -42,6 +42,8 @@ export const ErrorCode = {
   SCHEMA_NOT_MIGRATED: 'SCHEMA_NOT_MIGRATED',
   /** The database server did not complete a connection within connectTimeoutMs. */
   STORE_CONNECT_TIMEOUT: 'STORE_CONNECT_TIMEOUT',
+  /** The database (or a connection pooler in front of it) refuses how the store is configured; the message names the fix. */
+  STORE_CONFIGURATION: 'STORE_CONFIGURATION',
   /** One of the store's statements ran longer than statementTimeoutMs and was cancelled by the server. */
   STORE_STATEMENT_TIMEOUT: 'STORE_STATEMENT_TIMEOUT',
   /** A schedule's cron expression that the parser rejects. */
@@ -235,6 +237,19 @@ export class SchemaMissingError extends StoreError {
       ...options,
       code: ErrorCode.SCHEMA_NOT_MIGRATED,
     });
+  }
+}
+
+/**
+ * A refusal that retrying cannot cure: a pooler that rejects a startup
+ * parameter, prepared statements lost through transaction pooling.
+ * `setting` names what to change.
+ */
+export class StoreConfigurationError extends StoreError {
+  readonly setting: string;
+  constructor(setting: string, message: string, options?: { cause?: unknown }) {
+    super(message, { ...options, code: ErrorCode.STORE_CONFIGURATION });
+    this.setting = setting;
   }
 }
 

@@ -17,6 +17,8 @@ export interface GaugeSources {
   pools: () => { dialect: Dialect; stats: PoolStats }[];
   /** Share of recent lease renewals that kept the lease (RenewalWindow). */
   renewalRate: () => number;
+  /** The wake-up state of each attached store that reports one (PostgresStore.wakeups). */
+  wakeups: () => string[];
 }
 
 const POOL_FIELDS = {
@@ -70,6 +72,14 @@ export function defineGauges(registry: Registry, sources: GaugeSources): void {
     registers,
     collect() {
       this.set(sources.renewalRate());
+    },
+  });
+  new Gauge({
+    name: 'async_task_wakeups_deaf',
+    help: 'Attached stores whose LISTEN connection does not hear its own NOTIFY (PostgreSQL behind a transaction pooler?): workers poll instead.',
+    registers,
+    collect() {
+      this.set(sources.wakeups().filter((state) => state === 'deaf').length);
     },
   });
   for (const [field, help] of Object.entries(POOL_FIELDS) as [keyof PoolStats, string][]) {

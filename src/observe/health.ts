@@ -30,6 +30,11 @@ export interface ControlPlaneDetails {
   paused: number | null;
   deadLetters: number | null;
   backlogThreshold: number;
+  /**
+   * PostgreSQL only: whether LISTEN/NOTIFY wake-ups are heard
+   * (PostgresStore.wakeups). 'deaf' makes the report DEGRADED.
+   */
+  wakeups?: string;
 }
 
 export interface ControlPlaneHealthOptions {
@@ -77,6 +82,12 @@ export async function controlPlaneHealth(store: Store, options: ControlPlaneHeal
     });
   } catch (error) {
     return { status: 'DOWN', details, error: `database query failed (tables missing or unreadable?): ${describeError(error)}` };
+  }
+  const wakeups = (store as { wakeups?: unknown }).wakeups;
+  if (typeof wakeups === 'string') details.wakeups = wakeups;
+  if (wakeups === 'deaf') {
+    const fix = 'give the store listenConnectionString (direct or session-pooled) or pollOnly: true (docs/production.md)';
+    return { status: 'DEGRADED', details, error: `wake-ups are not heard (LISTEN behind a transaction pooler?): workers poll instead; ${fix}` };
   }
   if (details.queued! > backlogThreshold) {
     return { status: 'DEGRADED', details, error: `backlog: ${details.queued} tasks queued, above the threshold of ${backlogThreshold}` };

@@ -98,6 +98,7 @@ class MetricsHub implements TaskleaseMetrics {
       deadLetters: () => this.countDeadLetters(),
       pools: () => this.poolStats(),
       renewalRate: () => this.renewals.rate(),
+      wakeups: () => [...this.stores.keys()].flatMap((store) => wakeupState(store)),
     });
   }
 
@@ -161,4 +162,10 @@ function withinScrape<T>(query: Promise<T>): Promise<T | null> {
     timer = setTimeout(() => resolve(null), SCRAPE_QUERY_TIMEOUT_MS);
   });
   return Promise.race([query, late]).finally(() => clearTimeout(timer));
+}
+
+/** PostgresStore.wakeups, for stores that report it (others: none). */
+function wakeupState(store: Store): string[] {
+  const state = (store as { wakeups?: unknown }).wakeups;
+  return typeof state === 'string' ? [state] : [];
 }

@@ -4,6 +4,8 @@
  *
  *   sqlite:tasks.db · sqlite:///abs/path.db · sqlite::memory:   → SqliteStore
  *   postgres://user@host:5432/db?schema=tasklease&poolSize=10   → PostgresStore
+ *     behind PgBouncer in transaction mode: ?pooler=transaction, with
+ *     &listenConnectionString=<URL-encoded direct URL> or &pollOnly=true
  *   mysql://root@127.0.0.1:3306/db?poolSize=10 (mariadb:// too) → MysqlStore
  */
 import { InvalidOptionsError } from '../core/errors.js';
@@ -16,7 +18,12 @@ export interface OpenStoreOptions {
   poolSize?: number;
   /** PostgreSQL schema; overrides `?schema=` in the URL. */
   schema?: string;
+  /** PostgreSQL behind a pooler in transaction mode ('transaction'); overrides `?pooler=` in the URL. */
+  pooler?: 'session' | 'transaction';
 }
+
+/** The PostgresStore options a URL may carry as query parameters (removed before the URL reaches the driver). */
+const POSTGRES_PARAMS = ['schema', 'poolSize', 'pooler', 'listenConnectionString', 'pollOnly'];
 
 /** The dialect a store URL names, or a typed error naming the accepted forms. */
 export function dialectOfUrl(url: string): 'sqlite' | 'postgres' | 'mysql' {
@@ -29,7 +36,7 @@ export function dialectOfUrl(url: string): 'sqlite' | 'postgres' | 'mysql' {
 
 export async function openStore(url: string, options: OpenStoreOptions = {}): Promise<Store> {
   const dialect = dialectOfUrl(url);
-  checkKnownKeys('openStore', options, ['poolSize', 'schema']);
+  checkKnownKeys('openStore', options, ['poolSize', 'schema', 'pooler']);
   if (dialect === 'sqlite') {
     const { SqliteStore } = await loadDialect('sqlite');
     return new SqliteStore({ path: sqlitePath(url) });
@@ -37,10 +44,22 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
   const parsed = new URL(url);
   const poolSize = options.poolSize ?? numberParam(parsed, 'poolSize');
   if (dialect === 'postgres') {
-    const schema = options.schema ?? parsed.searchParams.get('schema') ?? undefined;
-    for (const key of ['schema', 'poolSize']) parsed.searchParams.delete(key);
+    const param = (name: string): string | undefined => parsed.searchParams.get(name) ?? undefined;
+    const schema = options.schema ?? param('schema');
+    // Checked by PostgresStore (InvalidOptionsError naming the field).
+    const pooler = (options.pooler ?? param('pooler')) as 'session' | 'transaction' | undefined;
+    const listenConnectionString = param('listenConnectionString');
+    const pollOnly = booleanParam(parsed, 'pollOnly');
+    for (const key of POSTGRES_PARAMS) parsed.searchParams.delete(key);
     const { PostgresStore } = await loadDialect('postgres');
-    return new PostgresStore({ connectionString: parsed.toString(), ...(schema ? { schema } : {}), ...(poolSize ? { poolSize } : {}) });
+    return new PostgresStore({
+      connectionString: parsed.toString(),
+      ...(schema ? { schema } : {}),
+      ...(poolSize ? { poolSize } : {}),
+      ...(pooler ? { pooler } : {}),
+      ...(listenConnectionString ? { listenConnectionString } : {}),
+      ...(pollOnly !== undefined ? { pollOnly } : {}),
+    });
   }
   parsed.searchParams.delete('poolSize');
   if (parsed.protocol === 'mariadb:') parsed.protocol = 'mysql:';
@@ -64,6 +83,14 @@ function numberParam(url: URL, name: string): number | undefined {
   const number = Number(value);
   if (!Number.isInteger(number) || number < 1) throw new InvalidOptionsError('openStore', name, `must be a positive integer (got ${value})`);
   return number;
+}
+
+function booleanParam(url: URL, name: string): boolean | undefined {
+  const value = url.searchParams.get(name);
+  if (value === null) return undefined;
+  if (value === 'true' || value === '1') return true;
+  if (value === 'false' || value === '0') return false;
+  throw new InvalidOptionsError('openStore', name, `must be true or false (got ${value})`);
 }
 
 /** The URL without its password, for messages and logs. */

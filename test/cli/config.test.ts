@@ -24,6 +24,16 @@ describe('CLI configuration', () => {
     return migrated.json<{ dialect: string }>().dialect;
   };
 
+  it('takes the PostgreSQL pooler mode from the flag or TASKLEASE_POOLER, and rejects any other mode', async () => {
+    const from = (flags: Record<string, string>, env: Record<string, string>) => resolveConfig({ flags, env, cwd: dir }).pooler;
+    expect(from({}, { TASKLEASE_POOLER: 'transaction' })).toBe('transaction');
+    expect(from({ pooler: 'session' }, { TASKLEASE_POOLER: 'transaction' })).toBe('session');
+    expect(from({}, {})).toBeUndefined();
+    expect(() => from({}, { TASKLEASE_POOLER: 'statement' })).toThrow(/pooler \(from TASKLEASE_POOLER\)/);
+    const bad = await cli(['list', '--pooler', 'statement'], { cwd: dir });
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/--pooler.*statement.*session, transaction/)]);
+  });
+
   it('reads the database URL from the flag, else the environment, else the config file, else sqlite:tasklease.db', async () => {
     writeFileSync(join(dir, 'tasklease.config.json'), JSON.stringify({ databaseUrl: 'sqlite:from-file.db', worker: { concurrency: 3 } }));
     const files = (): string[] =>

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
+import type { PostgresStoreOptions } from '../../src/store/postgres/options.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { migratedStoreFactory, onServerArea, type StoreFactory } from './factory.js';
 
@@ -95,16 +96,19 @@ export async function createTestSchema(name = uniqueSchemaName()): Promise<TestS
   };
 }
 
-/** A factory for the shared suites: every create() is a migrated, emptied schema of this file. */
-export function postgresStoreFactory(schema: () => TestSchema, poolSize = 4): StoreFactory {
+/**
+ * A factory for the shared suites: every create() is a migrated, emptied schema of this file.
+ * `options`: how the stores connect (another address, a pooler mode); the test's own SQL stays direct.
+ */
+export function postgresStoreFactory(schema: () => TestSchema, poolSize = 4, options: () => PostgresStoreOptions = () => ({})): StoreFactory {
   return migratedStoreFactory(
     'postgres',
-    () => new PostgresStore({ connectionString: PG_URL, schema: schema().name, poolSize }),
+    () => new PostgresStore({ connectionString: PG_URL, schema: schema().name, poolSize, ...options() }),
     () => schema().clean(),
     async () => {
       // A schema name nobody created: its migrate() in the test creates it, dispose drops it.
       const fresh = await createTestSchema();
-      const store = new PostgresStore({ connectionString: PG_URL, schema: fresh.name, poolSize: 2 });
+      const store = new PostgresStore({ connectionString: PG_URL, schema: fresh.name, poolSize: 2, ...options() });
       return {
         store,
         dispose: async () => {
@@ -125,15 +129,21 @@ function redacted(): string {
 /**
  * Runs a shared suite on PostgreSQL: a fresh schema for the file, dropped
  * afterwards. No server: fails on CI, else skipped with one line (postgresAvailable).
+ * `through`: the stores connect another way (a PgBouncer the file starts), read when each store opens.
  */
-export async function onPostgres(file: string, title: string, suite: (factory: StoreFactory) => void): Promise<void> {
+export async function onPostgres(
+  file: string,
+  title: string,
+  suite: (factory: StoreFactory) => void,
+  through?: { available: boolean; needs: string; options: () => PostgresStoreOptions },
+): Promise<void> {
   onServerArea(
     {
-      available: await postgresAvailable(file),
+      available: (await postgresAvailable(file)) && (through?.available ?? true),
       title: `${title} on postgres`,
-      needs: 'PostgreSQL',
+      needs: through?.needs ?? 'PostgreSQL',
       create: () => createTestSchema(),
-      factory: postgresStoreFactory,
+      factory: (schema) => postgresStoreFactory(schema, 4, through?.options),
     },
     suite,
   );

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { dialectOfUrl, openStore, redactUrl } from '../../src/store/open.js';
+import type { PostgresStore } from '../../src/store/postgres/store.js';
 
 describe('openStore', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tl-open-'));
@@ -33,5 +34,24 @@ describe('openStore', () => {
 
   it('rejects a bad pool size', async () => {
     await expect(openStore('postgres://u@127.0.0.1/db?poolSize=0')).rejects.toMatchObject({ code: 'INVALID_OPTIONS', field: 'poolSize' });
+  });
+
+  it('opens PostgreSQL behind a transaction pooler from the URL, and keeps the options out of the driver URL', async () => {
+    const listen = encodeURIComponent('postgres://u@127.0.0.1:5432/db');
+    const store = (await openStore(`postgres://u@127.0.0.1:6432/db?pooler=transaction&listenConnectionString=${listen}&schema=s1`)) as PostgresStore;
+    try {
+      expect(store).toMatchObject({ pooler: 'transaction', pollOnly: false, schema: 's1' });
+      expect((store.pool as unknown as { options: { connectionString: string } }).options.connectionString).toBe('postgres://u@127.0.0.1:6432/db');
+    } finally {
+      await store.close();
+    }
+    const polling = (await openStore('postgres://u@127.0.0.1:6432/db?pollOnly=true', { pooler: 'transaction' })) as PostgresStore;
+    expect(polling).toMatchObject({ pooler: 'transaction', pollOnly: true });
+    await polling.close();
+  });
+
+  it('rejects a bad pooler or pollOnly in the URL, naming the field', async () => {
+    await expect(openStore('postgres://u@127.0.0.1/db?pooler=statement')).rejects.toMatchObject({ code: 'INVALID_OPTIONS', field: 'pooler' });
+    await expect(openStore('postgres://u@127.0.0.1/db?pollOnly=maybe')).rejects.toMatchObject({ code: 'INVALID_OPTIONS', field: 'pollOnly' });
   });
 });

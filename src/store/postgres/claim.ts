@@ -49,7 +49,7 @@ import type { Task } from '../../core/task.js';
 import { OWNER_POLICY_PREFIX } from '../../core/policy-keys.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { ClaimParams } from '../types.js';
-import { run, type PgContext } from './connection.js';
+import { run, type PgContext, statementName } from './connection.js';
 import { decodePostgres } from './encode.js';
 import { CLAIM_LOCK_SCOPE } from './migrations.js';
 import { CLAIMABLE_SQL, GLOBAL_POLICY_SQL, LEASED_SQL, literal, newLeaseToken, STATUS_SQL, TYPE_POLICY_PREFIX_SQL, typeShareSql } from '../rules/index.js';
@@ -234,7 +234,7 @@ export async function claimTasks(ctx: PgContext, params: ClaimParams): Promise<T
     'claiming tasks',
     `SELECT * FROM ${ctx.schema}.tasklease_claim(${CLAIM_CALL})`,
     claimArgs(params, true),
-    `${ctx.statementPrefix}claim`,
+    statementName(ctx, 'claim'),
     params.onSent,
   );
   return result.rows.map((row) => taskFromRow(row, decodePostgres));

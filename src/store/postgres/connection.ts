@@ -2,14 +2,25 @@
  * What every PostgreSQL module shares: the pool, the quoted schema and table
  * names, the NOTIFY channel, and one way to run a statement that maps driver
  * errors (errors.ts). Statements on the hot path are named, so each pooled
- * connection parses and plans them once.
+ * connection parses and plans them once — except behind a transaction pooler
+ * (option pooler: 'transaction'), where a named statement lives on a server
+ * connection the next transaction may not get (26000 / 42P05): there every
+ * statement is unnamed (statementName).
+ *
+ * The statement timeout never travels in the startup packet (poolers refuse
+ * it: errors.ts). On direct or session-pooled connections it is one `SET`
+ * when a connection opens (the session is ours: PgBouncer resets it when we
+ * disconnect; options.ts, clientLimitedTo). Behind a transaction pooler
+ * nothing may outlive a transaction, so a statement on the store's own pool
+ * runs in a transaction of its own that starts with
+ * `SET LOCAL statement_timeout` (limitEachTransaction).
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PoolStats } from '../pool-stats.js';
 import type { OnSent } from '../types.js';
 import { TimeTextCache } from '../time-cache.js';
-import { mapPgError } from './errors.js';
+import { isUnreachable, mapPgError } from './errors.js';
 import { quoteIdent } from './options.js';
 
 /** Anything that runs a query: the pool, a pooled client, or a caller's client inside BEGIN. */
@@ -43,6 +54,27 @@ export interface PgContext {
   readonly statementPrefix: string;
   /** SQL text built once per store (see sql()). */
   readonly sqlCache: Map<string, string>;
+  /** False behind a transaction pooler: every statement unnamed (see above). */
+  readonly namedStatements: boolean;
+}
+
+/** The name of a hot-path statement (parsed and planned once per connection), or none behind a transaction pooler. */
+export function statementName(ctx: PgContext, key: string): string | undefined {
+  return ctx.namedStatements ? `${ctx.statementPrefix}${key}` : undefined;
+}
+
+/** The store's own pools behind a transaction pooler, with their statement timeout (ms): run() wraps their statements. */
+const perTransactionTimeouts = new WeakMap<pg.Pool, number>();
+
+/** Behind a transaction pooler: run() sends each statement to `pool` in a transaction limited to `timeoutMs`. */
+export function limitEachTransaction(pool: pg.Pool, timeoutMs: number): void {
+  if (timeoutMs > 0) perTransactionTimeouts.set(pool, timeoutMs);
+}
+
+/** `BEGIN` for a transaction on a client of `pool`, with the statement timeout behind a transaction pooler. */
+export function beginOn(pool: pg.Pool): string {
+  const timeoutMs = perTransactionTimeouts.get(pool);
+  return timeoutMs === undefined ? 'BEGIN' : `BEGIN; SET LOCAL statement_timeout = ${Math.trunc(timeoutMs)}`;
 }
 
 /** Builds a statement's text once per store: the hot path should not rebuild long strings on every call. */
@@ -55,7 +87,7 @@ export function sql(ctx: PgContext, key: string, build: (ctx: PgContext) => stri
   return text;
 }
 
-export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: string): PgContext {
+export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: string, transactionPooler = false): PgContext {
   const schema = quoteIdent(schemaName);
   const digest = createHash('sha256').update(schemaName).digest('hex').slice(0, 12);
   return {
@@ -77,14 +109,16 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
     channel: `tasklease_${digest}`,
     statementPrefix: `tasklease_${digest}_`,
     sqlCache: new Map(),
+    namedStatements: !transactionPooler,
   };
 }
 
 /**
- * Runs one statement. `onSent` (a worker's lease statements, types.ts OnSent):
- * the statement takes a client of the pool `on` for itself and calls it once
- * the client is had — after any wait in the pool's queue, which must not
- * count against the leases the statement grants.
+ * Runs one statement. On a pool it takes a client of its own when the
+ * statement needs one: under transaction pooling with a statement timeout
+ * (SET LOCAL in a transaction of its own), or when `onSent` asks when the
+ * statement is put on a connection (a worker's lease statements, types.ts
+ * OnSent: the wait in the pool's queue must not count against the leases).
  */
 export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
   on: Queryable,
@@ -94,9 +128,13 @@ export async function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
   name?: string,
   onSent?: OnSent,
 ): Promise<pg.QueryResult<R>> {
-  if (onSent !== undefined && isPool(on)) return runOnClient(on, onSent, action, text, values, name);
+  const query = name === undefined ? { text, values, types: TYPES } : { name, text, values, types: TYPES };
+  if (isPool(on)) {
+    const limited = perTransactionTimeouts.get(on) !== undefined;
+    if (limited || onSent !== undefined) return onClientOfItsOwn<R>(on, action, query, limited, onSent);
+  }
   try {
-    return await on.query<R>(name === undefined ? { text, values, types: TYPES } : { name, text, values, types: TYPES });
+    return await on.query<R>(query);
   } catch (error) {
     throw mapPgError(error, action);
   }
@@ -107,13 +145,18 @@ function isPool(on: Queryable): on is pg.Pool {
   return typeof (on as Partial<pg.Pool>).connect === 'function' && typeof (on as Partial<pg.Pool>).totalCount === 'number';
 }
 
-async function runOnClient<R extends pg.QueryResultRow>(
+/**
+ * One statement on a client taken for it. `limited`: in a transaction of its
+ * own whose first command limits its run time (SET LOCAL: gone at COMMIT, so
+ * nothing stays on a pooled server connection), two round trips more than
+ * autocommit.
+ */
+async function onClientOfItsOwn<R extends pg.QueryResultRow>(
   pool: pg.Pool,
-  onSent: OnSent,
   action: string,
-  text: string,
-  values: unknown[],
-  name: string | undefined,
+  query: pg.QueryConfig,
+  limited: boolean,
+  onSent: OnSent | undefined,
 ): Promise<pg.QueryResult<R>> {
   let client: pg.PoolClient;
   try {
@@ -121,16 +164,25 @@ async function runOnClient<R extends pg.QueryResultRow>(
   } catch (error) {
     throw mapPgError(error, action);
   }
-  onSent();
-  let failure: Error | undefined;
+  onSent?.();
+  let broken = false;
   try {
-    return await run<R>(client, action, text, values, name);
+    if (!limited) return await client.query<R>(query);
+    await client.query(beginOn(pool));
+    let result: pg.QueryResult<R>;
+    try {
+      result = await client.query<R>(query);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => (broken = true));
+      throw error;
+    }
+    await client.query('COMMIT');
+    return result;
   } catch (error) {
-    failure = error as Error;
-    throw error;
+    if (isUnreachable(error)) broken = true;
+    throw mapPgError(error, action);
   } finally {
-    // As pool.query does: a client whose statement failed is not lent again (it may be broken).
-    client.release(failure);
+    client.release(broken);
   }
 }
 

@@ -6,9 +6,12 @@
  * cancelled for statement_timeout is STORE_STATEMENT_TIMEOUT; a value
  * PostgreSQL refuses becomes a ValidationError; anything else is a
  * StoreError that names the SQLSTATE. (A connect timeout is named by the
- * store, which knows the host: isConnectTimeout.)
+ * store, which knows the host: isConnectTimeout.) What a connection pooler
+ * refuses for good — a startup parameter, named prepared statements through
+ * transaction pooling — is a StoreConfigurationError (STORE_CONFIGURATION)
+ * naming the setting and the fix, never "unreachable".
  */
-import { ErrorCode, SchemaMissingError, StoreError, TaskLeaseError, UniqueConflictError, ValidationError } from '../../core/errors.js';
+import { ErrorCode, SchemaMissingError, StoreConfigurationError, StoreError, TaskLeaseError, UniqueConflictError, ValidationError } from '../../core/errors.js';
 import { UNIQUE_INDEX } from '../rules/unique.js';
 
 /** Socket-level errors and SQLSTATE classes 08 (connection), 57P0x (shutdown, cannot connect now), 53300 (too many connections). */
@@ -73,11 +76,20 @@ export function isConnectTimeout(error: unknown): boolean {
 
 export function mapPgError(error: unknown, action: string): Error {
   if (error instanceof TaskLeaseError) return error;
+  const refused = poolerRefusal(error, action);
+  if (refused) return refused;
   if (isUnreachable(error)) {
     return new StoreError(`PostgreSQL unreachable while ${action}: ${messageOf(error)}`, { cause: error });
   }
   const code = (error as { code?: unknown } | null)?.code;
-  if (code === '23505' && (error as { constraint?: unknown }).constraint === UNIQUE_INDEX) return new UniqueConflictError(action, { cause: error });
+  const constraint = (error as { constraint?: unknown } | null)?.constraint;
+  if (code === '23505' && constraint === UNIQUE_INDEX) return new UniqueConflictError(action, { cause: error });
+  if (code === '23505' && typeof constraint === 'string' && constraint.startsWith('pg_')) {
+    // A catalog row: two sessions created the same object at once (DDL outside the migration lock).
+    return new StoreError(`PostgreSQL error while ${action}: another session created the same object at the same time (${messageOf(error)})`, {
+      cause: error,
+    });
+  }
   if (isSchemaMissing(code, messageOf(error))) return new SchemaMissingError(`PostgreSQL (${messageOf(error)})`, { cause: error });
   if (code === '57014' && messageOf(error).includes('statement timeout')) {
     return new StoreError(`PostgreSQL cancelled a statement while ${action}: it ran past statementTimeoutMs`, {
@@ -92,6 +104,36 @@ export function mapPgError(error: unknown, action: string): Error {
   }
   const state = typeof code === 'string' ? ` [SQLSTATE ${code}]` : '';
   return new StoreError(`PostgreSQL error while ${action}${state}: ${messageOf(error)}`, { cause: error });
+}
+
+/** PgBouncer's answer to a startup parameter it does not pass on (a pool's statement_timeout, options, …). */
+const UNSUPPORTED_STARTUP = /unsupported startup parameter:?\s*"?([A-Za-z_.]+)/i;
+/** Named prepared statements through transaction pooling: 26000 "prepared statement … does not exist", 42P05 "… already exists". */
+const LOST_PREPARED = /prepared statement "?[^"]*"? (does not exist|already exists)/i;
+
+function poolerRefusal(error: unknown, action: string): StoreConfigurationError | null {
+  if (!(error instanceof Error)) return null;
+  const code = (error as { code?: unknown }).code;
+  const startup = UNSUPPORTED_STARTUP.exec(error.message);
+  if (startup) {
+    const parameter = startup[1]!;
+    return new StoreConfigurationError(
+      parameter,
+      `the connection pooler refused the startup parameter ${parameter} while ${action}: PostgresStore sends none but user, database and ` +
+        `application_name, so it comes from a pool or PG* environment variable of yours (e.g. PGOPTIONS) — remove ${parameter} from it ` +
+        `(statementTimeoutMs applies the store's timeout without it), or list it in PgBouncer's ignore_startup_parameters`,
+      { cause: error },
+    );
+  }
+  if ((code === '26000' || code === '42P05') && LOST_PREPARED.test(error.message)) {
+    return new StoreConfigurationError(
+      'pooler',
+      `PostgreSQL lost a prepared statement while ${action} (${error.message}): the store is behind a pooler in transaction mode; ` +
+        `open it with pooler: 'transaction' (or ?pooler=transaction on the URL)`,
+      { cause: error },
+    );
+  }
+  return null;
 }
 
 function messageOf(error: unknown): string {

@@ -16,7 +16,7 @@ import type { TaskProgress } from '../../core/task.js';
 import { progressValues, taskFromRow, type Row } from '../rows.js';
 import type { AttemptOutcome, ClaimParams, DeadLetterRef, FinishAndClaimResult, FinishResult } from '../types.js';
 import { CLAIM_ARG_COUNT, claimArgs, claimTasks } from './claim.js';
-import { run, sql, type PgContext, type Queryable } from './connection.js';
+import { run, sql, type PgContext, type Queryable, statementName } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
 import { decodePostgres, storableMessage } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_WAITERS_PAYLOAD } from './wakeups.js';
@@ -176,7 +176,7 @@ export async function finishAttempts(ctx: PgContext, outcomes: readonly AttemptO
   if (outcomes.length === 0) return { applied: [], deadLetters: [] };
   const { order, columns } = outcomeColumns(outcomes);
   const text = sql(ctx, 'finish', () => `SELECT o.ord, o.dead_letter_id FROM ${ctx.schema}.${FINISH_FUNCTION}(${FINISH_ARGS}) AS o`);
-  const name = caller === null ? `${ctx.statementPrefix}finish` : undefined;
+  const name = caller === null ? statementName(ctx, 'finish') : undefined;
   const result = await run<{ ord: string; dead_letter_id: string | null }>(caller ?? ctx.leasePool, 'writing outcomes', text, columns, name);
   const deadLetters = result.rows.flatMap((row) => (row.dead_letter_id === null ? [] : [deadLetterOf(outcomes, order, row.ord, row.dead_letter_id)]));
   return {
@@ -199,7 +199,7 @@ export async function finishAndClaim(ctx: PgContext, outcomes: readonly AttemptO
     'writing outcomes and claiming',
     sql(ctx, 'finish_claim', finishAndClaimSql),
     params,
-    `${ctx.statementPrefix}finish_claim`,
+    statementName(ctx, 'finish_claim'),
     claim.onSent,
   );
   const ords = (result.rows[0]?.applied as string[] | null | undefined) ?? [];

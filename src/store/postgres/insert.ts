@@ -15,7 +15,7 @@ import { StoreError } from '../../core/errors.js';
 import type { NewTask, Task } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { InsertTaskResult } from '../types.js';
-import { run, sql, type PgContext, type Queryable } from './connection.js';
+import { run, sql, type PgContext, type Queryable, statementName } from './connection.js';
 import { checkNewTask, decodePostgres, storableJson } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './wakeups.js';
 import { TaskStatus } from '../../core/status.js';
@@ -107,14 +107,14 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
     // Without idempotency keys nothing can conflict: every row is inserted, so a plain INSERT (no
     // speculative insertion per row) and one answer row, the statement's clock, instead of one per task.
     const text = sql(ctx, 'insert_unkeyed', (c) => insertSql(c, false));
-    const result = await run<Row>(on, 'inserting tasks', text, [...columns, ctx.channel], `${ctx.statementPrefix}insert_unkeyed`);
+    const result = await run<Row>(on, 'inserting tasks', text, [...columns, ctx.channel], statementName(ctx, 'insert_unkeyed'));
     const createdAt = decodePostgres.time(result.rows[0]!.create_time);
     const created = createdAt.getTime();
     return new Map(tasks.map((t) => [t.id, newTaskRow(t, t.availableAt ?? new Date(created + t.delayMs), createdAt)]));
   }
   const text = unique ? sql(ctx, 'insert_unique', (c) => insertSql(c, true, true)) : sql(ctx, 'insert', insertSql);
   const values = unique ? [...columns, ctx.channel, unique.key, unique.states] : [...columns, ctx.channel];
-  const result = await run<Row>(on, 'inserting tasks', text, values, `${ctx.statementPrefix}${unique ? 'insert_unique' : 'insert'}`);
+  const result = await run<Row>(on, 'inserting tasks', text, values, statementName(ctx, unique ? 'insert_unique' : 'insert'));
   // Only the database's own values come back (its clock); the rest of each new row is what we sent.
   const byId = new Map(tasks.map((t) => [t.id, t]));
   return new Map(

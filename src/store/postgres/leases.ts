@@ -18,7 +18,7 @@
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
 import type { RenewParams, RenewResult } from '../types.js';
-import { run, sql, type PgContext } from './connection.js';
+import { run, sql, type PgContext, statementName } from './connection.js';
 import { storableMessage } from './encode.js';
 import { fenceSql, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
@@ -89,7 +89,7 @@ RETURNING t.id, t.status, t.lease_owner, t.attempt_count, t.lease_token`,
     'renewing leases',
     text,
     [...leaseArrays(leases), leaseMs],
-    `${ctx.statementPrefix}renew`,
+    statementName(ctx, 'renew'),
     onSent,
   );
   return renewalAnswer(leases, new Map(updated.rows.map((row) => [leaseKey(row.id, row.lease_owner, row.attempt_count, row.lease_token), row.status])));
@@ -105,7 +105,7 @@ export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskP
        progress_skipped = $9, progress_message = $10, update_time = now()
      WHERE id = $1 AND ${fenceSql('$2', '$3', '$4')} AND ${liveLeaseSql('now()')}`,
     [lease.taskId, lease.workerId, lease.attempt, lease.token, ...values],
-    `${ctx.statementPrefix}progress`,
+    statementName(ctx, 'progress'),
   );
   return result.rowCount === 1;
 }

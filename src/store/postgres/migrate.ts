@@ -1,14 +1,16 @@
 /**
- * Creates or upgrades the schema. Several processes may start at once: a
- * session advisory lock (keyed by schema) lets one migrate while the others
- * wait, then find nothing left to do. Each version applies in its own
- * transaction together with its row in tasklease_migrations, so a crash
- * mid-way leaves the schema at a whole version.
+ * Creates or upgrades the schema. Several processes may start at once: all
+ * of it runs in ONE transaction that first takes a transaction advisory lock
+ * keyed by the schema, so one migrates while the others wait, then find
+ * nothing left to do. The lock ends with the transaction, on whatever server
+ * connection a pooler gave it (a session lock would stay on a pooled
+ * connection: issue 24), and a crash mid-way leaves the schema as it was.
  */
+import type pg from 'pg';
 import { ErrorCode, TaskLeaseError } from '../../core/errors.js';
 import { claimFunctionSql } from './claim.js';
 import { finishFunctionSql } from './finish.js';
-import { run, type PgContext } from './connection.js';
+import { beginOn, run, type PgContext } from './connection.js';
 import { mapPgError } from './errors.js';
 import { MIGRATE_LOCK_SCOPE, PG_MIGRATIONS } from './migrations.js';
 
@@ -21,22 +23,21 @@ export async function migrate(ctx: PgContext): Promise<void> {
   }
   let broken = false;
   try {
-    await run(client, 'taking the migration lock', 'SELECT pg_advisory_lock(hashtextextended($1, 0))', [MIGRATE_LOCK_SCOPE + ctx.schemaName]);
+    await run(client, 'starting the migration', beginOn(ctx.pool));
     try {
+      await run(client, 'taking the migration lock', 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [MIGRATE_LOCK_SCOPE + ctx.schemaName]);
       await applyMigrations(ctx, client);
-    } finally {
-      await run(client, 'releasing the migration lock', 'SELECT pg_advisory_unlock(hashtextextended($1, 0))', [MIGRATE_LOCK_SCOPE + ctx.schemaName]);
+      await run(client, 'committing the migration', 'COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => (broken = true));
+      throw error;
     }
-  } catch (error) {
-    // A session lock must never go back to the pool: drop the connection when unsure.
-    broken = true;
-    throw error;
   } finally {
     client.release(broken);
   }
 }
 
-async function applyMigrations(ctx: PgContext, client: import('pg').PoolClient): Promise<void> {
+async function applyMigrations(ctx: PgContext, client: pg.PoolClient): Promise<void> {
   await run(client, 'creating the schema', `CREATE SCHEMA IF NOT EXISTS ${ctx.schema}`);
   await run(
     client,
@@ -53,10 +54,8 @@ async function applyMigrations(ctx: PgContext, client: import('pg').PoolClient):
   }
   for (const migration of PG_MIGRATIONS) {
     if (migration.version <= current) continue;
-    await inTransaction(client, `applying migration ${migration.version} (${migration.name})`, async () => {
-      await run(client, `applying migration ${migration.version}`, migration.sql(ctx.schema));
-      await run(client, 'recording the migration', `INSERT INTO ${ctx.tables.migrations} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
-    });
+    await run(client, `applying migration ${migration.version} (${migration.name})`, migration.sql(ctx.schema));
+    await run(client, 'recording the migration', `INSERT INTO ${ctx.tables.migrations} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
   }
   // Repeatable: the claim and outcome functions always match this code (CREATE OR REPLACE under the lock).
   await run(client, 'installing the claim function', claimFunctionSql(ctx));
@@ -67,22 +66,11 @@ export async function schemaVersion(ctx: PgContext): Promise<number> {
   return schemaVersionOn(ctx, ctx.pool);
 }
 
-async function schemaVersionOn(ctx: PgContext, on: Pick<import('pg').ClientBase, 'query'>): Promise<number> {
+async function schemaVersionOn(ctx: PgContext, on: Pick<pg.ClientBase, 'query'>): Promise<number> {
   const exists = await run<{ present: boolean }>(on, 'reading the schema version', 'SELECT to_regclass($1) IS NOT NULL AS present', [
     `${ctx.schema}.tasklease_migrations`,
   ]);
   if (!exists.rows[0]?.present) return 0;
   const result = await run<{ v: number | null }>(on, 'reading the schema version', `SELECT max(version) AS v FROM ${ctx.tables.migrations}`);
   return result.rows[0]?.v ?? 0;
-}
-
-async function inTransaction(client: import('pg').PoolClient, action: string, body: () => Promise<void>): Promise<void> {
-  await run(client, action, 'BEGIN');
-  try {
-    await body();
-    await run(client, action, 'COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  }
 }

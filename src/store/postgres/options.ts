@@ -58,8 +58,33 @@ export interface PostgresStoreOptions {
    * statement_timeout of the store's own connections: a statement running
    * longer is cancelled by the server (STORE_STATEMENT_TIMEOUT). 0: none.
    * Default 30000. Not applied to a `pool` you pass (set it on that pool).
+   * Never sent in the startup packet (poolers refuse it): a `SET` once per
+   * new connection, or with `pooler: 'transaction'` a `SET LOCAL` in each
+   * statement's own transaction.
    */
   statementTimeoutMs?: number;
+  /**
+   * The connection pooler between the store and PostgreSQL, if it pools by
+   * transaction (PgBouncer `pool_mode = transaction`): `'transaction'` makes
+   * the store keep no state on a server connection between transactions —
+   * unnamed statements, the statement timeout per transaction, migrations
+   * locked inside their one transaction. Wake-ups then need
+   * `listenConnectionString` (LISTEN cannot work through such a pooler) or
+   * `pollOnly`. `'session'` (direct connections or session pooling) is the
+   * default. See docs/production.md.
+   */
+  pooler?: 'session' | 'transaction';
+  /**
+   * Where the LISTEN connection goes, when it must not go where the pools do:
+   * a direct or session-pooled address of the same database, for a store
+   * behind a transaction pooler. Default: the pools' own address.
+   */
+  listenConnectionString?: string;
+  /**
+   * No LISTEN connection at all: workers find new tasks by polling (their
+   * pollIntervalMs) and waitFor re-reads on its own timer. Default false.
+   */
+  pollOnly?: boolean;
   /** Not supported: PostgreSQL judges every time by the database clock (now()). */
   clock?: never;
 }
@@ -76,6 +101,10 @@ export interface ResolvedPostgresOptions {
   /** The server as host:port/database, for messages (never a password). */
   serverLabel: string;
   connectTimeoutMs: number;
+  pooler: 'session' | 'transaction';
+  /** The statement timeout of the pools the store opens (0: none); never applied to a `pool` of yours. */
+  statementTimeoutMs: number;
+  pollOnly: boolean;
 }
 
 const COMPONENT = 'PostgresStore';
@@ -89,8 +118,12 @@ const KNOWN = [
   'applicationName',
   'connectTimeoutMs',
   'statementTimeoutMs',
+  'pooler',
+  'listenConnectionString',
+  'pollOnly',
   'clock',
 ] as const;
+export const POOLER_MODES = ['session', 'transaction'] as const;
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/i;
 export const DEFAULT_SCHEMA = 'tasklease';
 export const DEFAULT_POOL_SIZE = 10;
@@ -116,15 +149,34 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
   checkInteger(COMPONENT, 'connectTimeoutMs', connectTimeoutMs, { min: 1, max: 600_000 });
   const statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
   checkInteger(COMPONENT, 'statementTimeoutMs', statementTimeoutMs, { min: 0, max: 86_400_000 });
-  const timeouts = { connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS };
-  const statementTimeout = statementTimeoutMs > 0 ? { statement_timeout: statementTimeoutMs } : {};
+  const pooler = options.pooler ?? 'session';
+  if (!(POOLER_MODES as readonly unknown[]).includes(pooler))
+    throw new InvalidOptionsError(COMPONENT, 'pooler', `must be 'session' or 'transaction', got ${JSON.stringify(pooler)}`);
+  const pollOnly = options.pollOnly ?? false;
+  if (typeof pollOnly !== 'boolean') throw new InvalidOptionsError(COMPONENT, 'pollOnly', 'must be true or false');
+  if (options.listenConnectionString !== undefined) {
+    checkString(COMPONENT, 'listenConnectionString', options.listenConnectionString, { minLength: 1 });
+    if (pollOnly) throw new InvalidOptionsError(COMPONENT, 'listenConnectionString', 'cannot be given with pollOnly: true (nothing listens)');
+  }
+  // Nothing but user, database and application_name in the startup packet: poolers refuse other parameters
+  // (PgBouncer: 08P01 unsupported startup parameter). The statement timeout is applied by the store (connection.ts).
+  const listenerTimeouts = { connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS };
+  const timeouts: pg.PoolConfig = { ...listenerTimeouts };
+  const shared = { pooler, pollOnly, connectTimeoutMs };
+  // Direct or session-pooled: one SET per new connection (the session is ours). Behind a transaction
+  // pooler the store limits each transaction instead (connection.ts, limitEachTransaction).
+  if (pooler === 'session' && statementTimeoutMs > 0) Object.assign(timeouts, { Client: clientLimitedTo(statementTimeoutMs) });
   const leasePool = (base: pg.PoolConfig): { leasePool: pg.Pool; ownsLeasePool: boolean } => {
     if (options.leasePool !== undefined) return { leasePool: ownLeasePool(options), ownsLeasePool: false };
     const max = options.leasePoolSize ?? MIN_LEASE_POOL_SIZE;
     checkLeasePoolSize(COMPONENT, max);
-    const pool = new pg.Pool({ ...base, ...timeouts, ...statementTimeout, max, application_name: applicationName('lease', schema, prefix) });
+    // A Client class of your pool's (pg-native, a wrapper) is kept: the lease pool then runs without the store's SET.
+    const own = base.Client !== undefined ? { Client: base.Client } : {};
+    const pool = new pg.Pool({ ...base, ...timeouts, ...own, max, application_name: applicationName('lease', schema, prefix) });
     return { leasePool: pool, ownsLeasePool: true };
   };
+  const listenBase = (base: pg.ClientConfig): pg.ClientConfig =>
+    options.listenConnectionString !== undefined ? { connectionString: options.listenConnectionString } : base;
   if (options.pool !== undefined) {
     if (options.connectionString !== undefined) throw new InvalidOptionsError(COMPONENT, 'pool', 'cannot be given together with connectionString');
     if (options.poolSize !== undefined) throw new InvalidOptionsError(COMPONENT, 'poolSize', 'applies only to the pool the store creates, not to `pool`');
@@ -132,15 +184,24 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
       throw new InvalidOptionsError(COMPONENT, 'pool', 'must be a pg.Pool');
     }
     const poolOptions = (options.pool as pg.Pool & { options?: pg.PoolConfig }).options ?? {};
-    const clientConfig = { ...timeouts, ...listenerConfig(poolOptions, schema, prefix) };
-    return { schema, pool: options.pool, ownsPool: false, ...leasePool(poolOptions), clientConfig, serverLabel: serverLabel(poolOptions), connectTimeoutMs };
+    const clientConfig = { ...listenerTimeouts, ...listenerConfig(listenBase(poolOptions), schema, prefix) };
+    return {
+      schema,
+      pool: options.pool,
+      ownsPool: false,
+      ...leasePool(poolOptions),
+      clientConfig,
+      serverLabel: serverLabel(poolOptions),
+      ...shared,
+      statementTimeoutMs,
+    };
   }
   const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
   checkInteger(COMPONENT, 'poolSize', poolSize, { min: 1, max: 1000 });
   const base: pg.ClientConfig = options.connectionString !== undefined ? { connectionString: options.connectionString } : {};
-  const pool = new pg.Pool({ ...base, ...timeouts, ...statementTimeout, max: poolSize, application_name: applicationName('pool', schema, prefix) });
-  const clientConfig = { ...timeouts, ...listenerConfig(base, schema, prefix) };
-  return { schema, pool, ownsPool: true, ...leasePool(base), clientConfig, serverLabel: serverLabel(base), connectTimeoutMs };
+  const pool = new pg.Pool({ ...base, ...timeouts, max: poolSize, application_name: applicationName('pool', schema, prefix) });
+  const clientConfig = { ...listenerTimeouts, ...listenerConfig(listenBase(base), schema, prefix) };
+  return { schema, pool, ownsPool: true, ...leasePool(base), clientConfig, serverLabel: serverLabel(base), ...shared, statementTimeoutMs };
 }
 
 function ownLeasePool(options: PostgresStoreOptions): pg.Pool {
@@ -202,4 +263,36 @@ function serverLabel(config: pg.ClientConfig): string {
 /** Shows up in pg_stat_activity, so operators (and tests) can tell our connections apart. */
 export function applicationName(role: 'pool' | 'lease' | 'listen', schema: string, prefix = 'tasklease'): string {
   return `${prefix}:${role}:${schema}`.slice(0, 63);
+}
+
+/**
+ * The Client class of a pool the store opens on direct or session-pooled
+ * connections: its connect() ends with one `SET statement_timeout`, so the
+ * limit is in place before the pool hands the connection out.
+ */
+export function clientLimitedTo(timeoutMs: number): typeof pg.Client {
+  return class LimitedClient extends pg.Client {
+    override connect(): Promise<pg.Client>;
+    override connect(callback: (error: Error | null) => void): void;
+    override connect(callback?: (error: Error | null) => void): Promise<pg.Client> | void {
+      const done = super.connect().then(async () => {
+        // A pooler may accept the login at once and hold the first query until it has a server
+        // connection: a connection lost meanwhile rejects the SET (the pool has no listener yet).
+        const lost = (): void => undefined;
+        this.on('error', lost);
+        try {
+          await this.query(`SET statement_timeout = ${Math.trunc(timeoutMs)}`);
+        } finally {
+          this.off('error', lost);
+        }
+        return this as pg.Client;
+      });
+      // pg-pool connects with a callback.
+      if (!callback) return done;
+      done.then(
+        () => callback(null),
+        (error: Error) => callback(error),
+      );
+    }
+  };
 }

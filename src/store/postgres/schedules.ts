@@ -2,7 +2,7 @@
 import type { Schedule, ScheduleDefinition } from '../../core/schedule.js';
 import * as rules from '../rules/schedules.js';
 import type { ClaimTicksParams, ClaimTicksResult, ScheduleStore } from '../schedules.js';
-import { run } from './connection.js';
+import { beginOn, run } from './connection.js';
 import { decodePostgres } from './encode.js';
 import { quoteIdent } from './options.js';
 import type { PostgresStore } from './store.js';
@@ -61,7 +61,7 @@ export class PostgresScheduleStore implements ScheduleStore {
   async claimTicks(params: ClaimTicksParams): Promise<ClaimTicksResult> {
     const client = await this.store.pool.connect();
     try {
-      await client.query('BEGIN');
+      await client.query(beginOn(this.store.pool));
       const moved = await run(
         client,
         'claiming schedule ticks',

@@ -12,7 +12,9 @@
  * pool's clients never starve a heartbeat. LISTEN uses its own connection,
  * never a pool client. Transactions are always one statement (autocommit, READ
  * COMMITTED), except migrate() and a caller's own transaction in insertTasks
- * and finishAttempts.
+ * and finishAttempts — and, behind a transaction pooler with a statement
+ * timeout, the BEGIN / SET LOCAL / COMMIT around each statement
+ * (connection.ts).
  */
 import pg from 'pg';
 import { ErrorCode, StoreConnectTimeoutError, StoreError, ValidationError } from '../../core/errors.js';
@@ -53,7 +55,7 @@ import type {
 } from '../types.js';
 import { claimTasks } from './claim.js';
 import { explainClaim } from './explain.js';
-import { createContext, pgPoolStats, run, type PgContext, type Queryable } from './connection.js';
+import { createContext, limitEachTransaction, pgPoolStats, run, type PgContext, type Queryable } from './connection.js';
 import * as control from './control.js';
 import { isConnectTimeout } from './errors.js';
 import { finishAndClaim, finishAttempts } from './finish.js';
@@ -65,7 +67,7 @@ import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js'
 import * as reads from './reads.js';
 import { recover } from './recover.js';
 import { changeStatus } from './status.js';
-import { markAwaited, notifyPayload, PgListener } from './wakeups.js';
+import { markAwaited, notifyPayload, PgListener, type WakeupState } from './wakeups.js';
 import type { PoolStats } from '../pool-stats.js';
 
 /** A caller's transaction: a pg Client or PoolClient inside BEGIN. */
@@ -81,7 +83,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   /** The pool the store runs its statements on (yours if you passed one). */
   readonly pool: pg.Pool;
   readonly schema: string;
-  /** Unused: every process, this one too, hears wake-ups through LISTEN. */
+  /** Used with pollOnly only: otherwise every process, this one too, hears wake-ups through LISTEN. */
   protected readonly bus = new LocalBus();
   private readonly ctx: PgContext;
   private readonly ownsPool: boolean;
@@ -89,6 +91,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   private readonly listener: PgListener;
   private readonly serverLabel: string;
   private readonly connectTimeoutMs: number;
+  /** 'transaction': behind a transaction pooler (option pooler). */
+  readonly pooler: 'session' | 'transaction';
+  /** No LISTEN connection: workers and waiters poll (option pollOnly). */
+  readonly pollOnly: boolean;
 
   constructor(options: PostgresStoreOptions = {}) {
     super();
@@ -98,19 +104,37 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     this.schema = resolved.schema;
     this.serverLabel = resolved.serverLabel;
     this.connectTimeoutMs = resolved.connectTimeoutMs;
-    this.ctx = createContext(this.pool, resolved.leasePool, this.schema);
+    this.pooler = resolved.pooler;
+    const transactionPooler = resolved.pooler === 'transaction';
+    this.ctx = createContext(this.pool, resolved.leasePool, this.schema, transactionPooler);
+    if (transactionPooler && this.ownsPool) limitEachTransaction(this.pool, resolved.statementTimeoutMs);
+    if (transactionPooler && resolved.ownsLeasePool) limitEachTransaction(resolved.leasePool, resolved.statementTimeoutMs);
+    this.pollOnly = resolved.pollOnly;
     // An idle pooled connection that dies (server restart, pg_terminate_backend)
     // is reported here; without a handler Node would crash the process. The
     // pool drops it and the next statement opens a fresh one.
     if (this.ownsPool) this.pool.on('error', () => undefined);
     if (resolved.ownsLeasePool) resolved.leasePool.on('error', () => undefined);
     this.ownsLeasePool = resolved.ownsLeasePool;
-    this.listener = new PgListener(resolved.clientConfig, this.ctx.channel);
+    // The probe goes the way producers' NOTIFYs go (the pool): what it proves is that those are heard.
+    this.listener = new PgListener(resolved.clientConfig, this.ctx.channel, async (payload) => {
+      await run(this.pool, 'probing wake-ups', 'SELECT pg_notify($1, $2)', [this.ctx.channel, payload]);
+    });
   }
 
   /** True while the LISTEN connection is up (diagnostics; tests wait on it). */
   get listening(): boolean {
     return this.listener.listening;
+  }
+
+  /**
+   * Whether wake-ups (LISTEN/NOTIFY) are known to arrive: 'listening' once
+   * the listener's self-probe came back, 'deaf' when it did not (workers and
+   * waiters are then woken on a short timer), 'pollOnly' with that option.
+   * The control-plane health check reports it.
+   */
+  get wakeups(): WakeupState | 'pollOnly' {
+    return this.pollOnly ? 'pollOnly' : this.listener.state;
   }
 
   protected mapError(error: unknown): Error {
@@ -124,6 +148,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   }
 
   protected override async wake(method: StoreMethod, events: readonly StoreEvent[]): Promise<void> {
+    // Poll-only: this process's workers still hear its own writes at once (other processes poll).
+    if (this.pollOnly) for (const event of events) this.bus.publish(event);
     if (NOTIFIED_IN_STATEMENT.has(method)) return;
     for (const event of events) {
       // Best effort: idle workers poll anyway.
@@ -164,6 +190,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   }
 
   override subscribe(listener: StoreListener): () => void {
+    if (this.pollOnly) return this.bus.subscribe(listener);
     return this.listener.subscribe(listener);
   }
 
@@ -171,6 +198,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   override async watchOutcome(params: { taskId: string; listener: () => void }): Promise<() => Promise<void>> {
     const { taskId, listener } = params;
     const offLocal = watchLocal(this.bus, listener);
+    // Poll-only: this process's outcome writes, and the waiter's own timer.
+    if (this.pollOnly) return async () => offLocal();
     const offNotify = this.listener.subscribeOutcomes((ids) => {
       if (ids.length === 0 || ids.includes(taskId)) listener();
     });

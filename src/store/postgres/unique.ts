@@ -12,7 +12,7 @@ import type { NewTask, Task, UniqueSpec } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
 import { debouncedStart, storedUniqueKey, UNIQUE_HOLD_SQL } from '../rules/unique.js';
 import type { InsertTaskResult } from '../types.js';
-import { run, sql, type PgContext, type Queryable } from './connection.js';
+import { beginOn, run, sql, type PgContext, type Queryable } from './connection.js';
 import { decodePostgres, storableJson } from './encode.js';
 import { mapPgError } from './errors.js';
 
@@ -65,7 +65,7 @@ export async function atomically<T>(on: Queryable, count: number, body: (on: Que
   }
   let broken = false;
   try {
-    await run(client, 'submitting tasks', 'BEGIN');
+    await run(client, 'submitting tasks', beginOn(on));
     const result = await body(client);
     await run(client, 'submitting tasks', 'COMMIT');
     return result;

@@ -15,8 +15,21 @@
  *   {"k":"s","t":[types…]}  submitted (t empty: unknown types, wake everyone)
  *   {"k":"c","i":[ids…]}    cancellation requested
  *   {"k":"f","i":[ids…]}    outcomes written for awaited tasks (i empty: every waiter re-reads); finish.ts
+ *   {"k":"p","n":nonce}     the listener's own probe (below)
  * NOTIFY payloads must stay under 8000 bytes; senders fall back to the
  * wildcard or split id lists (see insert.ts, queries.ts).
+ *
+ * LISTEN can take effect and still hear nothing: through a pooler in
+ * transaction mode the LISTEN lands on a server connection that goes back
+ * to the pool (issue 24). So each time LISTEN takes effect the listener
+ * probes itself: one NOTIFY sent the way producers send theirs (the pool),
+ * which must come back within PROBE_TIMEOUT_MS of its commit. When it does
+ * not, the listener is deaf: it says so once (a process warning, code
+ * TASKLEASE_WAKEUPS_DEAF, and PostgresStore.wakeups for health checks),
+ * wakes every subscriber and waiter every DEAF_WAKE_MS instead (workers
+ * claim, waiters re-read: a short poll), and probes again every
+ * DEAF_REPROBE_MS until a probe comes back. The outcome NOTIFYs of waitFor
+ * travel on the same connection and channel, so one probe answers for both.
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -40,6 +53,27 @@ export function notifyPayload(event: StoreEvent): string {
 
 const MIN_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 5000;
+/** How long a probe may take to come back before the listener counts as deaf. */
+export const PROBE_TIMEOUT_MS = 3000;
+/** While deaf: every subscriber and waiter is woken this often (a short poll). */
+export const DEAF_WAKE_MS = 250;
+/** While deaf: probe again this often, and stop the short poll once one comes back. */
+export const DEAF_REPROBE_MS = 30_000;
+
+/** What PostgresStore.wakeups reports: whether wake-ups are known to arrive. */
+export type WakeupState =
+  /** Nobody subscribed yet (the listener opens on the first subscribe), or it is (re)connecting. */
+  | 'idle'
+  | 'connecting'
+  /** LISTEN took effect; its probe has not come back yet. */
+  | 'probing'
+  /** The last probe came back. */
+  | 'listening'
+  /** The last probe did not come back in time: wake-ups are not heard (a transaction pooler?); subscribers are woken on a timer. */
+  | 'deaf';
+
+/** Sends a probe NOTIFY with this payload the way producers send theirs. */
+export type ProbeSender = (payload: string) => Promise<void>;
 
 export class PgListener {
   private readonly listeners = new Set<StoreListener>();
@@ -50,11 +84,23 @@ export class PgListener {
   private started = false;
   private closed = false;
   private listeningNow = false;
+  private stateNow: WakeupState = 'idle';
+  private probe: { nonce: string; timer: NodeJS.Timeout | null } | null = null;
+  private deafTimer: NodeJS.Timeout | null = null;
+  private reprobeTimer: NodeJS.Timeout | null = null;
+  private warned = false;
 
   constructor(
     private readonly config: pg.ClientConfig,
     private readonly channel: string,
+    private readonly sendProbe: ProbeSender,
+    private readonly warn: (message: string) => void = defaultWarn,
   ) {}
+
+  /** Whether wake-ups are known to arrive (see the header). */
+  get state(): WakeupState {
+    return this.stateNow;
+  }
 
   /** True while the LISTEN connection is up (diagnostics and tests). */
   get listening(): boolean {
@@ -81,6 +127,7 @@ export class PgListener {
   private start(): void {
     if (this.started || this.closed) return;
     this.started = true;
+    this.stateNow = 'connecting';
     void this.connect();
   }
 
@@ -88,6 +135,8 @@ export class PgListener {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    this.endProbe();
+    this.stopDeafWakes();
     const client = this.client;
     this.client = null;
     this.listeningNow = false;
@@ -101,7 +150,7 @@ export class PgListener {
     client.on('error', () => this.lost(client));
     client.on('end', () => this.lost(client));
     client.on('notification', (message) => {
-      if (message.channel === this.channel && message.payload !== undefined) this.deliverPayload(message.payload);
+      if (message.channel === this.channel && message.payload !== undefined && this.client === client) this.deliverPayload(message.payload);
     });
     try {
       await client.connect();
@@ -117,12 +166,77 @@ export class PgListener {
     // while reconnecting) sent its NOTIFY to nobody: wake everyone once.
     this.deliver({ kind: 'submitted', taskTypes: [] });
     this.deliverOutcomes([]);
+    this.startProbe();
+  }
+
+  /** One NOTIFY to ourselves through the producers' path; deaf unless it comes back in time. */
+  private startProbe(): void {
+    this.endProbe();
+    if (this.closed || !this.listeningNow) return;
+    if (this.stateNow !== 'deaf') this.stateNow = 'probing';
+    const nonce = randomUUID();
+    const probe: { nonce: string; timer: NodeJS.Timeout | null } = { nonce, timer: null };
+    this.probe = probe;
+    // The clock starts once the NOTIFY has committed: a pool busy with handlers delays the probe, it does not make it deaf.
+    const wait = (): void => {
+      if (this.probe !== probe) return; // heard already, or superseded
+      probe.timer = setTimeout(() => this.probeMissed(nonce), PROBE_TIMEOUT_MS);
+      probe.timer.unref();
+    };
+    // A probe that cannot be sent (database down) is missed like one that is not heard.
+    this.sendProbe(JSON.stringify({ k: 'p', n: nonce })).then(wait, wait);
+  }
+
+  private endProbe(): void {
+    if (this.probe?.timer) clearTimeout(this.probe.timer);
+    this.probe = null;
+    if (this.reprobeTimer) clearTimeout(this.reprobeTimer);
+    this.reprobeTimer = null;
+  }
+
+  private probeHeard(nonce: string): void {
+    if (this.probe?.nonce !== nonce) return;
+    this.endProbe();
+    this.stateNow = 'listening';
+    this.warned = false;
+    this.stopDeafWakes();
+  }
+
+  private probeMissed(nonce: string): void {
+    if (this.probe?.nonce !== nonce || this.closed) return;
+    this.probe = null;
+    this.stateNow = 'deaf';
+    if (!this.warned) {
+      this.warned = true;
+      this.warn(
+        `tasklease: PostgreSQL wake-ups are not heard on channel ${this.channel}: LISTEN took effect but its own NOTIFY did not come back within ` +
+          `${PROBE_TIMEOUT_MS} ms (a pooler in transaction mode?). Workers and waiters now poll every ${DEAF_WAKE_MS} ms. Give the store ` +
+          `listenConnectionString (a direct or session-pooled address) or pollOnly: true; see docs/production.md`,
+      );
+    }
+    if (!this.deafTimer) {
+      this.deafTimer = setInterval(() => {
+        this.deliver({ kind: 'submitted', taskTypes: [] });
+        this.deliverOutcomes([]);
+      }, DEAF_WAKE_MS);
+      this.deafTimer.unref();
+    }
+    this.reprobeTimer = setTimeout(() => this.startProbe(), DEAF_REPROBE_MS);
+    this.reprobeTimer.unref();
+  }
+
+  private stopDeafWakes(): void {
+    if (this.deafTimer) clearInterval(this.deafTimer);
+    this.deafTimer = null;
   }
 
   private lost(client: pg.Client): void {
     if (this.client !== client) return; // an old connection's late event
     this.client = null;
     this.listeningNow = false;
+    // A probe in flight belongs to the lost connection; the next connection probes anew. While deaf the short poll goes on.
+    this.endProbe();
+    if (this.stateNow !== 'deaf') this.stateNow = 'connecting';
     client.end().catch(() => undefined);
     if (this.closed) return;
     const backoff = Math.min(MAX_BACKOFF_MS, MIN_BACKOFF_MS * 2 ** this.failures);
@@ -137,7 +251,7 @@ export class PgListener {
   }
 
   private deliverPayload(payload: string): void {
-    let parsed: { k?: unknown; t?: unknown; i?: unknown };
+    let parsed: { k?: unknown; t?: unknown; i?: unknown; n?: unknown };
     try {
       parsed = JSON.parse(payload) as typeof parsed;
     } catch {
@@ -146,6 +260,7 @@ export class PgListener {
     if (parsed.k === 's' && Array.isArray(parsed.t)) this.deliver({ kind: 'submitted', taskTypes: parsed.t.map(String) });
     else if (parsed.k === 'c' && Array.isArray(parsed.i)) this.deliver({ kind: 'cancelRequested', taskIds: parsed.i.map(String) });
     else if (parsed.k === 'f' && Array.isArray(parsed.i)) this.deliverOutcomes(parsed.i.map(String));
+    else if (parsed.k === 'p' && typeof parsed.n === 'string') this.probeHeard(parsed.n);
   }
 
   private deliverOutcomes(taskIds: readonly string[]): void {
@@ -167,6 +282,10 @@ export class PgListener {
       }
     }
   }
+}
+
+function defaultWarn(message: string): void {
+  process.emitWarning(message, { code: 'TASKLEASE_WAKEUPS_DEAF' });
 }
 
 /**
