@@ -98,12 +98,13 @@ export class LeaseKeeper {
    * statement of their own (disjoint from any renewal in flight). A prompt claim renews nothing extra.
    */
   adopted(executions: readonly Execution[]): void {
-    if (this.deadlineTimer === undefined) this.armDeadline();
+    // A claim whose answer came after its leases' local deadline starts nothing: they are given up before any handler runs.
+    this.expireUnconfirmed();
     const now = this.clock.now();
     // The next heartbeat comes within an interval — two while a renewal is in flight (the tick it overlaps is skipped) —
     // and takes as long as the last one did.
     const confirmedWithin = (this.beating ? 2 : 1) * this.options.heartbeatIntervalMs + this.lastRenewalMs;
-    const late = executions.filter((execution) => this.deadlineOf(execution) - now < confirmedWithin);
+    const late = executions.filter((execution) => execution.holdsLease && this.deadlineOf(execution) - now < confirmedWithin);
     if (late.length === 0 || this.heartbeatTimer === undefined) return;
     const beat = this.renew(late.map((execution) => execution.lease)).then(
       (answer) => void this.apply(answer),
