@@ -144,8 +144,9 @@ export interface WorkerStore<Tx = unknown> {
   finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult>;
   /**
    * Hands back tasks that were leased but never started (a prefetch buffer
-   * when its worker stops): QUEUED again, attempt_count − 1, their attempt
-   * row removed, as if never claimed. Fenced; returns how many; wakes workers.
+   * when its worker stops): QUEUED again, uncharged (attempt_base + 1; the
+   * count only grows), their attempt row closed as RELEASED. Fenced; returns
+   * how many; wakes workers.
    */
   releaseTasks(params: { leases: readonly Lease[] }): Promise<number>;
   /**
