@@ -6,15 +6,17 @@
 import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Store } from '../../src/store/types.js';
 import { createClient } from '../../src/client/client.js';
 import { defineTask } from '../../src/core/definition.js';
+import { CHROMIUM_TOOL, describeWithTools, systemTool } from '../helpers/system-tools.js';
 import { waitFor } from '../helpers/wait.js';
 import { shoot, startRig, type Rig } from './harness.js';
 
 export function dashboardSuite(name: string, factory: { create(): Promise<Store>; destroy(store: Store): Promise<void> }): void {
-  describe(`dashboard on ${name}`, () => {
+  const chromium = systemTool(CHROMIUM_TOOL, `test/ui/${name}.test.ts`);
+  describeWithTools([chromium], 'chromium', `dashboard on ${name}`, () => {
     let store: Store;
     let rig: Rig;
     beforeAll(async () => {
