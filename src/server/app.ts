@@ -46,6 +46,8 @@ export async function buildApp({ options, context, routes, authenticator }: AppP
     trustProxy: options.trustProxy ?? false,
     exposeHeadRoutes: false,
     return503OnClosing: true,
+    // Fastify logs every request twice at info; a quiet server at the default level logs them once, at debug (below).
+    disableRequestLogging: true,
     // A caller's request id is kept when it is safe to log; else a fresh one.
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -67,6 +69,9 @@ export async function buildApp({ options, context, routes, authenticator }: AppP
   app.setNotFoundHandler(handleNotFound);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime) }, 'request');
   });
   app.addHook('onRequest', authorizer(authenticator, options));
 
