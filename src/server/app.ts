@@ -4,7 +4,7 @@
  * rule. A route that reaches Fastify without a rule fails at start.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import helmet from '@fastify/helmet';
 import { AccessError } from '../core/errors.js';
 import { Authenticator, FailureLimiter } from './auth.js';
@@ -47,7 +47,7 @@ export async function buildApp({ options, context, routes, authenticator }: AppP
     exposeHeadRoutes: false,
     return503OnClosing: true,
     // Fastify logs every request twice at info; a quiet server at the default level logs them once, at debug (below).
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // A caller's request id is kept when it is safe to log; else a fresh one.
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
