@@ -418,6 +418,8 @@ export function cliSuite(target: CliTarget): void {
       expect([badBool.code, badBool.stderr]).toEqual([2, expect.stringContaining("argument 'yes' is invalid. must be true or false")]);
       const badAttempts = await tl(['policy', 'set', 'cli.p', '--max-attempts', '0']);
       expect(badAttempts.code).toBe(2);
+      const zero = await tl(['policy', 'set', 'cli.p', '--max-concurrency', '0']);
+      expect([zero.code, zero.stderr]).toEqual([2, expect.stringContaining('to stop claiming these tasks, use --enabled false')]);
     });
 
     it("sets, shows and resets an owner's policy; owner policies hold a concurrency limit only", async () => {
