@@ -26,6 +26,8 @@ export interface Analysis {
   queueWait: DurationStats | null;
   /** Top 10 failure codes in the window; share is of all failures in the window (0–1). */
   failures: { errorCode: string; count: number; share: number }[];
+  /** The oldest task of the type that is due and waits to be claimed (any age, not only the window's), and how long it has waited. */
+  oldestWaiting: { since: Date; ageMs: number } | null;
 }
 
 export async function analyze(store: Store, taskType: string, hours: number, sampleLimit = 100_000): Promise<Analysis> {
@@ -45,6 +47,7 @@ export async function analyze(store: Store, taskType: string, hours: number, sam
     execution: stats(executions),
     queueWait: stats(waits),
     failures: data.failureCounts.slice(0, 10).map((f) => ({ ...f, share: totalFailures === 0 ? 0 : f.count / totalFailures })),
+    oldestWaiting: data.oldestWaitingSince && { since: data.oldestWaitingSince, ageMs: Math.max(0, now.getTime() - data.oldestWaitingSince.getTime()) },
   };
 }
 

@@ -423,4 +423,6 @@ export interface AnalysisData {
   attempts: { startedAt: Date; finishedAt: Date; taskCreatedAt: Date; attempt: number }[];
   /** Failures since, every code, most frequent first. */
   failureCounts: { errorCode: string; count: number }[];
+  /** The oldest QUEUED task of the type that is due (available_at ≤ now), whenever it was created: since when it waits. */
+  oldestWaitingSince: Date | null;
 }

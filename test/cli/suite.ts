@@ -331,6 +331,8 @@ export function cliSuite(target: CliTarget): void {
           expect(human).toContain(section);
         }
         expect(human).toContain('the task failed for good (FIXTURE_BROKEN)');
+        // the first verdict line carries its code, like the "also:" lines after it
+        expect(human).toMatch(/=== Verdict ===\n.*the task failed for good .* replay it \(DEAD_LETTERED\)$/m);
 
         const analysis = (await tl(['analyze', 'cli.fail', '--hours', '1', '--json'])).json<Record<string, unknown>>();
         expect(analysis).toMatchObject({
@@ -342,6 +344,12 @@ export function cliSuite(target: CliTarget): void {
           failures: [{ errorCode: 'FIXTURE_BROKEN', count: 2, share: 1 }],
         });
         expect((await tl(['analyze', 'cli.fail'])).stdout).toMatch(/FIXTURE_BROKEN\s+2\s+100.0 %/);
+        expect(analysis.oldestWaiting).toBeNull();
+        // a waiting task shows up: the age of the oldest one that is due and unclaimed (no worker runs this type)
+        expect((await tl(['submit', 'cli.unrun', '{}'])).code).toBe(0);
+        const unrun = (await tl(['analyze', 'cli.unrun', '--json'])).json<{ oldestWaiting: { since: string; ageMs: number } | null }>();
+        expect(unrun.oldestWaiting).toEqual({ since: expect.any(String), ageMs: expect.any(Number) });
+        expect((await tl(['analyze', 'cli.unrun'])).stdout).toMatch(/oldest waiting\s+\S+.*\(due since \d{4}-/);
 
         const list = (await tl(['dlq', 'list', '--type', 'cli.fail', '--json'])).json<{
           deadLetters: { id: string; originalTaskId: string }[];

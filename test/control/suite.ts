@@ -415,6 +415,19 @@ export function runControlSuite(factory: StoreFactory): void {
       expect(await verdict(typeFull.id)).toContain('POLICY_DISABLED');
       await client.policies.reset('blocker');
 
+      // An owner at its limit: its running task fills it, its next one waits (the type's limit is raised out of the way).
+      await client.policies.update('blocker', { maxConcurrency: 5 });
+      await client.policies.update({ owner: 'acme' }, { maxConcurrency: 1 });
+      const { task: acmeRunning } = await client.submit(blocker, {}, { owner: 'acme' });
+      await waitFor(async () => (await statusOf(acmeRunning.id)).status === 'RUNNING', 'acme task running', 30_000);
+      const { task: acmeWaiting } = await client.submit(orphan, {}, { owner: 'acme' });
+      expect(await verdict(acmeWaiting.id)).toEqual(['NO_WORKER', 'OWNER_LIMIT_FULL']);
+      await client.policies.update({ owner: 'acme' }, { enabled: false });
+      expect(await verdict(acmeWaiting.id)).toEqual(['NO_WORKER', 'POLICY_DISABLED']);
+      await client.policies.reset({ owner: 'acme' });
+      expect(await verdict(acmeWaiting.id)).toEqual(['NO_WORKER']);
+      await client.policies.reset('blocker');
+
       const { task: expiring } = await client.submit(orphan, {}, { maxAttempts: 5 });
       for (let i = 0; i < 2; i++) {
         await store.claimTasks({ workerId: 'flaky-host', taskTypes: ['orphan'], limit: 10, leaseMs: 100, globalConcurrency: 100, typeConcurrency: 100 });

@@ -48,6 +48,14 @@ function render(output: Output, analysis: Analysis, hours: number): string {
     '',
     output.heading('Queue wait (submit to first start)'),
     durations(output, analysis.queueWait),
+    output.fields([
+      [
+        'oldest waiting',
+        analysis.oldestWaiting
+          ? `${formatMs(analysis.oldestWaiting.ageMs)} (due since ${analysis.oldestWaiting.since.toISOString()})`
+          : 'none: no task of the type is due and unclaimed',
+      ],
+    ]),
     '',
     output.heading('Failure reasons'),
     output.table(

@@ -7,7 +7,7 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
-import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
+import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { checkText, decode, sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';
@@ -157,5 +157,15 @@ export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: stri
      WHERE t.task_type = ? AND f.failed_at > ? GROUP BY f.error_code ORDER BY n DESC, f.error_code LIMIT 10`,
     [taskType, from],
   );
-  return { statusCounts, attempts, failureCounts: failureRows.map((row) => ({ errorCode: String(row.error_code), count: Number(row.n) })) };
+  const [oldest] = await db.rows(
+    conn,
+    `SELECT MIN(available_at) AS since FROM system_async_task WHERE task_type = ? AND status = ${STATUS_SQL.QUEUED} AND available_at <= NOW(3)`,
+    [taskType],
+  );
+  return {
+    statusCounts,
+    attempts,
+    failureCounts: failureRows.map((row) => ({ errorCode: String(row.error_code), count: Number(row.n) })),
+    oldestWaitingSince: oldest?.since == null ? null : decode.time(oldest.since),
+  };
 }

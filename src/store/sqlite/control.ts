@@ -8,7 +8,7 @@ import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
-import { REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
+import { REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 
@@ -104,7 +104,7 @@ export function listWorkers(db: Db, seenAfter: string): WorkerRecord[] {
   return rows.map((row) => workerFromRow(row, decodeSqlite));
 }
 
-export function analysisData(db: Db, taskType: string, since: Date, sampleLimit: number): AnalysisData {
+export function analysisData(db: Db, taskType: string, since: Date, sampleLimit: number, now: string): AnalysisData {
   const from = toSqliteTime(since.getTime());
   const statusCounts = emptyStatusCounts();
   const counts = statement(db, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status').all(
@@ -133,7 +133,11 @@ export function analysisData(db: Db, taskType: string, since: Date, sampleLimit:
      ${where} GROUP BY f.error_code ORDER BY n DESC, f.error_code`,
     ).all(...where.values) as { error_code: string; n: number }[]
   ).map((row) => ({ errorCode: row.error_code, count: row.n }));
-  return { statusCounts, attempts, failureCounts };
+  const oldest = statement(
+    db,
+    `SELECT MIN(available_at) AS since FROM system_async_task WHERE task_type = ? AND status = ${STATUS_SQL.QUEUED} AND available_at <= ?`,
+  ).get(taskType, now) as { since: string | null };
+  return { statusCounts, attempts, failureCounts, oldestWaitingSince: oldest.since === null ? null : fromSqliteTime(oldest.since) };
 }
 
 export function deletePolicy(db: Db, policyKey: string): boolean {
