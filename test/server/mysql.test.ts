@@ -43,6 +43,10 @@ describeOnServer(available, 'MySQL/MariaDB', 'HTTP server on mysql (smoke)', () 
     const now = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.idle', payload: {} } });
     await waitFor(async () => (await running.call('GET', `/api/v1/tasks/${now.body.task.id}`, { as: 'alice' })).body.status === 'SUCCESS', 'the task ran');
     expect((await running.call('GET', '/actuator/health/readiness')).status).toBe(200);
+    // the seed's pool look-up answers on MariaDB too (it read pg.Pool's counters only)
+    const active = await running.call('GET', '/actuator/metrics/hikaricp.connections.active', { as: 'operator' });
+    expect([active.status, active.body.measurements[0].value]).toEqual([200, expect.any(Number)]);
+    expect((await running.call('GET', '/actuator/metrics/hikaricp.connections.max', { as: 'operator' })).body.measurements[0].value).toBe(4);
     const made = await running.call('POST', `${ADMIN_PREFIX}/tokens`, { as: 'admin', body: { name: 'mysql', role: 'operator', expiresInDays: 1 } });
     expect((await running.call('GET', `${ADMIN_PREFIX}/workers`, { token: made.body.data.token })).body.data.length).toBe(1);
     await running.call('DELETE', `${ADMIN_PREFIX}/tokens/${made.body.data.record.id}`, { as: 'admin' });
