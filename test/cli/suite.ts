@@ -77,6 +77,14 @@ export function cliSuite(target: CliTarget): void {
       const env = { TASKLEASE_DATABASE_URL: fresh.url };
       const before = await tl(['list'], { env });
       expect([before.code, before.stderr]).toEqual([1, expect.stringMatching(/error SCHEMA_NOT_MIGRATED: .*tasklease migrate/)]);
+      // the token and schedule commands too: their stores map the error like the task store
+      for (const command of [
+        ['token', 'list'],
+        ['schedule', 'list'],
+      ]) {
+        const answer = await tl(command, { env });
+        expect([answer.code, answer.stderr]).toEqual([1, expect.stringMatching(/error SCHEMA_NOT_MIGRATED: .*tasklease migrate/)]);
+      }
       const first = await tl(['migrate', '--json'], { env });
       expect(first.code, first.stderr).toBe(0);
       expect(first.json()).toMatchObject({ previousVersion: 0, schemaVersion: target.expectedSchemaVersion() });
