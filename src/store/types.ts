@@ -419,8 +419,8 @@ export interface WorkerRecord extends WorkerRegistration {
 export interface AnalysisData {
   /** Tasks of the type created since. */
   statusCounts: Record<TaskStatus, number>;
-  /** Finished attempts started since (newest first, at most sampleLimit). */
-  attempts: { startedAt: Date; finishedAt: Date; taskCreatedAt: Date; attempt: number }[];
+  /** Finished attempts started since (newest first, at most sampleLimit); `taskAvailableAt`: the task's available_at now. */
+  attempts: { startedAt: Date; finishedAt: Date; taskCreatedAt: Date; taskAvailableAt: Date; attempt: number }[];
   /** Failures since, every code, most frequent first. */
   failureCounts: { errorCode: string; count: number }[];
   /** The oldest QUEUED task of the type that is due (available_at ≤ now), whenever it was created: since when it waits. */

@@ -477,5 +477,22 @@ export function runControlSuite(factory: StoreFactory): void {
       ]);
       await expect(client.analyze('measured', 0)).rejects.toThrow(/hours/);
     });
+
+    it('queue wait counts from when a task became due: a deliberate delay is not waiting', async () => {
+      const t = defineTask({ type: 'delayed', execute: () => undefined });
+      const client = createClient({ store, tasks: [t] });
+      worker([t], { pollIntervalMs: 50 }).start();
+      const delayMs = 2000;
+      const { task } = await client.submit(t, {}, { delayMs });
+      await waitFor(async () => (await statusOf(task.id)).status === 'SUCCESS', 'the delayed task to run', 30_000);
+      const [attempt] = await store.listAttempts({ taskId: task.id });
+      // it started after its delay…
+      expect(attempt!.startedAt.getTime() - task.createdAt.getTime()).toBeGreaterThanOrEqual(delayMs);
+      // …but waited only from then on (a worker polling every 50 ms): the delay is not queue wait
+      const analysis = await client.analyze('delayed', 1);
+      expect(analysis.queueWait!.count).toBe(1);
+      expect(analysis.queueWait!.maxMs).toBeLessThan(delayMs);
+      expect(analysis.queueWait!.maxMs).toBe(Math.max(0, attempt!.startedAt.getTime() - task.availableAt.getTime()));
+    });
   });
 }

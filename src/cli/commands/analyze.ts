@@ -46,7 +46,7 @@ function render(output: Output, analysis: Analysis, hours: number): string {
     output.heading('Execution time (finished attempts)'),
     durations(output, analysis.execution),
     '',
-    output.heading('Queue wait (submit to first start)'),
+    output.heading('Queue wait (due to first start)'),
     durations(output, analysis.queueWait),
     output.fields([
       [

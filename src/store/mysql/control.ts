@@ -140,7 +140,7 @@ export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: stri
   for (const row of counts) statusCounts[String(row.status) as TaskStatus] = Number(row.n);
   const attemptRows = await db.rows(
     conn,
-    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM system_async_task_attempt a
+    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time, t.available_at FROM system_async_task_attempt a
      JOIN system_async_task t ON a.task_id = t.id
      WHERE t.task_type = ? AND a.started_at > ? AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT ?`,
     [taskType, from, Math.max(0, Math.floor(sampleLimit))],
@@ -149,6 +149,7 @@ export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: stri
     startedAt: decode.time(row.started_at),
     finishedAt: decode.time(row.finished_at),
     taskCreatedAt: decode.time(row.create_time),
+    taskAvailableAt: decode.time(row.available_at),
     attempt: Number(row.attempt),
   }));
   const failureRows = await db.rows(

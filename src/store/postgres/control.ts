@@ -195,7 +195,7 @@ export async function analysisData(ctx: PgContext, taskType: string, since: Date
   const attempts = await run<Row>(
     ctx.pool,
     'analysing attempts',
-    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM ${attempt} a JOIN ${task} t ON a.task_id = t.id
+    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time, t.available_at FROM ${attempt} a JOIN ${task} t ON a.task_id = t.id
      WHERE t.task_type = $1 AND a.started_at > $2 AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT $3`,
     [taskType, since, sampleLimit],
   );
@@ -220,6 +220,7 @@ export async function analysisData(ctx: PgContext, taskType: string, since: Date
       startedAt: decodePostgres.time(row.started_at),
       finishedAt: decodePostgres.time(row.finished_at),
       taskCreatedAt: decodePostgres.time(row.create_time),
+      taskAvailableAt: decodePostgres.time(row.available_at),
       attempt: Number(row.attempt),
     })),
     failureCounts: failures.rows.map((row) => ({ errorCode: row.error_code, count: row.n })),

@@ -115,7 +115,7 @@ export function analysisData(db: Db, taskType: string, since: Date, sampleLimit:
   const attempts = (
     statement(
       db,
-      `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM system_async_task_attempt a
+      `SELECT a.started_at, a.finished_at, a.attempt, t.create_time, t.available_at FROM system_async_task_attempt a
      JOIN system_async_task t ON a.task_id = t.id
      WHERE t.task_type = ? AND a.started_at > ? AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT ?`,
     ).all(taskType, from, sampleLimit) as Row[]
@@ -123,6 +123,7 @@ export function analysisData(db: Db, taskType: string, since: Date, sampleLimit:
     startedAt: fromSqliteTime(row.started_at),
     finishedAt: fromSqliteTime(row.finished_at),
     taskCreatedAt: fromSqliteTime(row.create_time),
+    taskAvailableAt: fromSqliteTime(row.available_at),
     attempt: Number(row.attempt),
   }));
   const where = new Where().add('t.task_type = ?', taskType).add('f.failed_at > ?', from);
