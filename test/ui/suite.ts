@@ -58,6 +58,12 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
         .filter({ hasText: /^1 \(8 slots\)$/ })
         .waitFor();
       await page.locator('tr[data-type="ui.quick"]').waitFor();
+      // every y axis is as wide as its widest label: the plot area starts right of the labels and their ticks
+      for (const chart of await page.locator('[data-chart]').all()) {
+        const widest = Number(await chart.getAttribute('data-y-axis'));
+        const plotLeft = await chart.locator('.u-over').evaluate((over) => (over as HTMLElement).offsetLeft);
+        expect(plotLeft).toBeGreaterThanOrEqual(widest + 15);
+      }
       await shoot(page, `${name}-overview`);
       await context.close();
     });
