@@ -61,7 +61,7 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       // every y axis is as wide as its widest label: the plot area starts right of the labels and their ticks
       for (const chart of await page.locator('[data-chart]').all()) {
         const widest = Number(await chart.getAttribute('data-y-axis'));
-        const plotLeft = await chart.locator('.u-over').evaluate((over) => (over as HTMLElement).offsetLeft);
+        const plotLeft = await chart.locator('.u-over').evaluate((over) => (over as unknown as { offsetLeft: number }).offsetLeft);
         expect(plotLeft).toBeGreaterThanOrEqual(widest + 15);
       }
       await shoot(page, `${name}-overview`);
