@@ -95,7 +95,7 @@ const worker = createWorker({
 const name = (task: Task): string => `${task.taskType} ${task.id.slice(-6)}`;
 worker.on('started', ({ task }) => log(`▶ ${name(task)} started (attempt ${task.attemptCount}/${task.maxAttempts})`));
 worker.on('progress', ({ task, progress }) => log(`  ${name(task)} ${progress.processed}/${progress.total} ${progress.message ?? ''}`));
-worker.on('completed', ({ task, status, durationMs }) => log(`✔ ${name(task)} ${status} in ${durationMs} ms`));
+worker.on('completed', ({ task, status, durationMs }) => log(`✔ ${name(task)} ${status} in ${Math.round(durationMs)} ms`));
 worker.on('retryScheduled', ({ task, failure, retryDelayMs }) =>
   log(`↻ ${name(task)} failed (${failure.errorCode}), retry in ${(retryDelayMs / 1000).toFixed(1)} s`),
 );

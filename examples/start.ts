@@ -69,6 +69,7 @@ const { token } = await server.client.tokens.create({ name: `npm start ${new Dat
 
 console.log(`
 tasklease is running at ${server.url}
+  database:   ${server.database}
   dashboard:  ${server.url}/ui/   (log in with the token below)
   API docs:   ${server.url}/docs   (OpenAPI: ${server.url}/openapi.json)
   admin token (shown once, valid 7 days):
@@ -77,4 +78,5 @@ tasklease is running at ${server.url}
   curl -H "Authorization: Bearer ${token}" ${server.url}/api/v1/tasks
   curl ${server.url}/actuator/health
 
+Another port: npm start -- --port 8081 (or TASKLEASE_PORT=8081); another database: TASKLEASE_DATABASE_URL=postgres://…
 Ctrl-C stops it gracefully.`);

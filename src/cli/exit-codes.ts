@@ -25,12 +25,6 @@ export function exitCodeOf(error: unknown): ExitCode {
 
 /** `error CODE: message` — the code a script can match on, then the words a person reads. */
 export function describeError(error: unknown): { code: string; message: string; field?: string } {
-  const described = codeAndMessage(error);
-  if (MISSING_TABLE.test(described.message)) described.message += ' (run: tasklease migrate)';
-  return described;
-}
-
-function codeAndMessage(error: unknown): { code: string; message: string; field?: string } {
   if (error instanceof ValidationError) return { code: error.code, message: error.message, ...(error.field ? { field: error.field } : {}) };
   if (error instanceof TaskLeaseError) return { code: error.code, message: error.message };
   const code = (error as { code?: unknown })?.code;
@@ -43,6 +37,3 @@ function codeAndMessage(error: unknown): { code: string; message: string; field?
         : String(error);
   return { code: typeof code === 'string' && code.length > 0 ? code : 'ERROR', message };
 }
-
-/** SQLite, PostgreSQL and MySQL ways of saying the schema is not there. */
-const MISSING_TABLE = /no such table|relation "[^"]*" does not exist|Table '[^']*' doesn't exist/;

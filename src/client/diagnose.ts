@@ -7,7 +7,7 @@ import { NotFoundError } from '../core/errors.js';
 import type { Scope } from '../core/scope.js';
 import { isQuarantined, type Task } from '../core/task.js';
 import type { AttemptRecord, FailureRow, Store } from '../store/types.js';
-import { GLOBAL_POLICY_KEY, typePolicyKey } from './policies.js';
+import { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey } from './policies.js';
 
 export type LeaseStatus = 'NO_LEASE' | 'EXPIRED' | 'ACTIVE';
 
@@ -15,6 +15,7 @@ export type CauseCode =
   | 'NO_WORKER'
   | 'GLOBAL_LIMIT_FULL'
   | 'TYPE_LIMIT_FULL'
+  | 'OWNER_LIMIT_FULL'
   | 'NOT_YET_AVAILABLE'
   | 'PAST_DEADLINE'
   | 'PAUSED'
@@ -98,8 +99,11 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
       else add('RUNNING', `running on ${task.leaseOwner}, lease ${lease.remainingSeconds} s left`);
       break;
     case 'QUEUED':
-    case 'RETRY_WAIT':
-      waitingCauses(task, now, { policies, leased, workers, options }, add);
+    case 'RETRY_WAIT': {
+      const blocked = waitingCauses(task, now, { policies, leased, workers, options }, add);
+      const ownerBlocked = await ownerCauses(store, task, policies, options.scope, add);
+      if (!blocked && !ownerBlocked) add('READY', 'claimable now: a worker should pick it up at its next poll');
+    }
   }
   return { task, attempts, failures, lease, causes, verdict: causes[0]!.message };
 }
@@ -114,7 +118,7 @@ function waitingCauses(
     options: DiagnoseOptions;
   },
   add: (code: CauseCode, message: string) => void,
-): void {
+): boolean {
   const { policies, leased, workers, options } = context;
   const global = policies.find((p) => p.policyKey === GLOBAL_POLICY_KEY);
   const typePolicy = policies.find((p) => p.policyKey === typePolicyKey(task.taskType));
@@ -150,7 +154,32 @@ function waitingCauses(
     add('TYPE_LIMIT_FULL', `the limit of type ${task.taskType} is full: ${leased[task.taskType]} of ${typeCap} running`);
     blocked = true;
   }
-  if (!blocked) add('READY', 'claimable now: a worker should pick it up at its next poll');
+  return blocked;
+}
+
+/**
+ * The owner's limit (its OWNER: policy): full when the owner's leased tasks
+ * reach it, closed when the policy is disabled; true when it blocks. Counted
+ * only for a waiting task whose owner has a limit, at most limit rows read.
+ */
+async function ownerCauses(
+  store: Store,
+  task: Task,
+  policies: Awaited<ReturnType<Store['listPolicies']>>,
+  scope: Scope,
+  add: (code: CauseCode, message: string) => void,
+): Promise<boolean> {
+  const policy = task.owner === null ? undefined : policies.find((p) => p.policyKey === ownerPolicyKey(task.owner!));
+  if (!policy) return false;
+  if (!policy.enabled) {
+    add('POLICY_DISABLED', `claiming is disabled by the ${policy.policyKey} policy`);
+    return true;
+  }
+  if (policy.maxConcurrency === null) return false;
+  const page = await store.listTasks({ scope, owner: task.owner, status: ['RUNNING', 'CANCEL_REQUESTED'], limit: policy.maxConcurrency });
+  if (page.tasks.length < policy.maxConcurrency) return false;
+  add('OWNER_LIMIT_FULL', `the limit of owner ${task.owner} is full: ${page.tasks.length} of ${policy.maxConcurrency} running`);
+  return true;
 }
 
 function leaseStatus(task: Task, now: Date): Diagnosis['lease'] {

@@ -10,6 +10,7 @@ import { GLOBAL_POLICY_KEY, typePolicyKey } from '../core/policy-keys.js';
 import { Scope } from '../core/scope.js';
 import type { TaskStatus } from '../core/status.js';
 import type { Policy, Store } from '../store/types.js';
+import { queueWaitMs } from './analyze.js';
 
 export interface LimitUse {
   /** RUNNING + CANCEL_REQUESTED: what the limit counts. */
@@ -64,9 +65,7 @@ export async function clusterStats(store: Store, options: StatsOptions): Promise
     typeNames.map(async (taskType) => ({
       taskType,
       counts: await store.countByStatus({ scope: global, taskType }),
-      waits: (await store.analysisData({ taskType, since, sampleLimit: 10_000 })).attempts
-        .filter((a) => a.attempt === 1)
-        .map((a) => a.startedAt.getTime() - a.taskCreatedAt.getTime()),
+      waits: (await store.analysisData({ taskType, since, sampleLimit: 10_000 })).attempts.filter((a) => a.attempt === 1).map(queueWaitMs),
     })),
   );
   const policy = (key: string): Policy | undefined => policies.find((p) => p.policyKey === key);

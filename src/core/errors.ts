@@ -58,6 +58,8 @@ export const ErrorCode = {
   WAIT_TIMEOUT: 'WAIT_TIMEOUT',
   /** client.waitFor: the caller's signal aborted the wait. */
   WAIT_ABORTED: 'WAIT_ABORTED',
+  /** The server's address is taken (another program, or another tasklease, listens there). */
+  PORT_IN_USE: 'PORT_IN_USE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -214,6 +216,18 @@ export class UnsupportedError extends TaskLeaseError {
   readonly retryable = false;
   constructor(message: string) {
     super(ErrorCode.UNSUPPORTED, message);
+  }
+}
+
+/** The server could not listen: its host and port are taken. `fix` says how to choose another port where it is chosen. */
+export class PortInUseError extends TaskLeaseError {
+  constructor(
+    readonly host: string,
+    readonly port: number,
+    fix = 'choose another port (server option `port`)',
+    options?: { cause?: unknown },
+  ) {
+    super(ErrorCode.PORT_IN_USE, `port ${port} on ${host} is already in use by another program; ${fix}`, options);
   }
 }
 

@@ -4,7 +4,7 @@
  * rule. A route that reaches Fastify without a rule fails at start.
  */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from 'fastify';
 import helmet from '@fastify/helmet';
 import { AccessError } from '../core/errors.js';
 import type { Authenticator, FailureLimiter } from './auth.js';
@@ -50,6 +50,8 @@ export async function buildApp({ options, context, routes, authenticator, limite
     trustProxy: options.trustProxy ?? false,
     exposeHeadRoutes: false,
     return503OnClosing: true,
+    // Fastify logs every request twice at info; a quiet server at the default level logs them once, at debug (below).
+    logController: new LogController({ disableRequestLogging: true }),
     // A caller's request id is kept when it is safe to log; else a fresh one.
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
@@ -74,6 +76,9 @@ export async function buildApp({ options, context, routes, authenticator, limite
   app.setNotFoundHandler(handleNotFound);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime) }, 'request');
   });
   // Helmet's and CORS's hooks before the authorizer's: a 401, 403 or 429 carries their headers too.
   await app.register(helmet, {

@@ -9,7 +9,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { createClient, type TaskLeaseClient } from '../client/client.js';
-import { ErrorCode } from '../core/errors.js';
+import { ErrorCode, PortInUseError } from '../core/errors.js';
 import { createMetrics, type TaskleaseMetrics } from '../observe/metrics.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
@@ -112,7 +112,11 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
     worker,
     metrics,
     async listen() {
-      const url = await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
+      const host = options.host ?? '127.0.0.1';
+      const port = options.port ?? 8080;
+      const url = await app.listen({ host, port }).catch((error: unknown) => {
+        throw (error as { code?: unknown }).code === 'EADDRINUSE' ? new PortInUseError(host, port, undefined, { cause: error }) : error;
+      });
       worker?.start();
       started = true;
       return url;

@@ -9,9 +9,10 @@
  *   --public-docs / --public-metrics          open /docs and /metrics without a token
  */
 import { parseArgs } from 'node:util';
-import { InvalidOptionsError } from '../core/errors.js';
+import { InvalidOptionsError, PortInUseError } from '../core/errors.js';
 import { redactUrl } from '../store/open.js';
 import { startServer, type ServerOptions, type TaskleaseServer } from './index.js';
+import { reportStop } from './stop-report.js';
 
 export interface CommandLineConfig {
   databaseUrl: string;
@@ -50,11 +51,21 @@ export function configFrom(argv: readonly string[], env: NodeJS.ProcessEnv): Com
   };
 }
 
-/** Starts from the command line; resolves once serving. The process ends on SIGINT/SIGTERM after a graceful close. */
+/** The one line `npm start` prints when its port is taken (and how to pick another). */
+export function portInUseLine(error: PortInUseError): string {
+  const other = error.port === 65535 ? 8081 : error.port + 1;
+  return `tasklease: ${error.message.replace(/;.*$/, '')}; start on another port: npm start -- --port ${other} (or TASKLEASE_PORT=${other})`;
+}
+
+/**
+ * Starts from the command line; resolves once serving. The process ends on
+ * SIGINT/SIGTERM after a graceful close, saying what the stop did; a port in
+ * use ends it at once with one line saying how to pick another.
+ */
 export async function runFromCommandLine(
   extra: Omit<ServerOptions, 'databaseUrl' | 'host' | 'port'> = {},
   argv = process.argv.slice(2),
-): Promise<TaskleaseServer & { url: string }> {
+): Promise<TaskleaseServer & { url: string; database: string }> {
   const config = configFrom(argv, process.env);
   const server = await startServer({
     migrate: true,
@@ -65,19 +76,27 @@ export async function runFromCommandLine(
     host: config.host,
     port: config.port,
     worker: config.worker ? (extra.worker ?? true) : false,
+  }).catch((error: unknown) => {
+    if (!(error instanceof PortInUseError)) throw error;
+    process.stderr.write(`${portInUseLine(error)}\n`);
+    process.exit(1);
   });
+  const say = (line: string): void => void process.stdout.write(`${line}\n`);
+  const stopped = reportStop(server.worker, say);
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) process.exit(130);
     stopping = true;
     server.app.log.info({ signal }, 'stopping: draining requests, then the worker (again to force)');
+    if (!server.worker) say('stopping: draining requests (Ctrl-C again to force)');
     void server.close().then(
-      () => process.exit(0),
+      () => (stopped(), process.exit(0)),
       () => process.exit(1),
     );
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
-  server.app.log.info({ database: redactUrl(config.databaseUrl), url: server.url }, 'tasklease server started');
-  return server;
+  const database = redactUrl(config.databaseUrl);
+  server.app.log.info({ database, url: server.url }, 'tasklease server started');
+  return Object.assign(server, { database });
 }

@@ -4,6 +4,7 @@
  * name is the Prometheus metric with dots as underscores.
  */
 import { NotFoundError } from '../core/errors.js';
+import { hasPoolStats, type PoolStats } from '../store/pool-stats.js';
 import type { RouteContext } from './routes.js';
 
 export interface MetricAnswer {
@@ -24,10 +25,10 @@ const answer = (name: string, description: string, value: number, baseUnit: stri
   availableTags: tags,
 });
 
-/** pg.Pool's counters when the store runs on one (PostgreSQL); the seed reads HikariCP's. */
-function pool(context: RouteContext): { totalCount: number; idleCount: number; waitingCount: number; options: { max?: number } } | null {
-  const candidate = (context.client.store as { pool?: unknown }).pool as { totalCount?: unknown } | undefined;
-  return candidate && typeof candidate.totalCount === 'number' ? (candidate as ReturnType<typeof pool> & object) : null;
+/** The store's pool figures when it has a pool (PostgreSQL, MySQL/MariaDB); the seed reads HikariCP's. */
+function pool(context: RouteContext): PoolStats | null {
+  const store = context.client.store;
+  return hasPoolStats(store) ? store.poolStats() : null;
 }
 
 async function counterSum(context: RouteContext, name: string): Promise<number> {
@@ -55,18 +56,12 @@ const COMPUTED: Record<string, Computed> = {
   },
 };
 
-const POOL_FIELDS: Record<string, (p: NonNullable<ReturnType<typeof pool>>) => number> = {
-  active: (p) => p.totalCount - p.idleCount,
-  idle: (p) => p.idleCount,
-  max: (p) => p.options.max ?? 10,
-  pending: (p) => p.waitingCount,
-};
-for (const [field, read] of Object.entries(POOL_FIELDS)) {
+for (const field of ['active', 'idle', 'max', 'pending'] as const) {
   for (const prefix of ['hikaricp.connections', 'tasklease.pool.connections']) {
     COMPUTED[`${prefix}.${field}`] = (context) => {
       const p = pool(context);
       if (!p) throw new NotFoundError('metric (this store has no connection pool gauge)', `${prefix}.${field}`);
-      return answer(`${prefix}.${field}`, `Database pool connections: ${field}`, read(p), 'connections');
+      return answer(`${prefix}.${field}`, `Database pool connections: ${field}`, p[field], 'connections');
     };
   }
 }

@@ -52,7 +52,7 @@ export interface ServerOptions {
   publicDocs?: boolean;
   /** Origins allowed by CORS; none (the default) turns CORS off. */
   corsOrigins?: readonly string[];
-  /** pino logger options, or false. Default { level: 'info' }. Request ids are in every line. */
+  /** pino logger options, or false. Default { level: 'info' }. Request ids are in every line; each request is logged at debug. */
   logger?: FastifyServerOptions['logger'];
   /**
    * Trust X-Forwarded-* from a proxy: the client address the failed-authentication throttle counts, and the

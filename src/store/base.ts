@@ -181,6 +181,30 @@ function guardedAsync(name: Method, original: (...args: unknown[]) => unknown) {
   };
 }
 
+/**
+ * A side store on a store's connections (API tokens, schedules): each of its
+ * methods gets its parent's closed check (STORE_CLOSED after close()) and
+ * error mapping (a missing table is SCHEMA_NOT_MIGRATED, a lost server
+ * STORE_UNAVAILABLE…), as the parent's own methods do.
+ */
+export function guardSideStore<T extends object>(parent: Store, side: T): T {
+  const guard = parent as unknown as Guarded;
+  return new Proxy(side, {
+    get(target, key, receiver) {
+      const value: unknown = Reflect.get(target, key, receiver);
+      if (typeof value !== 'function' || typeof key !== 'string') return value;
+      return async (...args: unknown[]): Promise<unknown> => {
+        if (guard.closed) throw new StoreClosedError(guard.storeName, key);
+        try {
+          return await (value as (...a: unknown[]) => unknown).apply(target, args);
+        } catch (error) {
+          throw guard.mapError(error);
+        }
+      };
+    },
+  });
+}
+
 export type { Method as StoreMethod };
 
 /**

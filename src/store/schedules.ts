@@ -6,6 +6,7 @@
  */
 import type { Schedule, ScheduleDefinition } from '../core/schedule.js';
 import type { NewTask } from '../core/task.js';
+import { guardSideStore } from './base.js';
 import type { InsertTaskResult, Store } from './types.js';
 
 export interface ClaimTicksParams {
@@ -48,15 +49,15 @@ export async function scheduleStoreOf(store: Store): Promise<ScheduleStore> {
   switch (store.dialect) {
     case 'sqlite': {
       const { SqliteScheduleStore } = await import('./sqlite/schedules.js');
-      return new SqliteScheduleStore(store as import('./sqlite/store.js').SqliteStore);
+      return guardSideStore(store, new SqliteScheduleStore(store as import('./sqlite/store.js').SqliteStore));
     }
     case 'postgres': {
       const { PostgresScheduleStore } = await import('./postgres/schedules.js');
-      return new PostgresScheduleStore(store as import('./postgres/store.js').PostgresStore);
+      return guardSideStore(store, new PostgresScheduleStore(store as import('./postgres/store.js').PostgresStore));
     }
     case 'mysql': {
       const { MysqlScheduleStore } = await import('./mysql/schedules.js');
-      return new MysqlScheduleStore(store as import('./mysql/store.js').MysqlStore);
+      return guardSideStore(store, new MysqlScheduleStore(store as import('./mysql/store.js').MysqlStore));
     }
   }
 }

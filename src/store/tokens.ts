@@ -5,6 +5,7 @@
  * table system_async_task_api_token (the last migration of each dialect);
  * tokenStoreOf() picks the one for a store, loading only that dialect.
  */
+import { guardSideStore } from './base.js';
 import type { Store } from './types.js';
 
 export const TOKEN_ROLES = ['admin', 'operator', 'user'] as const;
@@ -49,15 +50,15 @@ export async function tokenStoreOf(store: Store): Promise<TokenStore> {
   switch (store.dialect) {
     case 'sqlite': {
       const { SqliteTokenStore } = await import('./sqlite/tokens.js');
-      return new SqliteTokenStore(store as import('./sqlite/store.js').SqliteStore);
+      return guardSideStore(store, new SqliteTokenStore(store as import('./sqlite/store.js').SqliteStore));
     }
     case 'postgres': {
       const { PostgresTokenStore } = await import('./postgres/tokens.js');
-      return new PostgresTokenStore(store as import('./postgres/store.js').PostgresStore);
+      return guardSideStore(store, new PostgresTokenStore(store as import('./postgres/store.js').PostgresStore));
     }
     case 'mysql': {
       const { MysqlTokenStore } = await import('./mysql/tokens.js');
-      return new MysqlTokenStore(store as import('./mysql/store.js').MysqlStore);
+      return guardSideStore(store, new MysqlTokenStore(store as import('./mysql/store.js').MysqlStore));
     }
   }
 }

@@ -144,8 +144,9 @@ export interface WorkerStore<Tx = unknown> {
   finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult>;
   /**
    * Hands back tasks that were leased but never started (a prefetch buffer
-   * when its worker stops): QUEUED again, attempt_count − 1, their attempt
-   * row removed, as if never claimed. Fenced; returns how many; wakes workers.
+   * when its worker stops): QUEUED again, uncharged (attempt_base + 1; the
+   * count only grows), their attempt row closed as RELEASED. Fenced; returns
+   * how many; wakes workers.
    */
   releaseTasks(params: { leases: readonly Lease[] }): Promise<number>;
   /**
@@ -436,8 +437,10 @@ export interface WorkerRecord extends WorkerRegistration {
 export interface AnalysisData {
   /** Tasks of the type created since. */
   statusCounts: Record<TaskStatus, number>;
-  /** Finished attempts started since (newest first, at most sampleLimit). */
-  attempts: { startedAt: Date; finishedAt: Date; taskCreatedAt: Date; attempt: number }[];
+  /** Finished attempts started since (newest first, at most sampleLimit); `taskAvailableAt`: the task's available_at now. */
+  attempts: { startedAt: Date; finishedAt: Date; taskCreatedAt: Date; taskAvailableAt: Date; attempt: number }[];
   /** Failures since, every code, most frequent first. */
   failureCounts: { errorCode: string; count: number }[];
+  /** The oldest QUEUED task of the type that is due (available_at ≤ now), whenever it was created: since when it waits. */
+  oldestWaitingSince: Date | null;
 }

@@ -60,12 +60,13 @@ describe('the tasklease process', () => {
       const exited = await worker.exited;
       expect(exited.code, exited.stderr).toBe(0);
       expect((await get(slow)).status).toBe('SUCCESS');
-      const lines = exited.stdout
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line) as { msg: string; active?: number; signal?: string });
+      const raw = exited.stdout.trim().split('\n');
+      const lines = raw.map((line) => JSON.parse(line) as { msg: string; active?: number; signal?: string });
       expect(lines.find((l) => l.msg === 'worker started')).toMatchObject({ fairOwners: true, schedules: ['cli.every-minute'], scheduleRefreshMs: 30_000 });
-      expect(lines.find((l) => l.msg === 'worker stopping')).toMatchObject({ signal: 'SIGTERM', active: 1 });
+      expect(lines.find((l) => l.msg === 'stop signal received')).toMatchObject({ signal: 'SIGTERM' });
+      expect(lines.filter((l) => l.msg === 'worker stopping')).toEqual([expect.objectContaining({ active: 1, buffered: 0 })]);
+      // one workerId key per line (a second one, from a base and a child binding, made the JSON ambiguous)
+      for (const line of raw) expect(line.split('"workerId"'), line).toHaveLength(2);
       expect(lines.at(-1)!.msg).toBe('worker stopped');
     });
   }

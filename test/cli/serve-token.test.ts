@@ -4,6 +4,7 @@
  * task module until its stop signal.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -75,6 +76,24 @@ describe('tasklease start, serve and token', () => {
     );
     server.stop();
     expect(await server.exited).toBe(0);
+    expect(server.output().stderr).toMatch(/^stopping: no new tasks; 0 running tasks may finish, 0 waiting tasks go back to the queue/m);
+    expect(server.output().stderr).toMatch(/^stopped: 0 tasks finished while stopping, 0 tasks handed back to the queue/m);
+  });
+
+  it('start on a port in use fails with PORT_IN_USE, naming the port and how to choose another', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const result = await cli(['start', '--port', String(port)], { env, cwd: dir });
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        `PORT_IN_USE: port ${port} on 127.0.0.1 is already in use by another program; start on another port: --port <port> or TASKLEASE_PORT=<port>`,
+      );
+      expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
   });
 
   it("serve takes the probes' detail level from --health-details or TASKLEASE_HEALTH_DETAILS, and refuses an unknown one", async () => {

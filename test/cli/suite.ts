@@ -77,6 +77,14 @@ export function cliSuite(target: CliTarget): void {
       const env = { TASKLEASE_DATABASE_URL: fresh.url };
       const before = await tl(['list'], { env });
       expect([before.code, before.stderr]).toEqual([1, expect.stringMatching(/error SCHEMA_NOT_MIGRATED: .*tasklease migrate/)]);
+      // the token and schedule commands too: their stores map the error like the task store
+      for (const command of [
+        ['token', 'list'],
+        ['schedule', 'list'],
+      ]) {
+        const answer = await tl(command, { env });
+        expect([answer.code, answer.stderr]).toEqual([1, expect.stringMatching(/error SCHEMA_NOT_MIGRATED: .*tasklease migrate/)]);
+      }
       const first = await tl(['migrate', '--json'], { env });
       expect(first.code, first.stderr).toBe(0);
       expect(first.json()).toMatchObject({ previousVersion: 0, schemaVersion: target.expectedSchemaVersion() });
@@ -331,6 +339,8 @@ export function cliSuite(target: CliTarget): void {
           expect(human).toContain(section);
         }
         expect(human).toContain('the task failed for good (FIXTURE_BROKEN)');
+        // the first verdict line carries its code, like the "also:" lines after it
+        expect(human).toMatch(/=== Verdict ===\n.*the task failed for good .* replay it \(DEAD_LETTERED\)$/m);
 
         const analysis = (await tl(['analyze', 'cli.fail', '--hours', '1', '--json'])).json<Record<string, unknown>>();
         expect(analysis).toMatchObject({
@@ -342,6 +352,12 @@ export function cliSuite(target: CliTarget): void {
           failures: [{ errorCode: 'FIXTURE_BROKEN', count: 2, share: 1 }],
         });
         expect((await tl(['analyze', 'cli.fail'])).stdout).toMatch(/FIXTURE_BROKEN\s+2\s+100.0 %/);
+        expect(analysis.oldestWaiting).toBeNull();
+        // a waiting task shows up: the age of the oldest one that is due and unclaimed (no worker runs this type)
+        expect((await tl(['submit', 'cli.unrun', '{}'])).code).toBe(0);
+        const unrun = (await tl(['analyze', 'cli.unrun', '--json'])).json<{ oldestWaiting: { since: string; ageMs: number } | null }>();
+        expect(unrun.oldestWaiting).toEqual({ since: expect.any(String), ageMs: expect.any(Number) });
+        expect((await tl(['analyze', 'cli.unrun'])).stdout).toMatch(/oldest waiting\s+\S+.*\(due since \d{4}-/);
 
         const list = (await tl(['dlq', 'list', '--type', 'cli.fail', '--json'])).json<{
           deadLetters: { id: string; originalTaskId: string }[];
@@ -418,6 +434,8 @@ export function cliSuite(target: CliTarget): void {
       expect([badBool.code, badBool.stderr]).toEqual([2, expect.stringContaining("argument 'yes' is invalid. must be true or false")]);
       const badAttempts = await tl(['policy', 'set', 'cli.p', '--max-attempts', '0']);
       expect(badAttempts.code).toBe(2);
+      const zero = await tl(['policy', 'set', 'cli.p', '--max-concurrency', '0']);
+      expect([zero.code, zero.stderr]).toEqual([2, expect.stringContaining('to stop claiming these tasks, use --enabled false')]);
     });
 
     it("sets, shows and resets an owner's policy; owner policies hold a concurrency limit only", async () => {

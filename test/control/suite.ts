@@ -452,6 +452,19 @@ export function runControlSuite(factory: StoreFactory): void {
       expect(await verdict(typeFull.id)).toContain('POLICY_DISABLED');
       await client.policies.reset('blocker');
 
+      // An owner at its limit: its running task fills it, its next one waits (the type's limit is raised out of the way).
+      await client.policies.update('blocker', { maxConcurrency: 5 });
+      await client.policies.update({ owner: 'acme' }, { maxConcurrency: 1 });
+      const { task: acmeRunning } = await client.submit(blocker, {}, { owner: 'acme' });
+      await waitFor(async () => (await statusOf(acmeRunning.id)).status === 'RUNNING', 'acme task running', 30_000);
+      const { task: acmeWaiting } = await client.submit(orphan, {}, { owner: 'acme' });
+      expect(await verdict(acmeWaiting.id)).toEqual(['NO_WORKER', 'OWNER_LIMIT_FULL']);
+      await client.policies.update({ owner: 'acme' }, { enabled: false });
+      expect(await verdict(acmeWaiting.id)).toEqual(['NO_WORKER', 'POLICY_DISABLED']);
+      await client.policies.reset({ owner: 'acme' });
+      expect(await verdict(acmeWaiting.id)).toEqual(['NO_WORKER']);
+      await client.policies.reset('blocker');
+
       const { task: expiring } = await client.submit(orphan, {}, { maxAttempts: 5 });
       for (let i = 0; i < 2; i++) {
         await store.claimTasks({ workerId: 'flaky-host', taskTypes: ['orphan'], limit: 10, leaseMs: 100, globalConcurrency: 100, typeConcurrency: 100 });
@@ -500,6 +513,23 @@ export function runControlSuite(factory: StoreFactory): void {
         { errorCode: 'E_ONE', count: 1, share: 1 / 3 },
       ]);
       await expect(client.analyze('measured', 0)).rejects.toThrow(/hours/);
+    });
+
+    it('queue wait counts from when a task became due: a deliberate delay is not waiting', async () => {
+      const t = defineTask({ type: 'delayed', execute: () => undefined });
+      const client = createClient({ store, tasks: [t] });
+      worker([t], { pollIntervalMs: 50 }).start();
+      const delayMs = 2000;
+      const { task } = await client.submit(t, {}, { delayMs });
+      await waitFor(async () => (await statusOf(task.id)).status === 'SUCCESS', 'the delayed task to run', 30_000);
+      const [attempt] = await store.listAttempts({ taskId: task.id });
+      // it started after its delay…
+      expect(attempt!.startedAt.getTime() - task.createdAt.getTime()).toBeGreaterThanOrEqual(delayMs);
+      // …but waited only from then on (a worker polling every 50 ms): the delay is not queue wait
+      const analysis = await client.analyze('delayed', 1);
+      expect(analysis.queueWait!.count).toBe(1);
+      expect(analysis.queueWait!.maxMs).toBeLessThan(delayMs);
+      expect(analysis.queueWait!.maxMs).toBe(Math.max(0, attempt!.startedAt.getTime() - task.availableAt.getTime()));
     });
   });
 }

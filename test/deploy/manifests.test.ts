@@ -6,7 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEPLOY_DIR, requireTool, runTool } from './tools.js';
+import { describeWithTools, PROMTOOL, systemTool } from '../helpers/system-tools.js';
+import { DEPLOY_DIR, runTool } from './tools.js';
 
 const read = (path: string): string => readFileSync(join(DEPLOY_DIR, path), 'utf8');
 
@@ -66,9 +67,13 @@ describe('deployment files', () => {
     expect(unit).toMatch(/^User=tasklease$/m);
     expect(Number(/^TimeoutStopSec=(\d+)$/m.exec(unit)?.[1])).toBeGreaterThan(30 + 5); // shutdownGraceMs + shutdownAbortWaitMs
   });
+});
 
-  it('the example Prometheus configuration passes promtool check config', () => {
-    const { status, output } = runTool(requireTool('promtool'), ['check', 'config', 'prometheus/prometheus.example.yml']);
+const promtool = systemTool(PROMTOOL, 'test/deploy/manifests.test.ts');
+
+describeWithTools([promtool], 'promtool', 'the example Prometheus configuration', () => {
+  it('passes promtool check config', () => {
+    const { status, output } = runTool(promtool!, ['check', 'config', 'prometheus/prometheus.example.yml']);
     expect(output).toContain('SUCCESS: 7 rules found');
     expect(status).toBe(0);
   }, 60_000);

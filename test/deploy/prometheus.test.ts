@@ -21,7 +21,8 @@ import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '..
 import { waitFor } from '../helpers/wait.js';
 import { FAST } from '../observe/suite.js';
 import { startPrometheus, type QueryResult, type RunningPrometheus } from './prometheus-server.js';
-import { ALERT_NAMES, ALERT_RULES, DASHBOARD, dashboardQueries, requireTool } from './tools.js';
+import { describeWithTools, PROMETHEUS, systemTool } from '../helpers/system-tools.js';
+import { ALERT_NAMES, ALERT_RULES, DASHBOARD, dashboardQueries } from './tools.js';
 
 const ok = defineTask<{ partial?: boolean }>({ type: 'e2e.ok', execute: (_ctx, p) => (p.partial ? TaskResult.partial() : undefined) });
 const flaky = defineTask({
@@ -73,108 +74,112 @@ interface RulesAnswer {
 
 const pgAvailable = await postgresAvailable('test/deploy/prometheus.test.ts');
 
-describeOnServer(pgAvailable, 'PostgreSQL (for the pool gauges)', 'a real Prometheus over a running worker', () => {
-  let dir: string;
-  let sqlite: SqliteStore;
-  let schema: TestSchema;
-  let pg: PostgresStore;
-  let server: (TaskleaseServer & { url: string }) | undefined;
-  let detachPg: (() => void) | undefined;
-  let prometheus: RunningPrometheus | undefined;
-  let producer: NodeJS.Timeout | undefined;
+const prometheusBinary = systemTool(PROMETHEUS, 'test/deploy/prometheus.test.ts');
 
-  beforeAll(async () => {
-    const binary = requireTool('prometheus');
-    dir = mkdtempSync(join(tmpdir(), 'tasklease-e2e-'));
-    sqlite = new SqliteStore({ path: join(dir, 'tasks.db') });
-    await sqlite.migrate();
-    schema = await createTestSchema();
-    pg = new PostgresStore({ connectionString: PG_URL, schema: schema.name, poolSize: 4 });
-    await pg.migrate();
+describeWithTools([prometheusBinary], 'prometheus', 'Prometheus', () =>
+  describeOnServer(pgAvailable, 'PostgreSQL (for the pool gauges)', 'a real Prometheus over a running worker', () => {
+    let dir: string;
+    let sqlite: SqliteStore;
+    let schema: TestSchema;
+    let pg: PostgresStore;
+    let server: (TaskleaseServer & { url: string }) | undefined;
+    let detachPg: (() => void) | undefined;
+    let prometheus: RunningPrometheus | undefined;
+    let producer: NodeJS.Timeout | undefined;
 
-    // The real server: its client, its worker (started by listen) and its /metrics, open to the scraper.
-    const running = await startServer({
-      store: sqlite,
-      tasks: TASKS,
-      worker: { ...FAST, concurrency: 4 },
-      port: 0,
-      publicMetrics: true,
-      logger: false,
-    });
-    server = running;
-    detachPg = running.metrics.attachStore(pg);
-    const { client } = running;
-    // The scripted workload, a wave every 250 ms until the checks are done, so every rate has traffic in its window.
-    const wave = (): void =>
-      void client
-        .submitMany([
-          { type: ok.type, payload: {} },
-          { type: ok.type, payload: { partial: true } },
-          { type: flaky.type, payload: {} },
-          { type: doomed.type, payload: {} },
-          { type: slow.type, payload: {} },
-          { type: slow.type, payload: {} },
-        ])
-        .catch(() => undefined);
-    wave();
-    producer = setInterval(wave, 250);
-    prometheus = await startPrometheus({ binary, target: new URL(running.url).host, ruleFiles: [ALERT_RULES] });
-  }, 120_000);
+    beforeAll(async () => {
+      const binary = prometheusBinary!;
+      dir = mkdtempSync(join(tmpdir(), 'tasklease-e2e-'));
+      sqlite = new SqliteStore({ path: join(dir, 'tasks.db') });
+      await sqlite.migrate();
+      schema = await createTestSchema();
+      pg = new PostgresStore({ connectionString: PG_URL, schema: schema.name, poolSize: 4 });
+      await pg.migrate();
 
-  afterAll(async () => {
-    if (producer) clearInterval(producer);
-    await prometheus?.stop();
-    await server?.close();
-    detachPg?.();
-    await pg?.close();
-    await schema?.drop();
-    await sqlite?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  }, 60_000);
+      // The real server: its client, its worker (started by listen) and its /metrics, open to the scraper.
+      const running = await startServer({
+        store: sqlite,
+        tasks: TASKS,
+        worker: { ...FAST, concurrency: 4 },
+        port: 0,
+        publicMetrics: true,
+        logger: false,
+      });
+      server = running;
+      detachPg = running.metrics.attachStore(pg);
+      const { client } = running;
+      // The scripted workload, a wave every 250 ms until the checks are done, so every rate has traffic in its window.
+      const wave = (): void =>
+        void client
+          .submitMany([
+            { type: ok.type, payload: {} },
+            { type: ok.type, payload: { partial: true } },
+            { type: flaky.type, payload: {} },
+            { type: doomed.type, payload: {} },
+            { type: slow.type, payload: {} },
+            { type: slow.type, payload: {} },
+          ])
+          .catch(() => undefined);
+      wave();
+      producer = setInterval(wave, 250);
+      prometheus = await startPrometheus({ binary, target: new URL(running.url).host, ruleFiles: [ALERT_RULES] });
+    }, 120_000);
 
-  /** Polls Prometheus until every query has data; on timeout names the ones that never had. */
-  async function expectData(queries: { name: string; expr: string }[]): Promise<void> {
-    let missing = queries;
-    try {
-      await waitFor(
-        async () => {
-          const answers = await Promise.all(missing.map(async (q) => ({ q, result: await prometheus!.query(q.expr) })));
-          for (const { q, result } of answers) expect(result.status, `${q.name}: ${result.error ?? ''}`).toBe('success');
-          missing = answers.filter((a) => !hasData(a.result)).map((a) => a.q);
-          return missing.length === 0;
-        },
-        'every query to return data',
-        90_000,
-        500,
-      );
-    } catch (error) {
-      throw new Error(`${(error as Error).message}; still without data: ${missing.map((q) => `${q.name} [${q.expr}]`).join('; ')}`);
+    afterAll(async () => {
+      if (producer) clearInterval(producer);
+      await prometheus?.stop();
+      await server?.close();
+      detachPg?.();
+      await pg?.close();
+      await schema?.drop();
+      await sqlite?.close();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }, 60_000);
+
+    /** Polls Prometheus until every query has data; on timeout names the ones that never had. */
+    async function expectData(queries: { name: string; expr: string }[]): Promise<void> {
+      let missing = queries;
+      try {
+        await waitFor(
+          async () => {
+            const answers = await Promise.all(missing.map(async (q) => ({ q, result: await prometheus!.query(q.expr) })));
+            for (const { q, result } of answers) expect(result.status, `${q.name}: ${result.error ?? ''}`).toBe('success');
+            missing = answers.filter((a) => !hasData(a.result)).map((a) => a.q);
+            return missing.length === 0;
+          },
+          'every query to return data',
+          90_000,
+          500,
+        );
+      } catch (error) {
+        throw new Error(`${(error as Error).message}; still without data: ${missing.map((q) => `${q.name} [${q.expr}]`).join('; ')}`);
+      }
     }
-  }
 
-  it('evaluates every dashboard query with data', async () => {
-    const queries = dashboardQueries(readFileSync(DASHBOARD, 'utf8')).map((q) => ({ name: q.panel, expr: q.expr }));
-    expect(queries.length).toBe(22);
-    // The target is the tasklease server itself: its probes answer next to the /metrics Prometheus scrapes.
-    expect((await fetch(`${server!.url}/actuator/health/liveness`)).status).toBe(200);
-    await expectData([...queries, { name: 'scrape target up', expr: 'up{job="tasklease"} == 1' }]);
-  }, 120_000);
+    it('evaluates every dashboard query with data', async () => {
+      const queries = dashboardQueries(readFileSync(DASHBOARD, 'utf8')).map((q) => ({ name: q.panel, expr: q.expr }));
+      expect(queries.length).toBe(22);
+      // The target is the tasklease server itself: its probes answer next to the /metrics Prometheus scrapes.
+      expect((await fetch(`${server!.url}/actuator/health/liveness`)).status).toBe(200);
+      await expectData([...queries, { name: 'scrape target up', expr: 'up{job="tasklease"} == 1' }]);
+    }, 120_000);
 
-  it('loads the seven alert rules, evaluates them without error, and each one watches a signal with data', async () => {
-    const loaded = async () => (await prometheus!.api<RulesAnswer>('/api/v1/rules')).data.groups.flatMap((g) => g.rules).filter((r) => r.type === 'alerting');
-    expect((await loaded()).map((r) => r.name)).toEqual(ALERT_NAMES);
-    const evaluated = await waitFor(
-      async () => {
-        const rules = await loaded();
-        return rules.every((r) => !r.lastEvaluation.startsWith('0001-')) ? rules : null;
-      },
-      'every alert rule to be evaluated',
-      60_000,
-      200,
-    );
-    for (const rule of evaluated)
-      expect({ name: rule.name, health: rule.health, error: rule.lastError ?? '' }).toEqual({ name: rule.name, health: 'ok', error: '' });
-    for (const rule of evaluated) expect((await prometheus!.query(rule.query)).status, rule.name).toBe('success');
-    await expectData(evaluated.map((rule) => ({ name: rule.name, expr: signalOf(rule.query) })));
-  }, 120_000);
-});
+    it('loads the seven alert rules, evaluates them without error, and each one watches a signal with data', async () => {
+      const loaded = async () => (await prometheus!.api<RulesAnswer>('/api/v1/rules')).data.groups.flatMap((g) => g.rules).filter((r) => r.type === 'alerting');
+      expect((await loaded()).map((r) => r.name)).toEqual(ALERT_NAMES);
+      const evaluated = await waitFor(
+        async () => {
+          const rules = await loaded();
+          return rules.every((r) => !r.lastEvaluation.startsWith('0001-')) ? rules : null;
+        },
+        'every alert rule to be evaluated',
+        60_000,
+        200,
+      );
+      for (const rule of evaluated)
+        expect({ name: rule.name, health: rule.health, error: rule.lastError ?? '' }).toEqual({ name: rule.name, health: 'ok', error: '' });
+      for (const rule of evaluated) expect((await prometheus!.query(rule.query)).status, rule.name).toBe('success');
+      await expectData(evaluated.map((rule) => ({ name: rule.name, expr: signalOf(rule.query) })));
+    }, 120_000);
+  }),
+);

@@ -7,14 +7,14 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { ALERT_NAMES, ALERT_RULES, ALERT_TESTS, DASHBOARD, dashboardQueries, requireTool, runTool } from './tools.js';
+import { expect, it } from 'vitest';
+import { describeWithTools, PROMTOOL, systemTool } from '../helpers/system-tools.js';
+import { ALERT_NAMES, ALERT_RULES, ALERT_TESTS, DASHBOARD, dashboardQueries, runTool } from './tools.js';
 
-describe('promtool', () => {
-  let promtool: string;
-  beforeAll(() => {
-    promtool = requireTool('promtool');
-  });
+const found = systemTool(PROMTOOL, 'test/deploy/promtool.test.ts');
+
+describeWithTools([found], 'promtool', 'promtool', () => {
+  const promtool = found!;
 
   it('checks the rules file: the seven alerts, nothing else', () => {
     const { status, output } = runTool(promtool, ['check', 'rules', ALERT_RULES]);

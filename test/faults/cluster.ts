@@ -38,6 +38,17 @@ export async function clusterTools(): Promise<ClusterTools | null> {
   }
 }
 
+/**
+ * Runs a command as the cluster's OS user in `dir`, a directory of its own:
+ * the test's working directory may be one that user cannot enter (a clone
+ * under root's home), and pg_ctl and initdb then fail with "could not change
+ * directory".
+ */
+export async function runAs(tools: ClusterTools, dir: string, command: string, args: string[]): Promise<string> {
+  const [program, ...rest] = [...tools.asUser, command, ...args];
+  return (await run(program!, rest, { timeout: 120_000, cwd: dir })).stdout;
+}
+
 /** A database server a fault test owns and may crash, freeze or make read-only (this cluster, or maria-server.ts). */
 export interface DatabaseServer {
   readonly url: string;
@@ -77,8 +88,7 @@ export class TestCluster implements DatabaseServer {
   }
 
   private async as(command: string, args: string[]): Promise<string> {
-    const [program, ...rest] = [...this.tools.asUser, command, ...args];
-    return (await run(program!, rest, { timeout: 120_000 })).stdout;
+    return runAs(this.tools, this.dir, command, args);
   }
 
   async start(): Promise<void> {

@@ -12,7 +12,7 @@
  * (linked), so nothing is compiled and the test stays well under two minutes.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -24,6 +24,7 @@ const root = join(import.meta.dirname, '..', '..');
 const work = mkdtempSync(join(tmpdir(), 'tl-consumer-'));
 const consumer = join(work, 'consumer');
 const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc');
+let installOutput = '';
 const DRIVER_TYPES = /node_modules\/(@types\/pg|@types\/better-sqlite3|better-sqlite3|mysql2|pg)\//;
 
 /** The child's environment without the npm_* variables of an enclosing `npm test`, which would steer the inner npm. */
@@ -40,6 +41,18 @@ function link(name: string): void {
   const target = join(consumer, 'node_modules', name);
   mkdirSync(dirname(target), { recursive: true });
   symlinkSync(join(root, 'node_modules', name), target, 'dir');
+}
+
+/** Every package.json under a node_modules tree (nested ones too). */
+function installedPackages(dir: string): { name: string; version: string; engines?: { node?: string } }[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir).flatMap((entry) => {
+    if (entry.startsWith('.') || lstatSync(join(dir, entry)).isSymbolicLink()) return [];
+    if (entry.startsWith('@')) return installedPackages(join(dir, entry));
+    const manifest = join(dir, entry, 'package.json');
+    const own = existsSync(manifest) ? [JSON.parse(readFileSync(manifest, 'utf8')) as { name: string; version: string; engines?: { node?: string } }] : [];
+    return [...own, ...installedPackages(join(dir, entry, 'node_modules'))];
+  });
 }
 
 const TSC_STRICT = ['--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node'];
@@ -60,11 +73,23 @@ beforeAll(async () => {
   if (!tarball) throw new Error('npm pack wrote no tarball');
   mkdirSync(consumer);
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  await sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball)], consumer);
+  const installed = await sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', join(work, tarball)], consumer);
+  installOutput = `${installed.stdout}${installed.stderr}`;
 }, 150_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 describe('the packed package in a fresh consumer project', () => {
+  it('installs without EBADENGINE, and with no dependency that needs a newer Node than the package claims (>=20)', () => {
+    const engines = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+    expect(engines).toBe('>=20');
+    expect(installOutput).not.toMatch(/EBADENGINE/); // on Node 20, what a user sees
+    // On any Node: the consumer's tree (no overrides of this repository's) holds no package that needs Node 21 or later.
+    const needsNewer = installedPackages(join(consumer, 'node_modules'))
+      .map(({ name, version, engines: wanted }) => ({ name: `${name}@${version}`, node: wanted?.node ?? '' }))
+      .filter(({ node }) => node !== '' && node.split('||').every((range) => /^\s*(>=?|\^|~)?\s*v?(2[1-9]|[3-9]\d)/.test(range)));
+    expect(needsNewer).toEqual([]);
+  });
+
   it('ships the built entry points, the sources its source maps name, LICENSE and CHANGELOG, and leaves the drivers to the user', () => {
     const installed = join(consumer, 'node_modules', 'tasklease');
     for (const file of [
@@ -121,16 +146,20 @@ describe('the packed package in a fresh consumer project', () => {
     });
   });
 
-  it("runs the README's example to completion against SQLite", async () => {
+  it("runs the README's example to completion against SQLite, and again against the same database", async () => {
     link('better-sqlite3');
-    const { stdout } = await sh(process.execPath, ['out/example.js'], consumer);
-    expect(
-      stdout
+    const successes = async (): Promise<string[]> =>
+      (await sh(process.execPath, ['out/example.js'], consumer)).stdout
         .trim()
         .split('\n')
-        .filter((line) => / SUCCESS$/.test(line)),
-    ).toHaveLength(4);
+        .filter((line) => / SUCCESS$/.test(line));
+    const first = await successes();
+    expect(first).toHaveLength(4);
     expect(existsSync(join(consumer, 'tasks.db'))).toBe(true);
+    // The second run submits three new tasks and gets the idempotent fourth back, finished: it still ends.
+    const second = await successes();
+    expect(second).toHaveLength(4);
+    expect(second.filter((line) => first.includes(line))).toEqual([first[3]]);
   });
 });
 

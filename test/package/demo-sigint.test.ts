@@ -67,6 +67,13 @@ describe('the demo on Ctrl-C', () => {
     });
   });
 
+  it('prints durations rounded to whole milliseconds', async () => {
+    const run = await interruptDemo(DEMO, /✔ .* in /, moments.length + 1);
+    const done = run.output.split('\n').filter((line) => line.includes('✔'));
+    expect(done.length).toBeGreaterThan(0);
+    for (const line of done) expect(line).toMatch(/ in \d+ ms$/);
+  });
+
   it('prints the summary under `npm run demo` too, where npm forwards a second SIGINT', async () => {
     expect(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts.demo).toBe(DEMO.join(' '));
     const run = await interruptDemo(['npm', 'run', '--silent', 'demo'], /▶ .* started/, moments.length);

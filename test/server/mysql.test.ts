@@ -46,6 +46,10 @@ describeOnServer(available, 'MySQL/MariaDB', 'HTTP server on mysql (smoke)', () 
     const anonymous = await running.call('GET', '/actuator/health/readiness');
     expect([anonymous.status, anonymous.body]).toEqual([200, { status: 'UP' }]);
     expect((await running.call('GET', '/actuator/health/readiness', { as: 'operator' })).body.details.db).toMatchObject({ status: 'UP' });
+    // the seed's pool look-up answers on MariaDB too (it read pg.Pool's counters only)
+    const active = await running.call('GET', '/actuator/metrics/hikaricp.connections.active', { as: 'operator' });
+    expect([active.status, active.body.measurements[0].value]).toEqual([200, expect.any(Number)]);
+    expect((await running.call('GET', '/actuator/metrics/hikaricp.connections.max', { as: 'operator' })).body.measurements[0].value).toBe(4);
     const made = await running.call('POST', `${ADMIN_PREFIX}/tokens`, { as: 'admin', body: { name: 'mysql', role: 'operator', expiresInDays: 1 } });
     expect((await running.call('GET', `${ADMIN_PREFIX}/workers`, { token: made.body.data.token })).body.data.length).toBe(1);
     await running.call('DELETE', `${ADMIN_PREFIX}/tokens/${made.body.data.record.id}`, { as: 'admin' });

@@ -1,10 +1,12 @@
 /**
  * The README's main command as a newcomer runs it: `npm start` (here its
  * script, node --import tsx examples/start.ts) on a fresh SQLite file prints a
- * working URL and admin token, serves the example tasks, and Ctrl-C (SIGINT)
- * ends it gracefully within seconds.
+ * working URL, the database and an admin token, serves the example tasks,
+ * and Ctrl-C (SIGINT) ends it gracefully within seconds, saying what it did;
+ * on a port in use it prints one line saying how to choose another.
  */
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,10 +49,38 @@ describe('npm start', () => {
         'the worker to run an example task',
         30_000,
       );
+      expect(out).toContain(`database:   sqlite:${join(dir, 'tasks.db')}`);
       child.kill('SIGINT');
       expect(await exited).toBe(0);
+      // Ctrl-C says what it did: the long transcode was running and goes back to the queue.
+      expect(out).toMatch(/stopping: no new tasks; \d+ running tasks? may finish, \d+ waiting tasks? go back to the queue/);
+      expect(out).toMatch(/stopped: \d+ tasks? finished while stopping, [1-9]\d* tasks? handed back to the queue/);
     } finally {
       child.kill('SIGKILL');
+    }
+  });
+
+  it('on a port in use, prints one line naming the port and how to choose another, and exits 1', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'examples/start.ts'], {
+        cwd: ROOT,
+        env: { ...process.env, TASKLEASE_DATABASE_URL: `sqlite:${join(dir, 'busy.db')}`, TASKLEASE_PORT: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (exitCode) => resolve(exitCode)));
+      expect({ code, stdout }).toEqual({ code: 1, stdout: '' });
+      expect(stderr).toBe(
+        `tasklease: port ${port} on 127.0.0.1 is already in use by another program; start on another port: npm start -- --port ${port + 1} (or TASKLEASE_PORT=${port + 1})\n`,
+      );
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
     }
   });
 });

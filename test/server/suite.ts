@@ -533,6 +533,12 @@ export function serverSuite(stores: ServerSuiteStores): void {
       const rate = await running.call('GET', '/actuator/metrics/async.task.lease.renewal.success.rate', { as: 'operator' });
       expect(rate.body.measurements[0].value).toBeGreaterThan(0.99);
       expect((await running.call('GET', '/actuator/metrics/no.such.metric', { as: 'operator' })).status).toBe(404);
+      // the seed's pool look-up answers on every store with a pool (PostgreSQL and MySQL/MariaDB), 404 on SQLite
+      const active = await running.call('GET', '/actuator/metrics/hikaricp.connections.active', { as: 'operator' });
+      if (store.dialect === 'sqlite') expect(active.status).toBe(404);
+      else expect([active.status, active.body.measurements[0].value]).toEqual([200, expect.any(Number)]);
+      const max = await running.call('GET', '/actuator/metrics/hikaricp.connections.max', { as: 'operator' });
+      if (store.dialect !== 'sqlite') expect(max.body.measurements[0].value).toBeGreaterThan(0);
       const prometheus = await running.call('GET', '/metrics', { as: 'operator' });
       expect(prometheus.headers.get('content-type')).toMatch(/text\/plain/);
       expect(prometheus.text).toMatch(/^async_task_submitted_total\{task_type="test.idle"\} \d+/m);

@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import type { StoreMethod } from '../../src/store/base.js';
+import { scheduleStoreOf } from '../../src/store/schedules.js';
+import { tokenStoreOf } from '../../src/store/tokens.js';
 import type { Store, StoreEvent } from '../../src/store/types.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { waitFor } from '../helpers/wait.js';
@@ -90,6 +92,22 @@ export function runContractConformance(factory: StoreFactory): void {
       }
     });
 
+    it('answers the token and schedule stores on a closed store with STORE_CLOSED, like the store itself', async () => {
+      const { store } = current;
+      const [tokens, schedules] = [await tokenStoreOf(store), await scheduleStoreOf(store)];
+      await store.close();
+      for (const [method, call] of [
+        ['listTokens', () => tokens.listTokens()],
+        ['findTokenByHash', () => tokens.findTokenByHash({ tokenHash: 'x' })],
+        ['listSchedules', () => schedules.listSchedules()],
+        ['getSchedule', () => schedules.getSchedule({ key: 'x' })],
+      ] as const) {
+        const error = await failureOf(call);
+        expect({ method, code: error.code }).toEqual({ method, code: ErrorCode.STORE_CLOSED });
+        expect(error.message).toContain(`${method}()`);
+      }
+    });
+
     it('answers calls on a database never migrated with SCHEMA_NOT_MIGRATED, saying to run migrate()', async () => {
       const { store, dispose } = await factory.openUnmigrated();
       try {
@@ -97,6 +115,12 @@ export function runContractConformance(factory: StoreFactory): void {
         for (const method of ['insertTasks', 'getTask', 'claimTasks', 'finishAttempts', 'recover', 'listPolicies'] as const) {
           const error = await failureOf(() => EVERY_CALL[method](store));
           expect({ method, code: error.code }).toEqual({ method, code: ErrorCode.SCHEMA_NOT_MIGRATED });
+          expect(error.message).toMatch(/store\.migrate\(\).*tasklease migrate/);
+        }
+        // the token and schedule stores too (they answered the driver's "no such table" before)
+        for (const call of [async () => (await tokenStoreOf(store)).listTokens(), async () => (await scheduleStoreOf(store)).listSchedules()]) {
+          const error = await failureOf(call);
+          expect(error.code).toBe(ErrorCode.SCHEMA_NOT_MIGRATED);
           expect(error.message).toMatch(/store\.migrate\(\).*tasklease migrate/);
         }
         await store.migrate();

@@ -152,12 +152,18 @@ export function runControlConformance(factory: StoreFactory): void {
       const { store } = current;
       const since = new Date((await store.now()).getTime() - 60_000);
       await failForGood(2);
-      await store.insertTasks({ tasks: [newTask()] });
+      expect((await store.analysisData({ taskType: 'alpha', since, sampleLimit: 10 })).oldestWaitingSince).toBeNull();
+      const [waiting] = await store.insertTasks({ tasks: [newTask()] });
+      await store.insertTasks({ tasks: [newTask({ delayMs: 3_600_000 })] }); // delayed: not waiting yet
       const data = await store.analysisData({ taskType: 'alpha', since, sampleLimit: 10 });
-      expect(data.statusCounts).toMatchObject({ FAILED: 2, QUEUED: 1, RUNNING: 0 });
+      expect(data.statusCounts).toMatchObject({ FAILED: 2, QUEUED: 2, RUNNING: 0 });
       expect(data.attempts).toHaveLength(2);
       expect(data.attempts[0]).toMatchObject({ attempt: 1 });
       expect(data.failureCounts).toEqual([{ errorCode: 'BOOM', count: 2 }]);
+      // the oldest due QUEUED task, whenever it was created (a window of the last minute does not hide it)
+      expect(data.oldestWaitingSince).toEqual(waiting!.task.availableAt);
+      const later = await store.analysisData({ taskType: 'alpha', since: new Date(Date.now() + 3_600_000), sampleLimit: 10 });
+      expect(later.oldestWaitingSince).toEqual(waiting!.task.availableAt);
     });
   });
 }

@@ -7,13 +7,14 @@
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { CHROMIUM_TOOL } from '../helpers/system-tools.js';
 import { defineTask, TaskFailure, TaskResult } from '../../src/index.js';
 import { createServer, type TaskleaseServer } from '../../src/server/index.js';
 import type { Store } from '../../src/store/types.js';
 import { Gate } from '../server/harness.js';
 
 export const SCREENSHOTS = fileURLToPath(new URL('./screenshots/', import.meta.url));
-export const CHROMIUM = process.env.TASKLEASE_CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM = CHROMIUM_TOOL.name;
 
 /** Test-controlled tasks: steps advance and holds end when the test says so; flaky fails while broken. */
 export class Controls {

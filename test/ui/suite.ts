@@ -6,15 +6,17 @@
 import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Store } from '../../src/store/types.js';
 import { createClient } from '../../src/client/client.js';
 import { defineTask } from '../../src/core/definition.js';
+import { CHROMIUM_TOOL, describeWithTools, systemTool } from '../helpers/system-tools.js';
 import { waitFor } from '../helpers/wait.js';
 import { shoot, startRig, type Rig } from './harness.js';
 
 export function dashboardSuite(name: string, factory: { create(): Promise<Store>; destroy(store: Store): Promise<void> }): void {
-  describe(`dashboard on ${name}`, () => {
+  const chromium = systemTool(CHROMIUM_TOOL, `test/ui/${name}.test.ts`);
+  describeWithTools([chromium], 'chromium', `dashboard on ${name}`, () => {
     let store: Store;
     let rig: Rig;
     beforeAll(async () => {
@@ -56,6 +58,12 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
         .filter({ hasText: /^1 \(8 slots\)$/ })
         .waitFor();
       await page.locator('tr[data-type="ui.quick"]').waitFor();
+      // every y axis is as wide as its widest label: the plot area starts right of the labels and their ticks
+      for (const chart of await page.locator('[data-chart]').all()) {
+        const widest = Number(await chart.getAttribute('data-y-axis'));
+        const plotLeft = await chart.locator('.u-over').evaluate((over) => (over as unknown as { offsetLeft: number }).offsetLeft);
+        expect(plotLeft).toBeGreaterThanOrEqual(widest + 15);
+      }
       await shoot(page, `${name}-overview`);
       await context.close();
     });
@@ -76,6 +84,11 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await page.locator(`tr[data-id="${task.id}"]`).waitFor();
       const statuses = await page.locator('tbody tr[data-status]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-status')));
       expect(statuses).toEqual(['RUNNING']);
+      // the id's random end (its UUIDv7 start is the creation time, alike on every row), the payload and the last error
+      const listed = page.locator(`tr[data-id="${task.id}"]`);
+      expect(await listed.getByRole('link').textContent()).toBe(`…${task.id.slice(-8)}`);
+      expect(await listed.locator('[data-payload]').textContent()).toBe('{"video":"intro.mp4"}');
+      expect(await listed.locator('[data-error]').textContent()).toBe('—');
       await shoot(page, `${name}-tasks`);
       await page.locator(`tr[data-id="${task.id}"] a`).click();
       await page.getByRole('heading', { name: /ui\.steps/ }).waitFor();
@@ -88,6 +101,8 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await shoot(page, `${name}-task`);
       expect(await page.getByRole('button', { name: 'Retry' }).count()).toBe(0);
       await page.getByRole('button', { name: 'Cancel' }).click();
+      // two different words: the way back and the action (they were both "Cancel")
+      expect(await page.locator('dialog button').allTextContents()).toEqual(['Go back', 'Cancel task']);
       await page.locator('dialog [data-confirm]').click();
       await page.locator('h1 .badge', { hasText: 'CANCELLED' }).waitFor({ timeout: 15_000 });
       expect((await client.get(task.id))?.status).toBe('CANCELLED');
@@ -164,11 +179,20 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await row.waitFor();
       await expect(row.textContent()).resolves.toMatch(/UPSTREAM_REFUSED/);
       await shoot(page, `${name}-dead-letters`);
+      // each dead letter links to its task
+      expect(await row.getByRole('link', { name: `…${task.id.slice(-8)}` }).getAttribute('href')).toBe(`#/tasks/${task.id}`);
       rig.controls.broken = false;
       await row.getByRole('button', { name: 'Replay' }).click();
       await page.locator('dialog [data-confirm]').click();
       await page.getByRole('status').filter({ hasText: 'Replayed 1' }).waitFor();
       const otherRow = page.locator(`tr[data-task="${other.id}"]`);
+      // select all selects every waiting dead letter on the page, and clears them again
+      const selectAll = page.getByRole('checkbox', { name: 'Select all waiting dead letters' });
+      await selectAll.check();
+      expect(await otherRow.getByRole('checkbox').isChecked()).toBe(true);
+      expect(await page.getByRole('button', { name: 'Archive selected' }).isEnabled()).toBe(true);
+      await selectAll.uncheck();
+      expect(await otherRow.getByRole('checkbox').isChecked()).toBe(false);
       await otherRow.getByRole('checkbox').check();
       await page.getByRole('button', { name: 'Archive selected' }).click();
       await page.locator('dialog [data-confirm]').click();
@@ -218,6 +242,8 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       const form = page.getByRole('form', { name: 'Add an owner limit' });
       await form.getByLabel('Owner', { exact: true }).fill('acme');
       await form.getByLabel('Owner max concurrency').fill('3');
+      // visible labels, not only aria-labels
+      expect(await form.locator('label').allTextContents()).toEqual(['Owner', 'Owner max concurrency']);
       await form.getByRole('button', { name: 'Save owner limit' }).click();
       const row = page.locator('tr[data-policy="OWNER:acme"]');
       await row.waitFor();
@@ -265,7 +291,7 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await page.getByRole('heading', { name: 'Tasks' }).waitFor();
       await page.locator(`tr[data-id="${mine.id}"]`).waitFor();
       expect(await page.locator(`tr[data-id="${bobs.id}"]`).count()).toBe(0);
-      const owners = await page.locator('tbody tr[data-id] td:nth-child(4)').allTextContents();
+      const owners = await page.locator('tbody tr[data-id] td:nth-child(6)').allTextContents();
       expect(new Set(owners)).toEqual(new Set(['alice']));
       expect(await page.getByRole('navigation', { name: 'Pages' }).getByRole('link').allTextContents()).toEqual(['Tasks']);
       expect(await page.getByLabel('Owner').count()).toBe(0);

@@ -138,6 +138,30 @@ export function runOutcomeSuite(factory: StoreFactory): void {
       expect(seen).toEqual([[{ rows: 0 }, { file: 'a.csv' }]]);
     });
 
+    it('validate runs before execute with the parsed payload: a throw fails the attempt without running execute', async () => {
+      const seen: unknown[] = [];
+      const t = defineTask<{ account: string }>({
+        type: 'guarded',
+        validate: (payload, ctx) => {
+          seen.push(['validate', payload, ctx.attempt]);
+          if (payload.account === 'closed') throw new TaskFailure('the account is closed', { code: 'ACCOUNT_CLOSED', retryable: false });
+        },
+        execute: (_ctx, payload) => void seen.push(['execute', payload]),
+      });
+      const { client, worker } = setup([t]);
+      worker.start();
+      const { task: refused } = await client.submit(t, { account: 'closed' });
+      await until(refused.id, 'FAILED');
+      expect((await taskOf(refused.id)).lastErrorCode).toBe('ACCOUNT_CLOSED');
+      expect(seen).toEqual([['validate', { account: 'closed' }, 1]]);
+      const { task: allowed } = await client.submit(t, { account: 'open' });
+      await until(allowed.id, 'SUCCESS');
+      expect(seen.slice(1)).toEqual([
+        ['validate', { account: 'open' }, 1],
+        ['execute', { account: 'open' }],
+      ]);
+    });
+
     it('aborts a handler before its lease ends when renewals hang (local lease deadline)', async () => {
       const leaseMs = 1500;
       let startedAt = 0;

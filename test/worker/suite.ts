@@ -509,7 +509,7 @@ export function runWorkerSuite(factory: StoreFactory): void {
         { kind: 'quarantined', activeBeside: 0 },
         { kind: 'quarantined', activeBeside: 0 },
       ]);
-      // a hand-back of a never-started task is as if never claimed: each quarantined task ran once, uncharged before
+      // a hand-back of a never-started task is uncharged: each quarantined task spent one attempt, the one it ran
       for (const q of [q1!, q2!]) expect((await statusOf(q.task.id)).attemptCount - (await statusOf(q.task.id)).attemptBase).toBe(1);
     });
 

@@ -32,9 +32,28 @@ export function duration(ms: number | null): string {
   return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
+/**
+ * A task id as a list shows it: its last 8 characters. A UUIDv7 starts with
+ * its creation time, the same on every row created in the same minute; the
+ * end is random and tells the rows apart. The full id is the title.
+ */
+export function shortId(id: string): string {
+  return `…${id.slice(-8)}`;
+}
+
+/** A payload in one short line (JSON, cut at `max` characters). */
+export function snippet(value: unknown, max = 48): string {
+  const text = JSON.stringify(value) ?? '';
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
 export const statusBadge = (status: string): HTMLElement => h('span', { class: `badge s-${status.toLowerCase()}` }, status);
 
-/** A modal confirmation (the native <dialog>: focus trapped, Escape cancels). */
+/**
+ * A modal confirmation (the native <dialog>: focus trapped, Escape goes
+ * back). The way out is "Go back", never "Cancel": cancelling a task is an
+ * action here, and two "Cancel" buttons in one dialog read as a riddle.
+ */
 export function confirmAction(question: string, confirmLabel: string): Promise<boolean> {
   return new Promise((resolve) => {
     const dialog = h(
@@ -44,7 +63,7 @@ export function confirmAction(question: string, confirmLabel: string): Promise<b
       h(
         'div',
         { class: 'row' },
-        h('button', { type: 'button', class: 'secondary', onclick: () => dialog.close('no') }, 'Cancel'),
+        h('button', { type: 'button', class: 'secondary', onclick: () => dialog.close('no') }, 'Go back'),
         h('button', { type: 'button', class: 'danger', 'data-confirm': '', onclick: () => dialog.close('yes') }, confirmLabel),
       ),
     );

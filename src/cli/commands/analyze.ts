@@ -46,8 +46,16 @@ function render(output: Output, analysis: Analysis, hours: number): string {
     output.heading('Execution time (finished attempts)'),
     durations(output, analysis.execution),
     '',
-    output.heading('Queue wait (submit to first start)'),
+    output.heading('Queue wait (due to first start)'),
     durations(output, analysis.queueWait),
+    output.fields([
+      [
+        'oldest waiting',
+        analysis.oldestWaiting
+          ? `${formatMs(analysis.oldestWaiting.ageMs)} (due since ${analysis.oldestWaiting.since.toISOString()})`
+          : 'none: no task of the type is due and unclaimed',
+      ],
+    ]),
     '',
     output.heading('Failure reasons'),
     output.table(

@@ -78,7 +78,7 @@ function render(output: Output, report: Report): string {
     ]),
     '',
     output.heading('Verdict'),
-    output.paint(report.verdict, 'bold'),
+    output.paint(`${report.verdict} (${report.causes[0]!.code})`, 'bold'),
     ...report.causes.slice(1).map((cause) => `also: ${cause.message} (${cause.code})`),
   ].join('\n');
 }

@@ -4,7 +4,7 @@
  * next claim. Without a type the command works on the GLOBAL policy (`get`
  * without a type lists all); with --owner, on that owner's (tenant's) limit.
  */
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import type { PolicyChange, PolicyTarget } from '../../client/policies.js';
 import type { Policy } from '../../store/types.js';
 import { action, type CliCommand } from '../command.js';
@@ -69,13 +69,19 @@ export const policyCommand: CliCommand = {
   },
 };
 
+/** A limit of 0 is not how to stop a type: say what is. */
+function maxConcurrency(value: string): number | 'default' {
+  if (value.trim() === '0') throw new InvalidArgumentError('must be from 1 to 100000 or default; to stop claiming these tasks, use --enabled false');
+  return integerOrDefault(1, 100_000)(value);
+}
+
 function registerSet(policy: Command, ctx: CommandContext): void {
   policy
     .command('set')
     .description('change a type\'s or an owner\'s policy (or, without either, the GLOBAL one); unnamed fields keep their value; "default" clears one')
     .argument('[type]', 'task type')
     .option('--owner <owner>', OWNER_HELP)
-    .option('--max-concurrency <n>', 'running tasks at once across the cluster, 1–100000, or default', integerOrDefault(1, 100_000))
+    .option('--max-concurrency <n>', 'running tasks at once across the cluster, 1–100000, or default', maxConcurrency)
     .option('--max-attempts <n>', 'attempts of tasks submitted from now on, 1–100, or default', integerOrDefault(1, 100))
     .option('--retry-base-delay-ms <ms>', 'first retry delay, 0–604800000, or default', integerOrDefault(0, 7 * 86_400_000))
     .option('--enabled <bool>', 'false: tasks of the type (or all, for GLOBAL) are not claimed; they wait', boolean)

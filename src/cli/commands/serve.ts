@@ -8,7 +8,8 @@
  * Stops gracefully on SIGINT / SIGTERM (drain requests, stop the worker).
  */
 import type { Command } from 'commander';
-import { InvalidOptionsError } from '../../core/errors.js';
+import { InvalidOptionsError, PortInUseError } from '../../core/errors.js';
+import { reportStop } from '../../server/stop-report.js';
 import { action, type CliCommand } from '../command.js';
 import type { CommandContext } from '../context.js';
 import { HEALTH_DETAILS, type HealthDetails } from '../../server/options.js';
@@ -83,7 +84,11 @@ async function serve(ctx: CommandContext, name: 'serve' | 'start', modules: stri
     trustProxy,
     healthDetails: flags.healthDetails,
     logger: { level: ctx.config().logLevel },
+  }).catch((error: unknown) => {
+    if (!(error instanceof PortInUseError)) throw error;
+    throw new PortInUseError(error.host, error.port, `start on another port: --port <port> or TASKLEASE_PORT=<port>`, { cause: error });
   });
+  const stopped = reportStop(server.worker, (line) => void ctx.io.stderr.write(`${line}\n`));
   const token = flags.printAdminToken
     ? (await server.client.tokens.create({ name: `tasklease start ${new Date().toISOString()}`, role: 'admin', expiresInMs: 7 * 86_400_000 })).token
     : null;
@@ -96,6 +101,7 @@ async function serve(ctx: CommandContext, name: 'serve' | 'start', modules: stri
   );
   await ctx.io.waitForStopSignal();
   await server.close();
+  stopped();
 }
 
 /** A true/false environment switch; unset is false. */

@@ -82,14 +82,16 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
   ]);
   const store = await ctx.openStore();
   const worker = createWorker({ store, tasks, schedules, ...config.worker, ...(flags.workerId ? { workerId: flags.workerId } : {}) });
-  const logger = pino({ level: config.logLevel, base: { workerId: worker.workerId } }, { write: (line: string) => ctx.io.stdout.write(line) });
+  const logger = pino({ level: config.logLevel }, { write: (line: string) => ctx.io.stdout.write(line) });
+  // attachLogger adds the workerId to its lines; the command's own lines get it from this child, once.
   const detach = attachLogger(worker, logger);
+  const log = logger.child({ workerId: worker.workerId });
   worker.start();
   const { concurrency, fairOwners, scheduleRefreshMs } = worker.options;
   const scheduleKeys = worker.options.schedules.map((schedule) => schedule.key);
-  logger.info({ taskTypes: worker.taskTypes, concurrency, fairOwners, schedules: scheduleKeys, scheduleRefreshMs, dialect: store.dialect }, 'worker started');
+  log.info({ taskTypes: worker.taskTypes, concurrency, fairOwners, schedules: scheduleKeys, scheduleRefreshMs, dialect: store.dialect }, 'worker started');
   const signal = await ctx.io.waitForStopSignal();
-  logger.info({ signal, active: worker.stats().active }, 'worker stopping');
-  await worker.stop(); // the logger writes 'worker stopped'
+  log.info({ signal }, 'stop signal received');
+  await worker.stop(); // the logger writes 'worker stopping' (active, buffered) and 'worker stopped'
   detach();
 }

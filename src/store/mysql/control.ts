@@ -7,7 +7,7 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
-import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
+import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { checkText, decode, sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';
@@ -140,7 +140,7 @@ export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: stri
   for (const row of counts) statusCounts[String(row.status) as TaskStatus] = Number(row.n);
   const attemptRows = await db.rows(
     conn,
-    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM system_async_task_attempt a
+    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time, t.available_at FROM system_async_task_attempt a
      JOIN system_async_task t ON a.task_id = t.id
      WHERE t.task_type = ? AND a.started_at > ? AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT ?`,
     [taskType, from, Math.max(0, Math.floor(sampleLimit))],
@@ -149,6 +149,7 @@ export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: stri
     startedAt: decode.time(row.started_at),
     finishedAt: decode.time(row.finished_at),
     taskCreatedAt: decode.time(row.create_time),
+    taskAvailableAt: decode.time(row.available_at),
     attempt: Number(row.attempt),
   }));
   const failureRows = await db.rows(
@@ -157,5 +158,15 @@ export async function analysisData(db: MysqlDatabase, conn: Conn, taskType: stri
      WHERE t.task_type = ? AND f.failed_at > ? GROUP BY f.error_code ORDER BY n DESC, f.error_code LIMIT 10`,
     [taskType, from],
   );
-  return { statusCounts, attempts, failureCounts: failureRows.map((row) => ({ errorCode: String(row.error_code), count: Number(row.n) })) };
+  const [oldest] = await db.rows(
+    conn,
+    `SELECT MIN(available_at) AS since FROM system_async_task WHERE task_type = ? AND status = ${STATUS_SQL.QUEUED} AND available_at <= NOW(3)`,
+    [taskType],
+  );
+  return {
+    statusCounts,
+    attempts,
+    failureCounts: failureRows.map((row) => ({ errorCode: String(row.error_code), count: Number(row.n) })),
+    oldestWaitingSince: oldest?.since == null ? null : decode.time(oldest.since),
+  };
 }

@@ -52,14 +52,14 @@ export async function saveProgress(db: MysqlDatabase, conn: Conn, lease: Lease, 
   return result.affectedRows === 1;
 }
 
-/** Leased but never started: back to QUEUED as if never claimed (a pending cancel request completes as CANCELLED). */
+/** Leased but never started: back to QUEUED uncharged, the attempt recorded as RELEASED (a pending cancel request completes as CANCELLED). */
 export async function releaseTasks(db: MysqlDatabase, conn: Conn, leases: readonly Lease[]): Promise<number> {
   const held = await db.rows(conn, `SELECT id, attempt_count FROM system_async_task WHERE ${FENCE} ORDER BY id FOR UPDATE`, fenceValues(leases));
   if (held.length === 0) return 0;
   const heldIds = held.map((row) => String(row.id));
   // Assignments run left to right on MySQL and MariaDB: releaseAssignments orders them to read the old status and count.
   await db.exec(conn, `UPDATE system_async_task SET ${releaseAssignments('NOW(3)').join(', ')} WHERE id IN (?)`, [heldIds]);
-  await db.exec(conn, 'DELETE FROM system_async_task_attempt WHERE task_id IN (?) AND (task_id, attempt) IN (?)', [
+  await db.exec(conn, `UPDATE system_async_task_attempt SET finished_at = NOW(3), outcome = 'RELEASED' WHERE task_id IN (?) AND (task_id, attempt) IN (?)`, [
     heldIds,
     held.map((row) => [String(row.id), Number(row.attempt_count)]),
   ]);

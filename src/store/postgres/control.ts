@@ -10,7 +10,7 @@ import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, Work
 import { run, type PgContext } from './connection.js';
 import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES } from './encode.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
-import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
+import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
 
 export async function replayDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope): Promise<ReplayResult[]> {
   const { task, deadLetter } = ctx.tables;
@@ -195,7 +195,7 @@ export async function analysisData(ctx: PgContext, taskType: string, since: Date
   const attempts = await run<Row>(
     ctx.pool,
     'analysing attempts',
-    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM ${attempt} a JOIN ${task} t ON a.task_id = t.id
+    `SELECT a.started_at, a.finished_at, a.attempt, t.create_time, t.available_at FROM ${attempt} a JOIN ${task} t ON a.task_id = t.id
      WHERE t.task_type = $1 AND a.started_at > $2 AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT $3`,
     [taskType, since, sampleLimit],
   );
@@ -206,12 +206,21 @@ export async function analysisData(ctx: PgContext, taskType: string, since: Date
      WHERE t.task_type = $1 AND f.failed_at > $2 GROUP BY f.error_code ORDER BY n DESC, f.error_code COLLATE "C" LIMIT 10`,
     [taskType, since],
   );
+  const oldest = await run<{ since: Date | null }>(
+    ctx.pool,
+    'analysing the queue',
+    `SELECT min(available_at) AS since FROM ${task} WHERE task_type = $1 AND status = ${STATUS_SQL.QUEUED} AND available_at <= now()`,
+    [taskType],
+  );
+  const oldestSince = oldest.rows[0]?.since ?? null;
   return {
     statusCounts,
+    oldestWaitingSince: oldestSince === null ? null : decodePostgres.time(oldestSince),
     attempts: attempts.rows.map((row) => ({
       startedAt: decodePostgres.time(row.started_at),
       finishedAt: decodePostgres.time(row.finished_at),
       taskCreatedAt: decodePostgres.time(row.create_time),
+      taskAvailableAt: decodePostgres.time(row.available_at),
       attempt: Number(row.attempt),
     })),
     failureCounts: failures.rows.map((row) => ({ errorCode: row.error_code, count: row.n })),

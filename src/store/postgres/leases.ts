@@ -20,7 +20,7 @@ import { progressValues } from '../rows.js';
 import type { RenewParams, RenewResult } from '../types.js';
 import { run, sql, type PgContext, statementName } from './connection.js';
 import { storableMessage } from './encode.js';
-import { fenceSql, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { fenceSql, leaseKey, literal, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
 /**
  * The task row of input row `alias` (columns task_id, worker_id, attempt, lease_token), if its lease still holds; locked.
@@ -110,7 +110,7 @@ export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskP
   return result.rowCount === 1;
 }
 
-/** Never-started prefetched tasks go back as if never claimed (a cancel request turns them CANCELLED). */
+/** Never-started prefetched tasks go back uncharged, their attempt recorded as RELEASED (a cancel request turns them CANCELLED). */
 export async function releaseTasks(ctx: PgContext, leases: readonly Lease[]): Promise<number> {
   const text = sql(
     ctx,
@@ -121,8 +121,9 @@ released AS (
   FROM locked WHERE t.id = locked.id
   RETURNING t.id, locked.attempt
 ),
-dropped AS (
-  DELETE FROM ${ctx.tables.attempt} a USING (${attemptRowsSql(ctx, 'released', 'attempt')}) r WHERE a.ctid = r.attempt_ctid
+closed AS (
+  UPDATE ${ctx.tables.attempt} a SET finished_at = now(), outcome = ${literal('RELEASED')}
+  FROM (${attemptRowsSql(ctx, 'released', 'attempt')}) r WHERE a.ctid = r.attempt_ctid
 )
 SELECT count(*)::integer AS n FROM released`,
   );

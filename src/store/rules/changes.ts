@@ -12,10 +12,12 @@ import { STATUS_SQL } from './sql.js';
 // ---- hand-back of never-started tasks (releaseTasks) ---------------------------
 
 /**
- * A prefetched task handed back goes back as if never claimed: QUEUED (or
- * CANCELLED when a cancel was requested meanwhile), attempt_count − 1,
- * start_time cleared when no attempt of this cycle remains. Ordered so that
- * MySQL, which assigns left to right, still reads the old status and count.
+ * A prefetched task handed back goes back uncharged: QUEUED (or CANCELLED
+ * when a cancel was requested meanwhile), attempt_base + 1 (attempt_count is
+ * the fencing number and only grows: the next claim gets a new one, so no
+ * late write of this lease can land on it), start_time cleared when no
+ * attempt of this cycle remains. Ordered so that MySQL, which assigns left to
+ * right, still reads the old status and base.
  */
 export function releaseAssignments(now: string, row = ''): string[] {
   const c = (column: string): string => `${row}${column}`;
@@ -23,7 +25,7 @@ export function releaseAssignments(now: string, row = ''): string[] {
     `finish_time = CASE ${c('status')} WHEN ${STATUS_SQL.CANCEL_REQUESTED} THEN ${now} ELSE NULL END`,
     `start_time = CASE WHEN ${c('attempt_count')} - 1 = ${c('attempt_base')} THEN NULL ELSE ${c('start_time')} END`,
     `status = CASE ${c('status')} WHEN ${STATUS_SQL.CANCEL_REQUESTED} THEN ${STATUS_SQL.CANCELLED} ELSE ${STATUS_SQL.QUEUED} END`,
-    `attempt_count = ${c('attempt_count')} - 1`,
+    `attempt_base = ${c('attempt_base')} + 1`,
     'lease_owner = NULL',
     'lease_until = NULL',
     `update_time = ${now}`,

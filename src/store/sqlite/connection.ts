@@ -4,6 +4,8 @@
  * than running on the hot path — and the lock waits (LockWaits).
  */
 import Database from 'better-sqlite3';
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { setImmediate, setTimeout as sleep } from 'node:timers/promises';
 import { StoreError } from '../../core/errors.js';
 
@@ -27,8 +29,15 @@ export function openDatabase(path: string, busyTimeoutMs: number): Db {
     db.pragma(`busy_timeout = ${Math.min(busyTimeoutMs, BUSY_SLICE_MS)}`);
     return db;
   } catch (error) {
-    throw new StoreError(`cannot open SQLite database ${path}`, { cause: error });
+    throw new StoreError(`cannot open SQLite database ${path}: ${whyNotOpened(path, error)}`, { cause: error });
   }
+}
+
+/** The reason in words: a missing directory is the common one (SQLite creates the file, not its folder). */
+function whyNotOpened(path: string, error: unknown): string {
+  const directory = dirname(resolve(path));
+  if (path !== ':memory:' && !existsSync(directory)) return `its directory ${directory} does not exist (create it first)`;
+  return error instanceof Error ? error.message : String(error);
 }
 
 const caches = new WeakMap<Db, Map<string, Database.Statement>>();

@@ -8,7 +8,7 @@ import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
-import { REPLAYABLE_STATUS, replayAssignments, TERMINAL_SQL } from '../rules/index.js';
+import { REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 
@@ -104,7 +104,7 @@ export function listWorkers(db: Db, seenAfter: string): WorkerRecord[] {
   return rows.map((row) => workerFromRow(row, decodeSqlite));
 }
 
-export function analysisData(db: Db, taskType: string, since: Date, sampleLimit: number): AnalysisData {
+export function analysisData(db: Db, taskType: string, since: Date, sampleLimit: number, now: string): AnalysisData {
   const from = toSqliteTime(since.getTime());
   const statusCounts = emptyStatusCounts();
   const counts = statement(db, 'SELECT status, COUNT(*) AS n FROM system_async_task WHERE task_type = ? AND create_time > ? GROUP BY status').all(
@@ -115,7 +115,7 @@ export function analysisData(db: Db, taskType: string, since: Date, sampleLimit:
   const attempts = (
     statement(
       db,
-      `SELECT a.started_at, a.finished_at, a.attempt, t.create_time FROM system_async_task_attempt a
+      `SELECT a.started_at, a.finished_at, a.attempt, t.create_time, t.available_at FROM system_async_task_attempt a
      JOIN system_async_task t ON a.task_id = t.id
      WHERE t.task_type = ? AND a.started_at > ? AND a.finished_at IS NOT NULL ORDER BY a.started_at DESC LIMIT ?`,
     ).all(taskType, from, sampleLimit) as Row[]
@@ -123,6 +123,7 @@ export function analysisData(db: Db, taskType: string, since: Date, sampleLimit:
     startedAt: fromSqliteTime(row.started_at),
     finishedAt: fromSqliteTime(row.finished_at),
     taskCreatedAt: fromSqliteTime(row.create_time),
+    taskAvailableAt: fromSqliteTime(row.available_at),
     attempt: Number(row.attempt),
   }));
   const where = new Where().add('t.task_type = ?', taskType).add('f.failed_at > ?', from);
@@ -133,7 +134,11 @@ export function analysisData(db: Db, taskType: string, since: Date, sampleLimit:
      ${where} GROUP BY f.error_code ORDER BY n DESC, f.error_code`,
     ).all(...where.values) as { error_code: string; n: number }[]
   ).map((row) => ({ errorCode: row.error_code, count: row.n }));
-  return { statusCounts, attempts, failureCounts };
+  const oldest = statement(
+    db,
+    `SELECT MIN(available_at) AS since FROM system_async_task WHERE task_type = ? AND status = ${STATUS_SQL.QUEUED} AND available_at <= ?`,
+  ).get(taskType, now) as { since: string | null };
+  return { statusCounts, attempts, failureCounts, oldestWaitingSince: oldest.since === null ? null : fromSqliteTime(oldest.since) };
 }
 
 export function deletePolicy(db: Db, policyKey: string): boolean {

@@ -9,6 +9,7 @@ import { progressValues } from '../rows.js';
 import { fenceSql, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import { statement, type Db } from './connection.js';
+import { closeAttempt } from './finish.js';
 
 export function renewLeases(db: Db, leases: readonly Lease[], leaseUntil: string, now: string): RenewResult {
   // One statement for every lease: the leases travel as one JSON array.
@@ -40,18 +41,17 @@ export function saveProgress(db: Db, lease: Lease, progress: TaskProgress, now: 
   return info.changes === 1;
 }
 
-/** Never-started prefetched tasks go back as if never claimed; inside the caller's transaction. */
+/** Never-started prefetched tasks go back uncharged, their attempt recorded as RELEASED; inside the caller's transaction. */
 export function releaseTasks(db: Db, leases: readonly Lease[], now: string): number {
   const release = statement(
     db,
     `UPDATE system_async_task SET ${releaseAssignments('@now').join(', ')}
      WHERE id = @id AND ${fenceSql('@worker', '@attempt', '@token')}`,
   );
-  const dropAttempt = statement(db, 'DELETE FROM system_async_task_attempt WHERE task_id = ? AND attempt = ?');
   let released = 0;
   for (const lease of leases) {
     if (release.run({ now, id: lease.taskId, worker: lease.workerId, attempt: lease.attempt, token: lease.token }).changes !== 1) continue;
-    dropAttempt.run(lease.taskId, lease.attempt);
+    closeAttempt(db, lease.taskId, lease.attempt, 'RELEASED', null, now);
     released += 1;
   }
   return released;

@@ -305,7 +305,7 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   }
 
   async analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData> {
-    return this.read(() => control.analysisData(this.db, params.taskType, params.since, params.sampleLimit));
+    return this.read(() => control.analysisData(this.db, params.taskType, params.since, params.sampleLimit, this.nowText()));
   }
 }
 

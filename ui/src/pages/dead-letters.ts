@@ -1,6 +1,6 @@
 /** Dead letters: list by type and time, replay one or a selection, archive a selection — each after a confirmation. */
 import { admin, type DeadLetter } from '../api.js';
-import { clear, confirmAction, every, guarded, h, notify, when } from '../dom.js';
+import { clear, confirmAction, every, guarded, h, notify, shortId, when } from '../dom.js';
 import type { Page } from '../main.js';
 
 function state(letter: DeadLetter): HTMLElement | string {
@@ -24,8 +24,21 @@ export const deadLettersPage: Page = (root, { params }) => {
   const selected = new Set<string>();
   const replaySelected = h('button', { type: 'button', disabled: true, onclick: () => void replay([...selected]) }, 'Replay selected');
   const archiveSelected = h('button', { type: 'button', class: 'danger', disabled: true, onclick: () => void archive([...selected]) }, 'Archive selected');
+  /** The ids on screen that can still be replayed or archived: what "select all" selects. */
+  let shown: string[] = [];
+  const selectAll = h('input', { type: 'checkbox', 'aria-label': 'Select all waiting dead letters' });
+  selectAll.addEventListener('change', () => {
+    for (const id of shown) {
+      if (selectAll.checked) selected.add(id);
+      else selected.delete(id);
+    }
+    for (const box of body.querySelectorAll<HTMLInputElement>('input[type=checkbox]:not(:disabled)')) box.checked = selectAll.checked;
+    syncButtons();
+  });
   const syncButtons = (): void => {
     replaySelected.disabled = archiveSelected.disabled = selected.size === 0;
+    selectAll.checked = shown.length > 0 && shown.every((id) => selected.has(id));
+    selectAll.disabled = shown.length === 0;
   };
   root.append(
     h('h1', {}, 'Dead letters'),
@@ -43,7 +56,8 @@ export const deadLettersPage: Page = (root, { params }) => {
           h(
             'tr',
             {},
-            ['', 'type', 'error', 'attempts', 'moved', 'owner', 'state', ''].map((c) => h('th', { scope: 'col' }, c)),
+            h('th', { scope: 'col' }, selectAll),
+            ['task', 'type', 'error', 'attempts', 'moved', 'owner', 'state', ''].map((c) => h('th', { scope: 'col' }, c)),
           ),
         ),
         body,
@@ -76,10 +90,11 @@ export const deadLettersPage: Page = (root, { params }) => {
     if (to.value) query.set('to', new Date(to.value).toISOString());
     const { deadLetters } = await admin<{ deadLetters: DeadLetter[] }>('GET', `/dead-letters?${query}`);
     const open = (l: DeadLetter): boolean => !l.replayTaskId && !l.archivedAt;
+    shown = deadLetters.filter(open).map((l) => l.id);
     clear(
       body,
       deadLetters.length === 0
-        ? h('tr', {}, h('td', { colspan: 8, class: 'muted' }, 'The dead-letter queue is empty.'))
+        ? h('tr', {}, h('td', { colspan: 9, class: 'muted' }, 'The dead-letter queue is empty.'))
         : deadLetters.map((letter) => {
             const box = h('input', { type: 'checkbox', 'aria-label': `Select ${letter.id}`, checked: selected.has(letter.id), disabled: !open(letter) });
             box.addEventListener('change', () => {
@@ -91,6 +106,7 @@ export const deadLettersPage: Page = (root, { params }) => {
               'tr',
               { 'data-id': letter.id, 'data-task': letter.originalTaskId },
               h('td', {}, box),
+              h('td', {}, h('a', { href: `#/tasks/${letter.originalTaskId}`, class: 'mono', title: letter.originalTaskId }, shortId(letter.originalTaskId))),
               h('td', {}, letter.taskType),
               h('td', {}, h('strong', {}, letter.errorCode), h('div', { class: 'muted small' }, letter.errorMessage)),
               h('td', {}, letter.attemptCount),

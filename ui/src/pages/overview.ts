@@ -35,6 +35,15 @@ function perMinute(samples: Sample[], at: number, read: (s: Stats) => number): n
   return span <= 0 ? 0 : Math.max(0, ((read(now.stats) - read(then.stats)) / Math.max(span, MINUTE)) * MINUTE);
 }
 
+const AXIS_FONT = '12px system-ui, sans-serif';
+const measure = document.createElement('canvas').getContext('2d');
+/** A y-axis label's width in CSS pixels, in the axis font. */
+function labelWidth(text: string): number {
+  if (!measure) return text.length * 8;
+  measure.font = AXIS_FONT;
+  return measure.measureText(text).width;
+}
+
 function chart(title: string, series: { label: string; stroke: string }[], unit: string): { element: HTMLElement; plot: uPlot } {
   const element = h('figure', { class: 'card chart', 'data-chart': title }, h('figcaption', {}, title));
   const width = (): number => Math.max(260, Math.min(560, element.clientWidth - 24 || 520));
@@ -46,7 +55,18 @@ function chart(title: string, series: { label: string; stroke: string }[], unit:
       scales: { x: { time: true } },
       axes: [
         { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } },
-        { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' }, size: 56, values: (_u, ticks) => ticks.map((v) => `${v}${unit}`) },
+        {
+          stroke: 'currentColor',
+          grid: { stroke: 'rgba(128,128,128,0.2)' },
+          font: AXIS_FONT,
+          // As wide as its longest label (a fixed 56 px clipped "1500 ms"): measured, plus the ticks and a gap.
+          size: (_u, values) => {
+            const widest = Math.ceil(Math.max(0, ...(values ?? []).map(labelWidth)));
+            element.dataset.yAxis = `${widest}`;
+            return widest + 18;
+          },
+          values: (_u, ticks) => ticks.map((v) => `${v}${unit}`),
+        },
       ],
       series: [{}, ...series.map((s) => ({ ...s, width: 2 }))],
     },

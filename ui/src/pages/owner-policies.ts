@@ -57,14 +57,15 @@ export function ownerRow(policy: Policy, reload: () => Promise<void>): HTMLEleme
 
 /** Adds (or changes) an owner's concurrency limit. */
 export function ownerForm(reload: () => Promise<void>): HTMLElement {
-  const owner = h('input', { type: 'text', name: 'owner', required: true, maxlength: 255, 'aria-label': 'Owner', placeholder: 'owner' });
-  const limit = h('input', { type: 'number', min: 1, name: 'ownerMaxConcurrency', required: true, 'aria-label': 'Owner max concurrency', class: 'narrow' });
+  // Visible labels (a placeholder is no label: it vanishes while typing, and the number field had none at all).
+  const owner = h('input', { type: 'text', name: 'owner', required: true, maxlength: 255, placeholder: 'e.g. acme' });
+  const limit = h('input', { type: 'number', min: 1, name: 'ownerMaxConcurrency', required: true, class: 'narrow' });
   const form = h(
     'form',
     { class: 'card row', 'aria-label': 'Add an owner limit' },
     h('strong', {}, 'Owner limit'),
-    owner,
-    limit,
+    h('label', { class: 'field' }, h('span', {}, 'Owner'), owner),
+    h('label', { class: 'field' }, h('span', {}, 'Owner max concurrency'), limit),
     h('button', { type: 'submit' }, 'Save owner limit'),
   );
   form.addEventListener('submit', (event) => {

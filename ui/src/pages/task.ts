@@ -15,6 +15,8 @@ interface Action {
   allowed: (task: Task, me: Me) => boolean;
   run: (task: Task) => Promise<unknown>;
   confirm?: string;
+  /** The dialog's confirming button, when the action's own label would be ambiguous there. */
+  confirmLabel?: string;
 }
 
 const ACTIONS: Action[] = [
@@ -23,6 +25,7 @@ const ACTIONS: Action[] = [
     allowed: (t) => [...WAITING, 'RUNNING'].includes(t.status),
     run: (t) => api('POST', `/api/v1/tasks/${t.id}/cancel`),
     confirm: 'Cancel this task? A running handler is asked to stop.',
+    confirmLabel: 'Cancel task',
   },
   { label: 'Pause', allowed: (t) => ['QUEUED', 'RETRY_WAIT'].includes(t.status), run: (t) => api('POST', `/api/v1/tasks/${t.id}/pause`) },
   { label: 'Resume', allowed: (t) => t.status === 'PAUSED', run: (t) => api('POST', `/api/v1/tasks/${t.id}/resume`) },
@@ -161,7 +164,7 @@ export const taskPage: Page = (root, { me, path }) => {
 
   const act = (action: Action) =>
     guarded(async () => {
-      if (action.confirm && !(await confirmAction(action.confirm, action.label))) return;
+      if (action.confirm && !(await confirmAction(action.confirm, action.confirmLabel ?? action.label))) return;
       await action.run(task!);
       notify(`${action.label}: done`);
       await refresh();

@@ -4,7 +4,7 @@
  * (#/tasks?type=…&status=…), so a filtered view can be linked and reloaded.
  */
 import { api, ApiError, isOperator, STATUSES, type Task } from '../api.js';
-import { clear, every, h, statusBadge, when } from '../dom.js';
+import { clear, every, h, shortId, snippet, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -127,7 +127,7 @@ export const tasksPage: Page = (root, { me, params }) => {
           h(
             'tr',
             {},
-            ['id', 'type', 'status', 'owner', 'created', 'attempts', 'progress'].map((c) => h('th', { scope: 'col' }, c)),
+            ['id', 'type', 'status', 'payload', 'last error', 'owner', 'created', 'attempts', 'progress'].map((c) => h('th', { scope: 'col' }, c)),
           ),
         ),
         body,
@@ -145,14 +145,16 @@ export const tasksPage: Page = (root, { me, params }) => {
     clear(
       body,
       page.tasks.length === 0
-        ? h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'No tasks match.'))
+        ? h('tr', {}, h('td', { colspan: 9, class: 'muted' }, 'No tasks match.'))
         : page.tasks.map((task) =>
             h(
               'tr',
               { 'data-id': task.id, 'data-status': task.status },
-              h('td', {}, h('a', { href: `#/tasks/${task.id}`, class: 'mono' }, task.id.slice(0, 8) + '…')),
+              h('td', {}, h('a', { href: `#/tasks/${task.id}`, class: 'mono', title: task.id }, shortId(task.id))),
               h('td', {}, task.taskType),
               h('td', {}, statusBadge(task.status)),
+              h('td', { class: 'mono small', 'data-payload': '' }, snippet(task.payload)),
+              h('td', { 'data-error': '' }, task.lastErrorCode ?? '—'),
               h('td', {}, task.owner ?? '—'),
               h('td', {}, when(task.createdAt)),
               h('td', {}, `${task.attemptCount - task.attemptBase} / ${task.maxAttempts}`),
