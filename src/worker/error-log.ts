@@ -44,10 +44,7 @@ export class WorkerLog {
     if (!this.logger) return;
     const suppressed = this.lastLogged.get(operation)?.suppressed ?? 0;
     if (this.throttled(operation)) return;
-    this.logger.error(
-      { workerId: this.workerId, operation, errorCode: code ?? undefined, suppressed },
-      `tasklease worker: ${operation} failed: ${message}`,
-    );
+    this.logger.error({ workerId: this.workerId, operation, errorCode: code ?? undefined, suppressed }, `tasklease worker: ${operation} failed: ${message}`);
   }
 
   /** True when `key` was logged less than an interval ago (counted as suppressed); else it counts as logged now. */

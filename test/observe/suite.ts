@@ -321,7 +321,9 @@ export function runObserveSuite(factory: StoreFactory): void {
       const tight = newWorker([t], { logger, leaseMs: 2000, heartbeatIntervalMs: 1000 });
       tight.start();
       await tight.stop();
-      expect(lines.map((line) => line.msg)).toEqual([expect.stringMatching(/a renewal that takes longer than 950 ms loses its leases; keep heartbeatIntervalMs at most a third of leaseMs \(666\)/)]);
+      expect(lines.map((line) => line.msg)).toEqual([
+        expect.stringMatching(/a renewal that takes longer than 950 ms loses its leases; keep heartbeatIntervalMs at most a third of leaseMs \(666\)/),
+      ]);
       lines.length = 0;
       const roomy = newWorker([t], { logger, leaseMs: 3000, heartbeatIntervalMs: 1000 });
       roomy.start();
