@@ -40,6 +40,9 @@ export function databaseFaultCases(env: () => FaultEnvironment, dialect: 'postgr
     expect(aborts.map((e) => e.reason)).toEqual(['LEASE_LOST', 'LEASE_LOST', 'LEASE_LOST', 'LEASE_LOST']);
     for (const abort of aborts) expect(abort.at! - frozenAt).toBeLessThan(TIMING.leaseMs);
     const b = env().worker('frozen-b', ['work']);
+    // Run again by b once the sweep took the leases back — or by a itself, when the database answered while it still had
+    // them and a's give-ups went back uncharged (given-up.ts). Either way b must be up before it is stopped.
+    await b.until('ready', 60_000);
     await waitFor(async () => (await env().countStatus('SUCCESS')) === 4, 'the tasks to be run again', SETTLE_MS, 100);
     // The frozen worker itself recovers, unaided: alone again, it claims and completes new tasks.
     await b.stop();

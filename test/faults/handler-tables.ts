@@ -90,7 +90,9 @@ export async function openHandlerTables(db: HandlerDb, label: string): Promise<H
   switch (db.dialect) {
     case 'postgres': {
       const { default: pg } = await import('pg');
-      const pool = new pg.Pool({ connectionString: db.url, max: 4, application_name: `tlh-${label}` });
+      // Bounded waits: a handler whose own table write hangs on a connection cut by a fault (a crash, a freeze) fails
+      // and is retried, instead of holding its task, alive and renewed, for ever (seen once in a chaos run's drain).
+      const pool = new pg.Pool({ connectionString: db.url, max: 4, application_name: `tlh-${label}`, connectionTimeoutMillis: 15_000, query_timeout: 15_000 });
       pool.on('error', () => undefined);
       const numbered = (sql: string, n = 0) => sql.replace(/\?/g, () => `$${++n}`);
       const run: Run = async (sql, values = []) => (await pool.query(numbered(sql), values)).rows;

@@ -166,6 +166,12 @@ async function onClientOfItsOwn<R extends pg.QueryResultRow>(
   }
   onSent?.();
   let broken = false;
+  // A connection that dies under a checked-out client emits 'error' on it (pool.query listens for it too): without a
+  // listener the process would crash; the statement's own rejection carries the error.
+  const onError = (): void => {
+    broken = true;
+  };
+  client.on('error', onError);
   try {
     if (!limited) return await client.query<R>(query);
     await client.query(beginOn(pool));
@@ -182,6 +188,7 @@ async function onClientOfItsOwn<R extends pg.QueryResultRow>(
     if (isUnreachable(error)) broken = true;
     throw mapPgError(error, action);
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }
