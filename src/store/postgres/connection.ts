@@ -151,44 +151,60 @@ function isPool(on: Queryable): on is pg.Pool {
  * nothing stays on a pooled server connection), two round trips more than
  * autocommit.
  */
-async function onClientOfItsOwn<R extends pg.QueryResultRow>(
+function onClientOfItsOwn<R extends pg.QueryResultRow>(
   pool: pg.Pool,
   action: string,
   query: pg.QueryConfig,
   limited: boolean,
   onSent: OnSent | undefined,
 ): Promise<pg.QueryResult<R>> {
+  return withClient(pool, action, async (client, markBroken) => {
+    onSent?.();
+    try {
+      if (!limited) return await client.query<R>(query);
+      await client.query(beginOn(pool));
+      let result: pg.QueryResult<R>;
+      try {
+        result = await client.query<R>(query);
+      } catch (error) {
+        await client.query('ROLLBACK').catch(markBroken);
+        throw error;
+      }
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      throw mapPgError(error, action);
+    }
+  });
+}
+
+/**
+ * Work on a client of `pool` taken for it (connect errors mapped as
+ * `action`), released after — not lent again when it may be broken: its
+ * connection failed, or `work` marked it. While it is out, the client's
+ * 'error' event is heard: a connection that dies under a checked-out client
+ * emits it, and without a listener the process would crash (pool.query
+ * listens for it too); the statement's own rejection carries the error.
+ */
+export async function withClient<T>(pool: pg.Pool, action: string, work: (client: pg.PoolClient, markBroken: () => void) => Promise<T>): Promise<T> {
   let client: pg.PoolClient;
   try {
     client = await pool.connect();
   } catch (error) {
     throw mapPgError(error, action);
   }
-  onSent?.();
   let broken = false;
-  // A connection that dies under a checked-out client emits 'error' on it (pool.query listens for it too): without a
-  // listener the process would crash; the statement's own rejection carries the error.
-  const onError = (): void => {
+  const markBroken = (): void => {
     broken = true;
   };
-  client.on('error', onError);
+  client.on('error', markBroken);
   try {
-    if (!limited) return await client.query<R>(query);
-    await client.query(beginOn(pool));
-    let result: pg.QueryResult<R>;
-    try {
-      result = await client.query<R>(query);
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => (broken = true));
-      throw error;
-    }
-    await client.query('COMMIT');
-    return result;
+    return await work(client, markBroken);
   } catch (error) {
-    if (isUnreachable(error)) broken = true;
-    throw mapPgError(error, action);
+    if (isUnreachable(error) || isUnreachable((error as { cause?: unknown })?.cause)) broken = true;
+    throw error;
   } finally {
-    client.removeListener('error', onError);
+    client.removeListener('error', markBroken);
     client.release(broken);
   }
 }

@@ -8,26 +8,27 @@
  * (a superuser, or the library under $libdir/plugins).
  */
 import type { ClaimPlan } from '../types.js';
-import type { PgContext } from './connection.js';
+import { withClient, type PgContext } from './connection.js';
 
-export async function explainClaim(ctx: PgContext, taskType: string): Promise<ClaimPlan> {
-  const client = await ctx.pool.connect();
-  const notices: string[] = [];
-  const collect = (notice: { message?: string }) => notices.push(notice.message ?? '');
-  client.on('notice', collect);
-  try {
-    await client.query('BEGIN');
-    await client.query("LOAD 'auto_explain'");
-    await client.query(
-      "SET LOCAL auto_explain.log_min_duration = 0; SET LOCAL auto_explain.log_nested_statements = on; SET LOCAL auto_explain.log_level = 'notice'",
-    );
-    await client.query(`SELECT * FROM ${ctx.schema}.tasklease_claim('explain', $1, 10, 1000, 1000000, 1000000)`, [[taskType]]);
-    // The function's RETURN QUERY is the statement that reads the task table in claim order.
-    const plan = notices.find((text) => text.includes('RETURN QUERY') || text.includes('candidates')) ?? notices.join('\n');
-    return { plan };
-  } finally {
-    await client.query('ROLLBACK').catch(() => undefined);
-    client.off('notice', collect);
-    client.release(true); // auto_explain stays loaded in this session: do not hand it back to the pool
-  }
+export function explainClaim(ctx: PgContext, taskType: string): Promise<ClaimPlan> {
+  return withClient(ctx.pool, 'explaining the claim', async (client, markBroken) => {
+    const notices: string[] = [];
+    const collect = (notice: { message?: string }) => notices.push(notice.message ?? '');
+    client.on('notice', collect);
+    try {
+      await client.query('BEGIN');
+      await client.query("LOAD 'auto_explain'");
+      await client.query(
+        "SET LOCAL auto_explain.log_min_duration = 0; SET LOCAL auto_explain.log_nested_statements = on; SET LOCAL auto_explain.log_level = 'notice'",
+      );
+      await client.query(`SELECT * FROM ${ctx.schema}.tasklease_claim('explain', $1, 10, 1000, 1000000, 1000000)`, [[taskType]]);
+      // The function's RETURN QUERY is the statement that reads the task table in claim order.
+      const plan = notices.find((text) => text.includes('RETURN QUERY') || text.includes('candidates')) ?? notices.join('\n');
+      return { plan };
+    } finally {
+      await client.query('ROLLBACK').catch(() => undefined);
+      client.off('notice', collect);
+      markBroken(); // auto_explain stays loaded in this session: do not hand it back to the pool
+    }
+  });
 }

@@ -10,31 +10,21 @@ import type pg from 'pg';
 import { ErrorCode, TaskLeaseError } from '../../core/errors.js';
 import { claimFunctionSql } from './claim.js';
 import { finishFunctionSql } from './finish.js';
-import { beginOn, run, type PgContext } from './connection.js';
-import { mapPgError } from './errors.js';
+import { beginOn, run, withClient, type PgContext } from './connection.js';
 import { MIGRATE_LOCK_SCOPE, PG_MIGRATIONS } from './migrations.js';
 
 export async function migrate(ctx: PgContext): Promise<void> {
-  let client;
-  try {
-    client = await ctx.pool.connect();
-  } catch (error) {
-    throw mapPgError(error, 'connecting to migrate');
-  }
-  let broken = false;
-  try {
+  await withClient(ctx.pool, 'connecting to migrate', async (client, markBroken) => {
     await run(client, 'starting the migration', beginOn(ctx.pool));
     try {
       await run(client, 'taking the migration lock', 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [MIGRATE_LOCK_SCOPE + ctx.schemaName]);
       await applyMigrations(ctx, client);
       await run(client, 'committing the migration', 'COMMIT');
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => (broken = true));
+      await client.query('ROLLBACK').catch(markBroken);
       throw error;
     }
-  } finally {
-    client.release(broken);
-  }
+  });
 }
 
 async function applyMigrations(ctx: PgContext, client: pg.PoolClient): Promise<void> {

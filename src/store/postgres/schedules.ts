@@ -2,7 +2,7 @@
 import type { Schedule, ScheduleDefinition } from '../../core/schedule.js';
 import * as rules from '../rules/schedules.js';
 import type { ClaimTicksParams, ClaimTicksResult, ScheduleStore } from '../schedules.js';
-import { beginOn, run } from './connection.js';
+import { beginOn, run, withClient } from './connection.js';
 import { decodePostgres } from './encode.js';
 import { quoteIdent } from './options.js';
 import type { PostgresStore } from './store.js';
@@ -59,27 +59,26 @@ export class PostgresScheduleStore implements ScheduleStore {
 
   /** One transaction on one pooled client: the insert joins it (its NOTIFY is sent on commit). */
   async claimTicks(params: ClaimTicksParams): Promise<ClaimTicksResult> {
-    const client = await this.store.pool.connect();
-    try {
-      await client.query(beginOn(this.store.pool));
-      const moved = await run(
-        client,
-        'claiming schedule ticks',
-        rules.claimTickSql(this.table, (i) => `$${i}`, NOW),
-        [params.cursor, params.tasks.at(-1)?.id ?? null, params.key, params.revision],
-      );
-      if (moved.rowCount !== 1) {
-        await client.query('ROLLBACK');
-        return { claimed: false, tasks: [] };
+    return withClient(this.store.pool, 'claiming schedule ticks', async (client) => {
+      try {
+        await client.query(beginOn(this.store.pool));
+        const moved = await run(
+          client,
+          'claiming schedule ticks',
+          rules.claimTickSql(this.table, (i) => `$${i}`, NOW),
+          [params.cursor, params.tasks.at(-1)?.id ?? null, params.key, params.revision],
+        );
+        if (moved.rowCount !== 1) {
+          await client.query('ROLLBACK');
+          return { claimed: false, tasks: [] };
+        }
+        const tasks = params.tasks.length > 0 ? await this.store.insertTasks({ tasks: params.tasks, transaction: client }) : [];
+        await client.query('COMMIT');
+        return { claimed: true, tasks };
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
       }
-      const tasks = params.tasks.length > 0 ? await this.store.insertTasks({ tasks: params.tasks, transaction: client }) : [];
-      await client.query('COMMIT');
-      return { claimed: true, tasks };
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 }

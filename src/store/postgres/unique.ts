@@ -12,9 +12,8 @@ import type { NewTask, Task, UniqueSpec } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
 import { debouncedStart, storedUniqueKey, UNIQUE_HOLD_SQL } from '../rules/unique.js';
 import type { InsertTaskResult } from '../types.js';
-import { beginOn, run, sql, type PgContext, type Queryable } from './connection.js';
+import { beginOn, run, sql, withClient, type PgContext, type Queryable } from './connection.js';
 import { decodePostgres, storableJson } from './encode.js';
-import { mapPgError } from './errors.js';
 
 const MAX_ROUNDS = 5;
 
@@ -57,22 +56,15 @@ async function debounceHolder(ctx: PgContext, on: Queryable, key: string, task: 
  */
 export async function atomically<T>(on: Queryable, count: number, body: (on: Queryable) => Promise<T>): Promise<T> {
   if (count < 2 || !(on instanceof pg.Pool)) return body(on);
-  let client: pg.PoolClient;
-  try {
-    client = await on.connect();
-  } catch (error) {
-    throw mapPgError(error, 'connecting to submit');
-  }
-  let broken = false;
-  try {
-    await run(client, 'submitting tasks', beginOn(on));
-    const result = await body(client);
-    await run(client, 'submitting tasks', 'COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => (broken = true));
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+  return withClient(on, 'connecting to submit', async (client, markBroken) => {
+    try {
+      await run(client, 'submitting tasks', beginOn(on));
+      const result = await body(client);
+      await run(client, 'submitting tasks', 'COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(markBroken);
+      throw error;
+    }
+  });
 }
