@@ -65,7 +65,8 @@ export interface DatabaseServer {
 }
 
 export class TestCluster implements DatabaseServer {
-  readonly port = 54329 + Math.floor(Math.random() * 2000);
+  /** Below the kernel's ephemeral range (32768–60999 here): a port drawn in it can already be some connection's own end. */
+  readonly port = 20000 + Math.floor(Math.random() * 5000);
   readonly url: string;
   private readonly dir: string;
   private admin: pg.Pool | null = null;

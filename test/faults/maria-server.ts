@@ -31,7 +31,8 @@ export async function mariaTools(): Promise<{ user: string | null } | null> {
 }
 
 export class MariaServer implements DatabaseServer {
-  readonly port = 53310 + Math.floor(Math.random() * 2000);
+  /** Below the kernel's ephemeral range, as the PostgreSQL cluster's (cluster.ts). */
+  readonly port = 25000 + Math.floor(Math.random() * 5000);
   /** The server's `test` database, as root (no password). */
   readonly url: string;
   private readonly dir: string;
