@@ -16,6 +16,15 @@ import type { FaultDialect } from './targets.js';
 const RESCUE_MS = TIMING.leaseMs + TIMING.recoveryIntervalMs + 30_000;
 const TEN_MINUTES = 600_000;
 
+/**
+ * Waits until the worker's handler has logged its start (its `executions` row committed). On SQLite that write
+ * takes the file's write lock just after `started`: a SIGSTOP landing inside it freezes every process of the
+ * store, the sweeper and the rescuer too, until SIGCONT — which the case only sends after the rescue.
+ */
+async function handlerLogged(env: FaultEnvironment, label: string): Promise<void> {
+  await waitFor(async () => (await env.executions(label)) > 0, `${label}'s handler to log its start`, 30_000, 20);
+}
+
 export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironment): void {
   it('kill -9 mid-task: each task runs once more elsewhere, attempt +1', async () => {
     const victim = env().worker('kill-a', ['work'], { concurrency: 4, recoveryIntervalMs: 0 });
@@ -107,6 +116,7 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
     await Promise.all([worker.until('ready'), sweeper.until('ready')]);
     const [id] = await env().submit('work', [{ mode: 'hold', ms: TEN_MINUTES, completeAnyway: true, onlyAttempt: 1 }]);
     await worker.until('started', 30_000, id);
+    await handlerLogged(env(), 'again-a');
     worker.signal('SIGSTOP');
     await waitFor(async () => (await env().attempts(id!))[0]?.outcome === 'LEASE_EXPIRED', 'the sweep to expire the frozen lease', RESCUE_MS, 100);
     worker.signal('SIGCONT');
@@ -171,6 +181,7 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
     await stale.until('ready');
     const [id] = await env().submit('work', [{ mode: 'hold', ms: 6000, completeAnyway: true }]);
     await stale.until('started', 30_000, id);
+    await handlerLogged(env(), 'lost-a');
     stale.signal('SIGSTOP');
     const owner = env().worker('lost-b', ['work'], { concurrency: 1 });
     await owner.until('started', RESCUE_MS, id);

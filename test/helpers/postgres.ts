@@ -81,7 +81,17 @@ export async function createTestSchema(name = uniqueSchemaName()): Promise<TestS
     async clean() {
       const present = await admin.query<{ table_name: string }>('SELECT table_name FROM information_schema.tables WHERE table_schema = $1', [name]);
       const tables = present.rows.map((row) => row.table_name).filter((table) => TABLES.includes(table));
-      if (tables.length > 0) await admin.query(`TRUNCATE ${tables.map((table) => `"${name}".${table}`).join(', ')}`);
+      if (tables.length === 0) return;
+      // A statement of the previous test's worker may still hold rows the TRUNCATE's locks cross: PostgreSQL then
+      // aborts one of the two as a deadlock (40P01); the TRUNCATE is tried again, the other has finished by then.
+      for (let tries = 1; ; tries += 1) {
+        try {
+          await admin.query(`TRUNCATE ${tables.map((table) => `"${name}".${table}`).join(', ')}`);
+          return;
+        } catch (error) {
+          if ((error as { code?: string }).code !== '40P01' || tries === 5) throw error;
+        }
+      }
     },
     async query<R extends pg.QueryResultRow>(sql: string, values: unknown[] = []) {
       return (await admin.query<R>(sql, values)).rows;
