@@ -47,8 +47,17 @@ const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
   replayDeadLetters: (results) => (results.some((r) => r.outcome === 'REPLAYED') ? [WAKE_ALL] : []),
 };
 
-/** Writes that may end a task: this process's waiters re-read after them (outcome-watch.ts). */
-const ENDS_TASKS: ReadonlySet<Method> = new Set<Method>(['finishAttempts', 'finishAndClaim', 'changeStatus', 'recover']);
+/**
+ * Writes that may end a task, and whether this answer says one did: this
+ * process's waiters re-read after them (outcome-watch.ts). A recovery pass
+ * that ended nothing wakes nobody: workers run one every few seconds.
+ */
+const ENDS_TASKS: { [M in Method]?: (answer: Answer<M>) => boolean } = {
+  finishAttempts: () => true,
+  finishAndClaim: () => true,
+  changeStatus: (results) => results.some((r) => r.applied),
+  recover: (result) => result.failed + result.cancelled + result.deadlineExpired > 0,
+};
 
 /** Every method of the contract, checked against it by the compiler. */
 const METHODS = [
@@ -164,6 +173,7 @@ function guardedSync(name: Method, original: (...args: unknown[]) => unknown) {
 function guardedAsync(name: Method, original: (...args: unknown[]) => unknown) {
   const empty = EMPTY_ANSWERS[name] as ((params: unknown) => unknown) | undefined;
   const wakeups = WAKEUPS[name] as ((answer: unknown) => StoreEvent[]) | undefined;
+  const endsTasks = ENDS_TASKS[name] as ((answer: unknown) => boolean) | undefined;
   return async function (this: Guarded, ...args: unknown[]): Promise<unknown> {
     if (this.closed) throw new StoreClosedError(this.storeName, name);
     const shortCut = empty?.(args[0]);
@@ -174,7 +184,7 @@ function guardedAsync(name: Method, original: (...args: unknown[]) => unknown) {
     } catch (error) {
       throw this.mapError(error);
     }
-    if (ENDS_TASKS.has(name)) pingLocal(this.bus);
+    if (endsTasks?.(answer)) pingLocal(this.bus);
     const events = wakeups?.(answer);
     if (events && events.length > 0) await this.wake(name, events);
     return answer;

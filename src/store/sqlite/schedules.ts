@@ -1,7 +1,8 @@
 /**
  * Schedules on SQLite (see ../schedules.ts); times are the store's UTC text.
  * A tick claim runs under BEGIN IMMEDIATE, SQLite's write lock, like every
- * write here: the compare-and-set and the insert see one state.
+ * write here: the compare-and-set and the insert see one state. Every
+ * statement waits for another process's lock through the store's turns.
  */
 import type { Schedule, ScheduleDefinition } from '../../core/schedule.js';
 import * as rules from '../rules/schedules.js';
@@ -20,17 +21,19 @@ export class SqliteScheduleStore implements ScheduleStore {
     const now = this.store.nowText();
     const enabled = enabledParam(schedule.enabled);
     // The enable rule reads the parameter twice (cursor, then state): it is bound twice.
-    statement(
-      this.store.db,
-      `INSERT INTO ${rules.SCHEDULE_TABLE} (${rules.SCHEDULE_INSERT_COLUMNS})
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, 1), 1, ?, ?, ?)
-       ON CONFLICT (schedule_key) DO UPDATE SET ${rules.upsertAssignments((column) => `excluded.${column}`, 'COALESCE(?, enabled)', '?')}`,
-    ).run(...rules.definitionValues(schedule), enabled, now, now, now, enabled, now, enabled, now);
+    await this.store.writeOne(() =>
+      statement(
+        this.store.db,
+        `INSERT INTO ${rules.SCHEDULE_TABLE} (${rules.SCHEDULE_INSERT_COLUMNS})
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, COALESCE(?, 1), 1, ?, ?, ?)
+         ON CONFLICT (schedule_key) DO UPDATE SET ${rules.upsertAssignments((column) => `excluded.${column}`, 'COALESCE(?, enabled)', '?')}`,
+      ).run(...rules.definitionValues(schedule), enabled, now, now, now, enabled, now, enabled, now),
+    );
     return (await this.getSchedule({ key: schedule.key }))!;
   }
 
   async getSchedule({ key }: { key: string }): Promise<Schedule | null> {
-    return this.select('WHERE schedule_key = ?', [key])[0] ?? null;
+    return (await this.select('WHERE schedule_key = ?', [key]))[0] ?? null;
   }
 
   async listSchedules(): Promise<Schedule[]> {
@@ -39,37 +42,38 @@ export class SqliteScheduleStore implements ScheduleStore {
 
   async setScheduleEnabled({ key, enabled }: { key: string; enabled: boolean }): Promise<Schedule | null> {
     const now = this.store.nowText();
-    statement(this.store.db, `UPDATE ${rules.SCHEDULE_TABLE} SET ${rules.enableAssignments('?', '?')} WHERE schedule_key = ?`).run(
-      Number(enabled),
-      now,
-      Number(enabled),
-      now,
-      key,
+    await this.store.writeOne(() =>
+      statement(this.store.db, `UPDATE ${rules.SCHEDULE_TABLE} SET ${rules.enableAssignments('?', '?')} WHERE schedule_key = ?`).run(
+        Number(enabled),
+        now,
+        Number(enabled),
+        now,
+        key,
+      ),
     );
     return this.getSchedule({ key });
   }
 
   async deleteSchedule({ key }: { key: string }): Promise<boolean> {
-    return statement(this.store.db, `DELETE FROM ${rules.SCHEDULE_TABLE} WHERE schedule_key = ?`).run(key).changes === 1;
+    const deleted = await this.store.writeOne(() => statement(this.store.db, `DELETE FROM ${rules.SCHEDULE_TABLE} WHERE schedule_key = ?`).run(key));
+    return deleted.changes === 1;
   }
 
   async claimTicks(params: ClaimTicksParams): Promise<ClaimTicksResult> {
     const db = this.store.db;
-    return db
-      .transaction((): ClaimTicksResult => {
-        const now = this.store.nowText();
-        const moved = statement(
-          db,
-          rules.claimTickSql(rules.SCHEDULE_TABLE, () => '?', '?'),
-        ).run(toSqliteTime(params.cursor.getTime()), params.tasks.at(-1)?.id ?? null, now, params.key, params.revision);
-        if (moved.changes !== 1) return { claimed: false, tasks: [] };
-        return { claimed: true, tasks: insertTasks(db, params.tasks, fromSqliteTime(now).getTime()) };
-      })
-      .immediate();
+    return this.store.write((): ClaimTicksResult => {
+      const now = this.store.nowText();
+      const moved = statement(
+        db,
+        rules.claimTickSql(rules.SCHEDULE_TABLE, () => '?', '?'),
+      ).run(toSqliteTime(params.cursor.getTime()), params.tasks.at(-1)?.id ?? null, now, params.key, params.revision);
+      if (moved.changes !== 1) return { claimed: false, tasks: [] };
+      return { claimed: true, tasks: insertTasks(db, params.tasks, fromSqliteTime(now).getTime()) };
+    });
   }
 
-  private select(rest: string, values: unknown[]): Schedule[] {
-    const rows = statement(this.store.db, `SELECT ${rules.SCHEDULE_COLUMNS} FROM ${rules.SCHEDULE_TABLE} ${rest}`).all(...values);
+  private async select(rest: string, values: unknown[]): Promise<Schedule[]> {
+    const rows = await this.store.read(() => statement(this.store.db, `SELECT ${rules.SCHEDULE_COLUMNS} FROM ${rules.SCHEDULE_TABLE} ${rest}`).all(...values));
     return rows.map((row) => rules.scheduleFromRow(row as Record<string, unknown>, fromSqliteTime));
   }
 }

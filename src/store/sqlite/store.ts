@@ -112,17 +112,22 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return mapSqliteError(error, this.path);
   }
 
-  /** Runs `work` under BEGIN IMMEDIATE: SQLite's write lock first, so reads and writes inside see one state. */
-  private write<T>(work: () => T): Promise<T> {
+  /**
+   * Runs `work` under BEGIN IMMEDIATE: SQLite's write lock first, so reads and
+   * writes inside see one state. Every write of this store (its schedule and
+   * token parts too) goes through write() or writeOne(): a statement run
+   * directly waits only one busy slice for another process's lock.
+   */
+  write<T>(work: () => T): Promise<T> {
     return this.lockWaits.write(() => this.db.transaction(work).immediate());
   }
 
   /** One statement that writes (autocommit): waits for the lock like write(). */
-  private writeOne<T>(work: () => T): Promise<T> {
+  writeOne<T>(work: () => T): Promise<T> {
     return this.lockWaits.write(work);
   }
 
-  private read<T>(work: () => T): Promise<T> {
+  read<T>(work: () => T): Promise<T> {
     return this.lockWaits.read(work);
   }
 
