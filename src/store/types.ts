@@ -264,8 +264,13 @@ export interface ChangeStatusResult {
  * local lease deadline from the last call (DESIGN §3): a statement that
  * waited behind others of its own process must not eat the lease it is
  * about to get. A transaction retried as a whole calls it again.
+ *
+ * A store that learns from the answer how long the statement waited on the
+ * server before it could grant (MySQL: the claim lock, measured by the
+ * server's clock) calls it once more with that wait: the grant cannot
+ * precede the last send plus that wait (worker/send-anchor.ts).
  */
-export type OnSent = () => void;
+export type OnSent = (serverWaitMs?: number) => void;
 
 export interface RenewParams {
   leases: readonly Lease[];

@@ -14,12 +14,13 @@ import type { Announcer } from './events.js';
 import type { ExecutionTable } from './execution-table.js';
 import type { ClaimAlong } from './outcome-writer.js';
 import type { ResolvedWorkerOptions } from './options.js';
+import { SendAnchor } from './send-anchor.js';
 
 export class ClaimScheduler implements ClaimAlong {
   private claiming: Promise<void> | null = null;
   private claimAlongDone: (() => void) | null = null;
   private claimAgain = false;
-  private claimAlongSentAt = 0;
+  private claimAlong: SendAnchor | null = null;
   private pollTimer: TimerHandle = undefined;
   private pollDelayMs = 0;
   private active = false;
@@ -75,10 +76,8 @@ export class ClaimScheduler implements ClaimAlong {
     const params = this.next();
     if (params === null) return null;
     this.claiming = new Promise<void>((resolve) => (this.claimAlongDone = resolve));
-    this.claimAlongSentAt = this.clock.now();
-    params.onSent = () => {
-      this.claimAlongSentAt = this.clock.now();
-    };
+    this.claimAlong = new SendAnchor(() => this.clock.now());
+    params.onSent = this.claimAlong.onSent;
     return params;
   }
 
@@ -87,7 +86,7 @@ export class ClaimScheduler implements ClaimAlong {
     this.claimAlongDone?.();
     this.claimAlongDone = null;
     if (claimed === null) return this.request(); // the write failed and claimed nothing: claim on our own
-    this.adopt(claimed, this.claimAlongSentAt);
+    this.adopt(claimed, this.claimAlong?.at ?? this.clock.now());
     this.lastClaimShort = claimed.length < params.limit;
     this.armPoll(claimed.length > 0);
     // A full batch may leave more behind; a request made during the write may want more.
@@ -104,12 +103,10 @@ export class ClaimScheduler implements ClaimAlong {
         if (params === null) return found;
         // The leases count from when the claim is on a connection: not from when it began to wait for one
         // behind handlers holding the pool (a lease the database just granted must not arrive half spent).
-        let sentAt = this.clock.now();
-        params.onSent = () => {
-          sentAt = this.clock.now();
-        };
+        const sent = new SendAnchor(() => this.clock.now());
+        params.onSent = sent.onSent;
         const tasks = await this.store.claimTasks(params);
-        this.adopt(tasks, sentAt);
+        this.adopt(tasks, sent.at);
         this.events.storeAnswered();
         found ||= tasks.length > 0;
         this.lastClaimShort = tasks.length < params.limit;

@@ -24,6 +24,7 @@ import type { Announcer, LeaseLossReason } from './events.js';
 import type { Execution } from './execution.js';
 import type { ExecutionTable } from './execution-table.js';
 import { GivenUpLeases } from './given-up.js';
+import { SendAnchor } from './send-anchor.js';
 import type { ResolvedWorkerOptions } from './options.js';
 
 /** A renewal's answer, with what it was about: the leases sent and when. */
@@ -221,14 +222,12 @@ export class LeaseKeeper {
     const sent = leases.filter((lease) => this.table.holderOf(lease)?.isFinal === false);
     const queuedAt = this.clock.now();
     // A store that does not say when its statement is on a connection leaves the (earlier) moment it was asked.
-    let sentAt = queuedAt;
-    const onSent = (): void => {
-      sentAt = this.clock.now();
-    };
+    const anchor = new SendAnchor(() => this.clock.now());
     const result: RenewResult =
       sent.length === 0
         ? { renewed: [], cancelRequested: [], lost: [] }
-        : await this.store.renewLeases({ leases: sent, leaseMs: this.options.leaseMs, onSent });
+        : await this.store.renewLeases({ leases: sent, leaseMs: this.options.leaseMs, onSent: anchor.onSent });
+    const sentAt = anchor.at;
     if (sent.length < leases.length) for (const lease of leases) if (!sent.includes(lease)) result.lost.push(lease.taskId);
     const roundTripMs = this.clock.now() - sentAt;
     if (sent.length > 0) this.lastRenewalMs = this.clock.now() - queuedAt;

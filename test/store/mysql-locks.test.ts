@@ -8,6 +8,7 @@ import mysql from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { describeOnServer } from '../helpers/factory.js';
 import { Scope } from '../../src/core/scope.js';
+import { lockName } from '../../src/store/mysql/options.js';
 import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable, type TestDatabase } from '../helpers/mysql.js';
 import { waitFor } from '../helpers/wait.js';
@@ -95,5 +96,27 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: lock conflicts are re
     expect((await store.recover({ batchSize: 10 })).requeued).toBe(0);
     await locker.query('COMMIT');
     expect((await store.recover({ batchSize: 10 })).requeued).toBe(1);
+  });
+
+  it("a claim that waited on the claim lock reports the server's wait: its leases count from after it (OnSent)", async () => {
+    await database.clean();
+    await store.insertTasks({ tasks: [newTask()] });
+    const lock = lockName('claim', database.name);
+    await locker.query('SELECT GET_LOCK(?, 5)', [lock]);
+    const calls: (number | undefined)[] = [];
+    const claiming = store.claimTasks({ ...claimParams(), onSent: (waited) => calls.push(waited) });
+    await waitFor(async () => {
+      const rows = await database.query("SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE command = 'Query' AND info LIKE 'SELECT GET_LOCK%'");
+      return Number(rows[0]!.n) > 0;
+    }, 'the claim to wait on the claim lock');
+    const waitingSeen = performance.now();
+    // The hold is what is measured, not a synchronization: the claim is known to wait from here on.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const held = performance.now() - waitingSeen;
+    await locker.query('DO RELEASE_LOCK(?)', [lock]);
+    expect(await claiming).toHaveLength(1);
+    expect(calls[0]).toBeUndefined(); // put on its connection
+    expect(calls).toHaveLength(2);
+    expect(calls[1]).toBeGreaterThanOrEqual(held - 5); // the server's clock, to its microsecond
   });
 });

@@ -25,6 +25,18 @@ import {
 
 export { NamedLockTimeout } from './errors.js';
 
+/**
+ * How long a session of our own pool may sit idle inside one of our
+ * transactions before the server ends it (wait_timeout, set for the
+ * transaction and restored after). A client cut off mid-transaction — a
+ * network partition, a frozen process — otherwise keeps its named lock and
+ * row locks for the server's wait_timeout (8 h by default): every claim of
+ * the database waits on the claim lock meanwhile. Our transactions send
+ * their next round trip within milliseconds; a client stalled longer than
+ * this loses the transaction (rolled back, retried), never a commit.
+ */
+export const IDLE_IN_TRANSACTION_SECONDS = 10;
+
 /** A connection of the promise API: ours from the pool, or a caller's inside its own transaction. */
 export type Conn = Pick<PoolConnection, 'query'> & { connection?: unknown };
 
@@ -65,6 +77,8 @@ export interface RetryStats {
 export class MysqlDatabase {
   readonly retries: RetryStats = { deadlocks: 0, lockWaitTimeouts: 0, namedLockTimeouts: 0, lostConnections: 0 };
   private readonly prepared = new WeakSet<object>();
+  /** Sessions left in a state no next user may inherit (a lock or idle limit not restored): destroyed, not released. */
+  private readonly tainted = new WeakSet<object>();
   private collation: string | null = null;
   private packetBytes: number | null = null;
   private closed = false;
@@ -144,23 +158,85 @@ export class MysqlDatabase {
     return this.withRetries(() =>
       this.withConnection(async (conn) => {
         options.onSent?.();
-        if (options.lockName) await this.getLock(conn, options.lockName, options.lockTimeoutSeconds ?? 5);
+        await this.begin(conn, options);
         try {
-          await conn.query('START TRANSACTION');
-          try {
-            const result = await work(conn);
-            await conn.query('COMMIT');
-            return result;
-          } catch (error) {
-            await conn.query('ROLLBACK').catch(() => undefined);
-            throw error;
-          }
-        } finally {
-          // A lock that cannot be released must not go back to the pool with its connection.
-          if (options.lockName) await this.query(conn, 'DO RELEASE_LOCK(?)', [options.lockName]);
+          const result = await work(conn);
+          await this.end(conn, options, 'COMMIT');
+          return result;
+        } catch (error) {
+          await this.end(conn, options, 'ROLLBACK');
+          throw error;
         }
       }),
     );
+  }
+
+  /** What opens a transaction of ours, in one round trip: the idle bound, the named lock, BEGIN. */
+  opening(conn: Conn, options: RunOptions): Statement[] {
+    const statements: Statement[] = this.bounded(conn) ? [{ sql: 'SET SESSION wait_timeout = ?', values: [IDLE_IN_TRANSACTION_SECONDS] }] : [];
+    if (options.lockName) {
+      // The server's own measure of the lock wait (SYSDATE: the time of the call, not of the statement's start): see OnSent.
+      statements.push({ sql: 'SET @tasklease_asked = SYSDATE(6)' });
+      statements.push({ sql: 'SELECT GET_LOCK(?, ?) AS got', values: [options.lockName, options.lockTimeoutSeconds ?? 5] });
+      statements.push({ sql: 'SELECT TIMESTAMPDIFF(MICROSECOND, @tasklease_asked, SYSDATE(6)) AS waited' });
+    }
+    statements.push({ sql: 'START TRANSACTION' });
+    return statements;
+  }
+
+  /**
+   * Whether the opening's GET_LOCK was had; the lock wait is reported to
+   * onSent (the leases the transaction grants count from after it).
+   */
+  lockHeld(opening: readonly Statement[], results: readonly unknown[], options: RunOptions): boolean {
+    const at = opening.findIndex((statement) => statement.sql.startsWith('SELECT GET_LOCK'));
+    if (at < 0) return true;
+    if (Number((results[at] as Row[])[0]?.got) !== 1) return false;
+    const waitedMs = Number((results[at + 1] as Row[])[0]?.waited) / 1000;
+    if (Number.isFinite(waitedMs) && waitedMs >= 1) options.onSent?.(waitedMs);
+    return true;
+  }
+
+  /** What closes it: COMMIT or ROLLBACK, the lock's release, the session's own idle limit back. */
+  closing(conn: Conn, options: RunOptions, end: 'COMMIT' | 'ROLLBACK'): Statement[] {
+    const statements: Statement[] = [{ sql: end }];
+    if (options.lockName) statements.push({ sql: 'DO RELEASE_LOCK(?)', values: [options.lockName] });
+    if (this.bounded(conn)) statements.push({ sql: 'SET SESSION wait_timeout = DEFAULT' });
+    return statements;
+  }
+
+  /** The idle bound is set only on our own pool's sessions, and only where it rides a round trip already made. */
+  private bounded(conn: Conn): boolean {
+    return this.ownsPool && allowsMultipleStatements(conn);
+  }
+
+  /** Throws NamedLockTimeout (the transaction is then closed) when the lock could not be had in time. */
+  async begin(conn: Conn, options: RunOptions): Promise<unknown[]> {
+    const opening = this.opening(conn, options);
+    const results = await this.batch(conn, opening);
+    // Statements batched behind a failed GET_LOCK ran unserialized: the rollback undoes their locks (they never write).
+    if (!this.lockHeld(opening, results, options)) {
+      await this.end(conn, options, 'ROLLBACK');
+      throw new NamedLockTimeout(`could not take lock ${options.lockName} within ${options.lockTimeoutSeconds ?? 5}s`);
+    }
+    return results;
+  }
+
+  /**
+   * Ends the transaction. A COMMIT that fails throws (the caller rolls
+   * back). A rollback never throws over the error that caused it: one that
+   * fails leaves nothing to undo (the server rolls back a lost session), and
+   * a connection whose lock or idle limit could not be restored is tainted:
+   * destroyed when it is handed back, never lent again.
+   */
+  async end(conn: Conn, options: RunOptions, end: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+    const closing = this.closing(conn, options, end);
+    if (end === 'COMMIT') {
+      await this.batch(conn, closing);
+      return;
+    }
+    await conn.query('ROLLBACK').catch(() => undefined);
+    await this.batch(conn, closing.slice(1)).catch(() => this.tainted.add(sessionOf(conn)));
   }
 
   /** Runs `work` on a caller's connection (their transaction): no BEGIN/COMMIT, no retries. */
@@ -238,13 +314,13 @@ export class MysqlDatabase {
       broken = isConnectionError(error) || !(error instanceof TaskLeaseError || error instanceof NamedLockTimeout || isSqlError(error));
       throw error instanceof NamedLockTimeout || isRetryable(error) ? error : this.wrap(error);
     } finally {
-      if (broken) conn.destroy();
+      if (broken || this.tainted.has(sessionOf(conn))) conn.destroy();
       else conn.release();
     }
   }
 
   private async prepare(conn: Conn): Promise<void> {
-    const key = (conn.connection ?? conn) as object;
+    const key = sessionOf(conn);
     if (this.prepared.has(key)) return;
     for (const sql of SESSION_SQL) await conn.query(sql);
     const collation = await this.identifierCollation(conn);
@@ -344,36 +420,36 @@ export class BatchedTransaction implements TransactionSteps {
     private readonly options: RunOptions,
   ) {}
 
-  /** Sends `statements` (after the lock and BEGIN on the first call); their results, in order. */
+  /** Sends `statements` (after the idle bound, the lock and BEGIN on the first call); their results, in order. */
   async step(statements: readonly Statement[]): Promise<unknown[]> {
     if (this.started) return this.db.batch(this.conn, statements);
     this.started = true;
-    const lock = this.options.lockName;
-    const opening: Statement[] = lock ? [{ sql: 'SELECT GET_LOCK(?, ?) AS got', values: [lock, this.options.lockTimeoutSeconds ?? 5] }] : [];
-    opening.push({ sql: 'START TRANSACTION' });
+    const opening = this.db.opening(this.conn, this.options);
     const results = await this.db.batch(this.conn, [...opening, ...statements]);
     // Statements batched behind a failed GET_LOCK ran unserialized: the rollback in abort() undoes their locks (they never write).
-    if (lock && Number((results[0] as Row[])[0]?.got) !== 1) {
-      throw new NamedLockTimeout(`could not take lock ${lock} within ${this.options.lockTimeoutSeconds ?? 5}s`);
+    if (!this.db.lockHeld(opening, results, this.options)) {
+      throw new NamedLockTimeout(`could not take lock ${this.options.lockName} within ${this.options.lockTimeoutSeconds ?? 5}s`);
     }
     return results.slice(opening.length);
   }
 
-  /** Sends `statements`, COMMIT and the lock release in one round trip. */
+  /** Sends `statements`, COMMIT, the lock release and the session's idle limit in one round trip. */
   async last(statements: readonly Statement[]): Promise<unknown[]> {
-    const closing: Statement[] = [{ sql: 'COMMIT' }];
-    if (this.options.lockName) closing.push({ sql: 'DO RELEASE_LOCK(?)', values: [this.options.lockName] });
-    const results = await this.step([...statements, ...closing]);
+    const results = await this.step([...statements, ...this.db.closing(this.conn, this.options, 'COMMIT')]);
     this.finished = true;
     return results.slice(0, statements.length);
   }
 
   async abort(): Promise<void> {
     this.finished = true;
-    await this.conn.query('ROLLBACK').catch(() => undefined);
-    // A lock that cannot be released must not go back to the pool with its connection: this throws, and the connection is destroyed.
-    if (this.options.lockName) await this.db.query(this.conn, 'DO RELEASE_LOCK(?)', [this.options.lockName]);
+    // A lock that cannot be released must not go back to the pool with its connection: it is tainted, then destroyed.
+    await this.db.end(this.conn, this.options, 'ROLLBACK');
   }
+}
+
+/** The driver's connection under a promise wrapper: one per server session. */
+function sessionOf(conn: Conn): object {
+  return (conn.connection ?? conn) as object;
 }
 
 function allowsMultipleStatements(conn: Conn): boolean {
