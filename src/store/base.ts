@@ -81,6 +81,7 @@ const METHODS = [
   'releaseTasks',
   'recover',
   'listAttempts',
+  'listTaskActions',
   'listFailures',
   'listDeadLetters',
   'countDeadLetters',

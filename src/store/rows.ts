@@ -6,7 +6,7 @@
 import { isTaskStatus, type TaskStatus } from '../core/status.js';
 import type { Task, TaskProgress } from '../core/task.js';
 import { uniqueHoldOf } from './rules/unique.js';
-import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy, WorkerRecord } from './types.js';
+import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy, TaskActionName, TaskActionRecord, WorkerRecord } from './types.js';
 
 export interface Decode {
   /** A time column (never null here) to a Date. */
@@ -74,6 +74,20 @@ export function attemptFromRow(row: Row, decode: Decode): AttemptRecord {
     finishedAt: optionalTime(row.finished_at, decode),
     outcome: optionalString(row.outcome) as AttemptOutcomeName | null,
     errorCode: optionalString(row.error_code),
+  };
+}
+
+export function actionFromRow(row: Row, decode: Decode): TaskActionRecord {
+  const status = (value: unknown): TaskStatus | null => (typeof value === 'string' && isTaskStatus(value) ? value : null);
+  return {
+    taskId: String(row.task_id),
+    action: String(row.action) as TaskActionName,
+    fromStatus: status(row.from_status),
+    toStatus: status(row.to_status),
+    actor: String(row.actor),
+    actorName: optionalString(row.actor_name),
+    detail: optionalString(row.detail),
+    at: decode.time(row.acted_at),
   };
 }
 

@@ -173,6 +173,14 @@ export interface ControlStore {
    */
   changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]>;
   listAttempts(params: { taskId: string }): Promise<AttemptRecord[]>;
+  /**
+   * What operators did to a task (pause, resume, cancel, retry, reschedule,
+   * dead-letter replay and archive), who and when: newest first, at most
+   * `limit` (default 100). Rows are written by changeStatus, replayDeadLetters
+   * and archiveDeadLetters in their own transaction when given an actor;
+   * worker transitions are on the attempts, not here.
+   */
+  listTaskActions(params: { taskId: string; limit?: number }): Promise<TaskActionRecord[]>;
   /** Newest first. */
   listFailures(params: { taskId: string; limit?: number }): Promise<FailureRow[]>;
   /** Newest first. */
@@ -184,17 +192,21 @@ export interface ControlStore {
    * to QUEUED with a fresh attempt cycle (attempt_base = attempt_count,
    * available now, lease and finished_at cleared), and the dead letter is
    * marked replayed_at / replay_task_id. One answer per id, in input order.
+   * With `actor`, each requeued task gets a REPLAY action in the same transaction.
    */
-  replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]>;
-  /** Marks dead letters archived (out of the queue, kept for the record); returns how many changed. */
-  archiveDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<number>;
+  replayDeadLetters(params: { ids: readonly string[]; scope: Scope; actor?: Actor }): Promise<ReplayResult[]>;
+  /**
+   * Marks dead letters archived (out of the queue, kept for the record); returns how many changed.
+   * With `actor`, each archived letter's task gets an ARCHIVE action in the same transaction.
+   */
+  archiveDeadLetters(params: { ids: readonly string[]; scope: Scope; actor?: Actor }): Promise<number>;
   /** Upserts a policy row (`GLOBAL` or `TYPE:<type>`); read by every claim. */
   savePolicy(params: { policy: PolicyInput }): Promise<Policy>;
   listPolicies(): Promise<Policy[]>;
   deletePolicy(params: { policyKey: string }): Promise<boolean>;
   /**
    * One batch of cleanup: up to `batchSize` terminal tasks finished before
-   * `finishedBefore` are deleted with their attempts and failures; their
+   * `finishedBefore` are deleted with their attempts, failures and actions; their
    * dead letters are archived (kept) first. Safe while workers run: the
    * delete re-checks status and finished_at.
    */
@@ -249,6 +261,43 @@ export interface ChangeStatusParams {
   to: TaskStatus;
   availableAt?: Date | null;
   newCycle?: boolean;
+  /**
+   * The operator's action this change is: one action row per task it changed,
+   * written in the same transaction (none for a task it did not change).
+   * Absent: nothing is recorded. The client always gives one.
+   */
+  record?: ActionRecordInput;
+}
+
+/** The operator actions a task's history records (system_async_task_action.action). */
+export type TaskActionName = 'PAUSE' | 'RESUME' | 'CANCEL' | 'RETRY' | 'RESCHEDULE' | 'REPLAY' | 'ARCHIVE';
+
+/** Who acted. */
+export interface Actor {
+  /** Stable identity: `token:<id>`, `jwt:<subject>`, `cli:<os user>`, `library` (or what a library caller names). */
+  id: string;
+  /** What operators recognize when the identity is an opaque id (a token's name: `token:ops-laptop`); null: the id says it. */
+  name?: string | null;
+}
+
+export interface ActionRecordInput {
+  action: TaskActionName;
+  actor: Actor;
+  /** RESCHEDULE: the new start time (ISO 8601); REPLAY / ARCHIVE: the dead letter's id (the store fills it in). */
+  detail?: string | null;
+}
+
+export interface TaskActionRecord {
+  taskId: string;
+  action: TaskActionName;
+  /** The task's status before and after; null for ARCHIVE, which does not change the task. */
+  fromStatus: TaskStatus | null;
+  toStatus: TaskStatus | null;
+  actor: string;
+  actorName: string | null;
+  detail: string | null;
+  /** The database clock, as the change's own time. */
+  at: Date;
 }
 
 export interface ChangeStatusResult {

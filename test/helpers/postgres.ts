@@ -24,6 +24,7 @@ const TABLES = [
   'system_async_task_dead_letter',
   'system_async_task_policy',
   'system_async_task_worker',
+  'system_async_task_action',
 ];
 
 /** True when the server answers. Throws on CI when it does not; elsewhere prints the one skip line. */

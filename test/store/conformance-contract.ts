@@ -40,6 +40,7 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   releaseTasks: (s) => s.releaseTasks({ leases: [LEASE] }),
   recover: (s) => s.recover({ batchSize: 10 }),
   listAttempts: (s) => s.listAttempts({ taskId: 'x' }),
+  listTaskActions: (s) => s.listTaskActions({ taskId: 'x' }),
   listFailures: (s) => s.listFailures({ taskId: 'x' }),
   listDeadLetters: (s) => s.listDeadLetters({ scope: G, limit: 10 }),
   countDeadLetters: (s) => s.countDeadLetters({ scope: G }),

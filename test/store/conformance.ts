@@ -10,6 +10,7 @@ import type { Lease, NewTask, Task } from '../../src/core/task.js';
 import type { ClaimParams } from '../../src/store/types.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { waitFor } from '../helpers/wait.js';
+import { runActionConformance } from './conformance-actions.js';
 import { runContractConformance } from './conformance-contract.js';
 import { runControlConformance } from './conformance-control.js';
 import { runOwnerConformance } from './conformance-owners.js';
@@ -521,6 +522,7 @@ export function runStoreConformance(factory: StoreFactory): void {
   });
   runContractConformance(factory);
   runControlConformance(factory);
+  runActionConformance(factory);
   runOwnerConformance(factory);
   runPlanConformance(factory);
 }

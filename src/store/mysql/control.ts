@@ -6,13 +6,26 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow } from '../rows.js';
-import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
-import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
+import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
+import { ACTION_COLUMNS, deadLetterAction, LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { checkText, decode, sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';
 
-export async function replayDeadLetters(db: MysqlDatabase, conn: Conn, ids: readonly string[], scope: Scope): Promise<ReplayResult[]> {
+/** Operator action rows (rules/actions.ts) in one statement, inside the transaction of the change they record. */
+export async function recordActions(db: MysqlDatabase, conn: Conn, rows: readonly unknown[][]): Promise<void> {
+  if (rows.length === 0) return;
+  const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, NOW(3))').join(', ');
+  await db.exec(conn, `INSERT INTO system_async_task_action ${ACTION_COLUMNS} VALUES ${placeholders}`, rows.flat());
+}
+
+export async function replayDeadLetters(
+  db: MysqlDatabase,
+  conn: Conn,
+  ids: readonly string[],
+  scope: Scope,
+  actor: Actor | undefined,
+): Promise<ReplayResult[]> {
   const owner = scopeOwner(scope);
   const letters = await db.rows(
     conn,
@@ -35,6 +48,7 @@ export async function replayDeadLetters(db: MysqlDatabase, conn: Conn, ids: read
       );
       if (requeued.affectedRows === 1) {
         await db.exec(conn, 'UPDATE system_async_task_dead_letter SET replayed_at = NOW(3), replay_task_id = ? WHERE id = ?', [taskId, id]);
+        if (actor) await recordActions(db, conn, [deadLetterAction('REPLAY', actor, taskId, id)]);
         letter.replayed_at = 'now';
         letter.replay_task_id = taskId;
         results.push({ id, outcome: 'REPLAYED', taskId });
@@ -47,14 +61,30 @@ export async function replayDeadLetters(db: MysqlDatabase, conn: Conn, ids: read
   return results;
 }
 
-export async function archiveDeadLetters(db: MysqlDatabase, conn: Conn, ids: readonly string[], scope: Scope): Promise<number> {
+export async function archiveDeadLetters(db: MysqlDatabase, conn: Conn, ids: readonly string[], scope: Scope, actor: Actor | undefined): Promise<number> {
   if (ids.length === 0) return 0;
   const owner = scopeOwner(scope);
+  const scoped = owner === null ? [sortedIds(ids)] : [sortedIds(ids), owner];
+  const ownerSql = owner === null ? '' : 'AND owner = ?';
+  // Locked first: the letters this call archives are the ones whose tasks get an ARCHIVE action.
+  const letters = actor
+    ? await db.rows(
+        conn,
+        `SELECT id, original_task_id FROM system_async_task_dead_letter WHERE id IN (?) AND archived_at IS NULL ${ownerSql} ORDER BY id FOR UPDATE`,
+        scoped,
+      )
+    : [];
   const result = await db.exec(
     conn,
-    `UPDATE system_async_task_dead_letter SET archived_at = NOW(3) WHERE id IN (?) AND archived_at IS NULL ${owner === null ? '' : 'AND owner = ?'}`,
-    owner === null ? [sortedIds(ids)] : [sortedIds(ids), owner],
+    `UPDATE system_async_task_dead_letter SET archived_at = NOW(3) WHERE id IN (?) AND archived_at IS NULL ${ownerSql}`,
+    scoped,
   );
+  if (actor)
+    await recordActions(
+      db,
+      conn,
+      letters.map((l) => deadLetterAction('ARCHIVE', actor, String(l.original_task_id), String(l.id))),
+    );
   return result.affectedRows;
 }
 
@@ -95,6 +125,7 @@ export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finished
   ).affectedRows;
   result.attempts = (await db.exec(conn, 'DELETE FROM system_async_task_attempt WHERE task_id IN (?)', [ids])).affectedRows;
   result.failures = (await db.exec(conn, 'DELETE FROM system_async_task_failure WHERE task_id IN (?)', [ids])).affectedRows;
+  await db.exec(conn, 'DELETE FROM system_async_task_action WHERE task_id IN (?)', [ids]);
   result.tasks = (await db.exec(conn, 'DELETE FROM system_async_task WHERE id IN (?)', [ids])).affectedRows;
   return result;
 }

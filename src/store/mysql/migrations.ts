@@ -276,6 +276,27 @@ ON DUPLICATE KEY UPDATE slot = slot`,
     // PostgreSQL, which never had this index, walks its primary key).
     statements: dropIndexIfPresent('ix_system_async_task_type_status'),
   },
+  {
+    version: 11,
+    name: 'operator actions',
+    // Who paused, resumed, cancelled, retried, rescheduled or replayed a task, and when (rules/actions.ts):
+    // written with the change in its transaction, by operators only, so the drain never touches it.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_action (
+  id BIGINT NOT NULL AUTO_INCREMENT,
+  task_id VARCHAR(64) NOT NULL,
+  action VARCHAR(32) NOT NULL,
+  from_status VARCHAR(32) NULL,
+  to_status VARCHAR(32) NULL,
+  actor VARCHAR(255) NOT NULL,
+  actor_name VARCHAR(255) NULL,
+  detail VARCHAR(255) NULL,
+  acted_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (id),
+  KEY ix_system_async_task_action_task (task_id, acted_at)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

@@ -5,8 +5,8 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
-import { attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow } from '../rows.js';
-import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskPage } from '../types.js';
+import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow } from '../rows.js';
+import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskActionRecord, TaskPage } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { decode, sqlTime } from './encode.js';
 
@@ -66,6 +66,14 @@ export async function listFailures(db: MysqlDatabase, conn: Conn, taskId: string
     Math.max(0, Math.floor(limit ?? 100)),
   ]);
   return rows.map((row) => failureFromRow(row, decode));
+}
+
+export async function listTaskActions(db: MysqlDatabase, conn: Conn, taskId: string, limit: number | undefined): Promise<TaskActionRecord[]> {
+  const rows = await db.rows(conn, 'SELECT * FROM system_async_task_action WHERE task_id = ? ORDER BY acted_at DESC, id DESC LIMIT ?', [
+    taskId,
+    Math.max(0, Math.floor(limit ?? 100)),
+  ]);
+  return rows.map((row) => actionFromRow(row, decode));
 }
 
 /** Dead letters neither replayed nor archived. */

@@ -1,14 +1,16 @@
 /**
  * Operator status changes (pause, resume, cancel, retry): the rows are locked
  * first (SELECT … FOR UPDATE), so the check of `from` and the write are one
- * atomic step per task even against a worker finishing it at that moment.
+ * atomic step per task even against a worker finishing it at that moment;
+ * the operator's action rows (rules/actions.ts) go in the same transaction.
  */
 import { scopeOwner } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { changeStatusAssignments, checkStatusTarget } from '../rules/index.js';
+import { changeStatusAssignments, checkStatusTarget, statusChangeActions } from '../rules/index.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { sqlTime } from './encode.js';
+import { recordActions } from './control.js';
 import { sortedIds } from './sql.js';
 
 export async function changeStatus(db: MysqlDatabase, conn: Conn, params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
@@ -29,6 +31,8 @@ export async function changeStatus(db: MysqlDatabase, conn: Conn, params: Change
     const sets = changeStatusAssignments(params, { now: 'NOW(3)', availableAt: params.availableAt ? '?' : null });
     const values = params.availableAt ? [sqlTime(params.availableAt)] : [];
     await db.exec(conn, `UPDATE system_async_task SET ${sets.join(', ')} WHERE id IN (?)`, [...values, applicable]);
+    const changed = applicable.map((id) => ({ id, from: current.get(id)! }));
+    await recordActions(db, conn, statusChangeActions(params.record, changed, params.to));
   }
   const applied = new Set(applicable);
   // Answers follow the input order (duplicates included); only the first mention of an id reports the change.

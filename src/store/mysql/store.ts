@@ -19,6 +19,7 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, LEASE_METHODS, StoreBase, type StoreMethod } from '../base.js';
 import type { LocalBus } from '../local-bus.js';
 import type {
+  Actor,
   ClaimPlan,
   AnalysisData,
   AttemptOutcome,
@@ -44,6 +45,7 @@ import type {
   Store,
   StoreEvent,
   StoreListener,
+  TaskActionRecord,
   TaskPage,
   WorkerRecord,
   WorkerRegistration,
@@ -267,6 +269,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.db.run((conn) => reads.listFailures(this.db, conn, params.taskId, params.limit));
   }
 
+  listTaskActions(params: { taskId: string; limit?: number }): Promise<TaskActionRecord[]> {
+    return this.db.run((conn) => reads.listTaskActions(this.db, conn, params.taskId, params.limit));
+  }
+
   countDeadLetters(params: { scope: Scope; taskType?: string | null }): Promise<number> {
     return this.db.run((conn) => reads.countDeadLetters(this.db, conn, params.scope, params.taskType));
   }
@@ -275,12 +281,12 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.db.run((conn) => reads.listDeadLetters(this.db, conn, params));
   }
 
-  replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]> {
-    return this.db.transaction((conn) => control.replayDeadLetters(this.db, conn, params.ids, params.scope));
+  replayDeadLetters(params: { ids: readonly string[]; scope: Scope; actor?: Actor }): Promise<ReplayResult[]> {
+    return this.db.transaction((conn) => control.replayDeadLetters(this.db, conn, params.ids, params.scope, params.actor));
   }
 
-  archiveDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<number> {
-    return this.db.transaction((conn) => control.archiveDeadLetters(this.db, conn, params.ids, params.scope));
+  archiveDeadLetters(params: { ids: readonly string[]; scope: Scope; actor?: Actor }): Promise<number> {
+    return this.db.transaction((conn) => control.archiveDeadLetters(this.db, conn, params.ids, params.scope, params.actor));
   }
 
   savePolicy(params: { policy: PolicyInput }): Promise<Policy> {

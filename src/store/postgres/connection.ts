@@ -46,6 +46,7 @@ export interface PgContext {
     policy: string;
     worker: string;
     awaited: string;
+    action: string;
     migrations: string;
   };
   /** One LISTEN/NOTIFY channel per schema; payloads are JSON (see listener.ts). */
@@ -103,6 +104,7 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
       policy: `${schema}.system_async_task_policy`,
       worker: `${schema}.system_async_task_worker`,
       awaited: `${schema}.system_async_task_awaited`,
+      action: `${schema}.system_async_task_action`,
       migrations: `${schema}.tasklease_migrations`,
     },
     // Channel names are identifiers (≤ 63 bytes); a digest keeps any schema name short and distinct.

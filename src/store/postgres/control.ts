@@ -6,13 +6,30 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
-import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
+import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES } from './encode.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
-import { LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
+import {
+  ACTION_COLUMNS,
+  deadLetterActionStatusSql,
+  LEASED_SQL,
+  literal,
+  REPLAYABLE_STATUS,
+  replayAssignments,
+  STATUS_SQL,
+  TERMINAL_SQL,
+} from '../rules/index.js';
 
-export async function replayDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope): Promise<ReplayResult[]> {
+/** A dead letter's replay or archive as action rows, from a CTE of (id, original_task_id); $a and $a+1 are the actor's id and name (null: none). */
+function deadLetterActionsSql(ctx: PgContext, kind: 'REPLAY' | 'ARCHIVE', letters: string, actorParam: number): string {
+  const { from, to } = deadLetterActionStatusSql(kind);
+  return `INSERT INTO ${ctx.tables.action} ${ACTION_COLUMNS}
+  SELECT l.original_task_id, ${literal(kind)}, ${from}, ${to}, $${actorParam}::text, $${actorParam + 1}::text, l.id, now() FROM ${letters} l
+  WHERE $${actorParam}::text IS NOT NULL`;
+}
+
+export async function replayDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope, actor: Actor | undefined): Promise<ReplayResult[]> {
   const { task, deadLetter } = ctx.tables;
   const owner = scopeOwner(scope);
   const sql = `
@@ -34,8 +51,9 @@ requeued AS (
 marked AS (
   UPDATE ${deadLetter} d SET replayed_at = now(), replay_task_id = d.original_task_id
   WHERE d.id = ANY (ARRAY(SELECT e.id FROM eligible e JOIN requeued r ON r.id = e.original_task_id))
-  RETURNING d.id
+  RETURNING d.id, d.original_task_id
 ),
+acted AS (${deadLetterActionsSql(ctx, 'REPLAY', 'marked', 4)}),
 notified AS (SELECT pg_notify($3, '${WAKE_ALL_PAYLOAD}') FROM marked HAVING count(*) > 0)
 SELECT i.id,
   CASE WHEN l.id IS NULL THEN 'NOT_FOUND'
@@ -59,19 +77,25 @@ ORDER BY i.ord`;
     [...ids],
     owner,
     ctx.channel,
+    actor?.id ?? null,
+    actor?.name ?? null,
   ]);
   return result.rows.map((row) => ({ id: row.id, outcome: row.outcome, taskId: row.task_id }));
 }
 
-export async function archiveDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope): Promise<number> {
-  const result = await run(
+export async function archiveDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope, actor: Actor | undefined): Promise<number> {
+  const result = await run<{ n: number }>(
     ctx.pool,
     'archiving dead letters',
-    `UPDATE ${ctx.tables.deadLetter} SET archived_at = now()
-     WHERE id = ANY ($1::text[]) AND archived_at IS NULL AND ($2::text IS NULL OR owner = $2)`,
-    [[...ids], scopeOwner(scope)],
+    `WITH archived AS (
+       UPDATE ${ctx.tables.deadLetter} SET archived_at = now()
+       WHERE id = ANY ($1::text[]) AND archived_at IS NULL AND ($2::text IS NULL OR owner = $2) RETURNING id, original_task_id
+     ),
+     acted AS (${deadLetterActionsSql(ctx, 'ARCHIVE', 'archived', 3)})
+     SELECT count(*)::integer AS n FROM archived`,
+    [[...ids], scopeOwner(scope), actor?.id ?? null, actor?.name ?? null],
   );
-  return result.rowCount ?? 0;
+  return result.rows[0]?.n ?? 0;
 }
 
 export async function savePolicy(ctx: PgContext, policy: PolicyInput): Promise<Policy> {
@@ -107,7 +131,7 @@ export async function deletePolicy(ctx: PgContext, policyKey: string): Promise<b
  * since the snapshot is left alone; dead letters are archived, not deleted.
  */
 export async function purgeTerminalTasks(ctx: PgContext, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {
-  const { task, attempt, failure, deadLetter } = ctx.tables;
+  const { task, attempt, failure, deadLetter, action } = ctx.tables;
   const sql = `
 WITH doomed AS MATERIALIZED (
   SELECT id FROM ${task} WHERE finish_time IS NOT NULL AND finish_time < $1 AND status IN ${TERMINAL_SQL}
@@ -119,7 +143,8 @@ archived AS (
   WHERE d.original_task_id = ANY (ARRAY(SELECT id FROM deleted)) AND d.archived_at IS NULL RETURNING 1
 ),
 attempts AS (DELETE FROM ${attempt} a WHERE a.task_id = ANY (ARRAY(SELECT id FROM deleted)) RETURNING 1),
-failures AS (DELETE FROM ${failure} f WHERE f.task_id = ANY (ARRAY(SELECT id FROM deleted)) RETURNING 1)
+failures AS (DELETE FROM ${failure} f WHERE f.task_id = ANY (ARRAY(SELECT id FROM deleted)) RETURNING 1),
+actions AS (DELETE FROM ${action} x WHERE x.task_id = ANY (ARRAY(SELECT id FROM deleted)))
 SELECT (SELECT count(*) FROM deleted)::integer AS tasks, (SELECT count(*) FROM attempts)::integer AS attempts,
        (SELECT count(*) FROM failures)::integer AS failures, (SELECT count(*) FROM archived)::integer AS archived`;
   const result = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(ctx.pool, 'purging finished tasks', sql, [

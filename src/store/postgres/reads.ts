@@ -6,8 +6,8 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
-import { attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
-import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskPage } from '../types.js';
+import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
+import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskActionRecord, TaskPage } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { decodePostgres } from './encode.js';
 
@@ -93,6 +93,16 @@ export async function listFailures(ctx: PgContext, taskId: string, limit: number
     [taskId, limit ?? 100],
   );
   return result.rows.map((row) => failureFromRow(row, decodePostgres));
+}
+
+export async function listTaskActions(ctx: PgContext, taskId: string, limit: number | undefined): Promise<TaskActionRecord[]> {
+  const result = await run<Row>(
+    ctx.pool,
+    'listing task actions',
+    `SELECT * FROM ${ctx.tables.action} WHERE task_id = $1 ORDER BY acted_at DESC, id DESC LIMIT $2`,
+    [taskId, limit ?? 100],
+  );
+  return result.rows.map((row) => actionFromRow(row, decodePostgres));
 }
 
 export async function listDeadLetters(ctx: PgContext, params: ListDeadLettersParams): Promise<DeadLetter[]> {

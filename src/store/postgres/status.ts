@@ -1,12 +1,14 @@
 /**
  * Operator status changes (pause, resume, cancel, retry) in one statement:
  * lock the matching rows in id order, change them with rules/: column
- * rules, NOTIFY (cancel requests by id, in chunks under the payload limit;
- * requeues as a wake-up for every type), and answer for every id.
+ * rules, record the operator's action for each task changed (rules/actions.ts;
+ * the row's `from_status` is the locked row's), NOTIFY (cancel requests by id,
+ * in chunks under the payload limit; requeues as a wake-up for every type),
+ * and answer for every id.
  */
 import { scopeOwner } from '../../core/scope.js';
 import { TaskStatus } from '../../core/status.js';
-import { changeStatusAssignments } from '../rules/index.js';
+import { ACTION_COLUMNS, changeStatusAssignments } from '../rules/index.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
@@ -19,11 +21,16 @@ export async function changeStatus(ctx: PgContext, params: ChangeStatusParams): 
   const sql = `
 WITH input AS (SELECT * FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord)),
 locked AS MATERIALIZED (
-  SELECT id FROM ${ctx.tables.task} WHERE id = ANY($1::text[]) AND ${inScope} AND status = ANY($2::text[])
+  SELECT id, status FROM ${ctx.tables.task} WHERE id = ANY($1::text[]) AND ${inScope} AND status = ANY($2::text[])
   ORDER BY id COLLATE "C" FOR UPDATE
 ),
 changed AS (
   UPDATE ${ctx.tables.task} t SET ${sets.join(', ')} WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) RETURNING t.id, t.status
+),
+acted AS (
+  INSERT INTO ${ctx.tables.action} ${ACTION_COLUMNS}
+  SELECT c.id, $6::text, l.status, c.status, $7::text, $8::text, $9::text, now() FROM changed c JOIN locked l ON l.id = c.id
+  WHERE $6::text IS NOT NULL
 ),
 notified AS (${notifySql(params.to)})
 SELECT i.id, c.id IS NOT NULL AS applied, COALESCE(c.status, cur.status) AS status, note.n AS notified
@@ -32,7 +39,18 @@ LEFT JOIN changed c ON c.id = i.id
 LEFT JOIN ${ctx.tables.task} cur ON cur.id = i.id AND ${inScope.replace('owner', 'cur.owner')}
 CROSS JOIN (SELECT count(*) AS n FROM notified) AS note
 ORDER BY i.ord`;
-  const values: unknown[] = [[...params.ids], [...params.from], owner, params.availableAt ?? null, ctx.channel];
+  const { record } = params;
+  const values: unknown[] = [
+    [...params.ids],
+    [...params.from],
+    owner,
+    params.availableAt ?? null,
+    ctx.channel,
+    record?.action ?? null,
+    record?.actor.id ?? null,
+    record?.actor.name ?? null,
+    record?.detail ?? null,
+  ];
   const result = await run<{ id: string; applied: boolean; status: TaskStatus | null }>(ctx.pool, 'changing task status', sql, values);
   return result.rows.map((row) => ({ id: row.id, applied: row.applied, status: row.status }));
 }

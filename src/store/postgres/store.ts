@@ -25,6 +25,7 @@ import { guardStore, LEASE_METHODS, StoreBase, type StoreMethod } from '../base.
 import { LocalBus } from '../local-bus.js';
 import { watchLocal } from '../outcome-watch.js';
 import type {
+  Actor,
   ClaimPlan,
   AnalysisData,
   AttemptOutcome,
@@ -49,6 +50,7 @@ import type {
   Store,
   StoreEvent,
   StoreListener,
+  TaskActionRecord,
   TaskPage,
   WorkerRecord,
   WorkerRegistration,
@@ -287,6 +289,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return reads.listFailures(this.ctx, params.taskId, params.limit);
   }
 
+  async listTaskActions(params: { taskId: string; limit?: number }): Promise<TaskActionRecord[]> {
+    return reads.listTaskActions(this.ctx, params.taskId, params.limit);
+  }
+
   async listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]> {
     return reads.listDeadLetters(this.ctx, params);
   }
@@ -295,12 +301,12 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return reads.countDeadLetters(this.ctx, params.scope, params.taskType);
   }
 
-  async replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]> {
-    return control.replayDeadLetters(this.ctx, params.ids, params.scope);
+  async replayDeadLetters(params: { ids: readonly string[]; scope: Scope; actor?: Actor }): Promise<ReplayResult[]> {
+    return control.replayDeadLetters(this.ctx, params.ids, params.scope, params.actor);
   }
 
-  async archiveDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<number> {
-    return control.archiveDeadLetters(this.ctx, params.ids, params.scope);
+  async archiveDeadLetters(params: { ids: readonly string[]; scope: Scope; actor?: Actor }): Promise<number> {
+    return control.archiveDeadLetters(this.ctx, params.ids, params.scope, params.actor);
   }
 
   async savePolicy(params: { policy: PolicyInput }): Promise<Policy> {

@@ -12,3 +12,4 @@ export * from './sql.js';
 export * from './sweep.js';
 export * from './fairness.js';
 export * from './leases.js';
+export * from './actions.js';

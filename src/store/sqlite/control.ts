@@ -6,13 +6,20 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
-import type { AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
+import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
-import { REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
+import { ACTION_COLUMNS, deadLetterAction, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 
-export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string): ReplayResult[] {
+/** Operator action rows (rules/actions.ts), inside the transaction of the change they record. */
+export function recordActions(db: Db, rows: readonly unknown[][], now: string): void {
+  if (rows.length === 0) return;
+  const insert = statement(db, `INSERT INTO system_async_task_action ${ACTION_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+  for (const row of rows) insert.run(...row, now);
+}
+
+export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string, actor: Actor | undefined): ReplayResult[] {
   const owner = scopeOwner(scope);
   const find = statement(db, `SELECT * FROM system_async_task_dead_letter WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`);
   const requeue = statement(db, `UPDATE system_async_task SET ${replayAssignments('@now').join(', ')} WHERE id = @id AND status = ${REPLAYABLE_STATUS}`);
@@ -26,19 +33,28 @@ export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, 
     const taskId = String(letter.original_task_id);
     if (requeue.run({ now, id: taskId }).changes === 1) {
       mark.run(now, taskId, id);
+      if (actor) recordActions(db, [deadLetterAction('REPLAY', actor, taskId, id)], now);
       return { id, outcome: 'REPLAYED', taskId };
     }
     return { id, outcome: exists.get(taskId) ? 'TASK_NOT_FAILED' : 'TASK_MISSING', taskId };
   });
 }
 
-export function archiveDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string): number {
+export function archiveDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string, actor: Actor | undefined): number {
   const owner = scopeOwner(scope);
   const archive = statement(
     db,
-    `UPDATE system_async_task_dead_letter SET archived_at = ? WHERE id = ? AND archived_at IS NULL ${owner === null ? '' : 'AND owner = ?'}`,
+    `UPDATE system_async_task_dead_letter SET archived_at = ? WHERE id = ? AND archived_at IS NULL ${owner === null ? '' : 'AND owner = ?'}
+     RETURNING original_task_id`,
   );
-  return ids.reduce((sum, id) => sum + archive.run(...(owner === null ? [now, id] : [now, id, owner])).changes, 0);
+  let archived = 0;
+  for (const id of ids) {
+    const letter = archive.get(...(owner === null ? [now, id] : [now, id, owner])) as { original_task_id: string } | undefined;
+    if (!letter) continue;
+    archived += 1;
+    if (actor) recordActions(db, [deadLetterAction('ARCHIVE', actor, letter.original_task_id, id)], now);
+  }
+  return archived;
 }
 
 export function savePolicy(db: Db, policy: PolicyInput, now: string): Policy {
@@ -70,6 +86,7 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
   const archive = statement(db, 'UPDATE system_async_task_dead_letter SET archived_at = ? WHERE original_task_id = ? AND archived_at IS NULL');
   const attempts = statement(db, 'DELETE FROM system_async_task_attempt WHERE task_id = ?');
   const failures = statement(db, 'DELETE FROM system_async_task_failure WHERE task_id = ?');
+  const actions = statement(db, 'DELETE FROM system_async_task_action WHERE task_id = ?');
   // Re-checked: an operator may have retried the task since it was selected.
   const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finish_time < ? AND status IN ${TERMINAL_SQL}`);
   for (const id of ids) {
@@ -78,6 +95,7 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
     result.deadLettersArchived += archive.run(now, id).changes;
     result.attempts += attempts.run(id).changes;
     result.failures += failures.run(id).changes;
+    actions.run(id);
   }
   return result;
 }

@@ -211,4 +211,24 @@ CREATE UNIQUE INDEX ux_system_async_task_unique ON system_async_task (${UNIQUE_H
     // Drawn by each claim, part of every fence (rules/leases.ts newLeaseToken). Rows leased before it hold ''.
     sql: `ALTER TABLE system_async_task ADD COLUMN lease_token TEXT NOT NULL DEFAULT '';`,
   },
+  {
+    version: 10,
+    name: 'operator actions',
+    // Who paused, resumed, cancelled, retried, rescheduled or replayed a task, and when (rules/actions.ts):
+    // written with the change in its transaction, by operators only, so the drain never touches it.
+    sql: `
+CREATE TABLE system_async_task_action (
+  id INTEGER PRIMARY KEY,
+  task_id TEXT NOT NULL,
+  action TEXT NOT NULL,
+  from_status TEXT,
+  to_status TEXT,
+  actor TEXT NOT NULL,
+  actor_name TEXT,
+  detail TEXT,
+  acted_at TEXT NOT NULL
+);
+CREATE INDEX ix_system_async_task_action_task ON system_async_task_action (task_id, acted_at);
+`,
+  },
 ];

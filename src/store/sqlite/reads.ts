@@ -5,8 +5,8 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
-import { attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
-import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskPage } from '../types.js';
+import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
+import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskActionRecord, TaskPage } from '../types.js';
 import { Where } from '../where.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, toSqliteTime } from './encode.js';
@@ -54,6 +54,14 @@ export function listFailures(db: Db, taskId: string, limit: number | undefined):
     limit ?? 100,
   ) as Row[];
   return rows.map((row) => failureFromRow(row, decodeSqlite));
+}
+
+export function listTaskActions(db: Db, taskId: string, limit: number | undefined): TaskActionRecord[] {
+  const rows = statement(db, 'SELECT * FROM system_async_task_action WHERE task_id = ? ORDER BY acted_at DESC, id DESC LIMIT ?').all(
+    taskId,
+    limit ?? 100,
+  ) as Row[];
+  return rows.map((row) => actionFromRow(row, decodeSqlite));
 }
 
 /** Dead letters neither replayed nor archived. */

@@ -1,13 +1,15 @@
 /**
  * Operator status changes on SQLite, inside the caller's BEGIN IMMEDIATE:
- * per task, the check of `from` and the write with rules/: column rules.
+ * per task, the check of `from` and the write with rules/: column rules,
+ * and the operator's action row (rules/actions.ts) in the same transaction.
  */
 import { scopeOwner } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { changeStatusAssignments } from '../rules/index.js';
+import { changeStatusAssignments, statusChangeActions } from '../rules/index.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { toSqliteTime } from './encode.js';
+import { recordActions } from './control.js';
 
 export function changeStatus(db: Db, params: ChangeStatusParams, now: string): ChangeStatusResult[] {
   const owner = scopeOwner(params.scope);
@@ -15,11 +17,23 @@ export function changeStatus(db: Db, params: ChangeStatusParams, now: string): C
   const sets = changeStatusAssignments(params, { now: '@now', availableAt: params.availableAt ? '@availableAt' : null });
   const update = statement(db, `UPDATE system_async_task SET ${sets.join(', ')} WHERE id = @id`);
   const availableAt = params.availableAt ? toSqliteTime(params.availableAt.getTime()) : null;
-  return params.ids.map((id): ChangeStatusResult => {
+  const changed = new Map<string, TaskStatus>();
+  const results = params.ids.map((id): ChangeStatusResult => {
     const row = select.get(...(owner === null ? [id] : [id, owner])) as { status: TaskStatus } | undefined;
     if (!row) return { id, applied: false, status: null };
     if (!params.from.includes(row.status)) return { id, applied: false, status: row.status };
     update.run(availableAt ? { id, now, availableAt } : { id, now });
+    if (!changed.has(id)) changed.set(id, row.status);
     return { id, applied: true, status: params.to };
   });
+  recordActions(
+    db,
+    statusChangeActions(
+      params.record,
+      [...changed].map(([id, from]) => ({ id, from })),
+      params.to,
+    ),
+    now,
+  );
+  return results;
 }

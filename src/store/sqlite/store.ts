@@ -31,6 +31,7 @@ import type {
   InsertTaskResult,
   ListDeadLettersParams,
   ListTasksParams,
+  Actor,
   Policy,
   PolicyInput,
   PurgeResult,
@@ -40,6 +41,7 @@ import type {
   ReplayResult,
   Store,
   StoreListener,
+  TaskActionRecord,
   TaskPage,
   WorkerRecord,
   WorkerRegistration,
@@ -265,6 +267,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.read(() => reads.listFailures(this.db, params.taskId, params.limit));
   }
 
+  async listTaskActions(params: { taskId: string; limit?: number }): Promise<TaskActionRecord[]> {
+    return this.read(() => reads.listTaskActions(this.db, params.taskId, params.limit));
+  }
+
   async listDeadLetters(params: ListDeadLettersParams): Promise<DeadLetter[]> {
     return this.read(() => reads.listDeadLetters(this.db, params));
   }
@@ -273,12 +279,12 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.read(() => reads.countDeadLetters(this.db, params.scope, params.taskType));
   }
 
-  async replayDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<ReplayResult[]> {
-    return this.write(() => control.replayDeadLetters(this.db, params.ids, params.scope, this.nowText()));
+  async replayDeadLetters(params: { ids: readonly string[]; scope: Scope; actor?: Actor }): Promise<ReplayResult[]> {
+    return this.write(() => control.replayDeadLetters(this.db, params.ids, params.scope, this.nowText(), params.actor));
   }
 
-  async archiveDeadLetters(params: { ids: readonly string[]; scope: Scope }): Promise<number> {
-    return this.write(() => control.archiveDeadLetters(this.db, params.ids, params.scope, this.nowText()));
+  async archiveDeadLetters(params: { ids: readonly string[]; scope: Scope; actor?: Actor }): Promise<number> {
+    return this.write(() => control.archiveDeadLetters(this.db, params.ids, params.scope, this.nowText(), params.actor));
   }
 
   async savePolicy(params: { policy: PolicyInput }): Promise<Policy> {
