@@ -15,7 +15,16 @@ export type { TaskContext } from './core/context.js';
 export type { WorkerEvents } from './worker/events.js';
 export { Worker, createWorker, type WorkerStats, type WorkerState } from './worker/worker.js';
 export type { WorkerOptions } from './worker/options.js';
-export { TaskLeaseClient, createClient, type ClientEvents, type ClientOptions, type ListOptions, type CancelOutcome } from './client/client.js';
+export {
+  TaskLeaseClient,
+  createClient,
+  type ClientEvents,
+  type ClientOptions,
+  type ListOptions,
+  type CancelOutcome,
+  type ActionOptions,
+  type ScopeOption,
+} from './client/client.js';
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';
 export type { ScheduleApi, ScheduleView } from './client/schedules.js';
 export { MAX_CATCH_UP, type Schedule, type ScheduleInput } from './core/schedule.js';

@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import { createClient, type TaskLeaseClient } from '../client/client.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
+import { userInfo } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
@@ -75,6 +76,7 @@ export class CommandContext {
     return createClient({
       store: await this.openStore(),
       tasks,
+      actor: cliActor(this.io.env),
       ...(worker.globalConcurrency ? { globalConcurrency: worker.globalConcurrency } : {}),
       ...(worker.typeConcurrency ? { typeConcurrency: worker.typeConcurrency } : {}),
     });
@@ -92,6 +94,17 @@ export class CommandContext {
     this.store = null;
     await store?.close();
   }
+}
+
+/** Who the CLI's operator actions are recorded as in a task's history: the OS user running it. */
+export function cliActor(env: Readonly<Record<string, string | undefined>>): string {
+  let user: string | undefined;
+  try {
+    user = userInfo().username;
+  } catch {
+    user = env.USER ?? env.USERNAME; // no passwd entry (a container's arbitrary uid)
+  }
+  return `cli:${user || 'unknown'}`.slice(0, 255);
 }
 
 /** A relative SQLite path is relative to the CLI's working directory (io.cwd: the process's, or a test's). */

@@ -11,7 +11,19 @@ import type { NewTask, Task } from '../core/task.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import { InvalidOptionsError } from '../core/errors.js';
 import { Emitter } from '../core/emitter.js';
-import type { AttemptRecord, FailureRow, InsertTaskResult, PurgeResult, Store, TaskPage, WorkerRecord } from '../store/types.js';
+import type {
+  ActionRecordInput,
+  AttemptRecord,
+  FailureRow,
+  InsertTaskResult,
+  PurgeResult,
+  Store,
+  TaskActionName,
+  TaskActionRecord,
+  TaskPage,
+  WorkerRecord,
+} from '../store/types.js';
+import { checkActor, LIBRARY_ACTOR, type Actor, type ActorOption } from './actors.js';
 import { analyze, type Analysis } from './analyze.js';
 import { cleanup, type CleanupOptions } from './cleanup.js';
 import { checkIds, DeadLetterApi } from './dead-letters.js';
@@ -38,11 +50,16 @@ export interface ClientOptions {
   /** The workers' default limits, for diagnose() (policy rows override them). Default 20 / 5, as the worker's. */
   globalConcurrency?: number;
   typeConcurrency?: number;
+  /** Who this client's operator actions (pause, cancel, retry, replay…) are recorded as, unless a call says. Default `library`. */
+  actor?: Actor | string;
 }
 
 export interface ScopeOption {
   scope?: Scope;
 }
+
+/** An operator action's options: whose tasks (scope) and who acts (recorded in the task's action history). */
+export interface ActionOptions extends ScopeOption, ActorOption {}
 
 export interface ListOptions extends ScopeOption {
   taskType?: string;
@@ -97,10 +114,12 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly tokens: TokenApi;
   /** Periodic tasks: cron schedules with their next runs; save, enable / disable, delete. */
   readonly schedules: ScheduleApi;
+  /** Who this client's operator actions are recorded as when a call names nobody. */
+  readonly actor: Actor;
 
   constructor(options: ClientOptions) {
     super();
-    checkKnownKeys('Client', options, ['store', 'tasks', 'maxPayloadBytes', 'defaultMaxAttempts', 'globalConcurrency', 'typeConcurrency']);
+    checkKnownKeys('Client', options, ['store', 'tasks', 'maxPayloadBytes', 'defaultMaxAttempts', 'globalConcurrency', 'typeConcurrency', 'actor']);
     if (!options.store || typeof options.store.insertTasks !== 'function') throw new InvalidOptionsError('Client', 'store', 'must be a Store');
     this.store = options.store;
     this.registry = registryOf(options.tasks ?? []);
@@ -110,8 +129,9 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     this.defaultLimits = { globalConcurrency: options.globalConcurrency ?? 20, typeConcurrency: options.typeConcurrency ?? 5 };
     checkInteger('Client', 'globalConcurrency', this.defaultLimits.globalConcurrency, { min: 1 });
     checkInteger('Client', 'typeConcurrency', this.defaultLimits.typeConcurrency, { min: 1 });
+    this.actor = options.actor === undefined ? LIBRARY_ACTOR : checkActor(options.actor, 'Client');
     this.policies = new PolicyApi(this.store);
-    this.deadLetters = new DeadLetterApi(this.store);
+    this.deadLetters = new DeadLetterApi(this.store, this.actor);
     this.tokens = new TokenApi(this.store);
     this.schedules = new ScheduleApi(this.store);
   }
@@ -214,12 +234,13 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
    * Cancels a task: at once when no worker runs it (CANCELLED), else asks its
    * worker to stop (CANCEL_REQUESTED; its signal fires and it ends CANCELLED).
    */
-  async requestCancellation(id: string, options: ScopeOption = {}): Promise<CancelOutcome> {
+  async requestCancellation(id: string, options: ActionOptions = {}): Promise<CancelOutcome> {
     const scope = options.scope ?? Scope.global();
+    const record = this.record('CANCEL', options);
     // Idle first; a task claimed in between is caught by the second step.
-    const [idle] = await this.store.changeStatus({ ids: [id], scope, from: IDLE_STATUSES, to: 'CANCELLED' });
+    const [idle] = await this.store.changeStatus({ ids: [id], scope, from: IDLE_STATUSES, to: 'CANCELLED', record });
     if (idle?.applied) return 'CANCELLED';
-    const [running] = await this.store.changeStatus({ ids: [id], scope, from: ['RUNNING'], to: 'CANCEL_REQUESTED' });
+    const [running] = await this.store.changeStatus({ ids: [id], scope, from: ['RUNNING'], to: 'CANCEL_REQUESTED', record });
     if (running?.applied) return 'CANCEL_REQUESTED';
     const status = running?.status ?? null;
     if (status === null) throw new NotFoundError('task', id);
@@ -228,12 +249,24 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   /** Holds a waiting task (QUEUED or RETRY_WAIT) until resume. */
-  async pause(id: string, options: ScopeOption = {}): Promise<void> {
-    await this.transition(id, options, ['QUEUED', 'RETRY_WAIT'], 'PAUSED', 'pause');
+  async pause(id: string, options: ActionOptions = {}): Promise<void> {
+    await this.transition(id, options, ['QUEUED', 'RETRY_WAIT'], 'PAUSED', this.record('PAUSE', options));
   }
 
-  async resume(id: string, options: ScopeOption = {}): Promise<void> {
-    await this.transition(id, options, ['PAUSED'], 'QUEUED', 'resume');
+  async resume(id: string, options: ActionOptions = {}): Promise<void> {
+    await this.transition(id, options, ['PAUSED'], 'QUEUED', this.record('RESUME', options));
+  }
+
+  /**
+   * What operators did to the task (pause, resume, cancel, retry, reschedule,
+   * dead-letter replay and archive), by whom and when: newest first, at most
+   * `limit` (1–1000, default 100). Worker transitions are its attempts.
+   */
+  async actions(id: string, options: ScopeOption & { limit?: number } = {}): Promise<TaskActionRecord[]> {
+    const limit = options.limit ?? 100;
+    checkInteger('actions', 'limit', limit, { min: 1, max: 1000 });
+    await this.require(id, options);
+    return this.store.listTaskActions({ taskId: id, limit });
   }
 
   async attempts(id: string, options: ScopeOption = {}): Promise<AttemptRecord[]> {
@@ -247,12 +280,13 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   /** Cancels many tasks (at most 1000); says how many ended at once, how many were asked to stop, and why the rest were not. */
-  async cancelMany(ids: readonly string[], options: ScopeOption = {}): Promise<CancelManyResult> {
+  async cancelMany(ids: readonly string[], options: ActionOptions = {}): Promise<CancelManyResult> {
     checkIds(ids);
     const scope = options.scope ?? Scope.global();
-    const idle = await this.store.changeStatus({ ids, scope, from: IDLE_STATUSES, to: 'CANCELLED' });
+    const record = this.record('CANCEL', options);
+    const idle = await this.store.changeStatus({ ids, scope, from: IDLE_STATUSES, to: 'CANCELLED', record });
     const rest = idle.filter((r) => !r.applied).map((r) => r.id);
-    const running = rest.length > 0 ? await this.store.changeStatus({ ids: rest, scope, from: ['RUNNING'], to: 'CANCEL_REQUESTED' }) : [];
+    const running = rest.length > 0 ? await this.store.changeStatus({ ids: rest, scope, from: ['RUNNING'], to: 'CANCEL_REQUESTED', record }) : [];
     const result: CancelManyResult = { cancelled: idle.filter((r) => r.applied).length, cancelRequested: 0, notCancelled: [] };
     for (const r of running) {
       if (r.applied || r.status === 'CANCEL_REQUESTED') result.cancelRequested += 1;
@@ -262,19 +296,21 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   /** Runs a FAILED task again now, with a fresh attempt cycle. */
-  async retry(id: string, options: ScopeOption = {}): Promise<void> {
-    await this.transition(id, options, ['FAILED'], 'QUEUED', 'retry', { newCycle: true, availableAt: await this.store.now() });
+  async retry(id: string, options: ActionOptions = {}): Promise<void> {
+    const record = this.record('RETRY', options);
+    await this.transition(id, options, ['FAILED'], 'QUEUED', record, { newCycle: true, availableAt: await this.store.now() });
   }
 
   /** Moves a waiting task's start time (QUEUED, RETRY_WAIT or PAUSED; a paused one stays paused). */
-  async reschedule(id: string, when: { delayMs: number } | { availableAt: Date }, options: ScopeOption = {}): Promise<void> {
+  async reschedule(id: string, when: { delayMs: number } | { availableAt: Date }, options: ActionOptions = {}): Promise<void> {
     const availableAt = 'availableAt' in when ? when.availableAt : new Date((await this.store.now()).getTime() + when.delayMs);
     if (!(availableAt instanceof Date) || Number.isNaN(availableAt.getTime()))
       throw new ValidationError('reschedule needs a valid availableAt or delayMs', 'availableAt');
     const scope = options.scope ?? Scope.global();
-    const [paused] = await this.store.changeStatus({ ids: [id], scope, from: ['PAUSED'], to: 'PAUSED', availableAt });
+    const record = this.record('RESCHEDULE', options, availableAt.toISOString());
+    const [paused] = await this.store.changeStatus({ ids: [id], scope, from: ['PAUSED'], to: 'PAUSED', availableAt, record });
     if (paused?.applied) return;
-    await this.transition(id, options, ['QUEUED', 'RETRY_WAIT'], 'QUEUED', 'reschedule', { availableAt });
+    await this.transition(id, options, ['QUEUED', 'RETRY_WAIT'], 'QUEUED', record, { availableAt });
   }
 
   /** Deletes terminal tasks finished before the cut-off (with attempts and failures; dead letters archived), in batches. */
@@ -355,13 +391,19 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     options: ScopeOption,
     from: readonly TaskStatus[],
     to: TaskStatus,
-    action: string,
+    record: ActionRecordInput,
     extra: { newCycle?: boolean; availableAt?: Date } = {},
   ): Promise<void> {
-    const [result] = await this.store.changeStatus({ ids: [id], scope: options.scope ?? Scope.global(), from, to, ...extra });
+    const [result] = await this.store.changeStatus({ ids: [id], scope: options.scope ?? Scope.global(), from, to, record, ...extra });
     if (result?.applied) return;
     if (!result || result.status === null) throw new NotFoundError('task', id);
-    throw new InvalidTransitionError(id, result.status, action);
+    throw new InvalidTransitionError(id, result.status, record.action.toLowerCase());
+  }
+
+  /** The history row an operator action leaves: the call's actor, else this client's. */
+  private record(action: TaskActionName, options: ActorOption, detail?: string): ActionRecordInput {
+    const actor = options.actor === undefined ? this.actor : checkActor(options.actor, action.toLowerCase());
+    return { action, actor, ...(detail === undefined ? {} : { detail }) };
   }
 }
 

@@ -1,11 +1,13 @@
 /**
  * The dead-letter queue: list, size, replay (one or a batch) and
  * archive-and-clean. A replay requeues the original task with a fresh attempt
- * cycle and keeps the link (replay_task_id, replayed_at) on the dead letter.
+ * cycle and keeps the link (replay_task_id, replayed_at) on the dead letter;
+ * a replay and an archive are recorded on the task's action history, with who.
  */
 import { ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
 import type { DeadLetter, ReplayResult, Store } from '../store/types.js';
+import { checkActor, LIBRARY_ACTOR, type Actor, type ActorOption } from './actors.js';
 import { inBatches, retentionCutoff } from './cleanup.js';
 
 export const MAX_IDS_PER_CALL = 1000;
@@ -41,7 +43,11 @@ export interface DeadLetterCleanResult {
 }
 
 export class DeadLetterApi {
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** Who replays and archives are recorded as (on the dead letter's task) unless a call says. */
+    private readonly actor: Actor = LIBRARY_ACTOR,
+  ) {}
 
   list(options: DeadLetterListOptions = {}): Promise<DeadLetter[]> {
     const limit = options.limit ?? 50;
@@ -61,21 +67,25 @@ export class DeadLetterApi {
     return this.store.countDeadLetters({ scope: options.scope ?? Scope.global(), taskType: options.taskType ?? null });
   }
 
-  async replay(id: string, options: { scope?: Scope } = {}): Promise<ReplayResult> {
+  async replay(id: string, options: { scope?: Scope } & ActorOption = {}): Promise<ReplayResult> {
     return (await this.replayBatch([id], options)).results[0]!;
   }
 
   /** Replays up to 1000 dead letters in one transaction; says for each why it was not replayed. */
-  async replayBatch(ids: readonly string[], options: { scope?: Scope } = {}): Promise<{ replayed: number; results: ReplayResult[] }> {
+  async replayBatch(ids: readonly string[], options: { scope?: Scope } & ActorOption = {}): Promise<{ replayed: number; results: ReplayResult[] }> {
     checkIds(ids);
-    const results = await this.store.replayDeadLetters({ ids, scope: options.scope ?? Scope.global() });
+    const results = await this.store.replayDeadLetters({ ids, scope: options.scope ?? Scope.global(), actor: this.actorOf(options, 'replay') });
     return { replayed: results.filter((r) => r.outcome === 'REPLAYED').length, results };
   }
 
   /** Takes dead letters that cannot be fixed out of the queue; they stay on record (archived_at). */
-  async archive(ids: readonly string[], options: { scope?: Scope } = {}): Promise<number> {
+  async archive(ids: readonly string[], options: { scope?: Scope } & ActorOption = {}): Promise<number> {
     checkIds(ids);
-    return this.store.archiveDeadLetters({ ids, scope: options.scope ?? Scope.global() });
+    return this.store.archiveDeadLetters({ ids, scope: options.scope ?? Scope.global(), actor: this.actorOf(options, 'archive') });
+  }
+
+  private actorOf(options: ActorOption, where: string): Actor {
+    return options.actor === undefined ? this.actor : checkActor(options.actor, where);
   }
 
   /**

@@ -5,7 +5,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { MAX_BATCH_IDS, ID_PATTERN, idList, idParams, retentionQuery, type RetentionQuery } from './schemas.js';
-import { ADMIN_PREFIX, inBatches } from './admin-routes.js';
+import { acting, ADMIN_PREFIX, inBatches } from './admin-routes.js';
 import { ok, type RouteSpec } from './routes.js';
 import type { ReplayResult } from '../store/types.js';
 import type { TokenRole } from '../store/tokens.js';
@@ -69,7 +69,7 @@ export function adminOpsRoutes(): RouteSpec[] {
       tags,
       summary: 'Replay one dead letter (its task runs again)',
       schema: { params: idParams },
-      handler: async (request, _reply, { client }) => ok(await client.deadLetters.replay(id(request))),
+      handler: async (request, _reply, { client }) => ok(await client.deadLetters.replay(id(request), acting(request))),
     },
     {
       method: 'POST',
@@ -79,7 +79,7 @@ export function adminOpsRoutes(): RouteSpec[] {
       summary: `Replay many dead letters (body: a list of ids, at most ${MAX_BATCH_IDS})`,
       schema: { body: idList },
       async handler(request, _reply, { client }) {
-        const parts = await inBatches(request.body as string[], (batch) => client.deadLetters.replayBatch(batch));
+        const parts = await inBatches(request.body as string[], (batch) => client.deadLetters.replayBatch(batch, acting(request)));
         const results: ReplayResult[] = parts.flatMap((part) => part.results);
         return ok({ replayed: results.filter((r) => r.outcome === 'REPLAYED').length, results });
       },
@@ -92,7 +92,7 @@ export function adminOpsRoutes(): RouteSpec[] {
       summary: `Archive dead letters that cannot be fixed (body: a list of ids, at most ${MAX_BATCH_IDS})`,
       schema: { body: idList },
       async handler(request, _reply, { client }) {
-        const parts = await inBatches(request.body as string[], (batch) => client.deadLetters.archive(batch));
+        const parts = await inBatches(request.body as string[], (batch) => client.deadLetters.archive(batch, acting(request)));
         return ok({ archived: parts.reduce((sum, n) => sum + n, 0) });
       },
     },

@@ -10,12 +10,15 @@ import { ValidationError } from '../core/errors.js';
 import type { CancelManyResult } from '../client/client.js';
 import { MAX_IDS_PER_CALL } from '../client/dead-letters.js';
 import type { PolicyChange, PolicyTarget } from '../client/policies.js';
-import { ok, type RouteSpec } from './routes.js';
+import { actingAs } from './auth.js';
+import { ok, principalOf, type RouteSpec } from './routes.js';
 import { idList, idParams, retentionQuery, type RetentionQuery } from './schemas.js';
 
 export const ADMIN_PREFIX = '/api/admin/async-task';
 const tags = ['admin'];
 const id = (request: FastifyRequest): string => (request.params as { id: string }).id;
+/** The caller as the actor recorded in the task's action history (operators act in the global scope). */
+export const acting = (request: FastifyRequest) => actingAs(principalOf(request));
 
 const typeParams = { type: 'object', required: ['taskType'], properties: { taskType: { type: 'string', minLength: 1, maxLength: 200 } } } as const;
 const ownerParams = { type: 'object', required: ['owner'], properties: { owner: { type: 'string', minLength: 1, maxLength: 255 } } } as const;
@@ -84,7 +87,7 @@ export function adminRoutes(): RouteSpec[] {
     summary,
     schema: { params: idParams },
     async handler(request, _reply, { client }) {
-      await client[action](id(request));
+      await client[action](id(request), acting(request));
       return ok(null);
     },
   });
@@ -99,7 +102,7 @@ export function adminRoutes(): RouteSpec[] {
       tags,
       summary: 'Cancel a task',
       schema: { params: idParams },
-      handler: async (request, _reply, { client }) => ok({ outcome: await client.requestCancellation(id(request)) }),
+      handler: async (request, _reply, { client }) => ok({ outcome: await client.requestCancellation(id(request), acting(request)) }),
     },
     {
       method: 'POST',
@@ -119,7 +122,8 @@ export function adminRoutes(): RouteSpec[] {
         const body = request.body as { delayMs?: number; availableAt?: string };
         if ((body.delayMs === undefined) === (body.availableAt === undefined))
           throw new ValidationError('give exactly one of delayMs or availableAt', 'delayMs');
-        await client.reschedule(id(request), body.delayMs !== undefined ? { delayMs: body.delayMs } : { availableAt: new Date(body.availableAt!) });
+        const when = body.delayMs !== undefined ? { delayMs: body.delayMs } : { availableAt: new Date(body.availableAt!) };
+        await client.reschedule(id(request), when, acting(request));
         return ok(null);
       },
     },
@@ -140,7 +144,7 @@ export function adminRoutes(): RouteSpec[] {
       summary: 'Cancel many tasks (body: a list of ids, at most 10000): how many, and why not the rest (seed)',
       schema: { body: idList },
       async handler(request, _reply, { client }) {
-        const parts = await inBatches(request.body as string[], (batch) => client.cancelMany(batch));
+        const parts = await inBatches(request.body as string[], (batch) => client.cancelMany(batch, acting(request)));
         const total: CancelManyResult = { cancelled: 0, cancelRequested: 0, notCancelled: [] };
         for (const part of parts) {
           total.cancelled += part.cancelled;

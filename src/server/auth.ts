@@ -13,6 +13,9 @@ import { Scope } from '../core/scope.js';
 import { TOKEN_PREFIX, type TokenApi } from '../client/tokens.js';
 import { TOKEN_ROLES, type TokenRole } from '../store/tokens.js';
 import type { JwtOptions } from './options.js';
+import type { Actor } from '../client/actors.js';
+import { replaceNul } from '../core/text.js';
+import { ACTION_TEXT_LIMIT } from '../store/rules/actions.js';
 import { sessionCredential } from './ui-session.js';
 
 export interface Principal {
@@ -32,6 +35,22 @@ export interface Principal {
 
 export function scopeOf(principal: Principal): Scope {
   return principal.role === 'user' ? Scope.owner(principal.owner!) : Scope.global();
+}
+
+/**
+ * Who the caller is in a task's action history: its credential's stable
+ * identity (`token:<id>`, `jwt:<subject>`) and, for a token, the name
+ * operators recognize (`token:ops-laptop`). A subject longer than the
+ * stores keep is cut, never refused: an action must not fail on its record.
+ */
+export function actorOf(principal: Principal): Actor {
+  const fit = (text: string): string => replaceNul(text).slice(0, ACTION_TEXT_LIMIT);
+  return { id: fit(principal.identity), name: principal.identity.startsWith('token:') ? fit(`token:${principal.name}`) : null };
+}
+
+/** An operator action's options from the caller: its scope and who it is. */
+export function actingAs(principal: Principal): { scope: Scope; actor: Actor } {
+  return { scope: scopeOf(principal), actor: actorOf(principal) };
 }
 
 const CREDENTIAL_ELSEWHERE = ['x-api-key', 'x-auth-token', 'api-key', 'x-tasklease-token'];

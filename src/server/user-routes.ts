@@ -9,10 +9,10 @@ import type { TaskStatus } from '../core/status.js';
 import type { Task } from '../core/task.js';
 import type { SubmitRequest } from '../client/submit.js';
 import { principalOf, type RouteSpec } from './routes.js';
-import { scopeOf } from './auth.js';
+import { actingAs, scopeOf } from './auth.js';
 import { idParams, listQuery, MAX_SUBMIT_BATCH, submitRequest, waitQuery } from './schemas.js';
 import { streamMyTasks, streamTask, type SseStreams } from './sse.js';
-import { taskView } from './task-view.js';
+import { actionView, taskView } from './task-view.js';
 
 type SubmitBody = Omit<SubmitRequest, 'availableAt' | 'deadlineAt'> & { availableAt?: string; deadlineAt?: string };
 
@@ -34,6 +34,8 @@ function toSubmitRequest(request: FastifyRequest, body: SubmitBody): SubmitReque
 const id = (request: FastifyRequest): string => (request.params as { id: string }).id;
 const view = (request: FastifyRequest, task: Task) => taskView(principalOf(request), task);
 const scope = (request: FastifyRequest) => ({ scope: scopeOf(principalOf(request)) });
+/** An action's options: the caller's scope, and the caller as its actor in the task's history. */
+const acting = (request: FastifyRequest) => actingAs(principalOf(request));
 const tags = ['tasks'];
 
 export function userRoutes(streams: SseStreams): RouteSpec[] {
@@ -123,7 +125,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
       tags,
       schema: { params: idParams },
       async handler(request, _reply, { client }) {
-        return { id: id(request), outcome: await client.requestCancellation(id(request), scope(request)) };
+        return { id: id(request), outcome: await client.requestCancellation(id(request), acting(request)) };
       },
     },
     {
@@ -135,7 +137,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
       tags,
       schema: { params: idParams },
       async handler(request, _reply, { client }) {
-        await client.pause(id(request), scope(request));
+        await client.pause(id(request), acting(request));
         return { id: id(request), status: 'PAUSED' };
       },
     },
@@ -148,8 +150,29 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
       tags,
       schema: { params: idParams },
       async handler(request, _reply, { client }) {
-        await client.resume(id(request), scope(request));
+        await client.resume(id(request), acting(request));
         return { id: id(request), status: 'QUEUED' };
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/v1/tasks/:id/actions',
+      access: 'user',
+      ownTask: true,
+      summary: 'What operators did to the task (pause, resume, cancel, retry, reschedule, dead-letter replay and archive), by whom, newest first',
+      tags,
+      schema: {
+        params: idParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
+        },
+      },
+      async handler(request, _reply, { client }) {
+        const { limit } = request.query as { limit: number };
+        const actions = await client.actions(id(request), { ...scope(request), limit });
+        return { actions: actions.map((action) => actionView(principalOf(request), action)) };
       },
     },
     {

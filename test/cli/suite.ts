@@ -4,7 +4,7 @@
  * unknown ids. sqlite.test.ts and postgres.test.ts run it.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Task } from '../../src/core/task.js';
@@ -274,6 +274,27 @@ export function cliSuite(target: CliTarget): void {
         const missing = await tl([command, UNKNOWN_ID]);
         expect([command, missing.code, missing.stderr]).toEqual([command, 3, `error NOT_FOUND: task "${UNKNOWN_ID}" not found\n`]);
       }
+    });
+
+    it('records its actions as the OS user and lists them with `actions`, oldest first', async () => {
+      const id = await submit('cli.echo', {}, '--delay', '1h');
+      await tl(['pause', id]);
+      await tl(['reschedule', id, '--at', '2031-05-01T08:00:00Z']);
+      await tl(['resume', id]);
+      const me = `cli:${userInfo().username}`;
+      const listed = await tl(['actions', id, '--json']);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.json<{ actions: Record<string, unknown>[] }>().actions.map((a) => [a.action, a.fromStatus, a.toStatus, a.actor, a.detail])).toEqual([
+        ['PAUSE', 'QUEUED', 'PAUSED', me, null],
+        ['RESCHEDULE', 'PAUSED', 'PAUSED', me, '2031-05-01T08:00:00.000Z'],
+        ['RESUME', 'PAUSED', 'QUEUED', me, null],
+      ]);
+      const table = (await tl(['actions', id])).stdout.split('\n');
+      expect(table[0]).toMatch(/^AT\s+ACTION\s+FROM\s+TO\s+BY\s+DETAIL/);
+      expect(table[1]).toMatch(new RegExp(`PAUSE\\s+QUEUED\\s+PAUSED\\s+${me}`));
+      expect((await tl(['actions', id, '--limit', '1', '--json'])).json<{ actions: { action: string }[] }>().actions.map((a) => a.action)).toEqual(['RESUME']);
+      const missing = await tl(['actions', UNKNOWN_ID]);
+      expect([missing.code, missing.stderr]).toEqual([3, `error NOT_FOUND: task "${UNKNOWN_ID}" not found\n`]);
     });
 
     it('cancels many, saying which could not be cancelled (exit 3 when one is unknown, 1 when one is finished)', async () => {

@@ -272,6 +272,53 @@ export function serverSuite(stores: ServerSuiteStores): void {
     });
   });
 
+  describe('operator actions on the task history', () => {
+    it('records who paused, resumed, cancelled and replayed: the caller\u2019s credential and token name; a user sees only its own', async () => {
+      const tokenIds = Object.fromEntries((await running.server.client.tokens.list()).map((t) => [t.name, t.id]));
+      const actor = (name: string) => ({ actor: `token:${tokenIds[name]}`, actorName: `token:${name}` });
+      const id = await aliceTask(running);
+      expect((await running.call('POST', `/api/v1/tasks/${id}/pause`, { as: 'alice' })).status).toBe(200);
+      expect((await running.call('POST', `${ADMIN_PREFIX}/${id}/resume`, { as: 'operator' })).status).toBe(200);
+      expect((await running.call('POST', `/api/v1/tasks/${id}/cancel`, { as: 'admin' })).status).toBe(200);
+      // A change that does not apply records nothing.
+      expect((await running.call('POST', `/api/v1/tasks/${id}/resume`, { as: 'alice' })).status).toBe(409);
+      const seen = await running.call('GET', `/api/v1/tasks/${id}/actions`, { as: 'operator' });
+      expect(seen.status).toBe(200);
+      const rows = (body: { actions: Record<string, unknown>[] }) =>
+        body.actions.map((a) => ({ action: a.action, from: a.fromStatus, to: a.toStatus, actor: a.actor, actorName: a.actorName }));
+      expect(rows(seen.body)).toEqual([
+        { action: 'CANCEL', from: 'QUEUED', to: 'CANCELLED', ...actor('test admin') },
+        { action: 'RESUME', from: 'PAUSED', to: 'QUEUED', ...actor('test operator') },
+        { action: 'PAUSE', from: 'QUEUED', to: 'PAUSED', ...actor('test alice') },
+      ]);
+      expect(Date.parse(seen.body.actions[0].at)).toBeGreaterThanOrEqual(Date.parse(seen.body.actions[2].at));
+      // Alice sees what was done and when, and who only for her own credential's action.
+      const hers = await running.call('GET', `/api/v1/tasks/${id}/actions?limit=10`, { as: 'alice' });
+      expect(rows(hers.body).map((r) => [r.action, r.actor, r.actorName])).toEqual([
+        ['CANCEL', null, null],
+        ['RESUME', null, null],
+        ['PAUSE', actor('test alice').actor, 'token:test alice'],
+      ]);
+      expect((await running.call('GET', `/api/v1/tasks/${id}/actions`, { as: 'bob' })).status).toBe(404);
+      expect((await running.call('GET', `/api/v1/tasks/${id}/actions?limit=0`, { as: 'operator' })).status).toBe(400);
+
+      const failed = await failedTask(running);
+      expect((await running.call('POST', `${ADMIN_PREFIX}/dead-letters/${failed.deadLetterId}/replay`, { as: 'operator' })).body.data.outcome).toBe('REPLAYED');
+      const replayed = await running.call('GET', `/api/v1/tasks/${failed.taskId}/actions`, { as: 'admin' });
+      expect(replayed.body.actions[replayed.body.actions.length - 1]).toMatchObject({
+        action: 'REPLAY',
+        fromStatus: 'FAILED',
+        toStatus: 'QUEUED',
+        detail: failed.deadLetterId,
+        ...actor('test operator'),
+      });
+      // The library's own calls are recorded as the client's actor.
+      const quiet = await aliceTask(running);
+      await running.server.client.pause(quiet);
+      expect((await running.server.client.actions(quiet)).map((a) => [a.action, a.actor])).toEqual([['PAUSE', 'library']]);
+    });
+  });
+
   describe('the admin API', () => {
     it('cleans archived dead letters older than the retention, never waiting ones', async () => {
       const archived = await failedTask(running);

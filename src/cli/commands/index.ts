@@ -3,6 +3,7 @@
  * this folder exporting a CliCommand, and one line here.
  */
 import type { CliCommand } from '../command.js';
+import { actionsCommand } from './actions.js';
 import { analyzeCommand } from './analyze.js';
 import { cancelCommand } from './cancel.js';
 import { cleanupCommand } from './cleanup.js';
@@ -34,6 +35,7 @@ export const COMMANDS: readonly CliCommand[] = [
   controlCommands,
   rescheduleCommand,
   diagnoseCommand,
+  actionsCommand,
   analyzeCommand,
   dlqCommand,
   cleanupCommand,
