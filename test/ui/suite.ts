@@ -121,6 +121,33 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await context.close();
     });
 
+    it('pauses then resumes a task from its page: both appear on its timeline, in time order, with who did them', async () => {
+      const client = rig.server.client;
+      const { task } = await client.submit('ui.quick', {}, { owner: 'alice', delayMs: 3_600_000 });
+      const adminToken = (await client.tokens.list()).find((t) => t.name === 'admin')!;
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
+      await page.getByRole('heading', { name: /ui\.quick/ }).waitFor();
+      await page.getByRole('button', { name: 'Pause' }).click();
+      await page.locator('h1 .badge', { hasText: 'PAUSED' }).waitFor();
+      await page.getByRole('button', { name: 'Resume' }).click();
+      await page.locator('h1 .badge', { hasText: 'QUEUED' }).waitFor();
+      const entries = page.locator('.timeline li');
+      await page.locator('.timeline [data-action="RESUME"]').waitFor();
+      const texts = (await entries.allTextContents()).map((text) => text.replace(/^.*?\s(?=submitted|paused|resumed)/, ''));
+      expect(texts).toEqual(['submitted', 'paused by token:admin', 'resumed by token:admin']);
+      expect(await page.locator('.timeline [data-action="PAUSE"] [data-actor]').getAttribute('title')).toBe(`token:${adminToken.id}`);
+      await shoot(page, `${name}-task-actions`);
+      await context.close();
+      // The owner sees what was done and when, not which operator did it.
+      const user = await rig.open(rig.tokens.alice);
+      await user.page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
+      await user.page.locator('.timeline [data-action="RESUME"]').waitFor();
+      expect(await user.page.locator('.timeline [data-action]').allTextContents()).toEqual(['paused', 'resumed']);
+      await user.context.close();
+      await client.requestCancellation(task.id);
+    });
+
     it('one search box: an idempotency key lists its tasks (even a key shaped like an id), a task id opens the task', async () => {
       const client = rig.server.client;
       const idShapedKey = randomUUID();

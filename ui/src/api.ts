@@ -64,6 +64,16 @@ export interface Attempt {
   outcome: string | null;
   errorCode: string | null;
 }
+/** An operator's action on a task (GET /api/v1/tasks/:id/actions); a user sees the actor of its own actions only. */
+export interface TaskAction {
+  action: 'PAUSE' | 'RESUME' | 'CANCEL' | 'RETRY' | 'RESCHEDULE' | 'REPLAY' | 'ARCHIVE';
+  fromStatus: TaskStatus | null;
+  toStatus: TaskStatus | null;
+  actor: string | null;
+  actorName: string | null;
+  detail: string | null;
+  at: string;
+}
 export interface Failure {
   attempt: number;
   errorCode: string;

@@ -1,10 +1,11 @@
 /**
  * One task: a live progress bar and status (Server-Sent Events from
- * /api/v1/tasks/:id/events), its timeline, attempts and lease and the
+ * /api/v1/tasks/:id/events), its timeline (submit, attempts, and what
+ * operators did, by whom: /api/v1/tasks/:id/actions), attempts and lease and the
  * diagnose verdict (operators), and the actions its status and the caller's
  * role allow.
  */
-import { admin, api, isOperator, type Attempt, type Diagnosis, type Me, type Progress, type Task, type UniqueHold } from '../api.js';
+import { admin, api, isOperator, type Attempt, type Diagnosis, type Me, type Progress, type Task, type TaskAction, type UniqueHold } from '../api.js';
 import { clear, confirmAction, duration, every, guarded, h, notify, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
 
@@ -99,8 +100,24 @@ function attemptEnd(a: Attempt): string {
   return `attempt ${a.attempt} ended ${a.outcome ?? ''}${a.errorCode ? ` (${a.errorCode})` : ''}`;
 }
 
-function timeline(task: Task, diagnosis: Diagnosis | null): HTMLElement {
-  const events: [string, string][] = [[task.createdAt, 'submitted']];
+/** An operator's action in words, with who did it (the token's name when it has one; its stable id on hover). */
+function actionEntry(a: TaskAction): HTMLElement {
+  const words: Record<TaskAction['action'], string> = {
+    PAUSE: 'paused',
+    RESUME: 'resumed',
+    CANCEL: a.toStatus === 'CANCEL_REQUESTED' ? 'cancel requested' : 'cancelled',
+    RETRY: 'retried with a fresh attempt cycle',
+    RESCHEDULE: `rescheduled to ${a.detail ? when(a.detail) : '?'}`,
+    REPLAY: 'dead letter replayed',
+    ARCHIVE: 'dead letter archived',
+  };
+  const by = a.actor === null ? null : h('span', { class: 'mono', 'data-actor': a.actor, title: a.actor }, a.actorName ?? a.actor);
+  return h('span', { 'data-action': a.action }, words[a.action], by ? [' by ', by] : null);
+}
+
+function timeline(task: Task, diagnosis: Diagnosis | null, actions: readonly TaskAction[]): HTMLElement {
+  const events: [string, string | HTMLElement][] = [[task.createdAt, 'submitted']];
+  for (const a of actions) events.push([a.at, actionEntry(a)]);
   for (const a of diagnosis?.attempts ?? []) {
     events.push([a.startedAt, `attempt ${a.attempt} started on ${a.workerId}`]);
     if (a.finishedAt) events.push([a.finishedAt, attemptEnd(a)]);
@@ -156,6 +173,7 @@ export const taskPage: Page = (root, { me, path }) => {
   const id = path[1]!;
   let task: Task | null = null;
   let diagnosis: Diagnosis | null = null;
+  let history: TaskAction[] = [];
   const header = h('div', { class: 'row spread' });
   const progress = h('section', { class: 'card', 'aria-label': 'Progress' });
   const actions = h('div', { class: 'row actions', role: 'group', 'aria-label': 'Actions' });
@@ -202,7 +220,7 @@ export const taskPage: Page = (root, { me, path }) => {
     clear(
       details,
       h('section', { class: 'card' }, h('h2', {}, 'Details'), facts(task, diagnosis)),
-      h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis)),
+      h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis, history)),
       diagnosis
         ? h(
             'section',
@@ -226,6 +244,7 @@ export const taskPage: Page = (root, { me, path }) => {
   };
   const refresh = async (): Promise<void> => {
     task = await api<Task>('GET', `/api/v1/tasks/${id}`);
+    history = (await api<{ actions: TaskAction[] }>('GET', `/api/v1/tasks/${id}/actions`)).actions;
     if (isOperator(me)) diagnosis = await admin<Diagnosis>('GET', `/${id}/diagnose`);
     draw();
   };
