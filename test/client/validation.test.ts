@@ -136,6 +136,15 @@ describe('bad worker and client options fail at start, naming the field', () => 
     expect((error as Error).message).toContain(`"${field}"`);
   });
 
+  it('an actor for the action history: a string or { id, name } of 1 to 255 characters without NUL', async () => {
+    expect(() => createClient({ store, tasks: [], actor: '' })).toThrow(ValidationError);
+    expect(() => createClient({ store, tasks: [], actor: { id: 'x'.repeat(256) } })).toThrow(/actor\.id/);
+    expect(() => createClient({ store, tasks: [], actor: { id: 'ops', name: 'a\u0000b' } })).toThrow(/NUL/);
+    expect(createClient({ store, tasks: [], actor: 'deploy-bot' }).actor).toEqual({ id: 'deploy-bot', name: null });
+    expect(createClient({ store, tasks: [] }).actor).toEqual({ id: 'library', name: null });
+    await expect(createClient({ store, tasks: [] }).pause('no-such-task', { actor: { id: '' } })).rejects.toThrow(ValidationError);
+  });
+
   it('a worker needs handlers, a client valid limits', () => {
     expect(() => createWorker({ store, tasks: [] })).toThrow(/tasks/);
     expect(() => createWorker({ store, tasks: [defineTask({ type: 'contract-only' })] })).toThrow(/execute/);
