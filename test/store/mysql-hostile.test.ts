@@ -98,10 +98,12 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       expect((await store.listTasks({ scope: scopeOf(text), taskType: text, cursor: text, limit: 5 })).tasks).toEqual([]);
       expect(await store.changeStatus({ ids: [text], scope: G, from: ['QUEUED'], to: 'PAUSED' })).toEqual([{ id: text, applied: false, status: null }]);
       expect(await store.listFailures({ taskId: text })).toEqual([]);
+      expect(await store.listTaskActions({ taskId: text })).toEqual([]);
     }
     const tables = await database.query(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name`);
     expect(tables.map((t) => t.name)).toEqual([
       'system_async_task',
+      'system_async_task_action',
       'system_async_task_api_token',
       'system_async_task_attempt',
       'system_async_task_dead_letter',

@@ -120,6 +120,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
     ]);
     expect(tables.map((t) => t.table_name)).toEqual([
       'system_async_task',
+      'system_async_task_action',
       'system_async_task_api_token',
       'system_async_task_attempt',
       'system_async_task_awaited',
