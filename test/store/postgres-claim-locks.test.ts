@@ -15,7 +15,7 @@ import { CLAIM_SLOTS, claimArgs, SLOT_TASKS } from '../../src/store/postgres/cla
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { AttemptOutcome, ClaimParams } from '../../src/store/types.js';
 import { describeOnServer } from '../helpers/factory.js';
-import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
+import { createTestSchema, PG_URL, postgresAvailable, sampleLeases, type TestSchema } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait.js';
 import { claimParams, leaseOf, newTask } from './fixtures.js';
 
@@ -116,22 +116,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: claim locks per limit sco
     });
     const total = 3000;
     await store.insertTasks({ tasks: Array.from({ length: total }, (_, i) => newTask({ taskType: i % 3 === 0 ? 'lb' : 'la' })) });
-    let done = false;
-    let samples = 0;
-    let highest = 0;
-    const violations: string[] = [];
-    const sampler = (async () => {
-      while (!done) {
-        const rows = await schema.query<{ task_type: string; n: number }>(
-          `SELECT task_type, count(*)::int AS n FROM "${schema.name}".system_async_task WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`,
-        );
-        const sum = rows.reduce((acc, row) => acc + row.n, 0);
-        const la = rows.find((row) => row.task_type === 'la')?.n ?? 0;
-        highest = Math.max(highest, sum);
-        if (sum > globalCap || la > laCap) violations.push(JSON.stringify(rows));
-        samples += 1;
-      }
-    })();
+    const sampler = sampleLeases(schema, { global: globalCap, perType: { la: laCap } });
     let completed = 0;
     await Promise.all(
       stores.map(async (s, i) => {
@@ -152,8 +137,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: claim locks per limit sco
         }
       }),
     );
-    done = true;
-    await sampler;
+    const { violations, samples, highest } = await sampler.stop();
     expect(violations).toEqual([]);
     expect(samples).toBeGreaterThan(10);
     // The caps were reached: the edge was crossed both ways.
