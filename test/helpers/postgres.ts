@@ -179,3 +179,34 @@ export function sharedPostgresStore(poolSize = 2): () => { store: PostgresStore;
   });
   return () => ({ store: store!, schema: schema! });
 }
+
+/**
+ * Samples the leased rows of a test schema in a loop until stopped: every
+ * sample whose total exceeds `global` or a type's count exceeds its cap in
+ * `perType` is a violation (the samplers that prove limits are invariants).
+ */
+export function sampleLeases(schema: TestSchema, caps: { global: number; perType: Record<string, number> }) {
+  let done = false;
+  let samples = 0;
+  let highest = 0;
+  const violations: string[] = [];
+  const loop = (async () => {
+    while (!done) {
+      const rows = await schema.query<{ task_type: string; n: number }>(
+        `SELECT task_type, count(*)::int AS n FROM "${schema.name}".system_async_task WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`,
+      );
+      const sum = rows.reduce((acc, row) => acc + row.n, 0);
+      highest = Math.max(highest, sum);
+      const over = Object.entries(caps.perType).some(([type, cap]) => (rows.find((row) => row.task_type === type)?.n ?? 0) > cap);
+      if (sum > caps.global || over) violations.push(JSON.stringify(rows));
+      samples += 1;
+    }
+  })();
+  return {
+    async stop(): Promise<{ violations: string[]; samples: number; highest: number }> {
+      done = true;
+      await loop;
+      return { violations, samples, highest };
+    },
+  };
+}

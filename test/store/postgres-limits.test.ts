@@ -9,7 +9,7 @@ import { describeOnServer } from '../helpers/factory.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { AttemptOutcome } from '../../src/store/types.js';
-import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
+import { createTestSchema, PG_URL, postgresAvailable, sampleLeases, type TestSchema } from '../helpers/postgres.js';
 import { claimParams, leaseOf, newTask } from './fixtures.js';
 
 const available = await postgresAvailable('test/store/postgres-limits.test.ts');
@@ -65,21 +65,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: limits hold under concurr
     await store.savePolicy({ policy: { policyKey: 'TYPE:la', taskType: 'la', maxConcurrency: 3, maxAttempts: null, retryBaseDelayMs: null, enabled: true } });
     const total = 300;
     await store.insertTasks({ tasks: Array.from({ length: total }, (_, i) => newTask({ taskType: TYPES[i % 2]! })) });
-    let done = false;
-    let samples = 0;
-    const violations: string[] = [];
-    const sampler = (async () => {
-      while (!done) {
-        const rows = await schema.query<{ task_type: string; n: number }>(
-          `SELECT task_type, count(*)::int AS n FROM "${schema.name}".system_async_task WHERE status IN ('RUNNING','CANCEL_REQUESTED') GROUP BY task_type`,
-        );
-        const sum = rows.reduce((acc, row) => acc + row.n, 0);
-        const la = rows.find((row) => row.task_type === 'la')?.n ?? 0;
-        const lb = rows.find((row) => row.task_type === 'lb')?.n ?? 0;
-        if (sum > 5 || la > 3 || lb > 3) violations.push(JSON.stringify(rows));
-        samples += 1;
-      }
-    })();
+    const sampler = sampleLeases(schema, { global: 5, perType: { la: 3, lb: 3 } });
     let completed = 0;
     await Promise.all(
       stores.map(async (s, i) => {
@@ -101,8 +87,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: limits hold under concurr
         }
       }),
     );
-    done = true;
-    await sampler;
+    const { violations, samples } = await sampler.stop();
     expect(violations).toEqual([]);
     expect(samples).toBeGreaterThan(10);
     expect((await store.countByStatus({ scope: Scope.global() })).SUCCESS).toBe(total);

@@ -2,14 +2,37 @@
  * The claim: one round trip, many rows.
  *
  * Limits are invariants, so counting leased rows and claiming must be
- * serialized across every process. A single SQL statement cannot do that:
- * its snapshot is taken before any lock it asks for, so it could count rows
- * that a concurrent claimer has already replaced. The claim therefore lives
- * in a PL/pgSQL function (installed by migrate()): it takes a transaction
- * advisory lock keyed by the schema, and only then runs its counting and
- * claiming query, which — the function being VOLATILE under READ COMMITTED —
- * gets a fresh snapshot that sees every claim committed before the lock was
- * granted. The lock lasts for the one-statement transaction (milliseconds).
+ * serialized across every process where a limit can bind. A single SQL
+ * statement cannot do that: its snapshot is taken before any lock it asks
+ * for, so it could count rows that a concurrent claimer has already
+ * replaced. The claim therefore lives in a PL/pgSQL function (installed by
+ * migrate()): it takes transaction advisory locks, and only then runs its
+ * counting and claiming query, which — the function being VOLATILE under
+ * READ COMMITTED — gets a fresh snapshot that sees every claim committed
+ * before the locks were granted. The locks last for the one-statement
+ * transaction (milliseconds).
+ *
+ * Locks per limit scope. Each limit scope — the schema (the global limit)
+ * and each task type — has a lock, taken either alone (exclusive) or side by
+ * side (shared) plus one of its CLAIM_SLOTS slot locks. Side by side, a claim
+ * takes at most SLOT_TASKS tasks and counts the scope's limit as lowered by
+ * what the other slots may take ((CLAIM_SLOTS − 1) × SLOT_TASKS), so that
+ * the scope's leases plus everything the claims in its slots may add never
+ * exceed the limit: at most CLAIM_SLOTS claims are side by side, each within
+ * SLOT_TASKS, and each counted the leases after its slot was granted. A claim
+ * alone waits for every side-by-side claim of its scope to commit, and
+ * counts exactly. A claim goes side by side only where the limit cannot bind
+ * — the scope's leases (read before any lock) plus CLAIM_SLOTS × SLOT_TASKS
+ * stay within it — and asks for at most SLOT_TASKS; otherwise (and whenever
+ * owners are in play, whose scopes are known only once rows are picked) it
+ * takes the schema's lock alone, which serializes it with every claim of the
+ * schema, as every claim was before. Locks are taken in one order (the
+ * schema, its slot, then the types by name with their slots): no deadlock.
+ * So with the seed's limits (20 global) claims take turns as before, and
+ * with limits far above the running tasks (a large fleet, issue 24) claims
+ * of any types run side by side, claims near one type's limit take turns
+ * only with that type's. Processes of earlier releases take the schema's
+ * lock alone: they exclude, and wait for, the side-by-side claims.
  *
  * Inside, each type with room is asked for at most min(its room, global
  * room) rows through the per-type partial claim index with FOR UPDATE SKIP
@@ -78,11 +101,33 @@ export function claimArgs(params: ClaimParams, asyncCommit: boolean): unknown[] 
 }
 export const CLAIM_ARG_COUNT = 11;
 
+/**
+ * Claims that cannot break a limit run side by side (see "Locks per limit
+ * scope" above): at most SLOTS of them per scope at once, each taking at
+ * most SLOT_TASKS tasks, and only while the scope's count leaves room for
+ * all of them.
+ */
+export const CLAIM_SLOTS = 16;
+export const SLOT_TASKS = 16;
+
 export function claimFunctionSql(ctx: PgContext): string {
   const { task, policy } = ctx.tables;
   // The schema name passed checkSchemaName (letters, digits, underscore), so it is safe as a literal here.
-  const lockKey = `hashtextextended('${CLAIM_LOCK_SCOPE}${ctx.schemaName}', 0)`;
+  const scope = `'${CLAIM_LOCK_SCOPE}${ctx.schemaName}'`;
+  const lockKey = `hashtextextended(${scope}, 0)`;
+  const reserve = CLAIM_SLOTS * SLOT_TASKS;
   return `
+CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_claim_slot(p_scope text) RETURNS void LANGUAGE plpgsql VOLATILE AS $slot$
+DECLARE
+  v_start integer := floor(random() * ${CLAIM_SLOTS})::integer;
+BEGIN
+  -- One of the scope's slots: the first free one from a random start, else wait for the start's.
+  FOR i IN 0..${CLAIM_SLOTS - 1} LOOP
+    IF pg_try_advisory_xact_lock(hashtextextended(p_scope || '#' || ((v_start + i) % ${CLAIM_SLOTS}), 0)) THEN RETURN; END IF;
+  END LOOP;
+  PERFORM pg_advisory_xact_lock(hashtextextended(p_scope || '#' || v_start, 0));
+END
+$slot$;
 CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_claim(
   p_worker text, p_types text[], p_limit integer, p_lease_ms double precision, p_global integer, p_type_cap integer,
   p_live_ms double precision, p_owner_cap integer, p_fair_owners boolean, p_token text, p_async_commit boolean
@@ -93,16 +138,55 @@ DECLARE
   v_now timestamptz;
   v_global_cap integer;
   v_global_enabled boolean;
+  v_owners boolean;
+  v_limit integer := p_limit;
+  -- Side by side (shared locks): what the other claims in a scope's slots may take, counted as taken.
+  v_global_reserve integer := 0;
+  v_shared_types text[] := '{}';
+  v_type text;
+  v_cap integer;
+  v_leased bigint;
 BEGIN
-  -- Serialize count + claim with every other claimer of this schema (see claim.ts).
-  PERFORM pg_advisory_xact_lock(${lockKey});
+  SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = ${GLOBAL_POLICY_SQL};
+  IF v_global_enabled IS FALSE THEN RETURN; END IF;
+  v_global_cap := COALESCE(v_global_cap, p_global);
+  v_owners := p_fair_owners OR p_owner_cap IS NOT NULL OR EXISTS (SELECT 1 FROM ${policy} WHERE starts_with(policy_key, ${OWNER_PREFIX_SQL}));
+  -- Serialize count + claim with every other claimer of this schema (see claim.ts) — unless no limit can bind.
+  IF v_owners OR p_limit > ${SLOT_TASKS} OR v_global_cap < ${reserve}
+    OR (SELECT count(*) FROM ${task} l WHERE l.status IN ${LEASED_SQL}) + ${reserve} > v_global_cap THEN
+    PERFORM pg_advisory_xact_lock(${lockKey});
+  ELSE
+    PERFORM pg_advisory_xact_lock_shared(${lockKey});
+    PERFORM ${ctx.schema}.tasklease_claim_slot(${scope});
+    v_limit := LEAST(p_limit, ${SLOT_TASKS});
+    v_global_reserve := ${reserve - SLOT_TASKS};
+    -- Each type in name order (every claimer locks in one order: no deadlock): side by side where its limit
+    -- cannot bind, else alone among the claims of that type.
+    FOR v_type, v_cap, v_leased IN
+      SELECT w.task_type, COALESCE(p.max_concurrency, p_type_cap),
+        (SELECT count(*) FROM ${task} l WHERE l.task_type = w.task_type AND l.status IN ${LEASED_SQL})
+      FROM (SELECT DISTINCT unnest(p_types) AS task_type) w
+      LEFT JOIN ${policy} p ON p.policy_key = ${TYPE_POLICY_PREFIX_SQL} || w.task_type
+      WHERE p.enabled IS NOT FALSE ORDER BY w.task_type
+    LOOP
+      IF v_cap >= ${reserve} AND v_leased + ${reserve} <= v_cap THEN
+        PERFORM pg_advisory_xact_lock_shared(hashtextextended(${scope} || ':' || v_type, 0));
+        PERFORM ${ctx.schema}.tasklease_claim_slot(${scope} || ':' || v_type);
+        v_shared_types := v_shared_types || v_type;
+      ELSE
+        PERFORM pg_advisory_xact_lock(hashtextextended(${scope} || ':' || v_type, 0));
+      END IF;
+    END LOOP;
+  END IF;
+  -- Read again under the locks: a policy saved while this claim waited applies to it.
+  SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = ${GLOBAL_POLICY_SQL};
+  IF v_global_enabled IS FALSE THEN RETURN; END IF;
+  v_global_cap := COALESCE(v_global_cap, p_global);
   -- Local to this transaction (no SET clause on the function for it, so it outlives the call): see claim.ts.
   IF p_async_commit THEN PERFORM set_config('synchronous_commit', 'off', true); END IF;
   -- After the wait: a lease must last leaseMs from when it is granted.
   v_now := clock_timestamp();
-  SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = ${GLOBAL_POLICY_SQL};
-  IF v_global_enabled IS FALSE THEN RETURN; END IF;
-  IF p_fair_owners OR p_owner_cap IS NOT NULL OR EXISTS (SELECT 1 FROM ${policy} WHERE starts_with(policy_key, ${OWNER_PREFIX_SQL})) THEN
+  IF v_owners THEN
     RETURN QUERY ${ownersQuery(ctx)};
   ELSE
     RETURN QUERY ${plainQuery(ctx)};
@@ -134,7 +218,7 @@ function roomsSql(ctx: PgContext): string {
     FROM ${task} l WHERE l.status IN ${LEASED_SQL} GROUP BY l.task_type
   ),
   global_room AS MATERIALIZED (
-    SELECT GREATEST(0, LEAST(p_limit, COALESCE(v_global_cap, p_global) - COALESCE((SELECT sum(n) FROM leased), 0))) AS n
+    SELECT GREATEST(0, LEAST(v_limit, v_global_cap - v_global_reserve - COALESCE((SELECT sum(n) FROM leased), 0))) AS n
   ),
   live AS MATERIALIZED (
     -- The live workers of each type (the registry, refreshed every heartbeat): the fair share's divisor.
@@ -145,7 +229,7 @@ function roomsSql(ctx: PgContext): string {
   ),
   wanted AS (
     SELECT w.task_type,
-      ${typeShareSql('COALESCE(p.max_concurrency, p_type_cap)', 'COALESCE(leased.n, 0)::integer', 'COALESCE(leased.mine, 0)::integer', 'COALESCE(live.n, 0)')} AS room
+      ${typeShareSql(`(COALESCE(p.max_concurrency, p_type_cap) - CASE WHEN w.task_type = ANY (v_shared_types) THEN ${CLAIM_SLOTS * SLOT_TASKS - SLOT_TASKS} ELSE 0 END)`, 'COALESCE(leased.n, 0)::integer', 'COALESCE(leased.mine, 0)::integer', 'COALESCE(live.n, 0)')} AS room
     FROM (SELECT DISTINCT unnest(p_types) AS task_type) w
     LEFT JOIN ${policy} p ON p.policy_key = ${TYPE_POLICY_PREFIX_SQL} || w.task_type
     LEFT JOIN leased ON leased.task_type = w.task_type
