@@ -6,7 +6,7 @@
  * declaration: each contract method is then wrapped, on the prototype, so
  * that no dialect repeats these lines in its thirty methods.
  */
-import { StoreClosedError } from '../core/errors.js';
+import { StoreClosedError, ValidationError } from '../core/errors.js';
 import { TaskStatus } from '../core/status.js';
 import { LocalBus } from './local-bus.js';
 import { pingLocal, watchLocal } from './outcome-watch.js';
@@ -27,6 +27,33 @@ const EMPTY_ANSWERS: { [M in Method]?: (params: Params<M>) => Answer<M> | undefi
   replayDeadLetters: (p) => (p.ids.length === 0 ? [] : undefined),
   archiveDeadLetters: (p) => (p.ids.length === 0 ? 0 : undefined),
 };
+
+/**
+ * Inputs checked before any dialect sees them (the Store is public: a
+ * producer other than our client may call it). Payload text must be one
+ * JSON value — refused as VALIDATION otherwise, writing nothing; text that
+ * carries a lone surrogate (valid to JSON.parse, not to every database's
+ * encoding) is stored as the same value with the surrogate escaped.
+ */
+const CHECKED_INPUTS: { [M in Method]?: (params: Params<M>) => Params<M> } = {
+  insertTasks: (p) => (p.tasks.every((task) => isJsonText(task.payloadJson)) ? p : { ...p, tasks: p.tasks.map(jsonTextOf) }),
+};
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** True when the text is one JSON value as it should be stored; throws VALIDATION when it is not JSON at all. */
+function isJsonText(text: string): boolean {
+  try {
+    JSON.parse(text);
+  } catch (error) {
+    throw new ValidationError(`payload is not JSON text (${(error as Error).message}): ${JSON.stringify(text.slice(0, 80))}`, 'payload');
+  }
+  return !LONE_SURROGATE.test(text);
+}
+
+function jsonTextOf<T extends { payloadJson: string }>(task: T): T {
+  return isJsonText(task.payloadJson) ? task : { ...task, payloadJson: JSON.stringify(JSON.parse(task.payloadJson)) };
+}
 
 const WAKE_ALL: StoreEvent = Object.freeze({ kind: 'submitted', taskTypes: Object.freeze([]) as readonly string[] });
 
@@ -175,8 +202,10 @@ function guardedAsync(name: Method, original: (...args: unknown[]) => unknown) {
   const empty = EMPTY_ANSWERS[name] as ((params: unknown) => unknown) | undefined;
   const wakeups = WAKEUPS[name] as ((answer: unknown) => StoreEvent[]) | undefined;
   const endsTasks = ENDS_TASKS[name] as ((answer: unknown) => boolean) | undefined;
+  const checked = CHECKED_INPUTS[name] as ((params: unknown) => unknown) | undefined;
   return async function (this: Guarded, ...args: unknown[]): Promise<unknown> {
     if (this.closed) throw new StoreClosedError(this.storeName, name);
+    if (checked) args = [checked(args[0]), ...args.slice(1)];
     const shortCut = empty?.(args[0]);
     if (shortCut !== undefined) return shortCut;
     let answer: unknown;

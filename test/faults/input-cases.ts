@@ -12,8 +12,12 @@
  *   SQL, quotes, dollar quotes, or 10,000 characters: stored verbatim and run
  *   by their exact type, or refused with a typed error; the schema intact.
  *
- * Payload text that is not JSON handed to the store itself is
- * pending/malformed-json.test.ts (it fails today).
+ * - Payload text that is not JSON handed to the store itself (the Store is
+ *   public): refused as VALIDATION, nothing written, claims unharmed (store/
+ *   base.ts). Before the fix PostgreSQL wrote the row and then threw a bare
+ *   SyntaxError, and every later claim and listing of the type threw on it;
+ *   SQLite and MySQL refused it as STORE_UNAVAILABLE, which reads as
+ *   transient; SQLite kept a raw lone surrogate as U+FFFD.
  */
 import { expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
@@ -21,6 +25,7 @@ import { defineTask } from '../../src/core/definition.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Task } from '../../src/core/task.js';
 import { waitFor } from '../helpers/wait.js';
+import { allTasks } from './invariants.js';
 import { startTestServer, type Answer } from '../server/harness.js';
 import { FAULT_PAYLOAD_SCHEMA } from './fault-payload.js';
 import { TIMING, type FaultEnvironment } from './environment.js';
@@ -155,6 +160,52 @@ export function inputFaultCases(env: () => FaultEnvironment): void {
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [] }); // I5: the FAILED task has its dead letter
     await worker.stop();
   }, 90_000);
+
+  it('payload text that is not JSON (truncated, raw NUL, raw lone surrogate) given to the store: refused as VALIDATION, nothing written, claims unharmed', async () => {
+    const worker = env().worker('notjson-a', ['work'], { concurrency: 4 });
+    await worker.until('ready');
+    const texts = ['{"a": ', 'hello', '{"s": "raw \u0000 NUL"}', '{"s": "raw \ud800 surrogate"}'];
+    // Each must be refused as VALIDATION, writing nothing — or, where the text still means one JSON value (a raw lone
+    // surrogate is a code unit JSON.parse takes), kept as that value.
+    const wrong: string[] = [];
+    for (const text of texts) {
+      const before = await taskCount(env());
+      const result = await env()
+        .submitJson('work', [text])
+        .then(
+          (ids) => ({ ids, error: null }),
+          (error: Error & { code?: string }) => ({ ids: [] as string[], error }),
+        );
+      const what = JSON.stringify(text);
+      if (result.error) {
+        if (result.error.code !== 'VALIDATION')
+          wrong.push(`${what}: refused as ${result.error.code ?? result.error.constructor.name}: ${result.error.message}`);
+        if ((await taskCount(env())) !== before) wrong.push(`${what}: refused, yet written`);
+        continue;
+      }
+      const meant = (() => {
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          return undefined;
+        }
+      })();
+      const task = await env()
+        .store.getTask({ id: result.ids[0]!, scope: G })
+        .catch((error: Error) => error);
+      const read = task instanceof Error ? `throws ${task.message}` : JSON.stringify(task!.payload);
+      if (meant === undefined || task instanceof Error || JSON.stringify(task!.payload) !== JSON.stringify(meant))
+        wrong.push(`${what}: stored, read back ${read}`);
+    }
+    // Whatever was written, the worker still claims and runs the type, and reads of every task still answer.
+    const [plain] = await env().submit('work', [{ ms: 5 }]);
+    await worker
+      .until('completed', SETTLE_MS, plain)
+      .catch(() => wrong.push(`a plain task of the type did not run: ${JSON.stringify(worker.events.slice(-3))}`));
+    await allTasks(env().store).catch((error: Error) => wrong.push(`listing the tasks throws: ${error.message}`));
+    expect(wrong).toEqual([]);
+    await worker.stop();
+  }, 60_000);
 
   it('hostile task types, owners and idempotency keys: stored verbatim and run by their exact type, or refused typed; the schema intact', async () => {
     const tables = await env().target.tables.tableNames();
