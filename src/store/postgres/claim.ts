@@ -110,6 +110,17 @@ export const CLAIM_ARG_COUNT = 11;
 export const CLAIM_SLOTS = 16;
 export const SLOT_TASKS = 16;
 
+/** One of a scope's slots (`scope`: a text expression): the first free one from a random start, else wait for the start's. */
+function slotSql(scope: string): string {
+  return `v_start := floor(random() * ${CLAIM_SLOTS})::integer;
+    v_slotted := false;
+    FOR i IN 0..${CLAIM_SLOTS - 1} LOOP
+      v_slotted := pg_try_advisory_xact_lock(hashtextextended(${scope} || '#' || ((v_start + i) % ${CLAIM_SLOTS}), 0));
+      EXIT WHEN v_slotted;
+    END LOOP;
+    IF NOT v_slotted THEN PERFORM pg_advisory_xact_lock(hashtextextended(${scope} || '#' || v_start, 0)); END IF;`;
+}
+
 export function claimFunctionSql(ctx: PgContext): string {
   const { task, policy } = ctx.tables;
   // The schema name passed checkSchemaName (letters, digits, underscore), so it is safe as a literal here.
@@ -117,17 +128,6 @@ export function claimFunctionSql(ctx: PgContext): string {
   const lockKey = `hashtextextended(${scope}, 0)`;
   const reserve = CLAIM_SLOTS * SLOT_TASKS;
   return `
-CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_claim_slot(p_scope text) RETURNS void LANGUAGE plpgsql VOLATILE AS $slot$
-DECLARE
-  v_start integer := floor(random() * ${CLAIM_SLOTS})::integer;
-BEGIN
-  -- One of the scope's slots: the first free one from a random start, else wait for the start's.
-  FOR i IN 0..${CLAIM_SLOTS - 1} LOOP
-    IF pg_try_advisory_xact_lock(hashtextextended(p_scope || '#' || ((v_start + i) % ${CLAIM_SLOTS}), 0)) THEN RETURN; END IF;
-  END LOOP;
-  PERFORM pg_advisory_xact_lock(hashtextextended(p_scope || '#' || v_start, 0));
-END
-$slot$;
 CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_claim(
   p_worker text, p_types text[], p_limit integer, p_lease_ms double precision, p_global integer, p_type_cap integer,
   p_live_ms double precision, p_owner_cap integer, p_fair_owners boolean, p_token text, p_async_commit boolean
@@ -143,45 +143,54 @@ DECLARE
   -- Side by side (shared locks): what the other claims in a scope's slots may take, counted as taken.
   v_global_reserve integer := 0;
   v_shared_types text[] := '{}';
+  v_leased_total bigint;
+  v_leased_types text[];
+  v_leased_counts bigint[];
   v_type text;
   v_cap integer;
-  v_leased bigint;
+  v_start integer;
+  v_slotted boolean;
 BEGIN
-  SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = ${GLOBAL_POLICY_SQL};
+  SELECT g.max_concurrency, g.enabled,
+    p_fair_owners OR p_owner_cap IS NOT NULL OR EXISTS (SELECT 1 FROM ${policy} o WHERE starts_with(o.policy_key, ${OWNER_PREFIX_SQL}))
+  INTO v_global_cap, v_global_enabled, v_owners
+  FROM (SELECT 1) one LEFT JOIN ${policy} g ON g.policy_key = ${GLOBAL_POLICY_SQL};
   IF v_global_enabled IS FALSE THEN RETURN; END IF;
   v_global_cap := COALESCE(v_global_cap, p_global);
-  v_owners := p_fair_owners OR p_owner_cap IS NOT NULL OR EXISTS (SELECT 1 FROM ${policy} WHERE starts_with(policy_key, ${OWNER_PREFIX_SQL}));
+  IF NOT (v_owners OR p_limit > ${SLOT_TASKS} OR v_global_cap < ${reserve}) THEN
+    -- The leases by type, read before any lock: whether a limit can bind.
+    SELECT COALESCE(sum(c.n), 0), array_agg(c.task_type), array_agg(c.n) INTO v_leased_total, v_leased_types, v_leased_counts
+    FROM (SELECT l.task_type, count(*) AS n FROM ${task} l WHERE l.status IN ${LEASED_SQL} GROUP BY l.task_type) c;
+  END IF;
   -- Serialize count + claim with every other claimer of this schema (see claim.ts) — unless no limit can bind.
-  IF v_owners OR p_limit > ${SLOT_TASKS} OR v_global_cap < ${reserve}
-    OR (SELECT count(*) FROM ${task} l WHERE l.status IN ${LEASED_SQL}) + ${reserve} > v_global_cap THEN
+  IF v_leased_total IS NULL OR v_leased_total + ${reserve} > v_global_cap THEN
     PERFORM pg_advisory_xact_lock(${lockKey});
+    -- Read again under the lock: a policy saved while this claim waited applies to it.
+    SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = ${GLOBAL_POLICY_SQL};
+    IF v_global_enabled IS FALSE THEN RETURN; END IF;
+    v_global_cap := COALESCE(v_global_cap, p_global);
   ELSE
     PERFORM pg_advisory_xact_lock_shared(${lockKey});
-    PERFORM ${ctx.schema}.tasklease_claim_slot(${scope});
+    ${slotSql(scope)}
     v_limit := LEAST(p_limit, ${SLOT_TASKS});
     v_global_reserve := ${reserve - SLOT_TASKS};
     -- Each type in name order (every claimer locks in one order: no deadlock): side by side where its limit
     -- cannot bind, else alone among the claims of that type.
-    FOR v_type, v_cap, v_leased IN
-      SELECT w.task_type, COALESCE(p.max_concurrency, p_type_cap),
-        (SELECT count(*) FROM ${task} l WHERE l.task_type = w.task_type AND l.status IN ${LEASED_SQL})
+    FOR v_type, v_cap IN
+      SELECT w.task_type, COALESCE(p.max_concurrency, p_type_cap)
       FROM (SELECT DISTINCT unnest(p_types) AS task_type) w
       LEFT JOIN ${policy} p ON p.policy_key = ${TYPE_POLICY_PREFIX_SQL} || w.task_type
       WHERE p.enabled IS NOT FALSE ORDER BY w.task_type
     LOOP
-      IF v_cap >= ${reserve} AND v_leased + ${reserve} <= v_cap THEN
+      IF v_cap >= ${reserve} AND COALESCE(v_leased_counts[array_position(v_leased_types, v_type)], 0) + ${reserve} <= v_cap THEN
         PERFORM pg_advisory_xact_lock_shared(hashtextextended(${scope} || ':' || v_type, 0));
-        PERFORM ${ctx.schema}.tasklease_claim_slot(${scope} || ':' || v_type);
+        ${slotSql(`${scope} || ':' || v_type`)}
         v_shared_types := v_shared_types || v_type;
       ELSE
         PERFORM pg_advisory_xact_lock(hashtextextended(${scope} || ':' || v_type, 0));
       END IF;
     END LOOP;
   END IF;
-  -- Read again under the locks: a policy saved while this claim waited applies to it.
-  SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = ${GLOBAL_POLICY_SQL};
-  IF v_global_enabled IS FALSE THEN RETURN; END IF;
-  v_global_cap := COALESCE(v_global_cap, p_global);
   -- Local to this transaction (no SET clause on the function for it, so it outlives the call): see claim.ts.
   IF p_async_commit THEN PERFORM set_config('synchronous_commit', 'off', true); END IF;
   -- After the wait: a lease must last leaseMs from when it is granted.
