@@ -24,6 +24,7 @@ import { PostgresStore } from '../../src/store/postgres/store.js';
 import type { PostgresStoreOptions } from '../../src/store/postgres/options.js';
 import { createWorker } from '../../src/worker/worker.js';
 import { describeOnServer } from '../helpers/factory.js';
+import { startTestServer } from '../server/harness.js';
 import { pgbouncerBinary, startPgBouncer, type PgBouncer, type PoolMode } from '../helpers/pgbouncer.js';
 import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
 import { waitFor } from '../helpers/wait.js';
@@ -193,6 +194,28 @@ for (const { mode, title, options } of MODES) {
         expect(ended.status).toBe('CANCELLED');
       } finally {
         await worker.stop();
+      }
+    });
+
+    it('the HTTP server behind the dashboard: login, submit, wait, list, health and metrics through the pooler', async () => {
+      const store = open();
+      await store.migrate();
+      const running = await startTestServer(store);
+      try {
+        const login = await running.call('POST', '/api/v1/session', { body: { token: running.tokens.admin }, headers: { origin: running.url } });
+        expect(login.status).toBe(200);
+        const submitted = await running.call('POST', '/api/v1/tasks', { as: 'admin', body: { type: 'test.idle', payload: { via: mode } } });
+        expect(submitted.status).toBe(202);
+        const id = (submitted.body as { task: { id: string } }).task.id;
+        const waited = await running.call('GET', `/api/v1/tasks/${id}/wait?timeoutMs=20000`, { as: 'admin' });
+        expect(waited.body).toMatchObject({ finished: true, task: { id, status: 'SUCCESS' } });
+        const listed = await running.call('GET', '/api/v1/tasks?type=test.idle', { as: 'operator' });
+        expect(JSON.stringify(listed.body)).toContain(id);
+        expect((await running.call('GET', '/actuator/health', { as: 'admin' })).body).toMatchObject({ status: 'UP' });
+        expect((await running.call('GET', '/actuator/metrics', { as: 'admin' })).status).toBe(200);
+        expect((await running.call('GET', '/ui')).status).toBe(200);
+      } finally {
+        await running.close();
       }
     });
   });
