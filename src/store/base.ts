@@ -36,23 +36,23 @@ const EMPTY_ANSWERS: { [M in Method]?: (params: Params<M>) => Answer<M> | undefi
  * encoding) is stored as the same value with the surrogate escaped.
  */
 const CHECKED_INPUTS: { [M in Method]?: (params: Params<M>) => Params<M> } = {
-  insertTasks: (p) => (p.tasks.every((task) => isJsonText(task.payloadJson)) ? p : { ...p, tasks: p.tasks.map(jsonTextOf) }),
+  insertTasks: (p) => (p.tasks.every((task, i) => isJsonText(task.payloadJson, i)) ? p : { ...p, tasks: p.tasks.map(jsonTextOf) }),
 };
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** True when the text is one JSON value as it should be stored; throws VALIDATION when it is not JSON at all. */
-function isJsonText(text: string): boolean {
+function isJsonText(text: string, index: number): boolean {
   try {
     JSON.parse(text);
   } catch (error) {
-    throw new ValidationError(`payload is not JSON text (${(error as Error).message}): ${JSON.stringify(text.slice(0, 80))}`, 'payload');
+    throw new ValidationError(`tasks[${index}]: payload is not JSON text (${(error as Error).message}): ${JSON.stringify(text.slice(0, 80))}`, 'payload');
   }
   return !LONE_SURROGATE.test(text);
 }
 
-function jsonTextOf<T extends { payloadJson: string }>(task: T): T {
-  return isJsonText(task.payloadJson) ? task : { ...task, payloadJson: JSON.stringify(JSON.parse(task.payloadJson)) };
+function jsonTextOf<T extends { payloadJson: string }>(task: T, index: number): T {
+  return isJsonText(task.payloadJson, index) ? task : { ...task, payloadJson: JSON.stringify(JSON.parse(task.payloadJson)) };
 }
 
 const WAKE_ALL: StoreEvent = Object.freeze({ kind: 'submitted', taskTypes: Object.freeze([]) as readonly string[] });
