@@ -63,6 +63,8 @@ export interface FailoverReport {
   longestCompletionPauseSeconds: number;
   /** The longest pause between two acknowledged submits. */
   longestSubmitPauseSeconds: number;
+  /** Leases the workers gave up or lost (`leaseLost`): their tasks ran again after the sweep. */
+  leasesLost: number;
   /** The workers' `error` events since the fault, by operation and message (SQLSTATE or driver words). */
   workerErrors: Record<string, number>;
   violations: string[];
@@ -132,6 +134,7 @@ export async function failoverUnderLoad(env: FaultEnvironment, cluster: PatroniC
     const load = submitUntilStopped(env, SUBMIT_PAUSE_MS);
     const startedAt = Date.now();
     let injected: { from: string; to: string; countFrom: number };
+    let loadStoppedAt = 0;
     try {
       await waitFor(async () => (await env.countStatus('SUCCESS')) >= 100 && parent.wakeups === 'listening', 'progress before the fault', SETTLE_MS, 100);
       const at = Date.now();
@@ -140,14 +143,16 @@ export async function failoverUnderLoad(env: FaultEnvironment, cluster: PatroniC
       expect(await cluster.healthy()).toBe(injected.to);
       const healthyAt = Date.now();
       // Tasks flow again: each worker completes tasks after the cluster healed, without a restart.
+      const since = (w: ChildWorker) => w.events.filter((e) => e.event === 'completed' && (e.at ?? 0) > healthyAt).length;
       await waitFor(
-        () => workers.every((w) => w.events.some((e) => e.event === 'completed' && (e.at ?? 0) > healthyAt)),
-        'both workers to complete tasks again',
+        () => workers.every((w) => since(w) > 0) && workers.reduce((sum, w) => sum + since(w), 0) >= 200,
+        'both workers to complete tasks again (200 in all)',
         SETTLE_MS,
         50,
       );
     } finally {
       await load.stop();
+      loadStoppedAt = Date.now();
     }
     await waitForAllSucceeded(env, workers);
 
@@ -168,7 +173,8 @@ export async function failoverUnderLoad(env: FaultEnvironment, cluster: PatroniC
       200,
     );
 
-    const report = await settle(env, workers, fault.scenario, cluster.options.synchronous, injected, load.acknowledgedAt, startedAt);
+    const window = { from: injected.countFrom, to: loadStoppedAt };
+    const report = await settle(env, workers, fault.scenario, cluster.options.synchronous, injected, window, load.acknowledgedAt, startedAt);
     console.log(`failover ${JSON.stringify(report)}`);
     expect({ reconnected, listeners: listeners.length }).toEqual({ reconnected: true, listeners: workers.length + 1 });
     for (const w of workers) {
@@ -188,7 +194,9 @@ async function settle(
   workers: ChildWorker[],
   scenario: string,
   synchronous: boolean,
-  injected: { from: string; to: string; countFrom: number },
+  injected: { from: string; to: string },
+  /** From the fault to the end of the load: pauses are measured there (after it, the backlog drains and runs dry). */
+  window: { from: number; to: number },
   acknowledgedAt: number[],
   startedAt: number,
 ): Promise<FailoverReport> {
@@ -199,8 +207,8 @@ async function settle(
     const task = tasks.get(e.id!);
     return task?.status !== 'SUCCESS' || task.attemptCount !== e.attempt;
   });
-  const completions = outcomes.map((e) => e.at!).filter((at) => at >= injected.countFrom);
-  const pause = longestPause(injected.countFrom, completions);
+  const inWindow = (at: number) => at >= window.from && at <= window.to;
+  const pause = longestPause(window.from, outcomes.map((e) => e.at!).filter(inWindow));
   const workerErrors: Record<string, number> = {};
   for (const e of workers.flatMap((w) => w.events.filter((x) => x.event === 'error' && (x.at ?? 0) >= startedAt))) {
     const key = `${e.operation}: ${errorWords(e.message ?? '')}`;
@@ -217,9 +225,10 @@ async function settle(
     lostOutcomes: lostOutcomes.length,
     duplicateExecutions: (await env.target.tables.repeatedExecutions()).length,
     rerunTasks: invariants.figures.repeatedEffects,
-    secondsUntilTasksFlow: seconds(pause.end - injected.countFrom),
+    secondsUntilTasksFlow: seconds(pause.end - window.from),
     longestCompletionPauseSeconds: seconds(pause.length),
-    longestSubmitPauseSeconds: seconds(longestPause(injected.countFrom, acknowledgedAt).length),
+    longestSubmitPauseSeconds: seconds(longestPause(window.from, acknowledgedAt.filter(inWindow)).length),
+    leasesLost: workers.reduce((sum, w) => sum + w.events.filter((e) => e.event === 'leaseLost' && (e.at ?? 0) >= startedAt).length, 0),
     workerErrors,
     violations: invariants.violations,
     knownGaps: invariants.knownGaps,

@@ -115,7 +115,6 @@ export class PatroniCluster {
   readonly scope = `tl${Math.floor(Math.random() * 1e9).toString(36)}`;
   private readonly processes = new Map<string, ChildProcess>();
   private readonly exited = new Set<string>();
-  private admin: pg.Pool | null = null;
 
   private constructor(
     private readonly tools: ClusterTools,
@@ -385,7 +384,6 @@ export class PatroniCluster {
   }
 
   async destroy(): Promise<void> {
-    await this.admin?.end().catch(() => undefined);
     // Patroni first, so that nobody restarts a PostgreSQL we stop; then each member's server; then HAProxy and etcd.
     for (const name of this.names) await this.kill(name);
     for (const name of this.names) {
