@@ -12,7 +12,9 @@
  *   read-only, answering 25006 — and the address still leads there: the
  *   workers' new connections meet it read-only until the address moves to
  *   the new primary, and their pools must not keep those sessions
- *   (connection.ts, errors.ts spoilsConnection). Through HAProxy no session
+ *   (connection.ts, errors.ts spoilsConnection; read-only-connection.fast.test.ts
+ *   pins that rule — this case passed without it too, the workers' sweep and
+ *   registry writes opening fresh connections). Through HAProxy no session
  *   stays on a demoted primary (its /primary check fails and
  *   on-marked-down shutdown-sessions cuts them), so this is the honest way
  *   for a store to meet one.
@@ -26,6 +28,16 @@
  * parent's self-probe came back there. Reported: seconds from the fault
  * until tasks flow again (the end of the longest pause between completions),
  * the submitters' longest pause, the errors the workers logged.
+ *
+ * The handlers' tables live on the cluster too (through HAProxy): their rows
+ * are acknowledged commits, held to the same promise. One thing they cannot
+ * witness: a claim made alone commits with synchronous_commit = off
+ * (claim.ts), so a crash of the primary may lose a claim whose handler had
+ * already started, and the task's next claim carries the same attempt
+ * number. That handler's `executions` row commits after the claim in the
+ * WAL, so it is on the promoted standby only if the claim is too — such a
+ * double start leaves no second row here (docs/production.md, "Note on
+ * claims").
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresStore } from '../../src/store/postgres/store.js';
