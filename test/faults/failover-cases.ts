@@ -306,6 +306,8 @@ export async function describeOnPatroni(
 ): Promise<void> {
   const binaries = patroniTools(file);
   const tools = binaries === null ? null : await clusterTools();
+  if (binaries !== null && tools === null && process.env.CI === 'true')
+    throw new Error('the Patroni failover tests need initdb on PATH (and, as root, a postgres OS user)');
   if (binaries === null || tools === null) {
     describe.skip(`${title} (Patroni, etcd, HAProxy not installed)`, () => it('needs patroni, etcd-server and haproxy', () => undefined));
     return;
