@@ -129,6 +129,7 @@ export class PatroniCluster {
     const dir = mkdtempSync(join(tmpdir(), 'tasklease-patroni-'));
     if (tools.uid !== null) chownSync(dir, tools.uid, tools.gid!);
     const cluster = new PatroniCluster(tools, binaries, options, dir, await freePorts(options.members));
+    live.add(cluster);
     try {
       await cluster.up();
     } catch (error) {
@@ -396,6 +397,18 @@ export class PatroniCluster {
     await this.kill('haproxy');
     await this.kill('etcd');
     rmSync(this.dir, { recursive: true, force: true });
+    live.delete(this);
+  }
+
+  /** At the test process's exit, should destroy() not have run: SIGKILL to everything it started, at once. */
+  killNow(): void {
+    for (const [label, child] of this.processes) if (!this.exited.has(label) && child.pid !== undefined) signal(child.pid, 'SIGKILL');
+    // A postmaster outlives its Patroni; its backends exit when they find it gone.
+    for (const name of this.names) {
+      const pid = this.postmasterPid(name);
+      if (pid !== null) signal(pid, 'SIGKILL');
+    }
+    rmSync(this.dir, { recursive: true, force: true });
   }
 
   /** SIGKILL to a process we started, and its exit awaited. */
@@ -407,6 +420,12 @@ export class PatroniCluster {
     await gone;
   }
 }
+
+/** Clusters started and not destroyed yet: killed when the test process exits without destroying them. */
+const live = new Set<PatroniCluster>();
+process.once('exit', () => {
+  for (const cluster of live) cluster.killNow();
+});
 
 function signal(pid: number, name: NodeJS.Signals): void {
   try {
