@@ -265,8 +265,8 @@ export function expectNothingLost(report: FailoverReport): void {
 /**
  * The same but for a (task, attempt) started twice, which a crash of the primary can cause today: a claim made
  * alone commits with synchronous_commit = off (claim.ts), so the promoted standby may lack a claim whose handler had
- * started, and the task's next claim carries the same attempt number (seen: 2 tasks in 1 of 5 runs of the kill
- * case). Reported in the figures; test/faults/pending/failover-claim-commit.test.ts holds it to 0.
+ * started, and the task's next claim carries the same attempt number (seen: 2 tasks in 1 of 10 runs of the kill
+ * case; that cause is the one path we found, not yet confirmed by a trace). Reported in the figures; test/faults/pending/failover-claim-commit.test.ts holds it to 0.
  */
 export function expectAcknowledgedKept(report: FailoverReport): void {
   expect(report).toMatchObject({ lostSubmits: 0, lostOutcomes: 0, violations: [] });

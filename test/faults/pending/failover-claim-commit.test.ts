@@ -1,7 +1,8 @@
 /**
  * Pending (issue 24): after a crash of the primary under Patroni's
  * synchronous_mode, no (task, attempt) may start twice. It does, now and
- * then (2 tasks in 1 of 5 runs of failover.slow's kill case, 2026-12-02): a
+ * then (2 tasks in 1 of 10 kill runs, 2026-12-02; the cause below is the one
+ * path we found, not yet confirmed by a trace): a
  * claim made alone commits with synchronous_commit = off
  * (src/store/postgres/claim.ts), so it may not have reached the synchronous
  * standby when the primary dies, while the worker already started its
