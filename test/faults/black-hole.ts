@@ -8,7 +8,8 @@
  * closes, as a healed partition delivers retransmitted packets: late
  * statements reach the server after others have moved on. New connections
  * are accepted and then hear nothing either. (test/server/proxy.ts cuts
- * connections; this one keeps them silent.)
+ * connections; this one keeps them silent.) It can also be pointed at
+ * another server for new connections (pointAt).
  */
 import net from 'node:net';
 
@@ -20,7 +21,7 @@ export class BlackHoleProxy {
   private readonly armed: Record<'sent' | 'answer', { marker: string; fired: () => void } | null> = { sent: null, answer: null };
   port = 0;
 
-  constructor(private readonly target: { host: string; port: number }) {}
+  constructor(private target: { host: string; port: number }) {}
 
   /** In front of the server at `url` (host and port taken from it); `address()` gives the URL through the proxy. */
   static async before(url: string): Promise<BlackHoleProxy> {
@@ -57,6 +58,14 @@ export class BlackHoleProxy {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     this.port = (server.address() as net.AddressInfo).port;
     this.server = server;
+  }
+
+  /**
+   * New connections reach `port` from now on; those open stay with the server they reached — as when a DNS name or an
+   * address is moved to another server (the failover suite's stale route, patroni.ts).
+   */
+  pointAt(port: number): void {
+    this.target = { ...this.target, port };
   }
 
   /** From now on nothing passes either way, and nothing is closed. */

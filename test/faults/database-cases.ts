@@ -224,7 +224,7 @@ export async function blackHoleCase(env: FaultEnvironment, options: { concurrenc
   }
 }
 
-async function waitForAllSucceeded(env: FaultEnvironment, workers: ChildWorker[] = []): Promise<void> {
+export async function waitForAllSucceeded(env: FaultEnvironment, workers: ChildWorker[] = []): Promise<void> {
   await waitFor(
     async () => (await env.countAcknowledged('SUCCESS')) === env.acknowledged.length,
     `all ${env.acknowledged.length} acknowledged tasks to succeed`,
@@ -247,11 +247,18 @@ async function stopAll(workers: ChildWorker[]): Promise<void> {
   await Promise.all(workers.map((w) => w.stop()));
 }
 
-/** Submits small batches back to back; a batch counts as acknowledged only when its insert returned. */
-function submitUntilStopped(env: FaultEnvironment): { stop(): Promise<void>; failures(): number; acknowledgedSinceRestart(): number } {
+/**
+ * Submits small batches back to back (`pauseMs` between them: a load the workers keep up with); a batch counts as
+ * acknowledged only when its insert returned, and `acknowledgedAt` has the time each batch was.
+ */
+export function submitUntilStopped(
+  env: FaultEnvironment,
+  pauseMs = 0,
+): { stop(): Promise<void>; failures(): number; acknowledgedSinceRestart(): number; acknowledgedAt: number[] } {
   let running = true;
   let failures = 0;
   let afterFailure = 0;
+  const acknowledgedAt: number[] = [];
   const loop = (async () => {
     while (running) {
       try {
@@ -259,7 +266,9 @@ function submitUntilStopped(env: FaultEnvironment): { stop(): Promise<void>; fai
           'work',
           Array.from({ length: 20 }, () => ({ mode: 'sleep' as const, ms: 5 })),
         );
+        acknowledgedAt.push(Date.now());
         if (failures > 0) afterFailure += 20;
+        if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
       } catch {
         failures += 1;
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -273,5 +282,6 @@ function submitUntilStopped(env: FaultEnvironment): { stop(): Promise<void>; fai
     },
     failures: () => failures,
     acknowledgedSinceRestart: () => afterFailure,
+    acknowledgedAt,
   };
 }

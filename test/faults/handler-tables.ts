@@ -16,6 +16,8 @@ export interface HandlerTables {
   /** Executions logged (by one worker, or all). */
   executions(worker?: string): Promise<number>;
   effects(): Promise<{ taskId: string; attempt: number; writes: number }[]>;
+  /** (task, attempt) pairs whose handler started more than once: none may (the failover suite). */
+  repeatedExecutions(): Promise<{ taskId: string; attempt: number; runs: number }[]>;
   /** The tables of the store's schema (or database, or file), sorted: the hostile-input cases check that it is intact. */
   tableNames(): Promise<string[]>;
   /**
@@ -66,6 +68,10 @@ function tablesOver(run: Run, prefix: string, upsert: string, listTables: string
         attempt: Number(r.attempt),
         writes: Number(r.writes),
       }));
+    },
+    async repeatedExecutions() {
+      const rows = await run(`SELECT task_id, attempt, count(*) AS runs FROM ${executions} GROUP BY task_id, attempt HAVING count(*) > 1`);
+      return rows.map((r) => ({ taskId: String(r.task_id), attempt: Number(r.attempt), runs: Number(r.runs) }));
     },
     tableNames,
     async snapshot() {

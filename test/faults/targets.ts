@@ -93,19 +93,26 @@ async function assemble(
 
 /** A migrated schema on `cluster`; destroy() removes the cluster too when the target `owns` it. */
 export async function postgresTarget(cluster: TestCluster, owns = false): Promise<FaultTarget> {
+  return postgresTargetAt(cluster.url, {
+    cluster,
+    server: cluster,
+    terminate: (label) => cluster.terminate(childApplicationName(label)),
+    remove: async () => (owns ? cluster.destroy() : undefined),
+  });
+}
+
+/**
+ * A migrated schema on the PostgreSQL server at `url` (a cluster of ours, or the failover suite's Patroni cluster
+ * through HAProxy: patroni.ts), the handlers' tables beside it; destroy() closes both, then `remove`s what holds them.
+ */
+export async function postgresTargetAt(
+  url: string,
+  around: Pick<FaultTarget, 'cluster' | 'server' | 'terminate'> & { remove(): Promise<void> },
+): Promise<FaultTarget> {
   const { PostgresStore } = await import('../../src/store/postgres/store.js');
-  const store = new PostgresStore({ connectionString: cluster.url, schema: PG_SCHEMA, poolSize: 4, applicationName: 'tl-parent' });
-  return assemble(
-    store,
-    { dialect: 'postgres', url: cluster.url, schema: PG_SCHEMA },
-    { dialect: 'postgres', url: cluster.url, schema: PG_SCHEMA },
-    {
-      cluster,
-      server: cluster,
-      terminate: (label) => cluster.terminate(childApplicationName(label)),
-      remove: async () => (owns ? cluster.destroy() : undefined),
-    },
-  );
+  const store = new PostgresStore({ connectionString: url, schema: PG_SCHEMA, poolSize: 4, applicationName: 'tl-parent' });
+  const db = { dialect: 'postgres', url, schema: PG_SCHEMA } as const;
+  return assemble(store, db, db, around);
 }
 
 async function mysqlTarget(): Promise<FaultTarget> {

@@ -20,7 +20,7 @@ import pg from 'pg';
 import type { PoolStats } from '../pool-stats.js';
 import type { OnSent } from '../types.js';
 import { TimeTextCache } from '../time-cache.js';
-import { isUnreachable, mapPgError } from './errors.js';
+import { mapPgError, spoilsConnection } from './errors.js';
 import { quoteIdent } from './options.js';
 
 /** Anything that runs a query: the pool, a pooled client, or a caller's client inside BEGIN. */
@@ -183,7 +183,9 @@ function onClientOfItsOwn<R extends pg.QueryResultRow>(
 /**
  * Work on a client of `pool` taken for it (connect errors mapped as
  * `action`), released after — not lent again when it may be broken: its
- * connection failed, or `work` marked it. While it is out, the client's
+ * connection failed, its server is shutting down or read-only now (a
+ * failover: errors.ts spoilsConnection), or `work` marked it. (pool.query
+ * drops a client after any error of its statement already.) While it is out, the client's
  * 'error' event is heard: a connection that dies under a checked-out client
  * emits it, and without a listener the process would crash (pool.query
  * listens for it too); the statement's own rejection carries the error.
@@ -203,7 +205,7 @@ export async function withClient<T>(pool: pg.Pool, action: string, work: (client
   try {
     return await work(client, markBroken);
   } catch (error) {
-    if (isUnreachable(error) || isUnreachable((error as { cause?: unknown })?.cause)) broken = true;
+    if (spoilsConnection(error)) broken = true;
     throw error;
   } finally {
     client.removeListener('error', markBroken);

@@ -63,6 +63,25 @@ export function isUnreachable(error: unknown): boolean {
   return UNREACHABLE_MESSAGES.some((text) => error.message.includes(text));
 }
 
+/**
+ * Whether the connection that met `error` must not be lent again: it lost its
+ * server (isUnreachable: class 08, 57P01 admin shutdown, 57P02 crash shutdown,
+ * 57P03 cannot connect now, socket errors), or the server it reached is
+ * read-only now (25006: a demoted primary or a standby). After a failover such a
+ * session stays on the old primary for as long as it lives, while a new
+ * connection reaches the new one (through HAProxy, a moved VIP or DNS name).
+ * The store's errors carry the driver's as `cause`.
+ */
+export function spoilsConnection(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 4; e = (e as { cause?: unknown }).cause, depth += 1) {
+    if (isUnreachable(e) || (e as { code?: unknown }).code === READ_ONLY) return true;
+  }
+  return false;
+}
+
+/** read_only_sql_transaction. */
+const READ_ONLY = '25006';
+
 /** undefined_table, invalid_schema_name; undefined_function only for our own functions (tasklease_claim, …). */
 function isSchemaMissing(code: unknown, message: string): boolean {
   return code === '42P01' || code === '3F000' || (code === '42883' && message.includes('tasklease_'));
