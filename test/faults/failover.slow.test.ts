@@ -4,14 +4,14 @@
  * (patroni.ts), under load — a switchover, the primary's postmaster
  * SIGKILLed, and a demoted primary that stays up read-only behind a stale
  * route (failover-cases.ts). Nothing acknowledged is lost, nothing runs
- * twice (but after the SIGKILL: see failover-cases.ts expectAcknowledgedKept),
+ * twice (failover-claims.slow.test.ts repeats the SIGKILL),
  * the workers resume unaided; each case prints its figures
  * (`failover {…}`). Then the same kill with asynchronous replication, whose
  * figures are reported and not held to zero: a failover may lose what the
  * old primary acknowledged last.
  */
 import { expect, it } from 'vitest';
-import { describeOnPatroni, expectAcknowledgedKept, expectNothingLost, failoverUnderLoad, killPrimary, staleRoute, switchover } from './failover-cases.js';
+import { describeOnPatroni, expectNothingLost, failoverUnderLoad, killPrimary, staleRoute, switchover } from './failover-cases.js';
 
 const FILE = 'test/faults/failover.slow.test.ts';
 
@@ -21,9 +21,8 @@ await describeOnPatroni(FILE, 'Patroni failover, synchronous_mode', { members: 3
   }, 600_000);
 
   it("the primary's postmaster SIGKILLed under load", async () => {
-    // A (task, attempt) may start twice here today (a claim's asynchronous commit lost with the primary): reported in
-    // the figures, held to 0 by test/faults/pending/failover-claim-commit.test.ts.
-    expectAcknowledgedKept(await failoverUnderLoad(env(), cluster(), killPrimary(cluster())));
+    // Claims commit synchronously under synchronous replication: none whose handler started is lost with the primary.
+    expectNothingLost(await failoverUnderLoad(env(), cluster(), killPrimary(cluster())));
   }, 600_000);
 
   it('a demoted primary that stays up read-only, reached by a stale route, until the route moves', async () => {

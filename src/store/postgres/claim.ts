@@ -55,7 +55,11 @@
  * claimed again, and the first execution stays fenced out by its lease token
  * (rules/leases.ts), which the second claim draws anew even when owner and
  * attempt number come out the same. Outcomes always commit synchronously,
- * and so does a claim that rides in their transaction (finishAndClaim).
+ * and so does a claim that rides in their transaction (finishAndClaim) —
+ * and every claim when the server replicates synchronously
+ * (`synchronous_standby_names` set, as Patroni's synchronous_mode does): a
+ * failover must not lose a claim whose handler started, or the next claim
+ * of that task would start the same (task, attempt) again.
  *
  * Fairness (rules/fairness.ts): with p_live_ms, a type's room is cut to this
  * worker's fair share among the live workers of the type (the registry).
@@ -192,7 +196,8 @@ BEGIN
     END LOOP;
   END IF;
   -- Local to this transaction (no SET clause on the function for it, so it outlives the call): see claim.ts.
-  IF p_async_commit THEN PERFORM set_config('synchronous_commit', 'off', true); END IF;
+  -- Not under synchronous replication: there a claim lost with its primary would run again with the same attempt number.
+  IF p_async_commit AND current_setting('synchronous_standby_names') = '' THEN PERFORM set_config('synchronous_commit', 'off', true); END IF;
   -- After the wait: a lease must last leaseMs from when it is granted.
   v_now := clock_timestamp();
   IF v_owners THEN
