@@ -143,6 +143,16 @@ async function describeStuck(): Promise<void> {
     WHERE status NOT IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED') GROUP BY 1, 2, 3`),
     ),
   );
+  // A few stuck tasks: each one's row, attempts and every event its workers said about it (a handler that never
+  // returned shows `started` with nothing after; an outcome that was never written, `completed` without the row).
+  const stuck = await cluster.query<{ id: string; attempt_count: number; lease_owner: string | null }>(
+    `SELECT id, attempt_count, lease_owner FROM "${env.schema}".system_async_task
+    WHERE status NOT IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED') ORDER BY id LIMIT 5`,
+  );
+  for (const task of stuck) {
+    const said = workers.flatMap((w) => w.events.filter((e) => e.id === task.id).map((e) => ({ by: w.config.label, ...e })));
+    console.log('stuck', JSON.stringify(task), JSON.stringify(await env.attempts(task.id)), JSON.stringify(said));
+  }
 }
 
 async function pendingCount(): Promise<number> {
