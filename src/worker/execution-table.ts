@@ -126,9 +126,17 @@ export class ExecutionTable {
     if (before === 'buffered') this.removeWaiting(execution);
   }
 
+  /**
+   * Called when a hand-back settles: a quarantined task may have been waiting
+   * for exactly that to run alone, and nothing else would start it (the
+   * worker claims nothing while it holds one).
+   */
+  onHandBackSettled: () => void = () => undefined;
+
   /** A hand-back of `count` leases starts (`count` > 0) or has settled (`count` < 0). */
   handingBack(count: number): void {
     this.handingBackCount += count;
+    if (count < 0) this.onHandBackSettled();
   }
 
   /** Takes every waiting execution out (to hand back), final and forgotten. */

@@ -83,6 +83,10 @@ export class Worker extends Emitter<WorkerEvents> {
     this.log = new WorkerLog(o.workerId, o.logger, () => clock.now());
     this.policies = new PolicyCache(store, o, this.registry, events);
     this.leases = new LeaseKeeper(store, o, this.table, clock, events);
+    // Every hand-back (of never-started tasks, or of leases given up: given-up.ts) may free a quarantined task to run.
+    this.table.onHandBackSettled = () => {
+      if (this.table.holdsIsolated) this.executor.startWaiting(this.state === 'running');
+    };
     this.claims = new ClaimScheduler(store, o, this.table, clock, events, this.taskTypes, (tasks, sentAt) => this.adopt(tasks, sentAt));
     this.writer = new OutcomeWriter({
       store,
@@ -210,7 +214,6 @@ export class Worker extends Emitter<WorkerEvents> {
       this.emit('error', { operation: 'releaseTasks', error }); // their leases expire and recovery requeues them
     } finally {
       this.table.handingBack(-waiting.length);
-      if (this.table.holdsIsolated) this.executor.startWaiting(this.state === 'running');
     }
   }
 
