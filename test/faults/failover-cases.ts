@@ -38,7 +38,8 @@
  * commit synchronously under synchronous replication for that reason:
  * claim.ts.)
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest';
+import { skipNotInstalled } from '../helpers/system-tools.js';
 import type { PostgresStore } from '../../src/store/postgres/store.js';
 import { waitFor } from '../helpers/wait.js';
 import { killAllChildren, type ChildWorker } from '../process/harness.js';
@@ -318,7 +319,7 @@ export async function describeOnPatroni(
   if (binaries !== null && tools === null && process.env.CI === 'true')
     throw new Error('the Patroni failover tests need initdb on PATH (and, as root, a postgres OS user)');
   if (binaries === null || tools === null) {
-    describe.skip(`${title} (Patroni, etcd, HAProxy not installed)`, () => it('needs patroni, etcd-server and haproxy', () => undefined));
+    skipNotInstalled(title, 'patroni, etcd-server, haproxy and initdb');
     return;
   }
   describe(title, () => {

@@ -68,10 +68,11 @@ export function onServerArea<Area extends { drop(): Promise<void> }>(
 }
 
 /**
- * The one skip in the suite, and why: a developer without PostgreSQL or
+ * The skip for a missing database server, and why: a developer without PostgreSQL or
  * MariaDB running still gets the SQLite tests. It is reached only outside CI:
  * with CI=true, postgresAvailable / mysqlAvailable throw instead, so a missing
- * server fails the run.
+ * server fails the run. Its twin for missing programs is system-tools.ts
+ * skipNotInstalled.
  */
 export function skipWithoutServer(title: string, needs: string): void {
   describe.skip(`${title} (no server)`, () => it(`needs ${needs}`, () => undefined));

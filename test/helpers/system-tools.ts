@@ -59,7 +59,12 @@ export function systemTool(tool: SystemTool, file: string, env: NodeJS.ProcessEn
  */
 export function describeWithTools(tools: readonly (string | null)[], needs: string, title: string, body: () => void): void {
   if (tools.every((tool) => tool !== null)) describe(title, body);
-  else describe.skip(`${title} (not installed)`, () => it(`needs ${needs}`, () => undefined));
+  else skipNotInstalled(title, needs);
+}
+
+/** The skip for programs that are not installed (outside CI only: on CI their absence throws first). */
+export function skipNotInstalled(title: string, needs: string): void {
+  describe.skip(`${title} (not installed)`, () => it(`needs ${needs}`, () => undefined));
 }
 
 /** One skip line per tool per test run (test files run in workers of one vitest process, their parent). */
