@@ -59,21 +59,26 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
         .waitFor();
       await page.locator('tr[data-type="ui.quick"]').waitFor();
       // every y axis is as wide as its widest label: the plot area starts right of the labels and their ticks
-      // (Read together, once the chart has drawn its latest sample: a redraw between the two reads can widen the labels.)
       for (const chart of await page.locator('[data-chart]').all()) {
-        const layout = async () => ({
-          widest: Number(await chart.getAttribute('data-y-axis')),
-          plotLeft: await chart.locator('.u-over').evaluate((over) => (over as unknown as { offsetLeft: number }).offsetLeft),
-        });
+        // Read together, in one turn of the page: a redraw between two reads can widen the labels.
+        const layout = async () =>
+          chart.evaluate((figure) => {
+            const element = figure as unknown as { dataset: Record<string, string>; querySelector(s: string): { offsetLeft: number } | null };
+            return { widest: Number(element.dataset.yAxis), plotLeft: element.querySelector('.u-over')?.offsetLeft ?? 0 };
+          });
+        let last = {};
         await waitFor(
           async () => {
-            const { widest, plotLeft } = await layout();
-            return plotLeft >= widest + 15;
+            const seen = await layout();
+            last = seen;
+            return seen.plotLeft >= seen.widest + 15;
           },
           'the plot area to start right of the y axis labels',
           15_000,
           100,
-        );
+        ).catch(async (error: Error) => {
+          throw new Error(`${error.message} in "${String(await chart.getAttribute('data-chart'))}", last seen ${JSON.stringify(last)}`);
+        });
       }
       await shoot(page, `${name}-overview`);
       await context.close();

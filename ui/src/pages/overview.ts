@@ -47,6 +47,9 @@ function labelWidth(text: string): number {
 function chart(title: string, series: { label: string; stroke: string }[], unit: string): { element: HTMLElement; plot: uPlot } {
   const element = h('figure', { class: 'card chart', 'data-chart': title }, h('figcaption', {}, title));
   const width = (): number => Math.max(260, Math.min(560, element.clientWidth - 24 || 520));
+  // The widest label of the y axis's latest ticks: the ones uPlot draws.
+  let widest = 0;
+  let refits = 0;
   const plot = new uPlot(
     {
       width: width(),
@@ -61,14 +64,30 @@ function chart(title: string, series: { label: string; stroke: string }[], unit:
           font: AXIS_FONT,
           // As wide as its longest label (a fixed 56 px clipped "1500 ms"): measured, plus the ticks and a gap.
           size: (_u, values) => {
-            const widest = Math.ceil(Math.max(0, ...(values ?? []).map(labelWidth)));
-            element.dataset.yAxis = `${widest}`;
+            widest = Math.ceil(Math.max(0, ...(values ?? []).map(labelWidth)));
             return widest + 18;
           },
           values: (_u, ticks) => ticks.map((v) => `${v}${unit}`),
         },
       ],
       series: [{}, ...series.map((s) => ({ ...s, width: 2 }))],
+      hooks: {
+        // uPlot sizes its axes in at most three passes and draws the last pass's labels in the
+        // previous pass's layout: when that pass widened the labels, lay the chart out once more.
+        draw: [
+          (u) => {
+            const shown = (u.axes[1] as { _show?: boolean })._show !== false;
+            const plotLeft = Math.round(u.bbox.left / devicePixelRatio);
+            // What the chart shows, readable without pixels (tests).
+            element.dataset.yAxis = `${shown ? widest : 0}`;
+            element.dataset.plotLeft = `${plotLeft}`;
+            if (shown && plotLeft < widest + 18 && refits < 3) {
+              refits += 1;
+              queueMicrotask(() => u.setSize({ width: u.width, height: u.height }));
+            } else refits = 0;
+          },
+        ],
+      },
     },
     [[], ...series.map(() => [])],
     element,
