@@ -548,6 +548,53 @@ export function runWorkerSuite(factory: StoreFactory): void {
       expect(startedAfterHandBack).toEqual([true, true]);
     });
 
+    it('a quarantined task waiting for the others starts once the lease given up beside it is handed back', async () => {
+      // Found by the chaos run: the given-up hand-back settled and nothing started the quarantined task waiting for it,
+      // so the worker held it under a renewed lease, claimed nothing more, and the task stayed RUNNING forever.
+      const seen: { kind: string; attempt: number }[] = [];
+      const t = defineTask<{ kind: string }>({
+        type: 'iso3',
+        execute: async (ctx, payload) => {
+          seen.push({ kind: payload.kind, attempt: ctx.attempt });
+          // The normal task's first attempt runs until its lease is given up.
+          if (payload.kind === 'normal' && seen.length === 1) await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+        },
+      });
+      const { client, worker } = setup([t], { concurrency: 5, leaseMs: 2_000, heartbeatIntervalMs: 100 });
+      const q = await client.submit(t, { kind: 'quarantined' });
+      // q lost two leases (a ghost worker claimed it twice and never renewed).
+      for (let i = 0; i < 2; i++) {
+        expect(await store.claimTasks({ ...claimParams('ghost', ['iso3']), leaseMs: 50 })).toHaveLength(1);
+        await waitFor(async () => (await statusOf(q.task.id)).status === 'QUEUED' || (await store.recover({ batchSize: 10 }), false), 'q requeued');
+      }
+      expect(await statusOf(q.task.id)).toMatchObject({ leaseExpiries: 2 });
+      const n = await client.submit(t, { kind: 'normal' });
+      // The database stops confirming n's lease (its renewals answer neither renewed nor lost) until the worker gives it up.
+      let doubtN = true;
+      const renew = store.renewLeases.bind(store);
+      store.renewLeases = async (params) => {
+        const answer = await renew(params);
+        return doubtN ? { ...answer, renewed: answer.renewed.filter((id) => id !== n.task.id) } : answer;
+      };
+      const lost: { id: string; reason: string }[] = [];
+      worker.on('leaseLost', ({ task, reason }) => {
+        lost.push({ id: task.id, reason });
+        doubtN = false;
+      });
+      const normalStarted = worker.waitFor('started', (e) => e.task.id === n.task.id);
+      worker.start();
+      await normalStarted;
+      await waitFor(() => seen.length > 0, 'the normal task to run');
+      expect(seen).toEqual([{ kind: 'normal', attempt: 1 }]); // q was claimed beside it and waits to run alone
+      await until(q.task.id, 'SUCCESS');
+      await until(n.task.id, 'SUCCESS');
+      expect(lost).toContainEqual({ id: n.task.id, reason: 'unreachable' });
+      // n's given-up attempt went back uncharged (or, on a starved machine, its lease expired first and the sweep requeued it)
+      const outcomes = (await store.listAttempts({ taskId: n.task.id })).map((a) => a.outcome);
+      expect(outcomes.at(-1)).toBe('SUCCESS');
+      expect(['RELEASED', 'LEASE_EXPIRED']).toContain(outcomes[0]);
+    });
+
     it('a snooze with a bad delay fails the attempt like any handler error', async () => {
       const t = defineTask({ type: 'bad-snooze', execute: () => ({ status: 'SNOOZED' as const, delayMs: -1 }) });
       const { client, worker } = setup([t]);
