@@ -5,7 +5,7 @@
  * tables that differ in one thing each, on a cluster of the probe's own
  * (initdb + pg_ctl on another port: no other session's WAL in the figures).
  *
- * Run: npx tsx bench/pg-wal-levers-probe.ts [--tasks 20000] [--batch 10] [--rounds 2]
+ * Run: npx tsx bench/pg-wal-levers-probe.ts [--tasks 20000] [--batch 10] [--rounds 2] [--waldump]
  *
  * Variants (each a schema with the store's columns and indexes as migrated today):
  *   text      the schema as it is (37-byte text ids)
@@ -21,12 +21,20 @@
  * each variant's total against `text`. The payload is 60 bytes of JSON. A
  * CHECKPOINT before each variant gives each the same full-page images.
  */
-import { parseArgs } from 'node:util';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
 import { clusterTools, TestCluster } from '../test/faults/cluster.js';
 
 const { values } = parseArgs({
-  options: { tasks: { type: 'string', default: '20000' }, batch: { type: 'string', default: '10' }, rounds: { type: 'string', default: '2' } },
+  options: {
+    tasks: { type: 'string', default: '20000' },
+    batch: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '2' },
+    waldump: { type: 'boolean', default: false },
+  },
 });
 const TASKS = Number(values.tasks);
 const BATCH = Number(values.batch);
@@ -132,8 +140,17 @@ async function runVariant(client: pg.Client, v: Variant): Promise<{ submit: numb
     );
   }
   const drained = await diff(drainStart);
+  if (values.waldump) await waldump(v.name, drainStart, await lsn());
   await client.query(`DROP SCHEMA ${s} CASCADE`);
   return { submit: submitted / TASKS, drain: drained / TASKS };
+}
+
+/** `--waldump`: the drain's WAL by record type (pg_waldump --stats=record), to see where the bytes go. */
+async function waldump(name: string, from: string, to: string): Promise<void> {
+  const dataDir = join((cluster as unknown as { dir: string }).dir, 'data');
+  const bin = ['/usr/lib/postgresql/15/bin/pg_waldump', 'pg_waldump'].find((path) => path === 'pg_waldump' || existsSync(path))!;
+  const { stdout } = await promisify(execFile)(bin, ['--stats=record', '-p', join(dataDir, 'pg_wal'), '-s', from, '-e', to], { maxBuffer: 1 << 24 });
+  console.log(`-- ${name}: the drain's WAL by record type\n${stdout}`);
 }
 
 const tools = await clusterTools();
