@@ -48,6 +48,30 @@
  * pg-backlog-probe.ts with EXPLAIN_AT=30000). Index scans keep the count at
  * the size of the live leases (0.15 ms there).
  *
+ * Plans: the function also runs with sequential scans off, so that no plan
+ * of it depends on luck. PL/pgSQL keeps each statement's plan for the
+ * session: a statement without parameters (the leases read before the
+ * locks) from its first call, the others once the server settles on their
+ * generic plan, which it may do after five calls. A bulk insert invalidates
+ * none of them (ANALYZE does, when autovacuum gets to it). A session that
+ * first claimed from a tiny table, where reading the table beats any index,
+ * kept reading the whole table after 100,000 tasks arrived: 74.6 ms of a
+ * 106.8 ms claim in an outside flood; in bench/pg-claim-plan-probe.ts the
+ * leases' read took 70 ms and more, and the claiming query, once generic,
+ * another 50–100 ms in its leased count and its UPDATE by id, where the
+ * index plans take under a millisecond. (The claiming scan itself — per
+ * type, in the claim index's order, with a LIMIT — walked the index in every
+ * plan seen.) Every statement here has an index that answers it — the claim
+ * and leased partial indexes, the primary keys — so with sequential scans
+ * priced out the planner takes an index path at any row estimate, custom or
+ * generic (test/store/postgres-claim-plan.test.ts: at 10 rows, right after
+ * a bulk insert of 100,000 with no ANALYZE, and analyzed). The one table
+ * without an index for its filter, the small worker registry, is still read
+ * whole, but at the penalty's price (10^10), which would set off JIT
+ * compilation — about 0.5 s per call in a generic plan — so JIT is off too;
+ * no claim gains from it. The owners query (below) reads the types'
+ * claimable rows through the claim index rather than the whole table.
+ *
  * A claim made alone (claimTasks, not after outcomes) commits without
  * waiting for its WAL flush (synchronous_commit = off for its transaction):
  * one disk flush less between a submit and its handler. A database crash may
@@ -137,7 +161,10 @@ CREATE OR REPLACE FUNCTION ${ctx.schema}.tasklease_claim(
   p_live_ms double precision, p_owner_cap integer, p_fair_owners boolean, p_token text, p_async_commit boolean
 ) RETURNS SETOF ${task} LANGUAGE plpgsql VOLATILE
 -- No bitmap scans (see claim.ts): the leased count must walk its index in order, so that it marks dead entries.
-SET enable_bitmapscan = off AS $claim$
+SET enable_bitmapscan = off
+-- Index paths whatever the statistics or the plan cache say, and so no JIT either (see claim.ts, "Plans").
+SET enable_seqscan = off
+SET jit = off AS $claim$
 DECLARE
   v_now timestamptz;
   v_global_cap integer;
