@@ -58,7 +58,13 @@ const cluster = await TestCluster.create(tools);
 const env = await FaultEnvironment.open(cluster);
 const workers: ChildWorker[] = [];
 let generation = 0;
-const spawn = (slot: number): ChildWorker => (workers[slot] = env.worker(`w${slot}-${generation++}`, ['work'], { concurrency: 8, prefetch: 4 }));
+/** Every incarnation, for what a stuck task's earlier holders said about it. */
+const incarnations: { worker: ChildWorker; spawnedAt: number }[] = [];
+const spawn = (slot: number): ChildWorker => {
+  const worker = (workers[slot] = env.worker(`w${slot}-${generation++}`, ['work'], { concurrency: 8, prefetch: 4 }));
+  incarnations.push({ worker, spawnedAt: Date.now() });
+  return worker;
+};
 for (let slot = 0; slot < workerCount; slot += 1) spawn(slot);
 const world: ChaosWorld = { cluster, workers, random: faultRandom, leaseMs: TIMING.leaseMs };
 const injected: Partial<Record<FaultName, number>> = {};
@@ -136,7 +142,11 @@ async function inject(name: FaultName): Promise<boolean> {
 
 /** What a run that did not drain leaves to look at: each worker's last words, and who holds the stuck tasks. */
 async function describeStuck(): Promise<void> {
-  for (const w of workers) console.log(w.config.label, 'exit', w.exitCode(), JSON.stringify(w.events.slice(-5)));
+  for (const w of workers) {
+    const spawnedAt = new Date(incarnations.find((i) => i.worker === w)!.spawnedAt).toISOString();
+    console.log(w.config.label, 'spawned', spawnedAt, 'exit', w.exitCode(), 'ready', w.has('ready'), JSON.stringify(w.events.slice(-5)));
+    if (!w.has('ready') || w.stderrTail().trim() !== '') console.log(`${w.config.label} stderr:\n${w.stderrTail()}`);
+  }
   console.log(
     JSON.stringify(
       await cluster.query(`SELECT status, lease_owner, lease_until < now() AS expired, count(*) FROM "${env.schema}".system_async_task
@@ -150,7 +160,7 @@ async function describeStuck(): Promise<void> {
     WHERE status NOT IN ('SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED') ORDER BY id LIMIT 5`,
   );
   for (const task of stuck) {
-    const said = workers.flatMap((w) => w.events.filter((e) => e.id === task.id).map((e) => ({ by: w.config.label, ...e })));
+    const said = incarnations.flatMap(({ worker: w }) => w.events.filter((e) => e.id === task.id).map((e) => ({ by: w.config.label, ...e })));
     console.log('stuck', JSON.stringify(task), JSON.stringify(await env.attempts(task.id)), JSON.stringify(said));
   }
 }

@@ -65,6 +65,11 @@ export class ChildWorker {
     void this.exited.then(() => running.delete(this));
   }
 
+  /** The end of what the child wrote that was not an event line (its stderr, a crash's stack). */
+  stderrTail(chars = 2000): string {
+    return this.stderr.slice(-chars);
+  }
+
   get pid(): number {
     return this.child.pid!;
   }
