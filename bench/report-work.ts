@@ -11,8 +11,12 @@ import type { ResultLine } from './types.js';
 /** The pair whose ratio every later change to the write path reports. */
 export const WORK_PAIR = ['tasklease-postgres', 'graphile-worker'] as const;
 
-/** The figures a ratio is taken of. */
-const RATIOS = ['ownWalB', 'walB', 'commits', 'writeCommits', 'rows'] as const;
+/**
+ * The figures a ratio is taken of. The headline is own WAL without its
+ * full-page images: how many of those a phase writes depends on when a
+ * checkpoint began, not on the system (they are shown, not compared).
+ */
+const RATIOS = ['ownWalNoFpiB', 'ownWalB', 'walB', 'commits', 'writeCommits', 'rows'] as const;
 
 const round2 = (value: number): number => Math.round(value * 100) / 100;
 const isNumber = (value: unknown): value is number => typeof value === 'number' && !Number.isNaN(value);
@@ -36,9 +40,10 @@ function headline(work: WorkPerTask): { value: number; unit: string } {
 
 function ratios(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, number> {
   const out: Record<string, number> = {};
+  const withoutFpi = (w: Record<string, unknown>): number | undefined => (isNumber(w.ownWalB) && isNumber(w.ownFpiB) ? w.ownWalB - w.ownFpiB : undefined);
   for (const key of RATIOS) {
-    const x = a[key];
-    const y = b[key];
+    const x = key === 'ownWalNoFpiB' ? withoutFpi(a) : a[key];
+    const y = key === 'ownWalNoFpiB' ? withoutFpi(b) : b[key];
     if (isNumber(x) && isNumber(y) && y > 0) out[key] = round2(x / y);
   }
   return out;
@@ -54,7 +59,7 @@ export function workRatios(lines: Line[], round: number): ResultLine[] {
   const [a, b] = WORK_PAIR.map((system) => inRound(lines, system, 'work', round)?.total as WorkPerTask | undefined);
   if (!a || !b) return [];
   const r = ratios({ ...a }, { ...b });
-  const value = r.ownWalB ?? r.walB;
+  const value = r.ownWalNoFpiB ?? r.walB;
   return value === undefined ? [] : [{ system: WORK_PAIR[0], workload: 'work-ratio', round, vs: WORK_PAIR[1], value, unit: '×', ...r }];
 }
 
@@ -98,11 +103,15 @@ export const WORK_NOTE = [
   "**server WAL**: the pg_current_wal_insert_lsn() difference (MySQL: Innodb_os_log_written) — server-wide: the servers are shared, and every other session's WAL during the phase is in it.",
   "**commits**: xact_commit + xact_rollback of the whole database (pg_stat_database), read-only transactions and other sessions' in the same database included; in parentheses the commit records of the system's own writing transactions (own WAL), the commits that wait for a WAL flush. MySQL: Com_commit (explicit COMMITs) [Handler_commit], server-wide.",
   "**rows**: n_tup_ins + n_tup_upd + n_tup_del over the system's schema (pg_stat_user_tables; HOT updates are among the updates). MySQL: Handler_write + Handler_update + Handler_delete, server-wide.",
-  "**phases**: enqueue = the warm-up and timed bulk submit, producer connections closed before and after (PostgreSQL 15 backends flush their statistics at exit; the counters are read once they stop moving); drain = from before the worker process started to after it exited, warm-up included; both over the same tasks, so total = one task's submit, claim and finish. Medians over the rounds, each figure on its own; the ratio is the median of the per-round ratios (own WAL and writing commits where measured).",
+  `**÷ ${WORK_PAIR[1]}**: the median of the per-round ratios of the totals: own WAL without its full-page images (how many a phase writes depends on when a checkpoint began), writing commits, rows; server-wide WAL and database-wide commits where own ones were not measured.`,
 ];
 
+/** How the bench's phases run (the probe says how its own do). */
+export const BENCH_PHASES =
+  "**phases**: enqueue = the warm-up and timed bulk submit, producer connections closed before and after (PostgreSQL 15 backends flush their statistics at exit; the counters are read once they stop moving); drain = from before the worker process started to after it exited, warm-up included; both over the same tasks, so total = one task's submit, claim and finish. Medians over the rounds, each figure on its own.";
+
 /** The table of the database's work per task, or nothing when no system was measured. */
-export function workTable(lines: Line[]): string[] {
+export function workTable(lines: Line[], phasesNote = BENCH_PHASES): string[] {
   const summaries = lines.filter(isResult).filter((l) => l.round === undefined && l.workload === 'work');
   if (summaries.length === 0) return [];
   const ratio = find(lines, WORK_PAIR[0], 'work-ratio');
@@ -117,7 +126,7 @@ export function workTable(lines: Line[]): string[] {
       `${fix(t!.commits, 3)}${commits}`,
       `${fix(t!.ins, 2)} + ${fix(t!.upd, 2)} + ${fix(t!.del, 2)} = ${fix(t!.rows, 2)}${t!.hot !== undefined ? ` (HOT ${fix(t!.hot, 2)})` : ''}`,
       line.system === WORK_PAIR[0] && ratio
-        ? `${times(ratio.ownWalB ?? ratio.walB)} / ${times(ratio.writeCommits ?? ratio.commits)} / ${times(ratio.rows)}`
+        ? `${times(ratio.ownWalNoFpiB ?? ratio.walB)} / ${times(ratio.writeCommits ?? ratio.commits)} / ${times(ratio.rows)}`
         : '',
     ];
   });
@@ -135,7 +144,7 @@ export function workTable(lines: Line[]): string[] {
     '',
     markdownTable(header, rows),
     '',
-    ...WORK_NOTE.map((note) => `- ${note}`),
+    ...[...WORK_NOTE, phasesNote].map((note) => `- ${note}`),
     ...(notes.length > 0 ? ['', `Caveats in this run: ${notes.join('; ')}`] : []),
   ];
 }

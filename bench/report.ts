@@ -182,7 +182,7 @@ export function roundsReport(lines: Line[], options: BenchOptions): string[] {
     'MySQL',
   ];
   return [
-    "Per round (WAL/task: each task's own WAL, submit + claim + finish, server-wide where not measured; pickup: ms; median row: pickups pooled over the rounds)",
+    "Per round (WAL/task: each task's own WAL without full-page images, submit + claim + finish, server-wide where not measured; pickup: ms; median row: pickups pooled over the rounds)",
     '',
     markdownTable(header, rows),
   ];
