@@ -3,34 +3,11 @@ import { writeFileSync } from 'node:fs';
 import type { Environment } from './env.js';
 import type { BenchOptions } from './workloads.js';
 import type { ResultLine } from './types.js';
+import { find, inRound, isResult, markdownTable, median, type Line, type SkipLine } from './report-lines.js';
+import { medianWork, summarizeWork, workTable } from './report-work.js';
+import type { WorkPerTask } from './db-work.js';
 
-export interface SkipLine {
-  system: string;
-  workload: string;
-  skipped: string;
-}
-
-export type Line = ResultLine | SkipLine;
-
-const isResult = (line: Line): line is ResultLine => 'value' in line;
-
-/** The line a table cell or a target reads: the summary over the rounds, or a once-only workload's line. */
-function find(lines: Line[], system: string, workload: string, backlog?: number): ResultLine | undefined {
-  return lines
-    .filter(isResult)
-    .find((l) => l.round === undefined && l.system === system && l.workload === workload && (backlog === undefined || l.backlog === backlog));
-}
-
-function inRound(lines: Line[], system: string, workload: string, round: number): ResultLine | undefined {
-  return lines.filter(isResult).find((l) => l.round === round && l.system === system && l.workload === workload);
-}
-
-function median(values: number[]): number {
-  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
+export type { Line, SkipLine } from './report-lines.js';
 
 const ROUNDED = ['enqueue', 'drain', 'two-workers'] as const;
 
@@ -49,6 +26,7 @@ export function summarize(lines: Line[], pickups: Map<string, number[]>, stats: 
       if (rounds.length === 0) continue;
       const cpu = rounds.map((l) => l.cpuUsPerTask).filter((v): v is number => typeof v === 'number');
       const producer = rounds.map((l) => l.producerCpuUsPerTask).filter((v): v is number => typeof v === 'number');
+      const work = rounds.map((l) => l.work).filter((w): w is WorkPerTask => typeof w === 'object' && w !== null);
       out.push({
         system,
         workload,
@@ -57,6 +35,7 @@ export function summarize(lines: Line[], pickups: Map<string, number[]>, stats: 
         rounds: rounds.map((l) => l.value),
         ...(cpu.length > 0 ? { cpuUsPerTask: Math.round(median(cpu) * 10) / 10 } : {}),
         ...(producer.length > 0 ? { producerCpuUsPerTask: Math.round(median(producer) * 10) / 10 } : {}),
+        ...(work.length > 0 && work.length === rounds.length ? { work: medianWork(work) } : {}),
         ...(rounds.some((l) => l.partial) ? { partial: true } : {}),
         remaining: rounds.reduce((sum, l) => sum + (typeof l.remaining === 'number' ? l.remaining : 0), 0),
       });
@@ -76,7 +55,7 @@ export function summarize(lines: Line[], pickups: Map<string, number[]>, stats: 
       });
     }
   }
-  return out;
+  return [...out, ...summarizeWork(lines)];
 }
 
 const number = (value: number | undefined): string => (value === undefined || Number.isNaN(value) ? '—' : Math.round(value).toLocaleString('en-US'));
@@ -131,12 +110,6 @@ function short(count: number): string {
   return String(count);
 }
 
-function markdownTable(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => `| ${cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' | ')} |`;
-  return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
-}
-
 const PG = 'tasklease-postgres';
 const GRAPHILE = 'graphile-worker';
 
@@ -170,6 +143,7 @@ export function roundsReport(lines: Line[], options: BenchOptions): string[] {
     rows.push([
       String(r),
       fmt(columns.drain[i]),
+      fmt(inRound(lines, PG, 'work-ratio', r)?.value),
       fmt(columns.two[i]),
       fmt(columns.enqueue[i]),
       fmt(columns.mysql[i]),
@@ -186,6 +160,7 @@ export function roundsReport(lines: Line[], options: BenchOptions): string[] {
   rows.push([
     'median',
     fmt(median(columns.drain)),
+    fmt(find(lines, PG, 'work-ratio')?.value),
     fmt(median(columns.two)),
     fmt(median(columns.enqueue)),
     fmt(median(columns.mysql)),
@@ -197,6 +172,7 @@ export function roundsReport(lines: Line[], options: BenchOptions): string[] {
   const header = [
     'round',
     'drain PG/graphile',
+    'WAL/task PG/graphile',
     '2 procs PG/graphile',
     'enqueue PG/graphile',
     'drain MySQL/PG',
@@ -205,7 +181,11 @@ export function roundsReport(lines: Line[], options: BenchOptions): string[] {
     'BullMQ',
     'MySQL',
   ];
-  return ['Per round (pickup: ms; median row: pickups pooled over the rounds)', '', markdownTable(header, rows)];
+  return [
+    "Per round (WAL/task: each task's own WAL without full-page images, submit + claim + finish, server-wide where not measured; pickup: ms; median row: pickups pooled over the rounds)",
+    '',
+    markdownTable(header, rows),
+  ];
 }
 
 /** Issue 16's targets, as medians of the per-round ratios within this run, where both sides were measured. */
@@ -252,6 +232,7 @@ export interface RunInfo {
 export function writeResults(path: string, lines: Line[], info: RunInfo): void {
   const { environment: env, options } = info;
   const goals = targets(lines, options);
+  const work = workTable(lines);
   const text = [
     '# tasklease benchmark results',
     '',
@@ -274,6 +255,7 @@ export function writeResults(path: string, lines: Line[], info: RunInfo): void {
     '',
     "`*` stopped at its time limit (rate over the tasks done); `!` tasks left unfinished in the store after a complete drain (a bug); `[first 10k: …]` the rate over the first tasks of the large backlog, to separate the backlog's size from the volume processed.",
     '',
+    ...(work.length > 0 ? ['## Database work per task', '', ...work.slice(2), ''] : []),
     ...roundsReport(lines, options),
     '',
     ...(goals.length > 0 ? ['## Targets (issue 16)', '', ...goals, ''] : []),
@@ -286,6 +268,7 @@ export function writeResults(path: string, lines: Line[], info: RunInfo): void {
     `- **two workers**: as drain, with two worker processes (each at concurrency ${options.concurrency}) started together; the × is against the one-process drain.`,
     `- **limits**: as drain (${options.limitsN.toLocaleString('en-US')} timed tasks), under binding limits (global ${options.limits.global}, per type ${options.limits.perType}; one task type); the × is against the unlimited drain.`,
     `- **scale**: a backlog of ${options.smallBacklog.toLocaleString('en-US')} and of ${options.backlog.toLocaleString('en-US')} tasks queued first, each drained by one worker process until empty or for at most ${options.scaleTimeoutMs / 1000} s (no warm-up); for the large backlog the rate over its first ${options.smallBacklog.toLocaleString('en-US')} tasks is given too; RSS is the worker process's peak (ru_maxrss).`,
+    "- **database work** (PostgreSQL and MySQL systems): around the drain workload's bulk enqueue and its drain, and around every other drain (the `work` field of its line), the WAL, commits and rows written, per task; see the notes under its table. These figures do not depend on the machine's speed, only on what is written: every change to the write path reports them beside the drain ratio.",
     '- Every workload starts on a fresh schema / key prefix / database, created for it and dropped after. Workers are separate OS processes, prepared before the clock starts and released together.',
     '',
     '## Settings per system',

@@ -8,10 +8,13 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { describeEnvironment, loadAverage } from './env.js';
+import { dropWalInspect } from './pg-work.js';
 import { roundsReport, summarize, table, targets, writeResults, type Line } from './report.js';
+import { workLine, workRatios, workTable } from './report-work.js';
+import { sumPerTask } from './db-work.js';
 import { systems } from './systems/index.js';
 import { ALL_WORKLOADS, type ResultLine, type SystemAdapter, type WorkloadName } from './types.js';
-import { drain, enqueue, latency, liveWorkers, percentiles, round, type BenchOptions, type DrainResult } from './workloads.js';
+import { drain, enqueue, fill, latency, liveWorkers, percentiles, round, type BenchOptions, type DrainResult } from './workloads.js';
 
 const HELP = `Usage: npm run bench -- [options]
 
@@ -136,6 +139,7 @@ function drainLine(system: string, workload: string, result: DrainResult, extra:
     ...(result.firstRate !== null ? { firstRate: round(result.firstRate) } : {}),
     remaining: result.remaining,
     ...(result.partial ? { partial: true } : {}),
+    ...(result.work ? { work: result.work } : {}),
   };
 }
 
@@ -168,8 +172,7 @@ async function runRound(adapter: SystemAdapter, plan: Plan, index: number): Prom
   if (want('enqueue') || want('drain')) {
     await fresh(adapter, 'drain', async () => {
       // The first tasks warm the producer up (untimed); the drain then counts from after them.
-      if (warmup > 0) await adapter.enqueueBulk(warmup, options.batch);
-      const filled = await enqueue(adapter, options.n, options.batch);
+      const filled = await fill(adapter, { warmup, count: options.n, batch: options.batch });
       if (want('enqueue'))
         emit({
           system: name,
@@ -180,10 +183,13 @@ async function runRound(adapter: SystemAdapter, plan: Plan, index: number): Prom
           n: options.n,
           batch: options.batch,
           producerCpuUsPerTask: filled.cpuUsPerTask,
+          ...(filled.work ? { work: filled.work } : {}),
         });
       if (!want('drain')) return;
       const result = await drain(adapter, options, { count: options.n + warmup, warmup, processes: 1, limits: null, timeoutMs: options.drainTimeoutMs });
       emit(drainLine(name, 'drain', result, { ...tag, n: options.n, warmup, concurrency: options.concurrency }));
+      // The database's work over each task's life: its submit (enqueue phase) and its claim and finish (drain phase).
+      if (filled.work && result.work) emit(workLine(name, index + 1, filled.work, result.work, sumPerTask(filled.work, result.work)));
     });
   }
   if (want('latency')) {
@@ -270,7 +276,7 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => {
     for (const worker of liveWorkers) worker.kill();
     const adapter = current;
-    void (adapter ? adapter.teardown() : Promise.resolve()).finally(() => process.exit(130));
+    void (adapter ? adapter.teardown() : Promise.resolve()).then(() => dropWalInspect()).finally(() => process.exit(130));
   });
   const settings: Record<string, Record<string, string>> = {};
   const packages = ['tsx', 'pg'];
@@ -288,6 +294,7 @@ async function main(): Promise<void> {
       process.stderr.write(`[bench] ${elapsed(started)}: round ${index + 1}/${options.rounds}: ${adapter.name}…\n`);
       await runRound(adapter, plan, index);
     }
+    for (const line of workRatios(lines, index + 1)) emit(line);
   }
   const once = plan.workloads.some((w) => w === 'limits' || w === 'scale');
   for (const adapter of once ? ready : []) {
@@ -296,8 +303,10 @@ async function main(): Promise<void> {
     await runOnce(adapter, plan);
   }
   current = null;
+  await dropWalInspect().catch((error: unknown) => console.error(`[bench] pg_walinspect: ${(error as Error).message}`));
   for (const line of summarize(lines, pickups, percentiles)) emit(line);
-  process.stdout.write(`\n${table(lines, options)}\n\n${roundsReport(lines, options).join('\n')}\n`);
+  const work = workTable(lines);
+  process.stdout.write(`\n${table(lines, options)}\n\n${work.length > 0 ? `${work.join('\n')}\n\n` : ''}${roundsReport(lines, options).join('\n')}\n`);
   const goals = targets(lines, options);
   if (goals.length > 0) process.stdout.write(`\nTargets (issue 16):\n${goals.join('\n')}\n`);
   if (out) {
@@ -311,5 +320,7 @@ async function main(): Promise<void> {
 main().catch((error: unknown) => {
   console.error(error);
   for (const worker of liveWorkers) worker.kill();
-  process.exit(1);
+  void dropWalInspect()
+    .catch(() => undefined)
+    .finally(() => process.exit(1));
 });

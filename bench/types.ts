@@ -5,6 +5,8 @@
  * producer and the worker never share an event loop.
  */
 
+import type { WorkScope } from './db-work.js';
+
 export type WorkloadName = 'enqueue' | 'drain' | 'latency' | 'scale' | 'two-workers' | 'limits';
 
 export const ALL_WORKLOADS: readonly WorkloadName[] = ['enqueue', 'drain', 'latency', 'scale', 'two-workers', 'limits'];
@@ -38,12 +40,21 @@ export interface SystemAdapter {
   readonly pollPeriodMs: number;
   /** Whether the system can enforce global / per-type limits (workload 6). */
   readonly supportsLimits: boolean;
+  /** Where its tables are, for the database's work per task (WAL, commits, rows); null: not measured (SQLite, Redis). */
+  readonly workScope: WorkScope | null;
   /** Null when the backing service answers; otherwise why this system is skipped. */
   probe(): Promise<string | null>;
   /** A fresh, empty queue in the adapter's own schema / key prefix / database. */
   setup(): Promise<void>;
   /** Drops everything setup created and closes the producer's connections. Idempotent. */
   teardown(): Promise<void>;
+  /**
+   * Closes the producer's connections (their PostgreSQL backends flush their
+   * statistics as they exit); the next call that needs them opens new ones.
+   * Called around the measured phases, so that each phase's rows and commits
+   * are counted in that phase.
+   */
+  release(): Promise<void>;
   /** Enqueues `count` empty tasks in calls of `batchSize`. */
   enqueueBulk(count: number, batchSize: number): Promise<void>;
   /** Enqueues one task carrying `payload` (latency probes). */

@@ -5,6 +5,9 @@
 import { performance } from 'node:perf_hooks';
 import { WorkerProcess } from './harness.js';
 import { sleep } from './config.js';
+import { perTask, type Meter, type Phase, type WorkPerTask } from './db-work.js';
+import { mysqlMeter } from './mysql-work.js';
+import { pgMeter } from './pg-work.js';
 import type { Limits, SystemAdapter, WorkerStats, WorkerSpec } from './types.js';
 
 export interface BenchOptions {
@@ -57,6 +60,39 @@ async function stopWorkers(workers: WorkerProcess[]): Promise<WorkerStats[]> {
   }
 }
 
+/** The meter of a system's tables, or null (SQLite, Redis). */
+export function workMeter(adapter: SystemAdapter): Meter | null {
+  const scope = adapter.workScope;
+  if (!scope) return null;
+  return scope.dialect === 'postgres' ? pgMeter(scope.schema) : mysqlMeter();
+}
+
+/**
+ * Begins measuring the database's work (after closing the producer's
+ * connections, so that what they did before is counted before). A meter that
+ * fails costs only the work figures, never the workload.
+ */
+async function beginWork(adapter: SystemAdapter): Promise<Phase | null> {
+  await adapter.release();
+  try {
+    return (await workMeter(adapter)?.begin()) ?? null;
+  } catch (error) {
+    console.error(`[bench] ${adapter.name}: database work not measured: ${(error as Error).message}`);
+    return null;
+  }
+}
+
+/** Ends a phase begun by beginWork, once its connections have closed: per-task figures over `tasks`. */
+async function endWork(adapter: SystemAdapter, phase: Phase | null, tasks: number): Promise<WorkPerTask | null> {
+  if (!phase) return null;
+  try {
+    return perTask(await phase.end(tasks));
+  } catch (error) {
+    console.error(`[bench] ${adapter.name}: database work not measured: ${(error as Error).message}`);
+    return null;
+  }
+}
+
 export interface EnqueueResult {
   tasksPerSecond: number;
   seconds: number;
@@ -71,6 +107,22 @@ export async function enqueue(adapter: SystemAdapter, count: number, batch: numb
   const used = process.cpuUsage(cpu);
   const seconds = (performance.now() - started) / 1000;
   return { tasksPerSecond: count / seconds, seconds, cpuUsPerTask: round((used.user + used.system) / count, 1) };
+}
+
+/**
+ * Fills a fresh queue: `warmup` untimed tasks, then `count` timed ones
+ * (`enqueue`); the database's work is measured over both, per task, with the
+ * producer's connections closed before and after.
+ */
+export async function fill(
+  adapter: SystemAdapter,
+  params: { warmup: number; count: number; batch: number },
+): Promise<EnqueueResult & { work: WorkPerTask | null }> {
+  const phase = await beginWork(adapter);
+  if (params.warmup > 0) await adapter.enqueueBulk(params.warmup, params.batch);
+  const result = await enqueue(adapter, params.count, params.batch);
+  await adapter.release();
+  return { ...result, work: await endWork(adapter, phase, params.warmup + params.count) };
 }
 
 export interface DrainResult {
@@ -89,6 +141,8 @@ export interface DrainResult {
   firstRate: number | null;
   /** CPU of the worker process(es) per task after the warm-up, µs (survives a loaded machine better than the rate). */
   cpuUsPerTask: number | null;
+  /** The database's work per task drained, from before the workers started to after they exited (warm-up included); null: not measured. */
+  work: WorkPerTask | null;
 }
 
 /**
@@ -112,6 +166,7 @@ export async function drain(
     ...(params.checkpoint ? { checkpoint: params.checkpoint } : {}),
     ...(warmup > 0 ? { record: true, cpuFrom: Math.floor(warmup / params.processes) } : {}),
   };
+  const phase = await beginWork(adapter);
   const workers = await spawnWorkers(adapter, spec, params.processes);
   let partial = false;
   let stats: WorkerStats[];
@@ -137,6 +192,7 @@ export async function drain(
   if (started === 0) throw new Error(`no task started within ${params.timeoutMs / 1000} s (see the worker's stderr above)`);
   const { processed, seconds } = timedSpan(stats, warmup);
   const cpuTasks = stats.reduce((sum, s) => sum + s.cpuTasks, 0);
+  const work = await endWork(adapter, phase, started); // before remaining(), which opens the producer again
   return {
     tasksPerSecond: seconds > 0 ? processed / seconds : 0,
     cpuUsPerTask: cpuTasks > 0 ? round((stats.reduce((sum, s) => sum + s.cpuMs, 0) * 1000) / cpuTasks, 1) : null,
@@ -147,6 +203,7 @@ export async function drain(
     peakRssMB: stats.map((s) => round(s.maxRssBytes / 1024 / 1024, 1)),
     perWorker: stats.map((s) => s.count),
     firstRate: firstRate(stats, params.checkpoint),
+    work,
   };
 }
 

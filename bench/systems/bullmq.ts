@@ -50,6 +50,7 @@ export function bullmq(): SystemAdapter {
     workerScript: fileURLToPath(new URL('../workers/bullmq.ts', import.meta.url)),
     pollPeriodMs: 0,
     supportsLimits: false,
+    workScope: null,
     async probe() {
       try {
         await withRedis((redis) => redis.ping());
@@ -67,6 +68,9 @@ export function bullmq(): SystemAdapter {
       await queue?.close();
       queue = null;
       await withRedis((redis) => deletePrefix(redis, prefix));
+    },
+    async release() {
+      // Redis: no statistics to flush; the queue's connection stays.
     },
     async enqueueBulk(count, batchSize) {
       const instance = need();

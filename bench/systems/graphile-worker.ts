@@ -27,10 +27,17 @@ export interface GraphileWorkerOptions {
 
 export function graphileWorker(): SystemAdapter {
   const schema = ownedName('graphile');
-  let utils: WorkerUtils | null = null;
-  const need = (): WorkerUtils => {
-    if (!utils) throw new Error('graphile-worker: setup() first');
+  let ready = false;
+  let utils: Promise<WorkerUtils> | null = null;
+  const need = (): Promise<WorkerUtils> => {
+    if (!ready) throw new Error('graphile-worker: setup() first');
+    utils ??= makeWorkerUtils({ connectionString: PG_URL, schema, logger: quietLogger });
     return utils;
+  };
+  const release = async (): Promise<void> => {
+    const open = utils;
+    utils = null;
+    await (await open)?.release();
   };
 
   return {
@@ -39,25 +46,28 @@ export function graphileWorker(): SystemAdapter {
     workerScript: fileURLToPath(new URL('../workers/graphile-worker.ts', import.meta.url)),
     pollPeriodMs: 0,
     supportsLimits: false,
+    workScope: { dialect: 'postgres', schema },
     probe: probePostgres,
     async setup() {
       await dropSchema(schema);
       await runMigrations({ connectionString: PG_URL, schema, logger: quietLogger });
-      utils = await makeWorkerUtils({ connectionString: PG_URL, schema, logger: quietLogger });
+      ready = true;
+      await need();
     },
     async teardown() {
-      await utils?.release();
-      utils = null;
+      ready = false;
+      await release();
       await dropSchema(schema);
     },
+    release,
     async enqueueBulk(count, batchSize) {
-      const addJobs = need().addJobs;
+      const { addJobs } = await need();
       for (const size of chunks(count, batchSize)) {
         await addJobs(Array.from({ length: size }, () => ({ identifier: TASK_TYPE, payload: {} })));
       }
     },
     async enqueueOne(payload: LatencyPayload) {
-      await need().addJob(TASK_TYPE, payload);
+      await (await need()).addJob(TASK_TYPE, payload);
     },
     async remaining() {
       const rows = await pgQuery<{ n: number }>(`select count(*)::int as n from ${quoteIdent(schema)}._private_jobs`);

@@ -26,10 +26,24 @@ export interface PgBossOptions {
 
 export function pgBoss(): SystemAdapter {
   const schema = ownedName('pgboss');
-  let boss: PgBoss | null = null;
-  const need = (): PgBoss => {
-    if (!boss) throw new Error('pg-boss: setup() first');
+  let ready = false;
+  let boss: Promise<PgBoss> | null = null;
+  // The producer neither supervises nor schedules: maintenance would compete with the measurement.
+  const open = async (): Promise<PgBoss> => {
+    const instance = new PgBoss({ connectionString: PG_URL, schema, supervise: false, schedule: false });
+    instance.on('error', (error) => console.error(`[pg-boss producer] ${error.message}`));
+    await instance.start();
+    return instance;
+  };
+  const need = (): Promise<PgBoss> => {
+    if (!ready) throw new Error('pg-boss: setup() first');
+    boss ??= open();
     return boss;
+  };
+  const release = async (): Promise<void> => {
+    const instance = boss;
+    boss = null;
+    await (await instance)?.stop({ graceful: false, close: true, wait: true });
   };
 
   return {
@@ -38,28 +52,27 @@ export function pgBoss(): SystemAdapter {
     workerScript: fileURLToPath(new URL('../workers/pg-boss.ts', import.meta.url)),
     pollPeriodMs: POLLING_INTERVAL_SECONDS * 1000,
     supportsLimits: false,
+    workScope: { dialect: 'postgres', schema },
     probe: probePostgres,
     async setup() {
       await dropSchema(schema);
-      // The producer neither supervises nor schedules: maintenance would compete with the measurement.
-      boss = new PgBoss({ connectionString: PG_URL, schema, supervise: false, schedule: false });
-      boss.on('error', (error) => console.error(`[pg-boss producer] ${error.message}`));
-      await boss.start();
-      await boss.createQueue(TASK_TYPE);
+      ready = true;
+      await (await need()).createQueue(TASK_TYPE);
     },
     async teardown() {
-      await boss?.stop({ graceful: false, close: true, wait: true });
-      boss = null;
+      ready = false;
+      await release();
       await dropSchema(schema);
     },
+    release,
     async enqueueBulk(count, batchSize) {
-      const instance = need();
+      const instance = await need();
       for (const size of chunks(count, batchSize)) {
         await instance.insert(Array.from({ length: size }, () => ({ name: TASK_TYPE, data: {} })));
       }
     },
     async enqueueOne(payload: LatencyPayload) {
-      await need().send(TASK_TYPE, payload);
+      await (await need()).send(TASK_TYPE, payload);
     },
     async remaining() {
       const rows = await pgQuery<{ n: number }>(`select count(*)::int as n from ${quoteIdent(schema)}.job where name = $1 and state < 'completed'`, [

@@ -29,11 +29,22 @@ export interface TaskleaseWorkerOptions {
 
 export function tasklease(dialect: Dialect): SystemAdapter {
   const spec = storeSpec(dialect);
-  let store: Store | null = null;
-  let client: TaskLeaseClient | null = null;
-  const need = (): TaskLeaseClient => {
-    if (!client) throw new Error(`tasklease-${dialect}: setup() first`);
-    return client;
+  let ready = false;
+  let producer: Promise<{ store: Store; client: TaskLeaseClient }> | null = null;
+  const open = async (): Promise<{ store: Store; client: TaskLeaseClient }> => {
+    const { createClient, defineTask } = await library();
+    const store = await openStore(spec);
+    return { store, client: createClient({ store, tasks: [defineTask({ type: TASK_TYPE })] }) };
+  };
+  const need = async (): Promise<TaskLeaseClient> => {
+    if (!ready) throw new Error(`tasklease-${dialect}: setup() first`);
+    producer ??= open();
+    return (await producer).client;
+  };
+  const release = async (): Promise<void> => {
+    const opened = producer;
+    producer = null;
+    await (await opened)?.store.close();
   };
 
   return {
@@ -44,32 +55,37 @@ export function tasklease(dialect: Dialect): SystemAdapter {
     // other processes read the wake-up counters every wakeupPollMs (default).
     pollPeriodMs: dialect === 'mysql' ? DEFAULT_WAKEUP_POLL_MS : 0,
     supportsLimits: true,
+    workScope:
+      spec.dialect === 'postgres'
+        ? { dialect: 'postgres', schema: spec.schema }
+        : spec.dialect === 'mysql'
+          ? { dialect: 'mysql', database: spec.database }
+          : null,
     probe: () => probeStore(spec),
     async setup() {
       await createNamespace(spec);
-      const { createClient, defineTask } = await library();
-      store = await openStore(spec);
-      await store.migrate();
-      client = createClient({ store, tasks: [defineTask({ type: TASK_TYPE })] });
+      ready = true;
+      producer = open();
+      await (await producer).store.migrate();
     },
     async teardown() {
-      await store?.close();
-      store = null;
-      client = null;
+      ready = false;
+      await release();
       await dropNamespace(spec);
     },
+    release,
     async enqueueBulk(count, batchSize) {
-      const instance = need();
+      const instance = await need();
       for (const size of chunks(count, batchSize)) {
         await instance.submitMany(Array.from({ length: size }, () => ({ type: TASK_TYPE, payload: {} })));
       }
     },
     async enqueueOne(payload: LatencyPayload) {
-      await need().submit(TASK_TYPE, payload);
+      await (await need()).submit(TASK_TYPE, payload);
     },
     async remaining() {
       const { Scope } = await library();
-      const counts = await need().store.countByStatus({ scope: Scope.global(), taskType: TASK_TYPE });
+      const counts = await (await need()).store.countByStatus({ scope: Scope.global(), taskType: TASK_TYPE });
       return counts.QUEUED + counts.RUNNING + counts.RETRY_WAIT + counts.CANCEL_REQUESTED;
     },
     workerOptions({ limits }: { concurrency: number; limits: Limits | null }): Record<string, unknown> {
