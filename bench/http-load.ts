@@ -39,11 +39,11 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { defineTask } from '../src/index.js';
 import { uuidv7 } from '../src/core/ids.js';
-import { startServer, type TaskleaseServer } from '../src/server/index.js';
+import { startServer } from '../src/server/index.js';
 import type { LoadResult, LoadSpec } from './http-load-child.js';
 
 type StoreName = 'sqlite' | 'postgres' | 'mysql';
-type Target = 'tasklease' | 'baseline';
+type Target = 'tasklease' | 'before' | 'baseline';
 type Op = 'submit' | 'get';
 
 const env = process.env;
@@ -55,6 +55,8 @@ const connections = Number(env.CONNECTIONS ?? 20);
 const pgUrl = env.PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const mysqlUrl = env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 const profDir = env.PROF;
+const beforeTree = env.BEFORE;
+const targetNames: Target[] = beforeTree ? ['tasklease', 'before', 'baseline'] : ['tasklease', 'baseline'];
 const POOL_SIZE = 10; // the PostgreSQL and MySQL stores' default pool size
 const name = `bench_http_${process.pid}`;
 const BODY = { type: 'bench.noop', payload: { hello: 'world' } };
@@ -189,13 +191,22 @@ async function startBaseline(db: BareDb): Promise<Baseline> {
   };
 }
 
-// ---------- per store: a fresh database, both servers ----------
+// ---------- per store: a fresh database, the servers ----------
+
+type StartServer = typeof startServer;
+type DefineTask = typeof defineTask;
+
+/** The tasklease server of another source tree (BEFORE=<tree>: its src/ through tsx), for before/after figures in one run. */
+async function loadBefore(tree: string): Promise<{ startServer: StartServer; defineTask: DefineTask }> {
+  const server = (await import(join(tree, 'src/server/index.ts'))) as { startServer: StartServer };
+  const index = (await import(join(tree, 'src/index.ts'))) as { defineTask: DefineTask };
+  return { startServer: server.startServer, defineTask: index.defineTask };
+}
 
 interface Setup {
-  tasklease: TaskleaseServer & { url: string };
-  token: string;
+  /** Base URL of each target's task routes, and its request headers. */
+  targets: Map<Target, { tasks: string; headers: Record<string, string> }>;
   taskId: string;
-  baseline: Baseline;
   teardown(): Promise<void>;
 }
 
@@ -230,36 +241,39 @@ async function setUp(store: StoreName): Promise<Setup> {
       await conn.end();
     };
   }
-  const tasklease = await startServer({
-    databaseUrl,
-    migrate: true,
-    port: 0,
-    logger: false,
-    tasks: [defineTask({ type: 'bench.noop', execute: () => undefined })],
-  });
+  const start = (serve: StartServer, define: DefineTask) =>
+    serve({ databaseUrl, migrate: true, port: 0, logger: false, tasks: [define({ type: 'bench.noop', execute: () => undefined })] });
+  const tasklease = await start(startServer, defineTask);
+  const closers: (() => Promise<void>)[] = [() => tasklease.close()];
   const { token } = await tasklease.client.tokens.create({ name: 'bench', role: 'user', owner: 'bench' });
   const { task } = await tasklease.client.submit('bench.noop', { hello: 'world' }, { owner: 'bench' });
+  const json = { 'content-type': 'application/json' };
+  const auth = { ...json, authorization: `Bearer ${token}` };
+  const targets: Setup['targets'] = new Map([['tasklease', { tasks: `${tasklease.url}/api/v1/tasks`, headers: auth }]]);
+  if (beforeTree) {
+    const other = await loadBefore(beforeTree);
+    const before = await start(other.startServer, other.defineTask);
+    closers.push(() => before.close());
+    targets.set('before', { tasks: `${before.url}/api/v1/tasks`, headers: auth });
+  }
   const baseline = await startBaseline(await bareDb(store, where));
+  closers.unshift(() => baseline.close());
+  targets.set('baseline', { tasks: `${baseline.url}/tasks`, headers: json });
   return {
-    tasklease,
-    token,
+    targets,
     taskId: task.id,
-    baseline,
     async teardown() {
-      await baseline.close();
-      await tasklease.close();
+      for (const close of closers) await close();
       await drop();
     },
   };
 }
 
 function specOf(setup: Setup, target: Target, op: Op, seconds: number): LoadSpec {
-  const json = { 'content-type': 'application/json' };
-  const base = target === 'tasklease' ? `${setup.tasklease.url}/api/v1/tasks` : `${setup.baseline.url}/tasks`;
-  const headers = target === 'tasklease' ? { ...json, authorization: `Bearer ${setup.token}` } : json;
+  const { tasks, headers } = setup.targets.get(target)!;
   return op === 'submit'
-    ? { url: base, method: 'POST', headers, body: JSON.stringify(BODY), connections, durationS: seconds }
-    : { url: `${base}/${setup.taskId}`, method: 'GET', headers, connections, durationS: seconds };
+    ? { url: tasks, method: 'POST', headers, body: JSON.stringify(BODY), connections, durationS: seconds }
+    : { url: `${tasks}/${setup.taskId}`, method: 'GET', headers, connections, durationS: seconds };
 }
 
 // ---------- the run ----------
@@ -270,6 +284,8 @@ interface Row {
   target: Target;
   round: number;
   result: LoadResult;
+  /** CPU time of this process (both servers; only the one under load works) per answered request, µs. */
+  cpuUs: number;
 }
 
 const median = (values: number[]): number => {
@@ -303,16 +319,21 @@ try {
     const setup = await setUp(store);
     try {
       for (const op of ['submit', 'get'] as const) {
-        for (const target of ['tasklease', 'baseline'] as const) await generator.run(specOf(setup, target, op, warmupS));
+        for (const target of targetNames) await generator.run(specOf(setup, target, op, warmupS));
       }
       for (let round = 1; round <= rounds; round += 1) {
-        const order: Target[] = round % 2 === 1 ? ['tasklease', 'baseline'] : ['baseline', 'tasklease'];
+        // Each target first in turn, and the order reversed every other round.
+        const rotated = targetNames.map((_, i) => targetNames[(i + round - 1) % targetNames.length]!);
+        const order = round % 2 === 1 ? rotated : rotated.reverse();
         for (const op of ['submit', 'get'] as const) {
           for (const target of order) {
             const file = profDir && round === rounds ? join(profDir, `${store}-${target}-${op}.cpuprofile`) : null;
+            const cpu = process.cpuUsage();
             const result = await profiled(file, () => generator.run(specOf(setup, target, op, durationS)));
-            rows.push({ store, op, target, round, result });
-            console.log(JSON.stringify({ store, op, target, round, ...result, rps: Math.round(result.rps) }));
+            const used = process.cpuUsage(cpu);
+            const cpuUs = Math.round((used.user + used.system) / Math.max(1, result.requests));
+            rows.push({ store, op, target, round, result, cpuUs });
+            console.log(JSON.stringify({ store, op, target, round, ...result, rps: Math.round(result.rps), cpuUs }));
           }
         }
       }
@@ -324,20 +345,21 @@ try {
   generator.stop();
 }
 
-console.log('\nmedians over the rounds; ratio = median of the per-round ratios tasklease / baseline (req/s)');
-console.log('store     op       tasklease req/s  p50  p99   baseline req/s  p50  p99   ratio');
+console.log("\nmedians over the rounds; cpu = CPU of the servers' process per request (µs); ratio = median of the per-round ratios to baseline (req/s)");
+console.log('store     op      target        req/s   p50   p99   cpu   ratio  (per round)');
 for (const store of stores) {
   for (const op of ['submit', 'get'] as const) {
-    const of = (target: Target) => rows.filter((r) => r.store === store && r.op === op && r.target === target).map((r) => r.result);
-    const [t, b] = [of('tasklease'), of('baseline')];
-    const ratios = t.map((result, i) => result.rps / b[i]!.rps);
-    const cells = (results: LoadResult[]) =>
-      `${Math.round(median(results.map((r) => r.rps)))
-        .toString()
-        .padStart(15)} ${String(median(results.map((r) => r.p50))).padStart(4)} ${String(median(results.map((r) => r.p99))).padStart(4)}`;
-    const errors = [...t, ...b].reduce((sum, r) => sum + r.errors, 0);
-    console.log(
-      `${store.padEnd(9)} ${op.padEnd(6)} ${cells(t)}  ${cells(b)}   ${median(ratios).toFixed(2)}  (rounds: ${ratios.map((r) => r.toFixed(2)).join(' ')})${errors ? `  ${errors} errors` : ''}`,
-    );
+    const rowsOf = (target: Target) => rows.filter((r) => r.store === store && r.op === op && r.target === target);
+    const base = rowsOf('baseline');
+    for (const target of targetNames) {
+      const own = rowsOf(target);
+      const ratios = own.map((row) => row.result.rps / base.find((b) => b.round === row.round)!.result.rps);
+      const errors = own.reduce((sum, r) => sum + r.result.errors, 0);
+      const cell = (pick: (row: Row) => number, width: number) => String(Math.round(median(own.map(pick)))).padStart(width);
+      const ratio = target === 'baseline' ? '' : `${median(ratios).toFixed(2).padStart(6)}  (${ratios.map((r) => r.toFixed(2)).join(' ')})`;
+      console.log(
+        `${store.padEnd(9)} ${op.padEnd(7)} ${target.padEnd(10)} ${cell((r) => r.result.rps, 8)} ${cell((r) => r.result.p50, 5)} ${cell((r) => r.result.p99, 5)} ${cell((r) => r.cpuUs, 5)} ${ratio}${errors ? `  ${errors} errors` : ''}`,
+      );
+    }
   }
 }
