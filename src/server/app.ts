@@ -75,11 +75,14 @@ export async function buildApp({ options, context, routes, authenticator, limite
   });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback hooks, not async ones: no promise per request for work that never waits.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime) }, 'request');
+    done();
   });
   // Helmet's and CORS's hooks before the authorizer's: a 401, 403 or 429 carries their headers too.
   // On the raw response, as helmet sets them: a hijacked reply (the SSE streams) writes its head itself and keeps them.
