@@ -13,6 +13,9 @@
  *   once      the attempt row inserted once, with its outcome, instead of at the claim and closed at the outcome
  *   uuid+once both
  *   narrow    text ids, the payload kept in a side table written once at submit (the hot row without it)
+ *   side      text ids; no index on the task row's status: the claimable and the leased sets are narrow side
+ *             tables (a row inserted and deleted per task each), so that the task row's status changes are HOT
+ *             updates (fillfactor 50)
  *
  * Each task: submitted in statements of 100 rows (one commit each); claimed in
  * batches (`--batch`, the worker's claim size) and finished in batches, one
@@ -45,6 +48,7 @@ interface Variant {
   uuid: boolean;
   once: boolean;
   narrow: boolean;
+  side?: boolean;
 }
 const VARIANTS: Variant[] = [
   { name: 'text', uuid: false, once: false, narrow: false },
@@ -52,6 +56,7 @@ const VARIANTS: Variant[] = [
   { name: 'once', uuid: false, once: true, narrow: false },
   { name: 'uuid+once', uuid: true, once: true, narrow: false },
   { name: 'narrow', uuid: false, once: false, narrow: true },
+  { name: 'side', uuid: false, once: false, narrow: false, side: true },
 ];
 
 /** The task and attempt tables as migrated today (src/store/postgres/migrations.ts), one type changed per variant. */
@@ -71,12 +76,23 @@ CREATE TABLE ${s}.task (
   lease_token text NOT NULL DEFAULT ''
 );
 ${v.narrow ? `CREATE TABLE ${s}.payload (id ${id} PRIMARY KEY, payload_json text NOT NULL);` : ''}
-CREATE INDEX ON ${s}.task (task_type, priority DESC, available_at, create_time, id) WHERE status IN ('QUEUED', 'RETRY_WAIT');
-CREATE INDEX ON ${s}.task (task_type, lease_until) WHERE status IN ('RUNNING', 'CANCEL_REQUESTED');
+${
+  v.side
+    ? `ALTER TABLE ${s}.task SET (fillfactor = 50);
+CREATE TABLE ${s}.ready (task_type text NOT NULL, priority integer NOT NULL, available_at timestamptz NOT NULL, create_time timestamptz NOT NULL, id ${id} NOT NULL);
+CREATE INDEX ON ${s}.ready (task_type, priority DESC, available_at, create_time, id);
+CREATE TABLE ${s}.leased (id ${id} PRIMARY KEY, task_type text NOT NULL, lease_until timestamptz NOT NULL);`
+    : `CREATE INDEX ON ${s}.task (task_type, priority DESC, available_at, create_time, id) WHERE status IN ('QUEUED', 'RETRY_WAIT');
+CREATE INDEX ON ${s}.task (task_type, lease_until) WHERE status IN ('RUNNING', 'CANCEL_REQUESTED');`
+}
 CREATE UNIQUE INDEX ON ${s}.task (task_type, COALESCE(owner, ''), idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX ON ${s}.task (owner, id) WHERE owner IS NOT NULL;
-CREATE INDEX ON ${s}.task (deadline_at) WHERE status IN ('QUEUED', 'RETRY_WAIT', 'PAUSED') AND deadline_at IS NOT NULL;
-CREATE INDEX ON ${s}.task (available_at) WHERE status = 'RETRY_WAIT';
+${
+  v.side
+    ? ''
+    : `CREATE INDEX ON ${s}.task (deadline_at) WHERE status IN ('QUEUED', 'RETRY_WAIT', 'PAUSED') AND deadline_at IS NOT NULL;
+CREATE INDEX ON ${s}.task (available_at) WHERE status = 'RETRY_WAIT';`
+}
 CREATE TABLE ${s}.attempt (
   task_id ${id} NOT NULL, attempt integer NOT NULL, worker_id text NOT NULL, started_at timestamptz NOT NULL,
   finished_at timestamptz, outcome text, error_code text, PRIMARY KEY (task_id, attempt)
@@ -100,11 +116,16 @@ async function runVariant(client: pg.Client, v: Variant): Promise<{ submit: numb
   const start = await lsn();
   for (let done = 0; done < TASKS; done += 100) {
     const rows = Math.min(100, TASKS - done);
-    const insert = v.narrow
-      ? `WITH ins AS (INSERT INTO ${s}.task (id, task_type, status, available_at, max_attempts, create_time, update_time)
+    const insert = v.side
+      ? `WITH ins AS (INSERT INTO ${s}.task (id, task_type, status, payload_json, available_at, max_attempts, create_time, update_time)
+           SELECT ${id}, 'probe', 'QUEUED', ${payload}, now(), 3, now(), now() FROM (SELECT ${idSql} AS x FROM generate_series(1, ${rows})) g
+           RETURNING id, task_type, priority, available_at, create_time)
+         INSERT INTO ${s}.ready (task_type, priority, available_at, create_time, id) SELECT task_type, priority, available_at, create_time, id FROM ins`
+      : v.narrow
+        ? `WITH ins AS (INSERT INTO ${s}.task (id, task_type, status, available_at, max_attempts, create_time, update_time)
            SELECT ${id}, 'probe', 'QUEUED', now(), 3, now(), now() FROM (SELECT ${idSql} AS x FROM generate_series(1, ${rows})) g RETURNING id)
          INSERT INTO ${s}.payload SELECT id, ${payload} FROM ins`
-      : `INSERT INTO ${s}.task (id, task_type, status, payload_json, available_at, max_attempts, create_time, update_time)
+        : `INSERT INTO ${s}.task (id, task_type, status, payload_json, available_at, max_attempts, create_time, update_time)
          SELECT ${id}, 'probe', 'QUEUED', ${payload}, now(), 3, now(), now() FROM (SELECT ${idSql} AS x FROM generate_series(1, ${rows})) g`;
     await client.query(insert);
   }
@@ -113,13 +134,19 @@ async function runVariant(client: pg.Client, v: Variant): Promise<{ submit: numb
   for (;;) {
     // The claim: lease a batch in claim order, with its attempt rows unless they are written once at the outcome.
     const claimed = await client.query<{ id: string; attempt_count: number; start_time: Date }>(
-      `WITH picked AS (
-         SELECT id FROM ${s}.task WHERE task_type = 'probe' AND status IN ('QUEUED', 'RETRY_WAIT') AND available_at <= now()
-         ORDER BY task_type, priority DESC, available_at, create_time, id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED),
+      `WITH picked AS (${
+        v.side
+          ? `DELETE FROM ${s}.ready r WHERE r.ctid = ANY (ARRAY(
+               SELECT ctid FROM ${s}.ready WHERE task_type = 'probe' AND available_at <= now()
+               ORDER BY task_type, priority DESC, available_at, create_time, id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED)) RETURNING r.id`
+          : `SELECT id FROM ${s}.task WHERE task_type = 'probe' AND status IN ('QUEUED', 'RETRY_WAIT') AND available_at <= now()
+         ORDER BY task_type, priority DESC, available_at, create_time, id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`
+      }),
        leased AS (
          UPDATE ${s}.task t SET status = 'RUNNING', lease_owner = 'worker-probe-1', lease_token = md5(random()::text),
            lease_until = now() + interval '30 seconds', attempt_count = t.attempt_count + 1, start_time = now(), update_time = now()
-         FROM picked WHERE t.id = picked.id RETURNING t.id, t.attempt_count, t.start_time)
+         FROM picked WHERE t.id = picked.id RETURNING t.id, t.attempt_count, t.start_time, t.task_type, t.lease_until)
+       ${v.side ? `, lease_rows AS (INSERT INTO ${s}.leased SELECT id, task_type, lease_until FROM leased)` : ''}
        ${v.once ? 'SELECT * FROM leased' : `, att AS (INSERT INTO ${s}.attempt (task_id, attempt, worker_id, started_at) SELECT id, attempt_count, 'worker-probe-1', start_time FROM leased) SELECT * FROM leased`}`,
     );
     if (claimed.rowCount === 0) break;
@@ -131,6 +158,7 @@ async function runVariant(client: pg.Client, v: Variant): Promise<{ submit: numb
            result_json = NULL, progress_message = t.progress_message
          WHERE t.id = ANY ($1::${v.uuid ? 'uuid' : 'text'}[]) AND t.status = 'RUNNING' AND t.lease_owner = 'worker-probe-1'
          RETURNING t.id, t.attempt_count, t.start_time)
+       ${v.side ? `, unleased AS (DELETE FROM ${s}.leased l USING done WHERE l.id = done.id)` : ''}
        ${
          v.once
            ? `INSERT INTO ${s}.attempt (task_id, attempt, worker_id, started_at, finished_at, outcome) SELECT id, attempt_count, 'worker-probe-1', start_time, now(), 'SUCCESS' FROM done`
