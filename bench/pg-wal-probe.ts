@@ -10,8 +10,8 @@
  * drain, total): own WAL (records on the system's relations and of its
  * transactions; FPI apart), server-wide WAL, commits (database-wide; the
  * system's writing ones), rows written (ins/upd/del; HOT); then the medians,
- * tasklease / graphile-worker, and for the last round the rows per table and
- * the own WAL per record type.
+ * tasklease / graphile-worker, and for the last round the rows per table,
+ * the own WAL per record type and each table's size on disk after the drain.
  * Run: npx tsx bench/pg-wal-probe.ts [N=20000] [rounds=3]
  * Environment: CONCURRENCY (10), BATCH (1000); DIST=1: tasklease from the built
  * dist/ (npx tsc -p tsconfig.build.json first) instead of src/ through tsx.
@@ -130,6 +130,23 @@ function graphileWorker(): ProbeSystem {
 
 const lines: Line[] = [];
 const last = new Map<string, { submit: WorkTotals; drain: WorkTotals }>();
+/** Per system, of the last round: each table's size on disk after the drain (with its indexes and TOAST; before any vacuum). */
+const atRest = new Map<string, Record<string, number>>();
+
+async function tableSizes(schema: string): Promise<Record<string, number>> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ name: string; bytes: string }>(
+      `SELECT c.relname AS name, pg_total_relation_size(c.oid) AS bytes FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+       WHERE ns.nspname = $1 AND c.relkind = 'r'`,
+      [schema],
+    );
+    return Object.fromEntries(rows.map((row) => [row.name, Number(row.bytes)]));
+  } finally {
+    await client.end();
+  }
+}
 
 async function measure(system: ProbeSystem, phase: () => Promise<void>): Promise<WorkTotals> {
   const started = await pgMeter(system.schema).begin();
@@ -143,6 +160,7 @@ async function round(system: ProbeSystem, index: number): Promise<void> {
     const submit = await measure(system, () => system.submit());
     const drain = await measure(system, () => system.drain());
     last.set(system.name, { submit, drain });
+    atRest.set(system.name, await tableSizes(system.schema));
     const [e, d] = [perTask(submit), perTask(drain)];
     const line = workLine(system.name, index, e, d, sumPerTask(e, d));
     lines.push(line);
@@ -168,6 +186,11 @@ function breakdown(name: string, phases: { submit: WorkTotals; drain: WorkTotals
       .map(([type, r]) => `${type} ${Math.round(r.bytes / n)} B (${(r.count / n).toFixed(2)} records)`);
     out.push(`  ${phase} own WAL, record types of 0.5 B/task or more: ${records.join(', ') || 'not measured'}`);
   }
+  const sizes = Object.entries(atRest.get(name) ?? {}).filter(([, bytes]) => bytes / n >= 20);
+  const total = sizes.reduce((sum, [, bytes]) => sum + bytes, 0);
+  out.push(
+    `  on disk after the drain (tables of 20 B/task or more, with their indexes; before any vacuum): ${sizes.map(([table, bytes]) => `${table} ${Math.round(bytes / n)} B`).join(', ')}; total ${Math.round(total / n)} B/task`,
+  );
   return out;
 }
 

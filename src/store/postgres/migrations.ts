@@ -308,4 +308,15 @@ CREATE INDEX IF NOT EXISTS ix_system_async_task_action_task ON ${s}.system_async
     // reports the mismatch until migrate() runs.
     sql: () => 'SELECT 1',
   },
+  {
+    version: 15,
+    name: 'attempt pages with room for their outcomes',
+    // At fillfactor 70 only 4 in 10 outcome writes found room on their attempt row's page (a claim inserts a whole
+    // batch's attempts side by side, and their outcomes come while other transactions still see the old versions):
+    // the rest were non-HOT updates with two index entries each. At 40 every close is HOT: the drain writes 219 B
+    // less WAL per task (bench/pg-wal-probe.ts: 1,610 → 1,390 B) and the table is no larger after a drain (389 →
+    // 337 B/task with its indexes, before vacuum). A storage parameter: no rewrite, no lock that blocks writes;
+    // it applies to pages allocated from now on.
+    sql: (s) => `ALTER TABLE ${s}.system_async_task_attempt SET (fillfactor = 40);`,
+  },
 ];
