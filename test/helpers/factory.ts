@@ -68,14 +68,19 @@ export function onServerArea<Area extends { drop(): Promise<void> }>(
 }
 
 /**
- * The skip for a missing database server, and why: a developer without PostgreSQL or
- * MariaDB running still gets the SQLite tests. It is reached only outside CI:
- * with CI=true, postgresAvailable / mysqlAvailable throw instead, so a missing
- * server fails the run. Its twin for missing programs is system-tools.ts
- * skipNotInstalled.
+ * The test suite's one skip, and why: a developer without PostgreSQL or
+ * MariaDB running, or without a program a test drives (Chromium, PgBouncer,
+ * Patroni…), still gets every other test. It is reached only outside CI:
+ * with CI=true, postgresAvailable / mysqlAvailable and systemTool throw
+ * instead, so whatever is missing fails the run.
  */
+export function skipMissing(title: string, missing: 'no server' | 'not installed', needs: string): void {
+  describe.skip(`${title} (${missing})`, () => it(`needs ${needs}`, () => undefined));
+}
+
+/** The skip for a missing database server (skipMissing). */
 export function skipWithoutServer(title: string, needs: string): void {
-  describe.skip(`${title} (no server)`, () => it(`needs ${needs}`, () => undefined));
+  skipMissing(title, 'no server', needs);
 }
 
 /** describe(title, body) when the server answered, else the one skip above. */

@@ -8,7 +8,8 @@
 import { accessSync, closeSync, constants, openSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { describe, it } from 'vitest';
+import { describe } from 'vitest';
+import { skipMissing } from './factory.js';
 
 export interface SystemTool {
   /** A name looked up on PATH, or an absolute path. */
@@ -55,16 +56,16 @@ export function systemTool(tool: SystemTool, file: string, env: NodeJS.ProcessEn
 
 /**
  * describe(title, body) when every tool is there, else a skip naming what is
- * missing (reached only outside CI, as skipWithoutServer in factory.ts).
+ * missing (reached only outside CI: factory.ts skipMissing).
  */
 export function describeWithTools(tools: readonly (string | null)[], needs: string, title: string, body: () => void): void {
   if (tools.every((tool) => tool !== null)) describe(title, body);
   else skipNotInstalled(title, needs);
 }
 
-/** The skip for programs that are not installed (outside CI only: on CI their absence throws first). */
+/** The skip for programs that are not installed (factory.ts skipMissing; outside CI only: on CI their absence throws first). */
 export function skipNotInstalled(title: string, needs: string): void {
-  describe.skip(`${title} (not installed)`, () => it(`needs ${needs}`, () => undefined));
+  skipMissing(title, 'not installed', needs);
 }
 
 /** One skip line per tool per test run (test files run in workers of one vitest process, their parent). */
