@@ -6,7 +6,6 @@
  * one through another process takes at most `cacheMs` to apply.
  */
 import * as crypto from 'node:crypto';
-import { createHash, randomBytes } from 'node:crypto';
 import { NotFoundError, TokenExpiryPastError, ValidationError } from '../core/errors.js';
 import { uuidv7 } from '../core/ids.js';
 import type { Store } from '../store/types.js';
@@ -82,7 +81,7 @@ export class TokenApi {
     if (role !== 'user' && owner !== null) throw new ValidationError(`a ${role} token sees every owner: give no owner`, 'owner');
     checkNoNul('name', name, 'token');
     checkNoNul('owner', owner, 'token');
-    const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const token = `${TOKEN_PREFIX}${crypto.randomBytes(32).toString('base64url')}`;
     const record = await (
       await this.tokens()
     ).insertToken({
@@ -112,7 +111,7 @@ export class TokenApi {
    * id is the cookie. The API token itself never leaves the login request.
    */
   async startSession(who: SessionOwner): Promise<{ sessionId: string; record: ApiTokenRecord }> {
-    const sessionId = `${SESSION_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const sessionId = `${SESSION_PREFIX}${crypto.randomBytes(32).toString('base64url')}`;
     const name = `session ${who.tokenId ?? 'jwt'}: ${who.name}`.slice(0, 255);
     const record = await (
       await this.tokens()
@@ -175,7 +174,7 @@ export class TokenApi {
 const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
 export function hashToken(secret: string): string {
-  return oneShotHash ? oneShotHash('sha256', secret, 'hex') : createHash('sha256').update(secret, 'utf8').digest('hex');
+  return oneShotHash ? oneShotHash('sha256', secret, 'hex') : crypto.createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
 function usable(record: ApiTokenRecord, now: number): boolean {

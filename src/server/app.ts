@@ -75,24 +75,21 @@ export async function buildApp({ options, context, routes, authenticator, limite
   });
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
-  // Callback hooks, not async ones: no promise per request for work that never waits.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime) }, 'request');
-    done();
-  });
-  // Helmet's and CORS's hooks before the authorizer's: a 401, 403 or 429 carries their headers too.
-  // On the raw response, as helmet sets them: a hijacked reply (the SSE streams) writes its head itself and keeps them.
+  // The request id and helmet's headers, before CORS's and the authorizer's hooks: a 401, 403 or 429 carries them too.
+  // Helmet's on the raw response, as helmet sets them: a hijacked reply (the SSE streams) writes its head itself and
+  // keeps them. Callback hooks, not async ones: no promise per request for work that never waits.
   const security = securityHeaders({
     contentSecurityPolicy: {
       directives: { defaultSrc: ["'self'"], scriptSrc: ["'self'"], styleSrc: ["'self'", "'unsafe-inline'"], imgSrc: ["'self'", 'data:'] },
     },
   });
-  app.addHook('onRequest', (_request, reply, done) => {
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
     for (const [name, value] of security) reply.raw.setHeader(name, value);
+    done();
+  });
+  app.addHook('onResponse', (request, reply, done) => {
+    request.log.debug({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTimeMs: Math.round(reply.elapsedTime) }, 'request');
     done();
   });
   if (corsOn) {
