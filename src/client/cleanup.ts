@@ -1,6 +1,8 @@
 /**
  * Retention cleanup: terminal tasks finished before a cut-off are deleted in
- * batches with their attempts and failures (dead letters archived first).
+ * batches with their attempts and failures (dead letters archived first); on
+ * PostgreSQL with historyMoveAfterMs, older days of the partitioned history
+ * are dropped and finished tasks moved there (store/postgres/history.ts).
  * Safe while workers run: only terminal rows are touched, re-checked at delete.
  * The cut-off and batch loop are shared with the dead-letter clean.
  */
@@ -34,8 +36,11 @@ export async function cleanup(store: Store, options: CleanupOptions): Promise<Pu
     total.attempts += result.attempts;
     total.failures += result.failures;
     total.deadLettersArchived += result.deadLettersArchived;
+    // Partitioned history (PostgreSQL): a batch also moves tasks, and a dropped day counts all its rows at once.
+    if (result.tasksMoved !== undefined) total.tasksMoved = (total.tasksMoved ?? 0) + result.tasksMoved;
+    if (result.historyPartitionsDropped !== undefined) total.historyPartitionsDropped = (total.historyPartitionsDropped ?? 0) + result.historyPartitionsDropped;
     options.onBatch?.({ ...total });
-    return result.tasks;
+    return Math.max(result.tasks, result.tasksMoved ?? 0);
   });
   return total;
 }

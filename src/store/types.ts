@@ -208,7 +208,10 @@ export interface ControlStore {
    * One batch of cleanup: up to `batchSize` terminal tasks finished before
    * `finishedBefore` are deleted with their attempts, failures and actions; their
    * dead letters are archived (kept) first. Safe while workers run: the
-   * delete re-checks status and finished_at.
+   * delete re-checks status and finished_at. PostgreSQL with
+   * historyMoveAfterMs also drops the history days wholly before the cut-off
+   * and moves a batch of tasks finished before now − historyMoveAfterMs into
+   * the history (tasksMoved); the cleanup goes on while either is a full batch.
    */
   purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult>;
   /**
@@ -469,10 +472,15 @@ export interface Policy extends PolicyInput {
 }
 
 export interface PurgeResult {
+  /** Deleted for good: rows of the task table, or (partitioned history) the rows of the days dropped. */
   tasks: number;
   attempts: number;
   failures: number;
   deadLettersArchived: number;
+  /** PostgreSQL with historyMoveAfterMs: tasks moved from the task table to the partitioned history. */
+  tasksMoved?: number;
+  /** PostgreSQL with historyMoveAfterMs: day partitions dropped (each of the four history tables counts). */
+  historyPartitionsDropped?: number;
 }
 
 export interface WorkerRegistration {

@@ -25,6 +25,10 @@ const TABLES = [
   'system_async_task_policy',
   'system_async_task_worker',
   'system_async_task_action',
+  'system_async_task_history',
+  'system_async_task_attempt_history',
+  'system_async_task_failure_history',
+  'system_async_task_action_history',
 ];
 
 /** True when the server answers. Throws on CI when it does not; elsewhere prints the one skip line. */

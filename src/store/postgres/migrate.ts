@@ -10,6 +10,7 @@ import type pg from 'pg';
 import { ErrorCode, TaskLeaseError } from '../../core/errors.js';
 import { claimFunctionSql } from './claim.js';
 import { finishFunctionSql } from './finish.js';
+import { historyFunctionsSql } from './history.js';
 import { beginOn, run, withClient, type PgContext } from './connection.js';
 import { MIGRATE_LOCK_SCOPE, PG_MIGRATIONS } from './migrations.js';
 
@@ -50,6 +51,7 @@ async function applyMigrations(ctx: PgContext, client: pg.PoolClient): Promise<v
   // Repeatable: the claim and outcome functions always match this code (CREATE OR REPLACE under the lock).
   await run(client, 'installing the claim function', claimFunctionSql(ctx));
   await run(client, 'installing the outcome function', finishFunctionSql(ctx));
+  await run(client, 'installing the history functions', historyFunctionsSql(ctx));
 }
 
 export async function schemaVersion(ctx: PgContext): Promise<number> {

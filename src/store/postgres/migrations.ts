@@ -321,4 +321,28 @@ CREATE INDEX IF NOT EXISTS ix_system_async_task_action_task ON ${s}.system_async
     sql: (s) => `ALTER TABLE ${s}.system_async_task SET (fillfactor = 50);
 ALTER TABLE ${s}.system_async_task_attempt SET (fillfactor = 40);`,
   },
+  {
+    version: 16,
+    name: 'partitioned history',
+    // Finished work by finish day (UTC), for stores with historyMoveAfterMs (history.ts): cleanup moves terminal tasks
+    // there in batches, with their attempts, failures and actions, and retention drops whole days — no row deletes
+    // in a table of 100 million rows. Empty and never written without the option; reads look here too (reads.ts).
+    // Same columns as the live tables in the same order (a move is `INSERT … SELECT *` of the deleted rows; a
+    // migration that adds a column to a live table adds it here too — postgres-history.test.ts checks), plus the
+    // task's finish time on the other three, which places them in their task's partition. fillfactor 100: never updated.
+    sql: (s) => `
+CREATE TABLE ${s}.system_async_task_history (LIKE ${s}.system_async_task INCLUDING DEFAULTS) PARTITION BY RANGE (finish_time);
+ALTER TABLE ${s}.system_async_task_history ALTER COLUMN finish_time SET NOT NULL, ADD PRIMARY KEY (id, finish_time);
+CREATE INDEX ix_system_async_task_history_owner ON ${s}.system_async_task_history (owner, id) WHERE owner IS NOT NULL;
+CREATE TABLE ${s}.system_async_task_attempt_history (LIKE ${s}.system_async_task_attempt, task_finish_time timestamptz NOT NULL)
+  PARTITION BY RANGE (task_finish_time);
+ALTER TABLE ${s}.system_async_task_attempt_history ADD PRIMARY KEY (task_id, attempt, task_finish_time);
+CREATE TABLE ${s}.system_async_task_failure_history (LIKE ${s}.system_async_task_failure, task_finish_time timestamptz NOT NULL)
+  PARTITION BY RANGE (task_finish_time);
+CREATE INDEX ix_system_async_task_failure_history_task ON ${s}.system_async_task_failure_history (task_id, failed_at);
+CREATE TABLE ${s}.system_async_task_action_history (LIKE ${s}.system_async_task_action, task_finish_time timestamptz NOT NULL)
+  PARTITION BY RANGE (task_finish_time);
+CREATE INDEX ix_system_async_task_action_history_task ON ${s}.system_async_task_action_history (task_id, acted_at);
+`,
+  },
 ];

@@ -85,6 +85,18 @@ export interface PostgresStoreOptions {
    * pollIntervalMs) and waitFor re-reads on its own timer. Default false.
    */
   pollOnly?: boolean;
+  /**
+   * Partitioned history (docs/tuning.md, "History at scale"): the retention
+   * cleanup moves terminal tasks finished more than this many milliseconds
+   * ago into system_async_task_history (and attempts, failures, actions into
+   * theirs), partitioned by finish day, and retention drops whole days
+   * instead of deleting rows. Reads (get, list, attempts, failures, actions,
+   * diagnose) cover both; status changes and the seed's SQL see the task table
+   * only, as after a purge. Unset (default): cleanup deletes rows in batches.
+   * 0 or more; a few hours (e.g. 3 600 000 × 6) keeps recent work in the task
+   * table for the seed's queries.
+   */
+  historyMoveAfterMs?: number;
   /** Not supported: PostgreSQL judges every time by the database clock (now()). */
   clock?: never;
 }
@@ -105,6 +117,8 @@ export interface ResolvedPostgresOptions {
   /** The statement timeout of the pools the store opens (0: none); never applied to a `pool` of yours. */
   statementTimeoutMs: number;
   pollOnly: boolean;
+  /** null: no partitioned history (option historyMoveAfterMs). */
+  historyMoveAfterMs: number | null;
 }
 
 const COMPONENT = 'PostgresStore';
@@ -121,6 +135,7 @@ const KNOWN = [
   'pooler',
   'listenConnectionString',
   'pollOnly',
+  'historyMoveAfterMs',
   'clock',
 ] as const;
 export const POOLER_MODES = ['session', 'transaction'] as const;
@@ -162,7 +177,9 @@ export function resolvePostgresOptions(input: PostgresStoreOptions | undefined):
   // (PgBouncer: 08P01 unsupported startup parameter). The statement timeout is applied by the store (connection.ts).
   const listenerTimeouts = { connectionTimeoutMillis: connectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS };
   const timeouts: pg.PoolConfig = { ...listenerTimeouts };
-  const shared = { pooler, pollOnly, connectTimeoutMs };
+  const historyMoveAfterMs = options.historyMoveAfterMs ?? null;
+  if (historyMoveAfterMs !== null) checkInteger(COMPONENT, 'historyMoveAfterMs', historyMoveAfterMs, { min: 0, max: 3_650 * 86_400_000 });
+  const shared = { pooler, pollOnly, connectTimeoutMs, historyMoveAfterMs };
   // Direct or session-pooled: one SET per new connection (the session is ours). Behind a transaction
   // pooler the store limits each transaction instead (connection.ts, limitEachTransaction).
   if (pooler === 'session' && statementTimeoutMs > 0) Object.assign(timeouts, { Client: clientLimitedTo(statementTimeoutMs) });

@@ -11,6 +11,19 @@ import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, List
 import { run, type PgContext } from './connection.js';
 import { decodePostgres } from './encode.js';
 
+/** The partitioned history beside a table (migration 16; history.ts): empty unless the store moves tasks there. */
+function historyOf(table: string): string {
+  return `${table}_history`;
+}
+
+/**
+ * A task's attempts, failures or actions, wherever they are: the history
+ * tables have the same columns in the same order, then the task's finish time.
+ */
+function withHistory(table: string, where: string): string {
+  return `SELECT *, NULL::timestamptz AS task_finish_time FROM ${table} ${where} UNION ALL SELECT * FROM ${historyOf(table)} ${where}`;
+}
+
 /** Collects WHERE conditions and their parameters. */
 class Where {
   readonly conditions: string[] = [];
@@ -35,7 +48,12 @@ class Where {
 
 export async function getTask(ctx: PgContext, id: string, scope: Scope): Promise<Task | null> {
   const where = new Where().add((p) => `id = ${p}`, id).scope(scope);
-  const result = await run<Row>(ctx.pool, 'reading a task', `SELECT * FROM ${ctx.tables.task} ${where.sql}`, where.values);
+  const result = await run<Row>(
+    ctx.pool,
+    'reading a task',
+    `SELECT * FROM ${ctx.tables.task} ${where.sql} UNION ALL SELECT * FROM ${historyOf(ctx.tables.task)} ${where.sql} LIMIT 1`,
+    where.values,
+  );
   return result.rows[0] ? taskFromRow(result.rows[0], decodePostgres) : null;
 }
 
@@ -47,7 +65,13 @@ export async function listTasks(ctx: PgContext, params: ListTasksParams): Promis
   if (params.status && params.status.length > 0) where.add((p) => `status = ANY(${p}::text[])`, [...params.status]);
   if (params.cursor != null) where.add((p) => `id < ${p}`, params.cursor);
   const limit = where.next(params.limit + 1);
-  const result = await run<Row>(ctx.pool, 'listing tasks', `SELECT * FROM ${ctx.tables.task} ${where.sql} ORDER BY id DESC LIMIT ${limit}`, where.values);
+  const result = await run<Row>(
+    ctx.pool,
+    'listing tasks',
+    `(SELECT * FROM ${ctx.tables.task} ${where.sql} ORDER BY id DESC LIMIT ${limit})
+     UNION ALL (SELECT * FROM ${historyOf(ctx.tables.task)} ${where.sql} ORDER BY id DESC LIMIT ${limit}) ORDER BY id DESC LIMIT ${limit}`,
+    where.values,
+  );
   const tasks = result.rows.slice(0, params.limit).map((row) => taskFromRow(row, decodePostgres));
   return { tasks, nextCursor: result.rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
 }
@@ -81,7 +105,7 @@ export async function countDeadLetters(ctx: PgContext, scope: Scope, taskType: s
 }
 
 export async function listAttempts(ctx: PgContext, taskId: string): Promise<AttemptRecord[]> {
-  const result = await run<Row>(ctx.pool, 'listing attempts', `SELECT * FROM ${ctx.tables.attempt} WHERE task_id = $1 ORDER BY attempt`, [taskId]);
+  const result = await run<Row>(ctx.pool, 'listing attempts', `${withHistory(ctx.tables.attempt, 'WHERE task_id = $1')} ORDER BY attempt`, [taskId]);
   return result.rows.map((row) => attemptFromRow(row, decodePostgres));
 }
 
@@ -89,7 +113,7 @@ export async function listFailures(ctx: PgContext, taskId: string, limit: number
   const result = await run<Row>(
     ctx.pool,
     'listing failures',
-    `SELECT * FROM ${ctx.tables.failure} WHERE task_id = $1 ORDER BY failed_at DESC, attempt DESC, id DESC LIMIT $2`,
+    `${withHistory(ctx.tables.failure, 'WHERE task_id = $1')} ORDER BY failed_at DESC, attempt DESC, id DESC LIMIT $2`,
     [taskId, limit ?? 100],
   );
   return result.rows.map((row) => failureFromRow(row, decodePostgres));
@@ -99,7 +123,7 @@ export async function listTaskActions(ctx: PgContext, taskId: string, limit: num
   const result = await run<Row>(
     ctx.pool,
     'listing task actions',
-    `SELECT * FROM ${ctx.tables.action} WHERE task_id = $1 ORDER BY acted_at DESC, id DESC LIMIT $2`,
+    `${withHistory(ctx.tables.action, 'WHERE task_id = $1')} ORDER BY acted_at DESC, id DESC LIMIT $2`,
     [taskId, limit ?? 100],
   );
   return result.rows.map((row) => actionFromRow(row, decodePostgres));

@@ -59,6 +59,7 @@ import { claimTasks } from './claim.js';
 import { explainClaim } from './explain.js';
 import { createContext, limitEachTransaction, pgPoolStats, run, type PgContext, type Queryable } from './connection.js';
 import * as control from './control.js';
+import { dropAndMove } from './history.js';
 import { isConnectTimeout } from './errors.js';
 import { finishAndClaim, finishAttempts } from './finish.js';
 import { insertTasks } from './insert.js';
@@ -97,6 +98,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   readonly pooler: 'session' | 'transaction';
   /** No LISTEN connection: workers and waiters poll (option pollOnly). */
   readonly pollOnly: boolean;
+  /** Partitioned history: cleanup moves tasks finished this long ago (option historyMoveAfterMs); null: off. */
+  readonly historyMoveAfterMs: number | null;
 
   constructor(options: PostgresStoreOptions = {}) {
     super();
@@ -112,6 +115,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     if (transactionPooler && this.ownsPool) limitEachTransaction(this.pool, resolved.statementTimeoutMs);
     if (transactionPooler && resolved.ownsLeasePool) limitEachTransaction(resolved.leasePool, resolved.statementTimeoutMs);
     this.pollOnly = resolved.pollOnly;
+    this.historyMoveAfterMs = resolved.historyMoveAfterMs;
     // An idle pooled connection that dies (server restart, pg_terminate_backend)
     // is reported here; without a handler Node would crash the process. The
     // pool drops it and the next statement opens a fresh one.
@@ -322,7 +326,17 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   }
 
   async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
-    return control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
+    const purged = await control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
+    // Rows from before the cut-off still in the task table go first (deleted, not moved into days about to drop).
+    if (this.historyMoveAfterMs === null || purged.tasks >= params.batchSize) return purged;
+    const more = await dropAndMove(this.ctx, params.finishedBefore, this.historyMoveAfterMs, params.batchSize);
+    return {
+      ...more,
+      tasks: purged.tasks + more.tasks,
+      attempts: purged.attempts + more.attempts,
+      failures: purged.failures + more.failures,
+      deadLettersArchived: purged.deadLettersArchived + more.deadLettersArchived,
+    };
   }
 
   async purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {

@@ -1,0 +1,163 @@
+/**
+ * Partitioned history (issue 25), with the option historyMoveAfterMs: the
+ * retention cleanup moves terminal tasks finished more than that long ago
+ * out of the task table into the *_history tables (migration 16), one
+ * partition per UTC day of the task's finish, with their attempts, failures
+ * and operator actions; and retention drops whole days instead of deleting
+ * rows. The task table then holds the live work and a few hours of finished
+ * tasks, whatever the retention: its indexes and its vacuum stay small, and
+ * the drop writes no row of WAL.
+ *
+ * The hot path never touches these tables: a finish writes what it wrote
+ * before, the move is the cleanup's. A moved task reads like a kept one (get,
+ * list, attempts, failures, actions: reads.ts) but is out of reach of status
+ * changes, exactly as a purged one — its dead letters are archived as the
+ * purge archives them.
+ *
+ * Functions installed by every migrate() (as the claim and outcome functions):
+ * - tasklease_history_partitions(first, last): the missing day partitions of
+ *   the four tables, from first's day to last's;
+ * - tasklease_history_move(cutoff, move_before, batch): one batch moved;
+ * - tasklease_history_drop(cutoff): the days wholly before cutoff dropped,
+ *   with how many rows they held.
+ * The partition DDL and the drop take one transaction lock per schema: two
+ * cleaners never create or drop the same partition.
+ */
+import { TERMINAL_SQL } from '../rules/sql.js';
+import type { PurgeResult } from '../types.js';
+import { run, type PgContext } from './connection.js';
+
+const TABLES = [
+  ['system_async_task_history', 'finish_time'],
+  ['system_async_task_attempt_history', 'task_finish_time'],
+  ['system_async_task_failure_history', 'task_finish_time'],
+  ['system_async_task_action_history', 'task_finish_time'],
+] as const;
+
+export function historyFunctionsSql(ctx: PgContext): string {
+  const s = ctx.schema;
+  const { task, attempt, failure, deadLetter, action } = ctx.tables;
+  // The schema as a text literal for format() (validated: letters, digits, underscores; quoted by quoteIdent).
+  const schemaText = `'${s}'`;
+  const lock = `PERFORM pg_advisory_xact_lock(hashtextextended('tasklease.history:' || ${schemaText}, 0))`;
+  const parents = `ARRAY[${TABLES.map(([name]) => `'${name}'`).join(', ')}]`;
+  return `
+CREATE OR REPLACE FUNCTION ${s}.tasklease_history_partitions(first timestamptz, last timestamptz) RETURNS integer LANGUAGE plpgsql AS $fn$
+DECLARE
+  day date := (first AT TIME ZONE 'UTC')::date;
+  made integer := 0;
+  parent text;
+BEGIN
+  ${lock};
+  WHILE day <= (last AT TIME ZONE 'UTC')::date LOOP
+    FOREACH parent IN ARRAY ${parents} LOOP
+      IF to_regclass(format('%s.%I', ${schemaText}, parent || '_' || to_char(day, 'YYYYMMDD'))) IS NULL THEN
+        EXECUTE format('CREATE TABLE %s.%I PARTITION OF %s.%I FOR VALUES FROM (%L) TO (%L)', ${schemaText},
+          parent || '_' || to_char(day, 'YYYYMMDD'), ${schemaText}, parent,
+          day::timestamp AT TIME ZONE 'UTC', (day + 1)::timestamp AT TIME ZONE 'UTC');
+        made := made + 1;
+      END IF;
+    END LOOP;
+    day := day + 1;
+  END LOOP;
+  RETURN made;
+END
+$fn$;
+
+-- One batch: terminal tasks finished in [cutoff, move_before), oldest ids first. FOR UPDATE SKIP LOCKED re-checks
+-- status and finish time on the newest row version, as the purge does: a task an operator retried stays.
+CREATE OR REPLACE FUNCTION ${s}.tasklease_history_move(cutoff timestamptz, move_before timestamptz, batch integer,
+  OUT tasks integer, OUT attempts integer, OUT failures integer, OUT archived integer) LANGUAGE plpgsql AS $fn$
+DECLARE
+  ids text[];
+  first timestamptz;
+  last timestamptz;
+BEGIN
+  SELECT array_agg(id), min(finish_time), max(finish_time) INTO ids, first, last FROM (
+    SELECT id, finish_time FROM ${task}
+    WHERE finish_time IS NOT NULL AND finish_time >= cutoff AND finish_time < move_before AND status IN ${TERMINAL_SQL}
+    ORDER BY id LIMIT batch FOR UPDATE SKIP LOCKED) doomed;
+  tasks := 0; attempts := 0; failures := 0; archived := 0;
+  IF ids IS NULL THEN RETURN; END IF;
+  PERFORM ${s}.tasklease_history_partitions(first, last);
+  WITH moved AS (DELETE FROM ${task} t WHERE t.id = ANY (ids) RETURNING t.*),
+  kept AS (INSERT INTO ${s}.system_async_task_history SELECT * FROM moved RETURNING 1),
+  moved_attempts AS (DELETE FROM ${attempt} a USING moved m WHERE a.task_id = m.id RETURNING a.*, m.finish_time),
+  kept_attempts AS (INSERT INTO ${s}.system_async_task_attempt_history SELECT * FROM moved_attempts RETURNING 1),
+  moved_failures AS (DELETE FROM ${failure} f USING moved m WHERE f.task_id = m.id RETURNING f.*, m.finish_time),
+  kept_failures AS (INSERT INTO ${s}.system_async_task_failure_history SELECT * FROM moved_failures RETURNING 1),
+  moved_actions AS (DELETE FROM ${action} x USING moved m WHERE x.task_id = m.id RETURNING x.*, m.finish_time),
+  kept_actions AS (INSERT INTO ${s}.system_async_task_action_history SELECT * FROM moved_actions),
+  archived_letters AS (
+    UPDATE ${deadLetter} d SET archived_at = now() FROM moved m WHERE d.original_task_id = m.id AND d.archived_at IS NULL RETURNING 1)
+  SELECT (SELECT count(*) FROM kept), (SELECT count(*) FROM kept_attempts), (SELECT count(*) FROM kept_failures),
+         (SELECT count(*) FROM archived_letters)
+  INTO tasks, attempts, failures, archived;
+END
+$fn$;
+
+-- Drops the day partitions (all four tables) that end at or before cutoff; counts their rows first (one scan of
+-- each: the drop itself logs nothing per row).
+CREATE OR REPLACE FUNCTION ${s}.tasklease_history_drop(cutoff timestamptz,
+  OUT tasks bigint, OUT attempts bigint, OUT failures bigint, OUT partitions integer) LANGUAGE plpgsql AS $fn$
+DECLARE
+  part record;
+  n bigint;
+BEGIN
+  ${lock};
+  tasks := 0; attempts := 0; failures := 0; partitions := 0;
+  FOR part IN
+    SELECT c.relname AS name, p.relname AS parent FROM pg_inherits i
+    JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace ns ON ns.oid = p.relnamespace
+    WHERE ns.nspname = ${literalOf(ctx.schemaName)} AND p.relname = ANY (${parents}) AND c.relname ~ '_[0-9]{8}$'
+      AND (to_date(right(c.relname, 8), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE 'UTC' <= cutoff
+  LOOP
+    IF part.parent <> 'system_async_task_action_history' THEN
+      EXECUTE format('SELECT count(*) FROM %s.%I', ${schemaText}, part.name) INTO n;
+      IF part.parent = 'system_async_task_history' THEN tasks := tasks + n;
+      ELSIF part.parent = 'system_async_task_attempt_history' THEN attempts := attempts + n;
+      ELSE failures := failures + n; END IF;
+    END IF;
+    EXECUTE format('DROP TABLE %s.%I', ${schemaText}, part.name);
+    partitions := partitions + 1;
+  END LOOP;
+END
+$fn$;
+`;
+}
+
+/** The schema name (validated at the edge) as an SQL text literal. */
+function literalOf(name: string): string {
+  return `'${name.replace(/'/g, "''")}'`;
+}
+
+/**
+ * Days wholly before `cutoff` dropped, then one batch of tasks finished in
+ * [cutoff, now − moveAfterMs) moved: the part of a cleanup batch that the
+ * option adds (the purge before it removes whatever the task table still
+ * holds from before the cut-off).
+ */
+export async function dropAndMove(ctx: PgContext, cutoff: Date, moveAfterMs: number, batchSize: number): Promise<Required<PurgeResult>> {
+  const dropped = await run<{ tasks: string; attempts: string; failures: string; partitions: number }>(
+    ctx.pool,
+    'dropping history partitions',
+    `SELECT * FROM ${ctx.schema}.tasklease_history_drop($1)`,
+    [cutoff],
+  );
+  const moved = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(
+    ctx.pool,
+    'moving finished tasks to history',
+    `SELECT * FROM ${ctx.schema}.tasklease_history_move($1, now() - $2 * interval '1 millisecond', $3)`,
+    [cutoff, moveAfterMs, batchSize],
+  );
+  const drop = dropped.rows[0]!;
+  const move = moved.rows[0]!;
+  return {
+    tasks: Number(drop.tasks),
+    attempts: Number(drop.attempts),
+    failures: Number(drop.failures),
+    deadLettersArchived: move.archived,
+    tasksMoved: move.tasks,
+    historyPartitionsDropped: drop.partitions,
+  };
+}
