@@ -40,7 +40,7 @@ export async function cleanup(store: Store, options: CleanupOptions): Promise<Pu
     if (result.tasksMoved !== undefined) total.tasksMoved = (total.tasksMoved ?? 0) + result.tasksMoved;
     if (result.historyPartitionsDropped !== undefined) total.historyPartitionsDropped = (total.historyPartitionsDropped ?? 0) + result.historyPartitionsDropped;
     options.onBatch?.({ ...total });
-    return Math.max(result.tasks, result.tasksMoved ?? 0);
+    return result.tasks + (result.tasksMoved ?? 0);
   });
   return total;
 }

@@ -209,9 +209,11 @@ export interface ControlStore {
    * `finishedBefore` are deleted with their attempts, failures and actions; their
    * dead letters are archived (kept) first. Safe while workers run: the
    * delete re-checks status and finished_at. PostgreSQL with
-   * historyMoveAfterMs also drops the history days wholly before the cut-off
-   * and moves a batch of tasks finished before now − historyMoveAfterMs into
-   * the history (tasksMoved); the cleanup goes on while either is a full batch.
+   * historyMoveAfterMs instead drops the history days wholly before the
+   * cut-off (their rows count in `tasks`) and takes one batch of terminal
+   * tasks finished before now − historyMoveAfterMs out of the task table:
+   * moved into the history (tasksMoved), or deleted if past the cut-off. The
+   * cleanup goes on while tasks + tasksMoved fill a batch.
    */
   purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult>;
   /**

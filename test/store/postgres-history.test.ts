@@ -128,13 +128,19 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: partitioned history', () 
     expect((await store.getTask({ id: running.id, scope: Scope.global() }))?.status).toBe('RUNNING');
   });
 
-  it('moves in batches: the cleanup goes on while a batch comes back full', async () => {
+  it('moves in batches, deleting what is already past retention: the cleanup goes on while a batch comes back full', async () => {
+    await finished(24 * 10);
     const ids = [];
     for (let i = 0; i < 5; i += 1) ids.push(await finished(2));
-    const batches: number[] = [];
-    const result = await cleanup(store, { retentionDays: 7, batchSize: 2, onBatch: (total) => batches.push(total.tasksMoved ?? 0) });
-    expect(result.tasksMoved).toBe(5);
-    expect(batches).toEqual([2, 4, 5]);
+    const batches: [number, number][] = [];
+    const result = await cleanup(store, { retentionDays: 7, batchSize: 2, onBatch: (total) => batches.push([total.tasks, total.tasksMoved ?? 0]) });
+    expect(result).toMatchObject({ tasks: 1, tasksMoved: 5 });
+    expect(batches).toEqual([
+      [1, 1],
+      [1, 3],
+      [1, 5],
+      [1, 5],
+    ]);
     const { tasks } = await store.listTasks({ scope: Scope.global(), limit: 10 });
     expect(tasks.map((task) => task.id)).toEqual([...ids].reverse());
   });

@@ -64,35 +64,45 @@ BEGIN
 END
 $fn$;
 
--- One batch: terminal tasks finished in [cutoff, move_before), oldest ids first. FOR UPDATE SKIP LOCKED re-checks
--- status and finish time on the newest row version, as the purge does: a task an operator retried stays.
+-- One batch: terminal tasks finished before move_before (or cutoff, if later), oldest ids first, out of the task table; those finished
+-- from cutoff on go into the history, older ones (past retention already) are only deleted — one walk of the
+-- primary key for both (the task table has no finish-time index: a second walk for the deletes alone would read
+-- every row left each batch). FOR UPDATE SKIP LOCKED re-checks status and finish time on the newest row version,
+-- as the purge does: a task an operator retried since stays. Answers what it deleted for good and what it moved.
 CREATE OR REPLACE FUNCTION ${s}.tasklease_history_move(cutoff timestamptz, move_before timestamptz, batch integer,
-  OUT tasks integer, OUT attempts integer, OUT failures integer, OUT archived integer) LANGUAGE plpgsql AS $fn$
+  OUT tasks integer, OUT attempts integer, OUT failures integer, OUT archived integer, OUT moved integer) LANGUAGE plpgsql AS $fn$
 DECLARE
   ids text[];
   first timestamptz;
   last timestamptz;
+  gone integer;
+  gone_attempts integer;
+  gone_failures integer;
 BEGIN
-  SELECT array_agg(id), min(finish_time), max(finish_time) INTO ids, first, last FROM (
+  SELECT array_agg(id), min(finish_time) FILTER (WHERE finish_time >= cutoff), max(finish_time) INTO ids, first, last FROM (
     SELECT id, finish_time FROM ${task}
-    WHERE finish_time IS NOT NULL AND finish_time >= cutoff AND finish_time < move_before AND status IN ${TERMINAL_SQL}
+    WHERE finish_time IS NOT NULL AND finish_time < greatest(move_before, cutoff) AND status IN ${TERMINAL_SQL}
     ORDER BY id LIMIT batch FOR UPDATE SKIP LOCKED) doomed;
-  tasks := 0; attempts := 0; failures := 0; archived := 0;
+  tasks := 0; attempts := 0; failures := 0; archived := 0; moved := 0;
   IF ids IS NULL THEN RETURN; END IF;
-  PERFORM ${s}.tasklease_history_partitions(first, last);
-  WITH moved AS (DELETE FROM ${task} t WHERE t.id = ANY (ids) RETURNING t.*),
-  kept AS (INSERT INTO ${s}.system_async_task_history SELECT * FROM moved RETURNING 1),
-  moved_attempts AS (DELETE FROM ${attempt} a USING moved m WHERE a.task_id = m.id RETURNING a.*, m.finish_time),
-  kept_attempts AS (INSERT INTO ${s}.system_async_task_attempt_history SELECT * FROM moved_attempts RETURNING 1),
-  moved_failures AS (DELETE FROM ${failure} f USING moved m WHERE f.task_id = m.id RETURNING f.*, m.finish_time),
-  kept_failures AS (INSERT INTO ${s}.system_async_task_failure_history SELECT * FROM moved_failures RETURNING 1),
-  moved_actions AS (DELETE FROM ${action} x USING moved m WHERE x.task_id = m.id RETURNING x.*, m.finish_time),
-  kept_actions AS (INSERT INTO ${s}.system_async_task_action_history SELECT * FROM moved_actions),
+  IF first IS NOT NULL THEN PERFORM ${s}.tasklease_history_partitions(first, last); END IF;
+  WITH gone_tasks AS (DELETE FROM ${task} t WHERE t.id = ANY (ids) RETURNING t.*),
+  kept AS (INSERT INTO ${s}.system_async_task_history SELECT * FROM gone_tasks WHERE finish_time >= cutoff RETURNING 1),
+  gone_attempt_rows AS (DELETE FROM ${attempt} a USING gone_tasks g WHERE a.task_id = g.id RETURNING a.*, g.finish_time),
+  kept_attempts AS (
+    INSERT INTO ${s}.system_async_task_attempt_history SELECT * FROM gone_attempt_rows WHERE finish_time >= cutoff RETURNING 1),
+  gone_failure_rows AS (DELETE FROM ${failure} f USING gone_tasks g WHERE f.task_id = g.id RETURNING f.*, g.finish_time),
+  kept_failures AS (
+    INSERT INTO ${s}.system_async_task_failure_history SELECT * FROM gone_failure_rows WHERE finish_time >= cutoff RETURNING 1),
+  gone_actions AS (DELETE FROM ${action} x USING gone_tasks g WHERE x.task_id = g.id RETURNING x.*, g.finish_time),
+  kept_actions AS (INSERT INTO ${s}.system_async_task_action_history SELECT * FROM gone_actions WHERE finish_time >= cutoff),
   archived_letters AS (
-    UPDATE ${deadLetter} d SET archived_at = now() FROM moved m WHERE d.original_task_id = m.id AND d.archived_at IS NULL RETURNING 1)
-  SELECT (SELECT count(*) FROM kept), (SELECT count(*) FROM kept_attempts), (SELECT count(*) FROM kept_failures),
+    UPDATE ${deadLetter} d SET archived_at = now() FROM gone_tasks g WHERE d.original_task_id = g.id AND d.archived_at IS NULL RETURNING 1)
+  SELECT (SELECT count(*) FROM gone_tasks), (SELECT count(*) FROM kept), (SELECT count(*) FROM gone_attempt_rows),
+         (SELECT count(*) FROM kept_attempts), (SELECT count(*) FROM gone_failure_rows), (SELECT count(*) FROM kept_failures),
          (SELECT count(*) FROM archived_letters)
-  INTO tasks, attempts, failures, archived;
+  INTO gone, moved, gone_attempts, attempts, gone_failures, failures, archived;
+  tasks := gone - moved; attempts := gone_attempts - attempts; failures := gone_failures - failures;
 END
 $fn$;
 
@@ -132,10 +142,9 @@ function literalOf(name: string): string {
 }
 
 /**
- * Days wholly before `cutoff` dropped, then one batch of tasks finished in
- * [cutoff, now − moveAfterMs) moved: the part of a cleanup batch that the
- * option adds (the purge before it removes whatever the task table still
- * holds from before the cut-off).
+ * One cleanup batch with the option: the history days wholly before `cutoff`
+ * dropped, then one batch of terminal tasks finished before now − moveAfterMs
+ * out of the task table (moved, or deleted when already past `cutoff`).
  */
 export async function dropAndMove(ctx: PgContext, cutoff: Date, moveAfterMs: number, batchSize: number): Promise<Required<PurgeResult>> {
   const dropped = await run<{ tasks: string; attempts: string; failures: string; partitions: number }>(
@@ -144,7 +153,7 @@ export async function dropAndMove(ctx: PgContext, cutoff: Date, moveAfterMs: num
     `SELECT * FROM ${ctx.schema}.tasklease_history_drop($1)`,
     [cutoff],
   );
-  const moved = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(
+  const moved = await run<{ tasks: number; attempts: number; failures: number; archived: number; moved: number }>(
     ctx.pool,
     'moving finished tasks to history',
     `SELECT * FROM ${ctx.schema}.tasklease_history_move($1, now() - $2 * interval '1 millisecond', $3)`,
@@ -153,11 +162,11 @@ export async function dropAndMove(ctx: PgContext, cutoff: Date, moveAfterMs: num
   const drop = dropped.rows[0]!;
   const move = moved.rows[0]!;
   return {
-    tasks: Number(drop.tasks),
-    attempts: Number(drop.attempts),
-    failures: Number(drop.failures),
+    tasks: Number(drop.tasks) + move.tasks,
+    attempts: Number(drop.attempts) + move.attempts,
+    failures: Number(drop.failures) + move.failures,
     deadLettersArchived: move.archived,
-    tasksMoved: move.tasks,
+    tasksMoved: move.moved,
     historyPartitionsDropped: drop.partitions,
   };
 }

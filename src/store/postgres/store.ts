@@ -326,17 +326,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   }
 
   async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
-    const purged = await control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
-    // Rows from before the cut-off still in the task table go first (deleted, not moved into days about to drop).
-    if (this.historyMoveAfterMs === null || purged.tasks >= params.batchSize) return purged;
-    const more = await dropAndMove(this.ctx, params.finishedBefore, this.historyMoveAfterMs, params.batchSize);
-    return {
-      ...more,
-      tasks: purged.tasks + more.tasks,
-      attempts: purged.attempts + more.attempts,
-      failures: purged.failures + more.failures,
-      deadLettersArchived: purged.deadLettersArchived + more.deadLettersArchived,
-    };
+    if (this.historyMoveAfterMs !== null) return dropAndMove(this.ctx, params.finishedBefore, this.historyMoveAfterMs, params.batchSize);
+    return control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
   }
 
   async purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {
