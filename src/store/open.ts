@@ -5,7 +5,8 @@
  *   sqlite:tasks.db · sqlite:///abs/path.db · sqlite::memory:   → SqliteStore
  *   postgres://user@host:5432/db?schema=tasklease&poolSize=10   → PostgresStore
  *     behind PgBouncer in transaction mode: ?pooler=transaction, with
- *     &listenConnectionString=<URL-encoded direct URL> or &pollOnly=true
+ *     &listenConnectionString=<URL-encoded direct URL> or &pollOnly=true;
+ *     partitioned history: ?historyMoveAfterMs=21600000
  *   mysql://root@127.0.0.1:3306/db?poolSize=10 (mariadb:// too) → MysqlStore
  */
 import { InvalidOptionsError } from '../core/errors.js';
@@ -23,7 +24,7 @@ export interface OpenStoreOptions {
 }
 
 /** The PostgresStore options a URL may carry as query parameters (removed before the URL reaches the driver). */
-const POSTGRES_PARAMS = ['schema', 'poolSize', 'pooler', 'listenConnectionString', 'pollOnly'];
+const POSTGRES_PARAMS = ['schema', 'poolSize', 'pooler', 'listenConnectionString', 'pollOnly', 'historyMoveAfterMs'];
 
 /** The dialect a store URL names, or a typed error naming the accepted forms. */
 export function dialectOfUrl(url: string): 'sqlite' | 'postgres' | 'mysql' {
@@ -50,6 +51,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
     const pooler = (options.pooler ?? param('pooler')) as 'session' | 'transaction' | undefined;
     const listenConnectionString = param('listenConnectionString');
     const pollOnly = booleanParam(parsed, 'pollOnly');
+    const historyMoveAfterMs = numberParam(parsed, 'historyMoveAfterMs');
     for (const key of POSTGRES_PARAMS) parsed.searchParams.delete(key);
     const { PostgresStore } = await loadDialect('postgres');
     return new PostgresStore({
@@ -59,6 +61,7 @@ export async function openStore(url: string, options: OpenStoreOptions = {}): Pr
       ...(pooler ? { pooler } : {}),
       ...(listenConnectionString ? { listenConnectionString } : {}),
       ...(pollOnly !== undefined ? { pollOnly } : {}),
+      ...(historyMoveAfterMs !== undefined ? { historyMoveAfterMs } : {}),
     });
   }
   parsed.searchParams.delete('poolSize');

@@ -48,6 +48,10 @@ describe('openStore', () => {
     const polling = (await openStore('postgres://u@127.0.0.1:6432/db?pollOnly=true', { pooler: 'transaction' })) as PostgresStore;
     expect(polling).toMatchObject({ pooler: 'transaction', pollOnly: true });
     await polling.close();
+    const history = (await openStore('postgres://u@127.0.0.1:6432/db?historyMoveAfterMs=21600000')) as PostgresStore;
+    expect(history).toMatchObject({ historyMoveAfterMs: 21_600_000 });
+    expect((history.pool as unknown as { options: { connectionString: string } }).options.connectionString).toBe('postgres://u@127.0.0.1:6432/db');
+    await history.close();
   });
 
   it('rejects a bad pooler or pollOnly in the URL, naming the field', async () => {
