@@ -126,6 +126,8 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: partitioned history', () 
     expect(await days()).toEqual(kept);
     expect((await partitions()).length).toBe(4 * kept.length);
     expect((await store.getTask({ id: running.id, scope: Scope.global() }))?.status).toBe('RUNNING');
+    const leased = await store.listTasks({ scope: Scope.global(), status: ['RUNNING'], limit: 10 });
+    expect(leased.tasks.map((task) => task.id)).toEqual([running.id]);
   });
 
   it('moves in batches, deleting what is already past retention: the cleanup goes on while a batch comes back full', async () => {

@@ -4,7 +4,7 @@
  * always a WHERE term, so a task outside it answers exactly like a missing one.
  */
 import { scopeOwner, type Scope } from '../../core/scope.js';
-import { isTaskStatus, type TaskStatus } from '../../core/status.js';
+import { isTaskStatus, isTerminal, type TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
 import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskActionRecord, TaskPage } from '../types.js';
@@ -65,11 +65,15 @@ export async function listTasks(ctx: PgContext, params: ListTasksParams): Promis
   if (params.status && params.status.length > 0) where.add((p) => `status = ANY(${p}::text[])`, [...params.status]);
   if (params.cursor != null) where.add((p) => `id < ${p}`, params.cursor);
   const limit = where.next(params.limit + 1);
+  const live = `SELECT * FROM ${ctx.tables.task} ${where.sql} ORDER BY id DESC LIMIT ${limit}`;
+  // The history holds terminal tasks only: a filter without one (diagnose's RUNNING list) must not walk its millions of rows.
+  const inHistory = !params.status || params.status.length === 0 || params.status.some(isTerminal);
   const result = await run<Row>(
     ctx.pool,
     'listing tasks',
-    `(SELECT * FROM ${ctx.tables.task} ${where.sql} ORDER BY id DESC LIMIT ${limit})
-     UNION ALL (SELECT * FROM ${historyOf(ctx.tables.task)} ${where.sql} ORDER BY id DESC LIMIT ${limit}) ORDER BY id DESC LIMIT ${limit}`,
+    inHistory
+      ? `(${live}) UNION ALL (SELECT * FROM ${historyOf(ctx.tables.task)} ${where.sql} ORDER BY id DESC LIMIT ${limit}) ORDER BY id DESC LIMIT ${limit}`
+      : live,
     where.values,
   );
   const tasks = result.rows.slice(0, params.limit).map((row) => taskFromRow(row, decodePostgres));
