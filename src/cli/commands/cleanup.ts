@@ -42,7 +42,11 @@ export const cleanupCommand: CliCommand = {
           ctx.output.result(
             { ...total, batches, elapsedMs },
             () =>
-              `deleted ${total.tasks} tasks (${total.attempts} attempts, ${total.failures} failures; ${total.deadLettersArchived} dead letters archived) in ${batches} batches, ${(elapsedMs / 1000).toFixed(2)} s`,
+              `deleted ${total.tasks} tasks (${total.attempts} attempts, ${total.failures} failures; ${total.deadLettersArchived} dead letters archived)${
+                total.tasksMoved === undefined
+                  ? ''
+                  : `, moved ${total.tasksMoved} to the history, dropped ${total.historyPartitionsDropped ?? 0} history partitions`
+              } in ${batches} batches, ${(elapsedMs / 1000).toFixed(2)} s`,
           );
         }),
       );
