@@ -5,6 +5,7 @@
  * failures, actions, diagnose). Finish times are set in the past by SQL: the
  * database clock decides what is old, so no test waits for time to pass.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { describeOnServer } from '../helpers/factory.js';
 import { cleanup } from '../../src/client/cleanup.js';
@@ -183,6 +184,31 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: partitioned history', () 
     expect(diagnosis.failures[0]?.errorCode).toBe(FAILURE.errorCode);
     const [letter] = await store.listDeadLetters({ scope: Scope.global(), limit: 10 });
     expect(letter?.archivedAt).not.toBeNull();
+  });
+
+  it('a history read in progress neither blocks the partitions a move makes nor waits behind a drop for long', async () => {
+    const older = await finished(24 * 5);
+    const reader = new pg.Client({ connectionString: PG_URL });
+    await reader.connect();
+    try {
+      // A read of the history held open: ACCESS SHARE on the parent until it commits.
+      await reader.query('BEGIN');
+      await reader.query(`SELECT count(*) FROM ${table('system_async_task_history')}`);
+      // The move attaches a new day (SHARE UPDATE EXCLUSIVE): it does not wait for the reader.
+      expect(await cleanup(store, { retentionDays: 7, batchSize: 100 })).toMatchObject({ tasksMoved: 1 });
+      await reader.query('COMMIT');
+      await reader.query('BEGIN');
+      await reader.query(`SELECT count(*) FROM ${table('system_async_task_history')}`);
+      // The drop needs ACCESS EXCLUSIVE: it gives up on the task history's day after its lock timeout, drops the rest.
+      const blocked = await cleanup(store, { retentionDays: 3, batchSize: 100 });
+      expect(blocked).toMatchObject({ tasks: 0, attempts: 1 });
+      expect((await store.getTask({ id: older, scope: Scope.global() }))?.id).toBe(older);
+      await reader.query('COMMIT');
+      expect(await cleanup(store, { retentionDays: 3, batchSize: 100 })).toMatchObject({ tasks: 1, historyPartitionsDropped: 1 });
+      expect(await store.getTask({ id: older, scope: Scope.global() })).toBeNull();
+    } finally {
+      await reader.end();
+    }
   });
 
   it('refuses a historyMoveAfterMs that is not a non-negative integer', () => {

@@ -27,11 +27,12 @@ import { TERMINAL_SQL } from '../rules/sql.js';
 import type { PurgeResult } from '../types.js';
 import { run, type PgContext } from './connection.js';
 
-const TABLES = [
-  ['system_async_task_history', 'finish_time'],
-  ['system_async_task_attempt_history', 'task_finish_time'],
-  ['system_async_task_failure_history', 'task_finish_time'],
-  ['system_async_task_action_history', 'task_finish_time'],
+/** The partitioned tables (migration 16); each day's partition is `<table>_YYYYMMDD`. */
+const HISTORY_TABLES = [
+  'system_async_task_history',
+  'system_async_task_attempt_history',
+  'system_async_task_failure_history',
+  'system_async_task_action_history',
 ] as const;
 
 export function historyFunctionsSql(ctx: PgContext): string {
@@ -40,7 +41,7 @@ export function historyFunctionsSql(ctx: PgContext): string {
   // The schema as a text literal for format() (validated: letters, digits, underscores; quoted by quoteIdent).
   const schemaText = `'${s}'`;
   const lock = `PERFORM pg_advisory_xact_lock(hashtextextended('tasklease.history:' || ${schemaText}, 0))`;
-  const parents = `ARRAY[${TABLES.map(([name]) => `'${name}'`).join(', ')}]`;
+  const parents = `ARRAY[${HISTORY_TABLES.map((name) => `'${name}'`).join(', ')}]`;
   return `
 CREATE OR REPLACE FUNCTION ${s}.tasklease_history_partitions(first timestamptz, last timestamptz) RETURNS integer LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -52,8 +53,13 @@ BEGIN
   WHILE day <= (last AT TIME ZONE 'UTC')::date LOOP
     FOREACH parent IN ARRAY ${parents} LOOP
       IF to_regclass(format('%s.%I', ${schemaText}, parent || '_' || to_char(day, 'YYYYMMDD'))) IS NULL THEN
-        EXECUTE format('CREATE TABLE %s.%I PARTITION OF %s.%I FOR VALUES FROM (%L) TO (%L)', ${schemaText},
-          parent || '_' || to_char(day, 'YYYYMMDD'), ${schemaText}, parent,
+        -- CREATE TABLE … PARTITION OF would lock the parent ACCESS EXCLUSIVE until the batch commits, blocking every
+        -- history read; ATTACH PARTITION takes SHARE UPDATE EXCLUSIVE, which reads and inserts pass (the empty
+        -- table's indexes are built by the attach, its range checked by a scan of nothing).
+        EXECUTE format('CREATE TABLE %s.%I (LIKE %s.%I INCLUDING DEFAULTS)', ${schemaText}, parent || '_' || to_char(day, 'YYYYMMDD'),
+          ${schemaText}, parent);
+        EXECUTE format('ALTER TABLE %s.%I ATTACH PARTITION %s.%I FOR VALUES FROM (%L) TO (%L)', ${schemaText}, parent,
+          ${schemaText}, parent || '_' || to_char(day, 'YYYYMMDD'),
           day::timestamp AT TIME ZONE 'UTC', (day + 1)::timestamp AT TIME ZONE 'UTC');
         made := made + 1;
       END IF;
@@ -106,30 +112,42 @@ BEGIN
 END
 $fn$;
 
--- Drops the day partitions (all four tables) that end at or before cutoff; counts their rows first (one scan of
--- each: the drop itself logs nothing per row).
+-- Drops the day partitions (all four tables) that end at or before cutoff, with how many rows they held. The
+-- rows are counted first (one read of each day; the drop logs nothing per row), then each drop locks its parent
+-- ACCESS EXCLUSIVE until the statement ends: it waits at most 2 s for a history read to finish (so the reads
+-- queued behind it never wait longer), else that day waits for the next cleanup. Nothing inserts into a day
+-- this drops: the move writes only days from its cut-off's on.
 CREATE OR REPLACE FUNCTION ${s}.tasklease_history_drop(cutoff timestamptz,
   OUT tasks bigint, OUT attempts bigint, OUT failures bigint, OUT partitions integer) LANGUAGE plpgsql AS $fn$
 DECLARE
-  part record;
+  names text[];
+  parent_of text[];
+  counts bigint[] := '{}';
   n bigint;
 BEGIN
   ${lock};
   tasks := 0; attempts := 0; failures := 0; partitions := 0;
-  FOR part IN
-    SELECT c.relname AS name, p.relname AS parent FROM pg_inherits i
+  SELECT array_agg(c.relname ORDER BY c.relname), array_agg(p.relname ORDER BY c.relname) INTO names, parent_of FROM pg_inherits i
     JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace ns ON ns.oid = p.relnamespace
     WHERE ns.nspname = ${literalOf(ctx.schemaName)} AND p.relname = ANY (${parents}) AND c.relname ~ '_[0-9]{8}$'
-      AND (to_date(right(c.relname, 8), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE 'UTC' <= cutoff
-  LOOP
-    IF part.parent <> 'system_async_task_action_history' THEN
-      EXECUTE format('SELECT count(*) FROM %s.%I', ${schemaText}, part.name) INTO n;
-      IF part.parent = 'system_async_task_history' THEN tasks := tasks + n;
-      ELSIF part.parent = 'system_async_task_attempt_history' THEN attempts := attempts + n;
-      ELSE failures := failures + n; END IF;
-    END IF;
-    EXECUTE format('DROP TABLE %s.%I', ${schemaText}, part.name);
-    partitions := partitions + 1;
+      AND (to_date(right(c.relname, 8), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE 'UTC' <= cutoff;
+  IF names IS NULL THEN RETURN; END IF;
+  FOR k IN 1 .. array_length(names, 1) LOOP
+    EXECUTE format('SELECT count(*) FROM %s.%I', ${schemaText}, names[k]) INTO n;
+    counts := counts || n;
+  END LOOP;
+  PERFORM set_config('lock_timeout', '2000', true);
+  FOR k IN 1 .. array_length(names, 1) LOOP
+    BEGIN
+      EXECUTE format('LOCK TABLE %s.%I IN ACCESS EXCLUSIVE MODE', ${schemaText}, parent_of[k]);
+      EXECUTE format('DROP TABLE %s.%I', ${schemaText}, names[k]);
+      IF parent_of[k] = 'system_async_task_history' THEN tasks := tasks + counts[k];
+      ELSIF parent_of[k] = 'system_async_task_attempt_history' THEN attempts := attempts + counts[k];
+      ELSIF parent_of[k] = 'system_async_task_failure_history' THEN failures := failures + counts[k]; END IF;
+      partitions := partitions + 1;
+    EXCEPTION WHEN lock_not_available THEN
+      NULL;
+    END;
   END LOOP;
 END
 $fn$;
