@@ -16,7 +16,7 @@
  */
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { clusterTools, TestCluster } from '../test/faults/cluster.js';
+import { withOwnCluster } from './own-cluster.js';
 
 const { values } = parseArgs({ options: { tasks: { type: 'string', default: '20000' }, batch: { type: 'string', default: '10' } } });
 const TASKS = Number(values.tasks);
@@ -80,18 +80,10 @@ async function runVariant(client: pg.Client, name: keyof typeof VARIANTS): Promi
   return { submit: Math.round(wal.submit / TASKS), claim: Math.round(wal.claim / TASKS), finish: Math.round(wal.finish / TASKS) };
 }
 
-const tools = await clusterTools();
-if (!tools) throw new Error('initdb and pg_ctl are needed (and, as root, a postgres user)');
-const cluster = await TestCluster.create(tools);
-try {
-  const client = new pg.Client({ connectionString: cluster.url });
-  await client.connect();
+await withOwnCluster(async (client) => {
   console.log(`${TASKS} tasks, claim and finish batches of ${BATCH}: WAL bytes per task`);
   for (const name of ['plain', 'partitioned', 'plain', 'partitioned'] as const) {
     const wal = await runVariant(client, name);
     console.log(JSON.stringify({ variant: name, ...wal, total: wal.submit + wal.claim + wal.finish }));
   }
-  await client.end();
-} finally {
-  await cluster.destroy();
-}
+});

@@ -29,7 +29,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import pg from 'pg';
-import { clusterTools, TestCluster } from '../test/faults/cluster.js';
+import type { TestCluster } from '../test/faults/cluster.js';
+import { withOwnCluster } from './own-cluster.js';
 
 const { values } = parseArgs({
   options: {
@@ -173,6 +174,9 @@ async function runVariant(client: pg.Client, v: Variant): Promise<{ submit: numb
   return { submit: submitted / TASKS, drain: drained / TASKS };
 }
 
+/** The probe's own cluster, for waldump (set once it runs). */
+let cluster: TestCluster;
+
 /** `--waldump`: the drain's WAL by record type (pg_waldump --stats=record), to see where the bytes go. */
 async function waldump(name: string, from: string, to: string): Promise<void> {
   const dataDir = join((cluster as unknown as { dir: string }).dir, 'data');
@@ -181,12 +185,8 @@ async function waldump(name: string, from: string, to: string): Promise<void> {
   console.log(`-- ${name}: the drain's WAL by record type\n${stdout}`);
 }
 
-const tools = await clusterTools();
-if (!tools) throw new Error('initdb and pg_ctl are needed (and, as root, a postgres user)');
-const cluster = await TestCluster.create(tools);
-try {
-  const client = new pg.Client({ connectionString: cluster.url });
-  await client.connect();
+await withOwnCluster(async (client, own) => {
+  cluster = own;
   console.log(`${TASKS} tasks per variant, claim and outcome batches of ${BATCH}, ${ROUNDS} rounds (interleaved, order reversed each round)`);
   const results = new Map<string, { submit: number[]; drain: number[] }>();
   for (let round = 0; round < ROUNDS; round++) {
@@ -200,7 +200,6 @@ try {
       console.log(JSON.stringify({ round: round + 1, variant: v.name, walPerTaskSubmit: Math.round(r.submit), walPerTaskDrain: Math.round(r.drain) }));
     }
   }
-  await client.end();
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const base = results.get('text')!;
   const baseTotal = median(base.submit) + median(base.drain);
@@ -212,6 +211,4 @@ try {
       `${v.name.padEnd(12)} ${String(Math.round(median(r.submit))).padStart(13)} ${String(Math.round(median(r.drain))).padStart(13)} ${String(Math.round(total)).padStart(13)}  ${(total / baseTotal).toFixed(2)}×`,
     );
   }
-} finally {
-  await cluster.destroy();
-}
+});
