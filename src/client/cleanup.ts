@@ -40,6 +40,8 @@ export async function cleanup(store: Store, options: CleanupOptions): Promise<Pu
     if (result.tasksMoved !== undefined) total.tasksMoved = (total.tasksMoved ?? 0) + result.tasksMoved;
     if (result.historyPartitionsDropped !== undefined) total.historyPartitionsDropped = (total.historyPartitionsDropped ?? 0) + result.historyPartitionsDropped;
     options.onBatch?.({ ...total });
+    // Partitioned history drops one day per call: after a drop, call again (the next day may be due too, however few rows).
+    if ((result.historyPartitionsDropped ?? 0) > 0) return Math.max(batchSize, result.tasks);
     return result.tasks + (result.tasksMoved ?? 0);
   });
   return total;

@@ -112,7 +112,8 @@ BEGIN
 END
 $fn$;
 
--- Drops the day partitions (all four tables) that end at or before cutoff, with how many rows they held. The
+-- Drops the oldest day's partitions (all four tables) if that day ends at or before cutoff, with how many rows
+-- they held. The
 -- rows are counted first (one read of each day; the drop logs nothing per row), then each drop locks its parent
 -- ACCESS EXCLUSIVE until the statement ends: it waits at most 2 s for a history read to finish (so the reads
 -- queued behind it never wait longer), else that day waits for the next cleanup. Nothing inserts into a day
@@ -130,7 +131,13 @@ BEGIN
   SELECT array_agg(c.relname ORDER BY c.relname), array_agg(p.relname ORDER BY c.relname) INTO names, parent_of FROM pg_inherits i
     JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent JOIN pg_namespace ns ON ns.oid = p.relnamespace
     WHERE ns.nspname = ${literalOf(ctx.schemaName)} AND p.relname = ANY (${parents}) AND c.relname ~ '_[0-9]{8}$'
-      AND (to_date(right(c.relname, 8), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE 'UTC' <= cutoff;
+      AND (to_date(right(c.relname, 8), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE 'UTC' <= cutoff
+      -- The oldest such day only: a call stays well inside the statement timeout however many days are due
+      -- (the cleanup calls again while a day was dropped).
+      AND right(c.relname, 8) = (SELECT min(right(d.relname, 8)) FROM pg_inherits di JOIN pg_class d ON d.oid = di.inhrelid
+                                 JOIN pg_class dp ON dp.oid = di.inhparent JOIN pg_namespace dn ON dn.oid = dp.relnamespace
+                                 WHERE dn.nspname = ${literalOf(ctx.schemaName)} AND dp.relname = ANY (${parents})
+                                   AND d.relname ~ '_[0-9]{8}$');
   IF names IS NULL THEN RETURN; END IF;
   FOR k IN 1 .. array_length(names, 1) LOOP
     EXECUTE format('SELECT count(*) FROM %s.%I', ${schemaText}, names[k]) INTO n;
