@@ -18,8 +18,8 @@
  * - tasklease_history_partitions(first, last): the missing day partitions of
  *   the four tables, from first's day to last's;
  * - tasklease_history_move(cutoff, move_before, batch): one batch moved;
- * - tasklease_history_drop(cutoff): the days wholly before cutoff dropped,
- *   with how many rows they held.
+ * - tasklease_history_drop(cutoff): the oldest day dropped if it ends by
+ *   cutoff, with how many rows it held (the cleanup calls again after a drop).
  * The partition DDL and the drop take one transaction lock per schema: two
  * cleaners never create or drop the same partition.
  */
