@@ -168,7 +168,7 @@ function insertSql(ctx: PgContext, keyed = true, unique = false): string {
       : '';
   return `
 WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::double precision[], $6::timestamptz[],
+  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[], $5::double precision[], $6::timestamptz[],
                        $7::timestamptz[], $8::integer[], $9::text[], $10::text[], $11::text[], $12::text[])
     WITH ORDINALITY AS u(id, task_type, payload_json, priority, delay_ms, available_at, deadline_at, max_attempts,
                          owner, idempotency_key, trace_id, trace_parent, ord)
