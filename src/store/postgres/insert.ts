@@ -4,10 +4,10 @@
  * transaction (`channel` given), one pg_notify naming the created types in
  * the same statement: NOTIFY is transactional, delivered on commit and
  * dropped on rollback, exactly like the rows. A submit in the store's own
- * transaction NOTIFYs after its commit instead (store.ts, wakeups.ts
- * NotifyCoalescer): a transaction that NOTIFYs holds one database-wide lock
- * from its commit until its WAL is flushed, so concurrent submits that each
- * NOTIFY commit one at a time.
+ * transaction NOTIFYs after its commit instead (../submit-wakeups.ts): a
+ * transaction that NOTIFYs holds one database-wide lock from its commit
+ * until its WAL is flushed, so concurrent submits that each NOTIFY commit
+ * one at a time.
  *
  * Concurrent identical submits: the second INSERT waits on the first's
  * uncommitted index entry, then does nothing; the follow-up SELECT is a new
@@ -17,14 +17,12 @@
  */
 import { StoreError } from '../../core/errors.js';
 import type { NewTask, Task } from '../../core/task.js';
-import { taskFromRow, type Row } from '../rows.js';
+import { newTaskRow, taskFromRow, type Row } from '../rows.js';
 import type { InsertTaskResult } from '../types.js';
 import { run, sql, type PgContext, type Queryable, statementName } from './connection.js';
 import { checkNewTask, decodePostgres, storableJson } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './wakeups.js';
-import { TaskStatus } from '../../core/status.js';
 import { STATUS_SQL } from '../rules/index.js';
-import { uniqueHoldOf } from '../rules/unique.js';
 import { atomically, insertUnique } from './unique.js';
 
 const MAX_ROUNDS = 3;
@@ -133,39 +131,6 @@ async function insertBatch(
       return [input.id, newTaskRow(input, decodePostgres.time(row.available_at), decodePostgres.time(row.create_time), unique)];
     }),
   );
-}
-
-/** The Task a fresh insert made, without reading the row back. */
-function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, unique: { key: string; states: number } | null = null): Task {
-  return {
-    id: input.id,
-    taskType: input.taskType,
-    status: TaskStatus.QUEUED,
-    priority: input.priority,
-    payload: JSON.parse(input.payloadJson) as unknown,
-    availableAt,
-    deadlineAt: input.deadlineAt,
-    leaseOwner: null,
-    leaseUntil: null,
-    leaseToken: null,
-    attemptCount: 0,
-    attemptBase: 0,
-    leaseExpiries: 0,
-    maxAttempts: input.maxAttempts,
-    artifactId: null,
-    owner: input.owner,
-    idempotencyKey: input.idempotencyKey,
-    progress: null,
-    result: null,
-    lastErrorCode: null,
-    traceId: input.traceId,
-    traceParent: input.traceParent ?? null,
-    unique: unique && uniqueHoldOf(unique.key, unique.states, TaskStatus.QUEUED, 0),
-    createdAt,
-    updatedAt: createdAt,
-    startedAt: null,
-    finishedAt: null,
-  };
 }
 
 /** `unique`: one row carrying $14 unique_key and $15 unique_states; any unique index may refuse it. */

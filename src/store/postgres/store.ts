@@ -69,7 +69,8 @@ import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js'
 import * as reads from './reads.js';
 import { recover } from './recover.js';
 import { changeStatus } from './status.js';
-import { markAwaited, NotifyCoalescer, notifyPayload, PgListener, type WakeupState } from './wakeups.js';
+import { markAwaited, MAX_NOTIFY_BYTES, notifyPayload, PgListener, WAKE_ALL_PAYLOAD, type WakeupState } from './wakeups.js';
+import { SubmitWakeups } from '../submit-wakeups.js';
 import type { PoolStats } from '../pool-stats.js';
 
 /** A caller's transaction: a pg Client or PoolClient inside BEGIN. */
@@ -95,7 +96,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   private readonly ownsLeasePool: boolean;
   private readonly listener: PgListener;
   /** Wake-ups of submits made in the store's own transactions, sent after their commits. */
-  private readonly submits: NotifyCoalescer;
+  private readonly submits: SubmitWakeups;
   private readonly serverLabel: string;
   private readonly connectTimeoutMs: number;
   /** 'transaction': behind a transaction pooler (option pooler). */
@@ -128,8 +129,12 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
       await run(this.pool, 'probing wake-ups', 'SELECT pg_notify($1, $2)', [this.ctx.channel, payload]);
     });
     // A wake-up's own commit need not wait for its WAL flush: a lost one is made up by the workers' poll.
-    this.submits = new NotifyCoalescer(async (payload) => {
-      await run(this.pool, 'notifying workers', "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)", [this.ctx.channel, payload]);
+    this.submits = new SubmitWakeups(async (taskTypes) => {
+      const payload = notifyPayload({ kind: 'submitted', taskTypes });
+      await run(this.pool, 'notifying workers', "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)", [
+        this.ctx.channel,
+        Buffer.byteLength(payload) > MAX_NOTIFY_BYTES ? WAKE_ALL_PAYLOAD : payload,
+      ]);
     });
   }
 

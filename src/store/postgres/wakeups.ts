@@ -52,50 +52,6 @@ export function notifyPayload(event: StoreEvent): string {
   return event.taskTypes.length === 0 ? WAKE_ALL_PAYLOAD : JSON.stringify({ k: 's', t: event.taskTypes });
 }
 
-/**
- * The wake-ups of submits made in the store's own transactions, sent after
- * their commits, at most one NOTIFY in flight: whatever is submitted while
- * one is on its way goes out in the next, with every task type named since
- * (or the wake-all payload where they would not fit). At rest that is one
- * NOTIFY right after each submit; under a flood of concurrent submits, one
- * per round trip instead of one per submit — each commit that NOTIFYs takes a
- * database-wide lock until its WAL is flushed, so a NOTIFY in every submit
- * made them commit one at a time (bench/http-load.ts). Best effort, like every
- * wake-up: a lost one is made up by the workers' poll.
- */
-export class NotifyCoalescer {
-  private types: Set<string> | null = null;
-  private all = false;
-  private sending: Promise<void> | null = null;
-
-  constructor(private readonly send: (payload: string) => Promise<void>) {}
-
-  submitted(taskTypes: readonly string[]): void {
-    if (taskTypes.length === 0) this.all = true;
-    else for (const type of taskTypes) (this.types ??= new Set()).add(type);
-    this.sending ??= this.drain();
-  }
-
-  /** Resolves once nothing is waiting to be sent (close, tests). */
-  async settled(): Promise<void> {
-    while (this.sending) await this.sending;
-  }
-
-  private async drain(): Promise<void> {
-    try {
-      while (this.all || this.types) {
-        const event: StoreEvent = { kind: 'submitted', taskTypes: this.all ? [] : [...this.types!] };
-        this.all = false;
-        this.types = null;
-        const payload = notifyPayload(event);
-        await this.send(Buffer.byteLength(payload) > MAX_NOTIFY_BYTES ? WAKE_ALL_PAYLOAD : payload).catch(() => undefined);
-      }
-    } finally {
-      this.sending = null;
-    }
-  }
-}
-
 const MIN_BACKOFF_MS = 100;
 const MAX_BACKOFF_MS = 5000;
 /** How long a probe may take to come back before the listener counts as deaf. */
