@@ -321,4 +321,20 @@ CREATE INDEX IF NOT EXISTS ix_system_async_task_action_task ON ${s}.system_async
     sql: (s) => `ALTER TABLE ${s}.system_async_task SET (fillfactor = 50);
 ALTER TABLE ${s}.system_async_task_attempt SET (fillfactor = 40);`,
   },
+  {
+    version: 16,
+    name: 'moves',
+    // `tasklease move` (client/move.ts): the checkpoint of a move into this database, one row per move, so that a
+    // re-run after a crash resumes at the phase it reached, and an operator can read where it stands.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_move (
+  move_key text PRIMARY KEY,
+  source text NOT NULL,
+  phase text NOT NULL,
+  detail text,
+  started_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+`,
+  },
 ];

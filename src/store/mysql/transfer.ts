@@ -1,0 +1,56 @@
+/** Raw rows in and out (../transfer.ts) on MySQL/MariaDB: DATETIME(3) in UTC, booleans as TINYINT(1). */
+import {
+  countQuery,
+  transferValues,
+  pageOf,
+  pageQuery,
+  updateColumns,
+  upsertBatches,
+  upsertQuery,
+  type ExportRowsParams,
+  type TransferPage,
+  type TransferRow,
+  type TransferSql,
+  type TransferStore,
+  type TransferTableName,
+} from '../transfer.js';
+import { decode, sqlTime } from './encode.js';
+import type { MysqlStore } from './store.js';
+
+const MYSQL_TRANSFER: TransferSql = {
+  table: (name) => name,
+  param: () => '?',
+  // A row's own key only: the target of a move holds no other rows its unique keys could meet.
+  upsert: (spec, columns) => `ON DUPLICATE KEY UPDATE ${updateColumns(spec, columns, (column) => `VALUES(${column})`)}`,
+  ...transferValues(sqlTime, decode.time, true),
+};
+
+export class MysqlTransferStore implements TransferStore {
+  constructor(private readonly store: MysqlStore) {}
+
+  async exportRows(params: ExportRowsParams): Promise<TransferPage> {
+    const { sql, values } = pageQuery(MYSQL_TRANSFER, params);
+    const db = this.store.db;
+    const rows = await db.run((conn) => db.rows(conn, sql, values));
+    return pageOf(MYSQL_TRANSFER, params.table, rows, params.limit);
+  }
+
+  async importRows(params: { table: TransferTableName; rows: readonly TransferRow[] }): Promise<number> {
+    if (params.rows.length === 0) return 0;
+    const db = this.store.db;
+    // One transaction: a page lands whole or not at all. AUTO_INCREMENT moves past imported ids by itself.
+    await db.transaction(async (conn) => {
+      for (const batch of upsertBatches(params.table, params.rows)) {
+        const { sql, values } = upsertQuery(MYSQL_TRANSFER, params.table, batch);
+        await db.exec(conn, sql, values);
+      }
+    });
+    return params.rows.length;
+  }
+
+  async countRows(params: { table: TransferTableName }): Promise<number> {
+    const db = this.store.db;
+    const rows = await db.run((conn) => db.rows(conn, countQuery(MYSQL_TRANSFER, params.table)));
+    return Number(rows[0]!.n);
+  }
+}
