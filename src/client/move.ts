@@ -16,6 +16,9 @@
  *                   were requeued by the sweep this move runs on the source while it waits
  *   copied          everything is copied again: what waited, what retried, what finished meanwhile
  *   verified        tasks per status and rows per table are equal on both sides (copied again first when not)
+ *
+ * Once verified, a re-run changes nothing and reports the counts as they are. Until then the target must not be
+ * used (no workers, no producers): a copy overwrites its rows with the source's.
  */
 import { MoveError, ValidationError } from '../core/errors.js';
 import { GLOBAL_POLICY_KEY } from '../core/policy-keys.js';
@@ -99,6 +102,7 @@ export async function moveStore(options: MoveOptions): Promise<MoveReport> {
     },
     verified: () => verify(options, sides, (finishedOnly) => copy('verified', finishedOnly), settings.sourceName),
   };
+  // A finished move is done: the target's workers may have changed it since, and copying the source again would undo their work.
   const from = resumedAfter === null ? 1 : MOVE_PHASES.indexOf(resumedAfter) + 1;
   if (resumedAfter === null) await settings.afterPhase('migrated');
   for (const phase of MOVE_PHASES.slice(from) as Exclude<MovePhase, 'migrated'>[]) {
@@ -107,7 +111,6 @@ export async function moveStore(options: MoveOptions): Promise<MoveReport> {
     if (phase !== 'verified') await recordPhase(checkpoint, phase, settings.sourceName);
     await settings.afterPhase(phase);
   }
-  if (from >= MOVE_PHASES.length) await verify(options, sides, (finishedOnly) => copy('verified', finishedOnly), settings.sourceName);
   const [source, target] = await Promise.all([countSide(options.source, sides.source), countSide(options.target, sides.target)]);
   return { resumedAfter, copied, source, target, elapsedMs: Date.now() - started };
 }

@@ -275,12 +275,29 @@ export function upsertQuery(dialect: TransferSql, table: TransferTableName, rows
   return { sql: `INSERT INTO ${dialect.table(spec.table)} (${columns.join(', ')}) VALUES ${tuples.join(', ')} ${dialect.upsert(spec, columns)}`, values };
 }
 
-/** Rows per upsert statement: under every driver's parameter limit (SQLite 32,766; PostgreSQL 65,535). */
+/** What one upsert statement may carry of text: well under MySQL's smallest usual max_allowed_packet (16 MiB on MariaDB). */
+const BATCH_TEXT_CHARS = 4_000_000;
+
+/**
+ * Rows per upsert statement: under every driver's parameter limit (SQLite 32,766; PostgreSQL 65,535) and
+ * about BATCH_TEXT_CHARS of text (large payloads); a row larger than that goes alone.
+ */
 export function upsertBatches(table: TransferTableName, rows: readonly TransferRow[]): TransferRow[][] {
-  const perRow = Object.keys(TRANSFER_TABLES[table].columns).length;
-  const size = Math.max(1, Math.floor(30_000 / perRow));
+  const maxRows = Math.max(1, Math.floor(30_000 / Object.keys(TRANSFER_TABLES[table].columns).length));
   const batches: TransferRow[][] = [];
-  for (let i = 0; i < rows.length; i += size) batches.push(rows.slice(i, i + size));
+  let batch: TransferRow[] = [];
+  let chars = 0;
+  for (const row of rows) {
+    const size = Object.values(row).reduce<number>((sum, value) => sum + (typeof value === 'string' ? value.length : 8), 0);
+    if (batch.length > 0 && (batch.length >= maxRows || chars + size > BATCH_TEXT_CHARS)) {
+      batches.push(batch);
+      batch = [];
+      chars = 0;
+    }
+    batch.push(row);
+    chars += size;
+  }
+  if (batch.length > 0) batches.push(batch);
   return batches;
 }
 

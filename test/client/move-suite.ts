@@ -354,6 +354,26 @@ export function runMoveSuite(targets: StoreFactory): void {
       expect(runs.starts.get(`${slow}#1`)).toBe(1);
     }, 60_000);
 
+    it('a finished move, run again, changes nothing on the target its workers have used since', async () => {
+      const defs = definitions(new Runs(), Promise.resolve());
+      const source = sqlite(join(tempDir(), 'tasks.db'));
+      await source.migrate();
+      const [first, second] = (
+        await createClient({ store: source, tasks: Object.values(defs) }).submitMany([
+          { type: defs.quick.type, payload: {} },
+          { type: defs.quick.type, payload: {} },
+        ])
+      ).map((r) => r.task.id);
+      const target = await emptyTarget();
+      await moveStore({ source, target });
+      await createClient({ store: target, tasks: Object.values(defs) }).pause(first!);
+      const again = await moveStore({ source, target });
+      expect(again.resumedAfter).toBe('verified');
+      expect(again.copied.tasks).toBe(0);
+      expect(await statusOf(target, first!)).toBe('PAUSED');
+      expect(await statusOf(target, second!)).toBe('QUEUED');
+    });
+
     it('refuses a target holding tasks no move put there (MOVE_TARGET_NOT_EMPTY), leaving the source running', async () => {
       const source = sqlite(join(tempDir(), 'tasks.db'));
       await source.migrate();
