@@ -24,7 +24,7 @@ import { MoveError, ValidationError } from '../core/errors.js';
 import { GLOBAL_POLICY_KEY } from '../core/policy-keys.js';
 import { checkKnownKeys } from '../core/validate.js';
 import { scheduleStoreOf } from '../store/schedules.js';
-import { transferStoreOf, type TransferStore } from '../store/transfer.js';
+import { transferStoreOf, type TransferRow, type TransferStore } from '../store/transfer.js';
 import type { Store } from '../store/types.js';
 import { allRows, copyTables, MOVED_TABLES, countDifferences, countSide, type MovedTable, type SideCounts } from './move-copy.js';
 
@@ -79,40 +79,123 @@ export async function moveStore(options: MoveOptions): Promise<MoveReport> {
   settings.onProgress({ phase: 'migrated', step: null, done: 0, total: 0 });
   await checkSourceSchema(options.source);
   await options.target.migrate();
-  const sides = { source: await transferStoreOf(options.source), target: await transferStoreOf(options.target) };
-  const checkpoint: Target = { store: options.target, transfer: sides.target };
-  const resumedAfter = await startOrResume(checkpoint, settings.sourceName);
-  const copied = Object.fromEntries(MOVED_TABLES.map((table) => [table, 0])) as Record<MovedTable, number>;
-  const progress = (phase: MovePhase) => (step: MoveProgress['step'], done: number, total: number) => settings.onProgress({ phase, step, done, total });
-  const copy = async (phase: MovePhase, finishedOnly: boolean): Promise<void> => {
-    const counts = await copyTables({ ...sides, batchSize: settings.batchSize, onPage: progress(phase) }, finishedOnly);
-    for (const [table, n] of Object.entries(counts)) copied[table as MovedTable] += n;
-  };
-  const steps: Record<Exclude<MovePhase, 'migrated'>, () => Promise<void>> = {
-    'copied-finished': () => copy('copied-finished', true),
-    'source-stopped': () => stopSource(options.source),
-    drained: () => waitForLeases(options.source, settings, progress('drained')),
-    copied: async () => {
-      // A claim that read the GLOBAL policy before it was disabled may commit after the wait saw no lease: look again after the copy.
-      for (;;) {
-        await copy('copied', false);
-        if ((await leasedOn(options.source)) === 0) return;
-        await waitForLeases(options.source, settings, progress('copied'));
-      }
-    },
-    verified: () => verify(options, sides, (finishedOnly) => copy('verified', finishedOnly), settings.sourceName),
-  };
-  // A finished move is done: the target's workers may have changed it since, and copying the source again would undo their work.
+  const run = new MoveRun(options, settings, await transferStoreOf(options.source), await transferStoreOf(options.target));
+  const resumedAfter = await run.startOrResume();
+  // A verified move is done: the target's workers may have changed it since, and copying the source again would undo their work.
   const from = resumedAfter === null ? 1 : MOVE_PHASES.indexOf(resumedAfter) + 1;
   if (resumedAfter === null) await settings.afterPhase('migrated');
   for (const phase of MOVE_PHASES.slice(from) as Exclude<MovePhase, 'migrated'>[]) {
     settings.onProgress({ phase, step: null, done: 0, total: 0 });
-    await steps[phase]();
-    if (phase !== 'verified') await recordPhase(checkpoint, phase, settings.sourceName);
+    const detail = await run.steps[phase]();
+    await run.record(phase, detail ?? null);
     await settings.afterPhase(phase);
   }
-  const [source, target] = await Promise.all([countSide(options.source, sides.source), countSide(options.target, sides.target)]);
-  return { resumedAfter, copied, source, target, elapsedMs: Date.now() - started };
+  const [source, target] = await Promise.all([run.counts('source'), run.counts('target')]);
+  return { resumedAfter, copied: run.copied, source, target, elapsedMs: Date.now() - started };
+}
+
+/** One run of a move: both stores and their transfer sides, what it copied, the steps of each phase. */
+class MoveRun {
+  readonly copied = Object.fromEntries(MOVED_TABLES.map((table) => [table, 0])) as Record<MovedTable, number>;
+
+  constructor(
+    private readonly options: MoveOptions,
+    private readonly settings: Settings,
+    private readonly source: TransferStore,
+    private readonly target: TransferStore,
+  ) {}
+
+  /** What each phase does; each may run again after a crash. `verified` answers the counts it kept in the checkpoint. */
+  readonly steps: Record<Exclude<MovePhase, 'migrated'>, () => Promise<unknown>> = {
+    'copied-finished': () => this.copy('copied-finished', true),
+    'source-stopped': () => stopSource(this.options.source),
+    drained: () => waitForLeases(this.options.source, this.settings, this.progress('drained')),
+    copied: async () => {
+      // A claim that read the GLOBAL policy before it was disabled may commit after the wait saw no lease: look again after the copy.
+      for (;;) {
+        await this.copy('copied', false);
+        if ((await leasedOn(this.options.source)) === 0) return;
+        await waitForLeases(this.options.source, this.settings, this.progress('copied'));
+      }
+    },
+    verified: () => this.verify(),
+  };
+
+  /** The phase a previous run recorded, or null after recording this move's start. */
+  async startOrResume(): Promise<MovePhase | null> {
+    const checkpoint = await this.checkpoint();
+    if (checkpoint && checkpoint.source !== this.settings.sourceName) {
+      throw new MoveError(
+        'MOVE_TARGET_NOT_EMPTY',
+        `the target holds a move from ${String(checkpoint.source)} (phase ${String(checkpoint.phase)}), not from ${this.settings.sourceName}: one move per target`,
+        'migrated',
+        { source: checkpoint.source, phase: checkpoint.phase },
+      );
+    }
+    if (checkpoint) return checkpoint.phase as MovePhase;
+    const tasks = await this.target.countRows({ table: 'tasks' });
+    if (tasks > 0) {
+      throw new MoveError(
+        'MOVE_TARGET_NOT_EMPTY',
+        `the target holds ${tasks} tasks that no move put there: move into an empty database (or schema), never into a queue in use`,
+        'migrated',
+        { tasks },
+      );
+    }
+    await this.record('migrated', null);
+    return null;
+  }
+
+  /** The checkpoint row: the phase done, the source, when; at `verified` the counts (`detail`, JSON). */
+  async record(phase: MovePhase, detail: unknown): Promise<void> {
+    const now = await this.options.target.now();
+    const row = {
+      move_key: MOVE_KEY,
+      source: this.settings.sourceName,
+      phase,
+      detail: detail === null ? null : JSON.stringify(detail),
+      started_at: (await this.checkpoint())?.started_at ?? now,
+      updated_at: now,
+    };
+    await this.target.importRows({ table: 'moves', rows: [row] });
+  }
+
+  counts(side: 'source' | 'target'): Promise<SideCounts> {
+    return countSide(this.options[side], this[side]);
+  }
+
+  private async checkpoint(): Promise<TransferRow | undefined> {
+    return (await allRows(this.target, 'moves')).find((row) => row.move_key === MOVE_KEY);
+  }
+
+  private progress(phase: MovePhase) {
+    return (step: MoveProgress['step'], done: number, total: number) => this.settings.onProgress({ phase, step, done, total });
+  }
+
+  private async copy(phase: MovePhase, finishedOnly: boolean): Promise<void> {
+    const sides = { source: this.source, target: this.target, batchSize: this.settings.batchSize, onPage: this.progress(phase) };
+    const counts = await copyTables(sides, finishedOnly);
+    for (const [table, n] of Object.entries(counts)) this.copied[table as MovedTable] += n;
+  }
+
+  /** Counts on both sides; a difference is copied again (the source's sweep may still move a task) before it is an error. */
+  private async verify(): Promise<{ source: SideCounts; target: SideCounts }> {
+    for (let round = 1; ; round++) {
+      const [source, target] = await Promise.all([this.counts('source'), this.counts('target')]);
+      const differences = countDifferences(source, target);
+      if (Object.keys(differences).length === 0) return { source, target };
+      if (round >= VERIFY_ROUNDS) {
+        const listed = Object.entries(differences).map(([name, [inSource, inTarget]]) => `${name}: ${inSource} vs ${inTarget}`);
+        throw new MoveError(
+          'MOVE_VERIFY_MISMATCH',
+          `counts differ between source and target after ${round} copies (${listed.join(', ')}): were rows deleted on the source (cleanup) or tasks submitted to it during the move?`,
+          'verified',
+          { differences },
+        );
+      }
+      await this.copy('verified', false);
+    }
+  }
 }
 
 interface Settings {
@@ -154,43 +237,6 @@ async function checkSourceSchema(source: Store): Promise<void> {
       { version, expected: source.expectedSchemaVersion },
     );
   }
-}
-
-/** The target and its transfer side: where the checkpoint lives. */
-interface Target {
-  store: Store;
-  transfer: TransferStore;
-}
-
-/** The phase a previous run recorded, or null after recording this move's start. */
-async function startOrResume(target: Target, sourceName: string): Promise<MovePhase | null> {
-  const checkpoint = (await allRows(target.transfer, 'moves')).find((row) => row.move_key === MOVE_KEY);
-  if (checkpoint) return checkpoint.phase as MovePhase;
-  const tasks = await target.transfer.countRows({ table: 'tasks' });
-  if (tasks > 0) {
-    throw new MoveError(
-      'MOVE_TARGET_NOT_EMPTY',
-      `the target holds ${tasks} tasks that no move put there: move into an empty database (or schema), never into a queue in use`,
-      'migrated',
-      { tasks },
-    );
-  }
-  await recordPhase(target, 'migrated', sourceName);
-  return null;
-}
-
-async function recordPhase(target: Target, phase: MovePhase, sourceName: string, detail: unknown = null): Promise<void> {
-  const now = await target.store.now();
-  const existing = (await allRows(target.transfer, 'moves')).find((row) => row.move_key === MOVE_KEY);
-  const row = {
-    move_key: MOVE_KEY,
-    source: sourceName,
-    phase,
-    detail: detail === null ? null : JSON.stringify(detail),
-    started_at: existing?.started_at ?? now,
-    updated_at: now,
-  };
-  await target.transfer.importRows({ table: 'moves', rows: [row] });
 }
 
 /** No claim on the source from here on, nor a schedule's tick; what runs may finish. */
@@ -237,33 +283,5 @@ async function waitForLeases(source: Store, settings: Settings, report: (step: '
     }
     await source.recover({ batchSize: settings.batchSize });
     await new Promise((resolve) => setTimeout(resolve, settings.pollMs));
-  }
-}
-
-/** Counts on both sides; a difference is copied again (the source's sweep may still move a task) before it is an error. */
-async function verify(
-  options: MoveOptions,
-  sides: { source: TransferStore; target: TransferStore },
-  copyAgain: (finishedOnly: boolean) => Promise<void>,
-  sourceName: string,
-): Promise<void> {
-  for (let round = 1; ; round++) {
-    const [source, target] = await Promise.all([countSide(options.source, sides.source), countSide(options.target, sides.target)]);
-    const differences = countDifferences(source, target);
-    if (Object.keys(differences).length === 0) {
-      await recordPhase({ store: options.target, transfer: sides.target }, 'verified', sourceName, { source, target });
-      return;
-    }
-    if (round >= VERIFY_ROUNDS) {
-      throw new MoveError(
-        'MOVE_VERIFY_MISMATCH',
-        `counts differ between source and target after ${round} copies (${Object.entries(differences)
-          .map(([name, [s, t]]) => `${name}: ${s} vs ${t}`)
-          .join(', ')}): were rows deleted on the source (cleanup) or tasks submitted to it during the move?`,
-        'verified',
-        { differences },
-      );
-    }
-    await copyAgain(false);
   }
 }

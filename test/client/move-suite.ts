@@ -386,5 +386,17 @@ export function runMoveSuite(targets: StoreFactory): void {
       expect(await source.listPolicies()).toEqual([]);
       expect(await allRows(await transferStoreOf(target), 'moves')).toEqual([]);
     });
+
+    it('refuses to resume a move from another source (MOVE_TARGET_NOT_EMPTY): one move per target', async () => {
+      const first = sqlite(join(tempDir(), 'first.db'));
+      const second = sqlite(join(tempDir(), 'second.db'));
+      await first.migrate();
+      await second.migrate();
+      const target = await emptyTarget();
+      await moveStore({ source: first, target, sourceName: 'sqlite:first.db' });
+      const error = await moveStore({ source: second, target, sourceName: 'sqlite:second.db' }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: 'MOVE_TARGET_NOT_EMPTY', details: { source: 'sqlite:first.db', phase: 'verified' } });
+      expect(await second.listPolicies()).toEqual([]);
+    });
   });
 }

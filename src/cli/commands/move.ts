@@ -44,7 +44,7 @@ export const moveCommand: CliCommand = {
             const report = await moveStore({
               source,
               target,
-              sourceName: redactUrl(from),
+              sourceName: describeSource(from),
               batchSize: flags.batch,
               waitLeasesMs: flags.waitLeases,
               onProgress: (event) => progress.update(event),
@@ -89,6 +89,18 @@ class MoveProgressView {
     this.bar?.stop();
     this.bar = null;
   }
+}
+
+/**
+ * The source as the checkpoint names it, so that a re-run with another spelling of the same URL still resumes:
+ * no password, no connection tuning (poolSize, pooler…), the PostgreSQL schema kept.
+ */
+function describeSource(url: string): string {
+  const redacted = redactUrl(url);
+  const query = redacted.indexOf('?');
+  if (query < 0) return redacted;
+  const schema = new URLSearchParams(redacted.slice(query + 1)).get('schema');
+  return `${redacted.slice(0, query)}${schema ? `?schema=${schema}` : ''}`;
 }
 
 function renderReport(report: MoveReport): string {
