@@ -42,12 +42,13 @@ export async function copyTables(sides: CopySides, finishedOnly: boolean): Promi
   const copied = {} as Record<MovedTable, number>;
   const keep = finishedOnly ? null : await targetState(sides.target);
   for (const table of MOVED_TABLES) {
-    const total = await sides.source.countRows({ table });
+    const only = finishedOnly && TASK_TABLES.has(table);
+    const total = await sides.source.countRows({ table, finishedOnly: only });
     copied[table] = 0;
     sides.onPage(table, 0, total);
     let after: TransferRow[keyof TransferRow][] | null = null;
     do {
-      const page = await sides.source.exportRows({ table, after, limit: sides.batchSize, finishedOnly: finishedOnly && TASK_TABLES.has(table) });
+      const page = await sides.source.exportRows({ table, after, limit: sides.batchSize, finishedOnly: only });
       const rows = keep ? keepTargetState(table, page.rows, keep) : page.rows;
       copied[table] += await sides.target.importRows({ table, rows });
       sides.onPage(table, copied[table], total);

@@ -162,6 +162,11 @@ export interface ExportRowsParams {
   finishedOnly?: boolean;
 }
 
+export interface CountRowsParams {
+  table: TransferTableName;
+  finishedOnly?: boolean;
+}
+
 export interface TransferPage {
   rows: TransferRow[];
   /** Pass as `after` for the next page; null after the last. */
@@ -173,7 +178,8 @@ export interface TransferStore {
   exportRows(params: ExportRowsParams): Promise<TransferPage>;
   /** Inserts the rows, or overwrites the row of the same key (every column): a re-run never duplicates. Returns how many. */
   importRows(params: { table: TransferTableName; rows: readonly TransferRow[] }): Promise<number>;
-  countRows(params: { table: TransferTableName }): Promise<number>;
+  /** Rows of `table` (`finishedOnly`: as exportRows counts them). */
+  countRows(params: CountRowsParams): Promise<number>;
 }
 
 /** The TransferStore working on the same database (and connections) as `store`. */
@@ -222,16 +228,17 @@ export function pageQuery(dialect: TransferSql, params: ExportRowsParams): Query
   };
   const where: string[] = [];
   if (params.after) where.push(afterKey(spec, params.after, bind));
-  if (params.finishedOnly && spec.taskColumn) {
-    where.push(
-      spec.taskColumn === 'id' && spec.table === TRANSFER_TABLES.tasks.table
-        ? `status IN ${TERMINAL_SQL}`
-        : `${spec.taskColumn} IN (SELECT id FROM ${dialect.table(TRANSFER_TABLES.tasks.table)} WHERE status IN ${TERMINAL_SQL})`,
-    );
-  }
+  if (params.finishedOnly) where.push(...finishedOnlyWhere(dialect, spec));
   const sql = `SELECT ${Object.keys(spec.columns).join(', ')} FROM ${dialect.table(spec.table)}
     ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY ${spec.key.join(', ')} LIMIT ${bind('int', params.limit)}`;
   return { sql, values };
+}
+
+/** The condition that keeps rows of terminal tasks (none for tables that are not about a task). */
+function finishedOnlyWhere(dialect: TransferSql, spec: TransferTable): string[] {
+  if (!spec.taskColumn) return [];
+  if (spec.table === TRANSFER_TABLES.tasks.table) return [`status IN ${TERMINAL_SQL}`];
+  return [`${spec.taskColumn} IN (SELECT id FROM ${dialect.table(TRANSFER_TABLES.tasks.table)} WHERE status IN ${TERMINAL_SQL})`];
 }
 
 /** Rows after a composite key, written out (k1 > a OR (k1 = a AND k2 > b)): every dialect plans it on the primary key. */
@@ -301,8 +308,10 @@ export function upsertBatches(table: TransferTableName, rows: readonly TransferR
   return batches;
 }
 
-export function countQuery(dialect: TransferSql, table: TransferTableName): string {
-  return `SELECT COUNT(*) AS n FROM ${dialect.table(TRANSFER_TABLES[table].table)}`;
+export function countQuery(dialect: TransferSql, params: CountRowsParams): string {
+  const spec: TransferTable = TRANSFER_TABLES[params.table];
+  const where = params.finishedOnly ? finishedOnlyWhere(dialect, spec) : [];
+  return `SELECT COUNT(*) AS n FROM ${dialect.table(spec.table)}${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`;
 }
 
 /** The SQL standard's upsert (SQLite, PostgreSQL): every column but the key from the incoming row. */

@@ -64,6 +64,8 @@ export function runTransferConformance(factory: StoreFactory): void {
       expect((await everything(transfer, 'tasks', 2, true)).map((row) => row.id)).toEqual([ids.finished]);
       expect((await everything(transfer, 'attempts', 2, true)).map((row) => row.attempt)).toEqual([1, 2]);
       expect((await everything(transfer, 'failures', 2, true)).map((row) => row.task_id)).toEqual([ids.finished]);
+      expect(await transfer.countRows({ table: 'attempts', finishedOnly: true })).toBe(2);
+      expect(await transfer.countRows({ table: 'tasks', finishedOnly: true })).toBe(1);
     });
 
     it('round-trips every column kind exactly, and a re-import overwrites instead of duplicating', async () => {

@@ -7,6 +7,7 @@ import {
   updateColumns,
   upsertBatches,
   upsertQuery,
+  type CountRowsParams,
   type ExportRowsParams,
   type TransferPage,
   type TransferRow,
@@ -48,9 +49,9 @@ export class MysqlTransferStore implements TransferStore {
     return params.rows.length;
   }
 
-  async countRows(params: { table: TransferTableName }): Promise<number> {
+  async countRows(params: CountRowsParams): Promise<number> {
     const db = this.store.db;
-    const rows = await db.run((conn) => db.rows(conn, countQuery(MYSQL_TRANSFER, params.table)));
+    const rows = await db.run((conn) => db.rows(conn, countQuery(MYSQL_TRANSFER, params)));
     return Number(rows[0]!.n);
   }
 }

@@ -8,6 +8,7 @@ import {
   onConflictUpdate,
   upsertBatches,
   upsertQuery,
+  type CountRowsParams,
   type ExportRowsParams,
   type TransferPage,
   type TransferRow,
@@ -72,8 +73,8 @@ export class PostgresTransferStore implements TransferStore {
     return params.rows.length;
   }
 
-  async countRows(params: { table: TransferTableName }): Promise<number> {
-    const result = await run(this.store.pool, `counting ${params.table}`, countQuery(this.sql, params.table));
+  async countRows(params: CountRowsParams): Promise<number> {
+    const result = await run(this.store.pool, `counting ${params.table}`, countQuery(this.sql, params));
     return Number(result.rows[0]!.n);
   }
 }

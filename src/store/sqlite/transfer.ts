@@ -7,6 +7,7 @@ import {
   upsertBatches,
   upsertQuery,
   transferValues,
+  type CountRowsParams,
   type ExportRowsParams,
   type TransferPage,
   type TransferRow,
@@ -46,8 +47,8 @@ export class SqliteTransferStore implements TransferStore {
     });
   }
 
-  async countRows(params: { table: TransferTableName }): Promise<number> {
-    const row = await this.store.read(() => statement(this.store.db, countQuery(SQLITE_TRANSFER, params.table)).get());
+  async countRows(params: CountRowsParams): Promise<number> {
+    const row = await this.store.read(() => statement(this.store.db, countQuery(SQLITE_TRANSFER, params)).get());
     return Number((row as { n: number }).n);
   }
 }
