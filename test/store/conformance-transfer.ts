@@ -94,6 +94,12 @@ export function runTransferConformance(factory: StoreFactory): void {
       await transfer.importRows({ table: 'tasks', rows: [{ ...crafted, status: 'SUCCESS', lease_owner: null, lease_until: null }] });
       expect(await transfer.countRows({ table: 'tasks' })).toBe(4);
       expect((await store.getTask({ id: String(crafted.id), scope: G }))?.status).toBe('SUCCESS');
+      // Another id with the crafted task's idempotency key: refused, and the crafted task keeps its row.
+      await expect(
+        transfer.importRows({ table: 'tasks', rows: [{ ...crafted, id: '0190ffff-0000-7000-8000-000000000002', status: 'QUEUED' }] }),
+      ).rejects.toThrow();
+      expect(await transfer.countRows({ table: 'tasks' })).toBe(4);
+      expect((await store.getTask({ id: String(crafted.id), scope: G }))?.status).toBe('SUCCESS');
       const failures = await everything(transfer, 'failures', 100);
       await transfer.importRows({ table: 'failures', rows: failures });
       expect(await everything(transfer, 'failures', 100)).toEqual(failures);

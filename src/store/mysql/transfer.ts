@@ -21,8 +21,11 @@ import type { MysqlStore } from './store.js';
 const MYSQL_TRANSFER: TransferSql = {
   table: (name) => name,
   param: () => '?',
-  // A row's own key only: the target of a move holds no other rows its unique keys could meet.
-  upsert: (spec, columns) => `ON DUPLICATE KEY UPDATE ${updateColumns(spec, columns, (column) => `VALUES(${column})`)}`,
+  // ON DUPLICATE KEY fires on any unique key: a row meeting another row's idempotency or unique key (not its own
+  // primary key) must fail, as ON CONFLICT (key) does elsewhere, not overwrite that other row. The key columns are
+  // set to themselves when the primary key matched, else to NULL, which NOT NULL refuses (strict mode).
+  upsert: (spec, columns) =>
+    `ON DUPLICATE KEY UPDATE ${spec.key.map((column) => `${column} = IF(${column} = VALUES(${column}), ${column}, NULL)`).join(', ')}, ${updateColumns(spec, columns, (column) => `VALUES(${column})`)}`,
   ...transferValues(sqlTime, decode.time, true),
 };
 
