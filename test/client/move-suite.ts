@@ -2,7 +2,7 @@
  * moveStore (`tasklease move`) from SQLite to another store: every table
  * arrives whole while workers run on the source, no attempt starts twice,
  * the source claims nothing afterwards, a crash at any phase resumes to the
- * same end state, and the typed refusals. Each target dialect runs it from
+ * same end state, the way back into SQLite, and the typed refusals. Each target dialect runs it from
  * test/client/move-<dialect>.test.ts.
  */
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -353,6 +353,36 @@ export function runMoveSuite(targets: StoreFactory): void {
       expect(await statusOf(target, slow)).toBe('SUCCESS');
       expect(runs.starts.get(`${slow}#1`)).toBe(1);
     }, 60_000);
+
+    it(`moves back from ${targets.dialect} into a fresh SQLite file, row for row`, async () => {
+      const defs = definitions(new Runs(), Promise.resolve());
+      const dir = tempDir();
+      const source = sqlite(join(dir, 'first.db'));
+      await source.migrate();
+      await configure(source, defs);
+      await waiting(source, defs);
+      await createClient({ store: source, tasks: Object.values(defs) }).submitMany(
+        Array.from({ length: 12 }, () => ({ type: defs.quick.type, payload: { n: 1 } })),
+      );
+      const middle = await emptyTarget();
+      await moveStore({ source, target: middle, batchSize: 5 });
+      const back = sqlite(join(dir, 'back.db'));
+      const report = await moveStore({ source: middle, target: back, batchSize: 5 });
+      expect(report.target).toEqual(report.source);
+      const before = await tables(middle);
+      const after = await tables(back);
+      // The middle store is the source now: its GLOBAL stop and switched-off schedules stay behind.
+      expect(after).toEqual(
+        asMoved(
+          before,
+          new Map([
+            ['nightly', 1],
+            ['paused-one', 0],
+          ]),
+        ),
+      );
+      expect(after.tasks).toHaveLength(15);
+    });
 
     it('a finished move, run again, changes nothing on the target its workers have used since', async () => {
       const defs = definitions(new Runs(), Promise.resolve());
