@@ -20,7 +20,7 @@
  * Once verified, a re-run changes nothing and reports the counts as they are. Until then the target must not be
  * used (no workers, no producers): a copy overwrites its rows with the source's.
  */
-import { MoveError, ValidationError } from '../core/errors.js';
+import { InvalidOptionsError, MoveError } from '../core/errors.js';
 import { GLOBAL_POLICY_KEY } from '../core/policy-keys.js';
 import { checkKnownKeys } from '../core/validate.js';
 import { scheduleStoreOf } from '../store/schedules.js';
@@ -211,11 +211,11 @@ function resolveOptions(options: MoveOptions): Settings {
   checkKnownKeys('moveStore', options, ['source', 'target', 'sourceName', 'batchSize', 'waitLeasesMs', 'pollMs', 'onProgress', 'afterPhase']);
   const integer = (field: keyof MoveOptions, value: number, min: number, max: number): number => {
     if (!Number.isInteger(value) || value < min || value > max)
-      throw new ValidationError(`moveStore: ${field} must be an integer from ${min} to ${max}`, field);
+      throw new InvalidOptionsError('moveStore', field, `must be an integer from ${min} to ${max} (got ${String(value)})`);
     return value;
   };
-  if (!options.source || !options.target) throw new ValidationError('moveStore: source and target stores are required', 'source');
-  if (options.source === options.target) throw new ValidationError('moveStore: source and target must be different stores', 'target');
+  if (!options.source || !options.target) throw new InvalidOptionsError('moveStore', options.source ? 'target' : 'source', 'is required (a Store)');
+  if (options.source === options.target) throw new InvalidOptionsError('moveStore', 'target', 'must be another store than source');
   return {
     sourceName: options.sourceName ?? options.source.dialect,
     batchSize: integer('batchSize', options.batchSize ?? 500, 1, 10_000),

@@ -404,6 +404,16 @@ export function runMoveSuite(targets: StoreFactory): void {
       expect(await statusOf(target, second!)).toBe('QUEUED');
     });
 
+    it('rejects bad options before touching either store (INVALID_OPTIONS naming the field)', async () => {
+      const source = sqlite(join(tempDir(), 'tasks.db'));
+      await source.migrate();
+      const target = await emptyTarget();
+      await expect(moveStore({ source, target: source })).rejects.toMatchObject({ code: 'INVALID_OPTIONS', field: 'target' });
+      await expect(moveStore({ source, target, batchSize: 0 })).rejects.toMatchObject({ code: 'INVALID_OPTIONS', field: 'batchSize' });
+      await expect(moveStore({ source, target, waitLeases: 5 } as never)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+      expect(await target.schemaVersion().catch(() => 0)).toBe(0);
+    });
+
     it('refuses a target holding tasks no move put there (MOVE_TARGET_NOT_EMPTY), leaving the source running', async () => {
       const source = sqlite(join(tempDir(), 'tasks.db'));
       await source.migrate();
