@@ -109,7 +109,11 @@ class MoveRun {
   readonly steps: Record<Exclude<MovePhase, 'migrated'>, () => Promise<unknown>> = {
     'copied-finished': () => this.copy('copied-finished', true),
     'source-stopped': () => stopSource(this.options.source),
-    drained: () => waitForLeases(this.options.source, this.settings, this.progress('drained')),
+    drained: async () => {
+      // Again on a resumed move: an operator may have re-enabled the source since (idempotent, two small writes at most).
+      await stopSource(this.options.source);
+      await waitForLeases(this.options.source, this.settings, this.progress('drained'));
+    },
     copied: async () => {
       // A claim that read the GLOBAL policy before it was disabled may commit after the wait saw no lease: look again after the copy.
       for (;;) {
