@@ -384,6 +384,29 @@ export function runMoveSuite(targets: StoreFactory): void {
       expect(after.tasks).toHaveLength(15);
     });
 
+    it('requeues the task of a worker that died holding its lease (the move sweeps the source), then moves it waiting', async () => {
+      const defs = definitions(new Runs(), Promise.resolve());
+      const source = sqlite(join(tempDir(), 'tasks.db'));
+      await source.migrate();
+      const id = (await createClient({ store: source, tasks: Object.values(defs) }).submit(defs.quick, {})).task.id;
+      // A worker that claims and dies: nobody heartbeats the lease, nobody else sweeps this source.
+      const [claimed] = await source.claimTasks({
+        workerId: 'dead',
+        taskTypes: [defs.quick.type],
+        limit: 1,
+        leaseMs: 300,
+        globalConcurrency: 10,
+        typeConcurrency: 10,
+      });
+      expect(claimed?.id).toBe(id);
+      const target = await emptyTarget();
+      const report = await moveStore({ source, target, pollMs: 20, waitLeasesMs: 30_000 });
+      expect(report.target).toEqual(report.source);
+      const moved = await target.getTask({ id, scope: Scope.global() });
+      expect(moved).toMatchObject({ status: 'QUEUED', attemptCount: 1, leaseOwner: null });
+      expect((await target.listFailures({ taskId: id })).map((failure) => failure.errorCode)).toEqual(['LEASE_EXPIRED']);
+    });
+
     it('a finished move, run again, changes nothing on the target its workers have used since', async () => {
       const defs = definitions(new Runs(), Promise.resolve());
       const source = sqlite(join(tempDir(), 'tasks.db'));
