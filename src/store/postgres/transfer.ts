@@ -1,21 +1,6 @@
 /** Raw rows in and out (../transfer.ts) on PostgreSQL, in the store's schema, on its pool. */
-import {
-  countQuery,
-  transferValues,
-  pageOf,
-  pageQuery,
-  TRANSFER_TABLES,
-  onConflictUpdate,
-  upsertBatches,
-  upsertQuery,
-  type CountRowsParams,
-  type ExportRowsParams,
-  type TransferPage,
-  type TransferRow,
-  type TransferSql,
-  type TransferStore,
-  type TransferTableName,
-} from '../transfer.js';
+import * as shared from '../transfer.js';
+import type { CountRowsParams, ExportRowsParams, TransferPage, TransferRow, TransferSql, TransferStore, TransferTableName } from '../transfer.js';
 import { run, withClient } from './connection.js';
 import { quoteIdent } from './options.js';
 import type { PostgresStore } from './store.js';
@@ -24,9 +9,9 @@ function postgresTransfer(schema: string): TransferSql {
   return {
     table: (name) => `${quoteIdent(schema)}.${name}`,
     param: (index) => `$${index + 1}`,
-    upsert: onConflictUpdate,
+    upsert: shared.onConflictUpdate,
     // node-postgres binds Dates and booleans as they are.
-    ...transferValues(
+    ...shared.transferValues(
       (date) => date,
       (value) => (value instanceof Date ? value : new Date(String(value))),
       false,
@@ -42,21 +27,21 @@ export class PostgresTransferStore implements TransferStore {
   }
 
   async exportRows(params: ExportRowsParams): Promise<TransferPage> {
-    const { sql, values } = pageQuery(this.sql, params);
+    const { sql, values } = shared.pageQuery(this.sql, params);
     const result = await run(this.store.pool, `reading ${params.table} to move`, sql, values);
-    return pageOf(this.sql, params.table, result.rows, params.limit);
+    return shared.pageOf(this.sql, params.table, result.rows, params.limit);
   }
 
   async importRows(params: { table: TransferTableName; rows: readonly TransferRow[] }): Promise<number> {
     if (params.rows.length === 0) return 0;
-    const spec = TRANSFER_TABLES[params.table];
+    const spec = shared.TRANSFER_TABLES[params.table];
     const action = `writing moved ${params.table}`;
     // One transaction: a page lands whole or not at all.
     await withClient(this.store.pool, action, async (client, markBroken) => {
       await run(client, action, 'BEGIN');
       try {
-        for (const batch of upsertBatches(params.table, params.rows)) {
-          const { sql, values } = upsertQuery(this.sql, params.table, batch);
+        for (const batch of shared.upsertBatches(params.table, params.rows)) {
+          const { sql, values } = shared.upsertQuery(this.sql, params.table, batch);
           await run(client, action, sql, values);
         }
         if ('identity' in spec) {
@@ -74,7 +59,7 @@ export class PostgresTransferStore implements TransferStore {
   }
 
   async countRows(params: CountRowsParams): Promise<number> {
-    const result = await run(this.store.pool, `counting ${params.table}`, countQuery(this.sql, params));
+    const result = await run(this.store.pool, `counting ${params.table}`, shared.countQuery(this.sql, params));
     return Number(result.rows[0]!.n);
   }
 }
