@@ -9,7 +9,7 @@
  * the JSON text they were stored as, lease columns, attempt counts, unique
  * keys), never through the Task model, so a copy is the row itself.
  */
-import { guardSideStore } from './base.js';
+import { sideStoreOf } from './base.js';
 import { TERMINAL_SQL } from './rules/sql.js';
 import type { Store } from './types.js';
 
@@ -183,21 +183,12 @@ export interface TransferStore {
 }
 
 /** The TransferStore working on the same database (and connections) as `store`. */
-export async function transferStoreOf(store: Store): Promise<TransferStore> {
-  switch (store.dialect) {
-    case 'sqlite': {
-      const { SqliteTransferStore } = await import('./sqlite/transfer.js');
-      return guardSideStore(store, new SqliteTransferStore(store as import('./sqlite/store.js').SqliteStore));
-    }
-    case 'postgres': {
-      const { PostgresTransferStore } = await import('./postgres/transfer.js');
-      return guardSideStore(store, new PostgresTransferStore(store as import('./postgres/store.js').PostgresStore));
-    }
-    case 'mysql': {
-      const { MysqlTransferStore } = await import('./mysql/transfer.js');
-      return guardSideStore(store, new MysqlTransferStore(store as import('./mysql/store.js').MysqlStore));
-    }
-  }
+export function transferStoreOf(store: Store): Promise<TransferStore> {
+  return sideStoreOf<TransferStore>(store, {
+    sqlite: async (sqlite) => new (await import('./sqlite/transfer.js')).SqliteTransferStore(sqlite),
+    postgres: async (postgres) => new (await import('./postgres/transfer.js')).PostgresTransferStore(postgres),
+    mysql: async (mysql) => new (await import('./mysql/transfer.js')).MysqlTransferStore(mysql),
+  });
 }
 
 /** How a dialect writes the shared statements below. */
