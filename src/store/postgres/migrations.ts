@@ -347,4 +347,20 @@ CREATE FUNCTION ${s}.tasklease_uuid_v7() RETURNS uuid LANGUAGE sql VOLATILE AS $
 $fn$;
 `,
   },
+  {
+    version: 17,
+    name: 'moves',
+    // `tasklease move` (client/move.ts): the checkpoint of a move into this database, one row per move, so that a
+    // re-run after a crash resumes at the phase it reached, and an operator can read where it stands.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_move (
+  move_key text PRIMARY KEY,
+  source text NOT NULL,
+  phase text NOT NULL,
+  detail text,
+  started_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+`,
+  },
 ];
