@@ -2,9 +2,9 @@
  * The wake-ups of submits made in a store's own transactions, sent after
  * their commits rather than inside them, at most one in flight: whatever is
  * submitted while one is on its way goes out in the next, with every task
- * type named since. At rest that is one wake-up right after each submit;
- * under a flood of concurrent submits, one per round trip instead of one per
- * submit. Inside the transaction, a wake-up made the submits commit one at a
+ * type named since: under a flood of concurrent submits, one per round trip
+ * instead of one per submit (PostgreSQL keeps the NOTIFY in the statement of
+ * a submit made alone, where it costs no round trip). Inside the transaction, a wake-up made the submits commit one at a
  * time: a PostgreSQL transaction that NOTIFYs holds a database-wide lock from
  * its commit until its WAL is flushed, and a MySQL submit held its wake-up
  * counter's row lock through its commit (bench/http-load.ts). Best effort,

@@ -1,13 +1,12 @@
 /**
  * Bulk submit: one INSERT … SELECT FROM unnest(arrays) per batch, with
- * ON CONFLICT DO NOTHING on the idempotency index and, inside a caller's
- * transaction (`channel` given), one pg_notify naming the created types in
- * the same statement: NOTIFY is transactional, delivered on commit and
- * dropped on rollback, exactly like the rows. A submit in the store's own
- * transaction NOTIFYs after its commit instead (../submit-wakeups.ts): a
- * transaction that NOTIFYs holds one database-wide lock from its commit
- * until its WAL is flushed, so concurrent submits that each NOTIFY commit
- * one at a time.
+ * ON CONFLICT DO NOTHING on the idempotency index and (`channel` given)
+ * one pg_notify naming the created types in the same statement: NOTIFY is
+ * transactional, delivered on commit and dropped on rollback, exactly like
+ * the rows. A submit made beside others of the same store NOTIFYs after its
+ * commit instead (store.ts, ../submit-wakeups.ts): a transaction that
+ * NOTIFYs holds one database-wide lock from its commit until its WAL is
+ * flushed, so concurrent submits that each NOTIFY commit one at a time.
  *
  * Concurrent identical submits: the second INSERT waits on the first's
  * uncommitted index entry, then does nothing; the follow-up SELECT is a new

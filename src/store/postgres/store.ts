@@ -77,7 +77,7 @@ import type { PoolStats } from '../pool-stats.js';
 export type PostgresTransaction = pg.ClientBase;
 
 /**
- * Writes that send their own NOTIFY (in their statement, transactional; a submit in the store's own transaction right
+ * Writes that send their own NOTIFY (in their statement, transactional; a submit made beside others of this store right
  * after its commit, coalesced: insertTasks below); the others owe one after they commit.
  */
 const NOTIFIED_IN_STATEMENT: ReadonlySet<StoreMethod> = new Set(['insertTasks', 'changeStatus', 'replayDeadLetters']);
@@ -97,6 +97,8 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   private readonly listener: PgListener;
   /** Wake-ups of submits made in the store's own transactions, sent after their commits. */
   private readonly submits: SubmitWakeups;
+  /** Submits in the store's own transactions now in flight. */
+  private ownSubmits = 0;
   private readonly serverLabel: string;
   private readonly connectTimeoutMs: number;
   /** 'transaction': behind a transaction pooler (option pooler). */
@@ -237,14 +239,20 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   // ---- producers -----------------------------------------------------------
 
   async insertTasks(params: { tasks: readonly NewTask[]; transaction?: PostgresTransaction }): Promise<InsertTaskResult[]> {
-    // In a caller's transaction the NOTIFY must commit (or roll back) with it; in ours it follows the commit.
+    // In a caller's transaction the NOTIFY must commit (or roll back) with it. In ours, a submit alone NOTIFYs in its
+    // statement too (the wake-up leaves with the commit, no round trip after it); beside other submits of this store
+    // it leaves the NOTIFY to after its commit, coalesced with theirs (see ../submit-wakeups.ts).
     const own = params.transaction === undefined;
-    const results = await insertTasks(this.ctx, params.tasks, this.executorFor(params.transaction), own ? null : this.ctx.channel);
-    if (own) {
+    const after = own && this.ownSubmits > 0;
+    if (own) this.ownSubmits += 1;
+    try {
+      const results = await insertTasks(this.ctx, params.tasks, this.executorFor(params.transaction), after ? null : this.ctx.channel);
       const types = new Set(results.filter((r) => r.created).map((r) => r.task.taskType));
-      if (types.size > 0) this.submits.submitted([...types]);
+      if (after && types.size > 0) this.submits.submitted([...types]);
+      return results;
+    } finally {
+      if (own) this.ownSubmits -= 1;
     }
-    return results;
   }
 
   async getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
