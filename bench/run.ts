@@ -2,7 +2,7 @@
  * `npm run bench`: measures tasklease (from the built dist/) and its peers on
  * the same machine, on the same workloads, in interleaved rounds (A B … then
  * … B A), and prints one JSON line per system, workload and round, then a
- * table of medians, each round's ratios and the issue-16 targets; writes
+ * table of medians, each round's ratios and the targets (issue 25); writes
  * bench/RESULTS.md. See `npm run bench -- --help`.
  */
 import { fileURLToPath } from 'node:url';
@@ -308,7 +308,7 @@ async function main(): Promise<void> {
   const work = workTable(lines);
   process.stdout.write(`\n${table(lines, options)}\n\n${work.length > 0 ? `${work.join('\n')}\n\n` : ''}${roundsReport(lines, options).join('\n')}\n`);
   const goals = targets(lines, options);
-  if (goals.length > 0) process.stdout.write(`\nTargets (issue 16):\n${goals.join('\n')}\n`);
+  if (goals.length > 0) process.stdout.write(`\nTargets (issue 25):\n${goals.join('\n')}\n`);
   if (out) {
     const environment = await describeEnvironment(packages, loadAtStart);
     const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');

@@ -30,4 +30,5 @@ export type { ScheduleApi, ScheduleView } from './client/schedules.js';
 export { MAX_CATCH_UP, type Schedule, type ScheduleInput } from './core/schedule.js';
 export type { UniqueOptions } from './client/unique.js';
 export type { WaitOptions } from './client/wait.js';
+export { moveStore, MOVE_PHASES, type MoveOptions, type MovePhase, type MoveProgress, type MoveReport } from './client/move.js';
 export * from './observe/index.js';

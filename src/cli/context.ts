@@ -108,7 +108,7 @@ export function cliActor(env: Readonly<Record<string, string | undefined>>): str
 }
 
 /** A relative SQLite path is relative to the CLI's working directory (io.cwd: the process's, or a test's). */
-function relativeTo(cwd: string, url: string): string {
+export function relativeTo(cwd: string, url: string): string {
   const match = /^(sqlite|file):(?!\/\/)(?!:memory:)([^?]*)(.*)$/i.exec(url);
   if (!match || isAbsolute(match[2]!)) return url;
   return `${match[1]}:${resolve(cwd, match[2]!)}${match[3]}`;

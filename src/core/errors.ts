@@ -60,6 +60,14 @@ export const ErrorCode = {
   WAIT_ABORTED: 'WAIT_ABORTED',
   /** The server's address is taken (another program, or another tasklease, listens there). */
   PORT_IN_USE: 'PORT_IN_USE',
+  /** `tasklease move`: the target holds tasks that no move put there (it is someone's queue already). */
+  MOVE_TARGET_NOT_EMPTY: 'MOVE_TARGET_NOT_EMPTY',
+  /** `tasklease move`: the source's schema is not the one this code reads (migrate it, or upgrade tasklease). */
+  MOVE_SOURCE_SCHEMA: 'MOVE_SOURCE_SCHEMA',
+  /** `tasklease move`: leases on the source were still held when the wait for them ended; re-run to resume. */
+  MOVE_LEASES_HELD: 'MOVE_LEASES_HELD',
+  /** `tasklease move`: source and target counts differ after the copy; re-run to copy again. */
+  MOVE_VERIFY_MISMATCH: 'MOVE_VERIFY_MISMATCH',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -228,6 +236,21 @@ export class PortInUseError extends TaskLeaseError {
     options?: { cause?: unknown },
   ) {
     super(ErrorCode.PORT_IN_USE, `port ${port} on ${host} is already in use by another program; ${fix}`, options);
+  }
+}
+
+/**
+ * `tasklease move` stopped: `code` says why (MOVE_*), `phase` where. Nothing
+ * was lost: the move's checkpoint is kept and a re-run resumes from it.
+ */
+export class MoveError extends TaskLeaseError {
+  constructor(
+    code: 'MOVE_TARGET_NOT_EMPTY' | 'MOVE_SOURCE_SCHEMA' | 'MOVE_LEASES_HELD' | 'MOVE_VERIFY_MISMATCH',
+    message: string,
+    readonly phase: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(code, message);
   }
 }
 

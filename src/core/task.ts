@@ -65,6 +65,7 @@ export interface UniqueHold {
 
 /** What a producer asks for; the client fills in defaults before the store sees it. */
 export interface NewTask {
+  /** A UUID in lowercase canonical form (the client makes UUIDv7 ids); PostgreSQL stores it as uuid and refuses any other. */
   id: string;
   taskType: string;
   /** The payload, already serialized (the client measures its size). */

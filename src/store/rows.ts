@@ -3,8 +3,8 @@
  * (DESIGN.md §2) and identical across dialects; only how a dialect encodes
  * times, booleans and JSON differs, and that is passed in as `decode`.
  */
-import { isTaskStatus, type TaskStatus } from '../core/status.js';
-import type { Task, TaskProgress } from '../core/task.js';
+import { isTaskStatus, TaskStatus } from '../core/status.js';
+import type { NewTask, Task, TaskProgress } from '../core/task.js';
 import { uniqueHoldOf } from './rules/unique.js';
 import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy, TaskActionName, TaskActionRecord, WorkerRecord } from './types.js';
 
@@ -62,6 +62,39 @@ function progressFromRow(row: Row): TaskProgress | null {
     failed: Number(row.progress_failed),
     skipped: Number(row.progress_skipped),
     message: optionalString(row.progress_message),
+  };
+}
+
+/** The Task a fresh insert made, without reading the row back. */
+export function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, unique: { key: string; states: number } | null = null): Task {
+  return {
+    id: input.id,
+    taskType: input.taskType,
+    status: TaskStatus.QUEUED,
+    priority: input.priority,
+    payload: JSON.parse(input.payloadJson) as unknown,
+    availableAt,
+    deadlineAt: input.deadlineAt,
+    leaseOwner: null,
+    leaseUntil: null,
+    leaseToken: null,
+    attemptCount: 0,
+    attemptBase: 0,
+    leaseExpiries: 0,
+    maxAttempts: input.maxAttempts,
+    artifactId: null,
+    owner: input.owner,
+    idempotencyKey: input.idempotencyKey,
+    progress: null,
+    result: null,
+    lastErrorCode: null,
+    traceId: input.traceId,
+    traceParent: input.traceParent ?? null,
+    unique: unique && uniqueHoldOf(unique.key, unique.states, TaskStatus.QUEUED, 0),
+    createdAt,
+    updatedAt: createdAt,
+    startedAt: null,
+    finishedAt: null,
   };
 }
 

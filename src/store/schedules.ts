@@ -6,7 +6,7 @@
  */
 import type { Schedule, ScheduleDefinition } from '../core/schedule.js';
 import type { NewTask } from '../core/task.js';
-import { guardSideStore } from './base.js';
+import { sideStoreOf } from './base.js';
 import type { InsertTaskResult, Store } from './types.js';
 
 export interface ClaimTicksParams {
@@ -45,19 +45,10 @@ export interface ScheduleStore {
 }
 
 /** The ScheduleStore working on the same database (and connections) as `store`. */
-export async function scheduleStoreOf(store: Store): Promise<ScheduleStore> {
-  switch (store.dialect) {
-    case 'sqlite': {
-      const { SqliteScheduleStore } = await import('./sqlite/schedules.js');
-      return guardSideStore(store, new SqliteScheduleStore(store as import('./sqlite/store.js').SqliteStore));
-    }
-    case 'postgres': {
-      const { PostgresScheduleStore } = await import('./postgres/schedules.js');
-      return guardSideStore(store, new PostgresScheduleStore(store as import('./postgres/store.js').PostgresStore));
-    }
-    case 'mysql': {
-      const { MysqlScheduleStore } = await import('./mysql/schedules.js');
-      return guardSideStore(store, new MysqlScheduleStore(store as import('./mysql/store.js').MysqlStore));
-    }
-  }
+export function scheduleStoreOf(store: Store): Promise<ScheduleStore> {
+  return sideStoreOf<ScheduleStore>(store, {
+    sqlite: async (sqlite) => new (await import('./sqlite/schedules.js')).SqliteScheduleStore(sqlite),
+    postgres: async (postgres) => new (await import('./postgres/schedules.js')).PostgresScheduleStore(postgres),
+    mysql: async (mysql) => new (await import('./mysql/schedules.js')).MysqlScheduleStore(mysql),
+  });
 }

@@ -5,7 +5,7 @@
  * table system_async_task_api_token (the last migration of each dialect);
  * tokenStoreOf() picks the one for a store, loading only that dialect.
  */
-import { guardSideStore } from './base.js';
+import { sideStoreOf } from './base.js';
 import type { Store } from './types.js';
 
 export const TOKEN_ROLES = ['admin', 'operator', 'user'] as const;
@@ -46,21 +46,12 @@ export interface TokenStore {
 }
 
 /** The TokenStore working on the same database (and connections) as `store`. */
-export async function tokenStoreOf(store: Store): Promise<TokenStore> {
-  switch (store.dialect) {
-    case 'sqlite': {
-      const { SqliteTokenStore } = await import('./sqlite/tokens.js');
-      return guardSideStore(store, new SqliteTokenStore(store as import('./sqlite/store.js').SqliteStore));
-    }
-    case 'postgres': {
-      const { PostgresTokenStore } = await import('./postgres/tokens.js');
-      return guardSideStore(store, new PostgresTokenStore(store as import('./postgres/store.js').PostgresStore));
-    }
-    case 'mysql': {
-      const { MysqlTokenStore } = await import('./mysql/tokens.js');
-      return guardSideStore(store, new MysqlTokenStore(store as import('./mysql/store.js').MysqlStore));
-    }
-  }
+export function tokenStoreOf(store: Store): Promise<TokenStore> {
+  return sideStoreOf<TokenStore>(store, {
+    sqlite: async (sqlite) => new (await import('./sqlite/tokens.js')).SqliteTokenStore(sqlite),
+    postgres: async (postgres) => new (await import('./postgres/tokens.js')).PostgresTokenStore(postgres),
+    mysql: async (mysql) => new (await import('./mysql/tokens.js')).MysqlTokenStore(mysql),
+  });
 }
 
 /** Rows of every dialect, once their times are Dates. */

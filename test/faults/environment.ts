@@ -12,6 +12,7 @@ import type { AttemptRecord } from '../../src/store/types.js';
 import type { NewTask } from '../../src/core/task.js';
 import type { TaskStatus } from '../../src/core/status.js';
 import { ChildWorker } from '../process/harness.js';
+import { waitFor } from '../helpers/wait.js';
 import type { DatabaseServer, TestCluster } from './cluster.js';
 import type { FaultChildConfig, FaultPayload } from './fault-child.js';
 import { allTasks, checkInvariants, type InvariantReport } from './invariants.js';
@@ -69,6 +70,32 @@ export class FaultEnvironment {
   get cluster(): TestCluster {
     if (!this.target.cluster) throw new Error(`no cluster of our own on ${this.dialect}`);
     return this.target.cluster;
+  }
+
+  /**
+   * SIGSTOPs `worker` at a moment it holds no write lock of the store's. On SQLite a process stopped inside a write
+   * (a heartbeat, a claim, its handler's log) keeps the file's only write lock, and every other process — the
+   * sweeper, the rescuer — waits for it: not the zombie the cases are about. Continued and stopped again until it
+   * holds none. On the servers a frozen statement is part of the fault, and the stop is plain.
+   */
+  async freeze(worker: ChildWorker): Promise<void> {
+    worker.signal('SIGSTOP');
+    const locked = this.target.writeLocked;
+    if (!locked) return;
+    let stopped = true;
+    await waitFor(
+      async () => {
+        if (!stopped) worker.signal('SIGSTOP');
+        stopped = true;
+        if (!(await locked())) return true;
+        worker.signal('SIGCONT');
+        stopped = false;
+        return false;
+      },
+      `${worker.config.label} stopped outside a write of its own`,
+      10_000,
+      20,
+    );
   }
 
   /** A worker process on this store with the suite's timings (overridable). */

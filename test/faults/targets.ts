@@ -36,6 +36,8 @@ export interface FaultTarget {
   server?: DatabaseServer;
   /** Cuts every database connection of the worker process labelled `label`; returns how many. Absent on SQLite (no connections). */
   terminate?(label: string): Promise<number>;
+  /** SQLite: whether some process holds the file's write lock now (a transaction of its own could not begin). */
+  writeLocked?(): Promise<boolean>;
   destroy(): Promise<void>;
 }
 
@@ -71,7 +73,7 @@ async function assemble(
   store: Store,
   childStore: ChildStoreConfig,
   handlerDb: HandlerDb,
-  around: Pick<FaultTarget, 'cluster' | 'server' | 'terminate'> & { remove(): Promise<void> },
+  around: Pick<FaultTarget, 'cluster' | 'server' | 'terminate' | 'writeLocked'> & { remove(): Promise<void> },
 ): Promise<FaultTarget> {
   await store.migrate();
   const tables = await openHandlerTables(handlerDb, 'parent');
@@ -107,7 +109,7 @@ export async function postgresTarget(cluster: TestCluster, owns = false): Promis
  */
 export async function postgresTargetAt(
   url: string,
-  around: Pick<FaultTarget, 'cluster' | 'server' | 'terminate'> & { remove(): Promise<void> },
+  around: Pick<FaultTarget, 'cluster' | 'server' | 'terminate' | 'writeLocked'> & { remove(): Promise<void> },
 ): Promise<FaultTarget> {
   const { PostgresStore } = await import('../../src/store/postgres/store.js');
   const store = new PostgresStore({ connectionString: url, schema: PG_SCHEMA, poolSize: 4, applicationName: 'tl-parent' });
@@ -160,6 +162,22 @@ async function sqliteTarget(): Promise<FaultTarget> {
     new SqliteStore({ path }),
     { dialect: 'sqlite', path },
     { dialect: 'sqlite', path },
-    { remove: async () => rmSync(dir, { recursive: true, force: true }) },
+    { remove: async () => rmSync(dir, { recursive: true, force: true }), writeLocked: async () => sqliteWriteLocked(path) },
   );
+}
+
+/** Tries to begin a write on the file without waiting (busy timeout 0): SQLITE_BUSY means another process holds the lock. */
+async function sqliteWriteLocked(path: string): Promise<boolean> {
+  const { default: Database } = await import('better-sqlite3');
+  const file = new Database(path, { timeout: 0 });
+  try {
+    file.exec('BEGIN IMMEDIATE');
+    file.exec('ROLLBACK');
+    return false;
+  } catch (error) {
+    if ((error as { code?: string }).code === 'SQLITE_BUSY') return true;
+    throw error;
+  } finally {
+    file.close();
+  }
 }

@@ -17,9 +17,8 @@ const RESCUE_MS = TIMING.leaseMs + TIMING.recoveryIntervalMs + 30_000;
 const TEN_MINUTES = 600_000;
 
 /**
- * Waits until the worker's handler has logged its start (its `executions` row committed). On SQLite that write
- * takes the file's write lock just after `started`: a SIGSTOP landing inside it freezes every process of the
- * store, the sweeper and the rescuer too, until SIGCONT — which the case only sends after the rescue.
+ * Waits until the worker's handler has logged its start (its `executions` row committed), so that the freeze that
+ * follows finds the handler running (and on SQLite does not have to wait out that write: env.freeze).
  */
 async function handlerLogged(env: FaultEnvironment, label: string): Promise<void> {
   await waitFor(async () => (await env.executions(label)) > 0, `${label}'s handler to log its start`, 30_000, 20);
@@ -53,7 +52,7 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
     await zombie.until('ready');
     const [id] = await env().submit('work', [{ mode: 'hold', ms: 600_000, completeAnyway: true, onlyAttempt: 1 }]);
     await zombie.until('started', 30_000, id);
-    zombie.signal('SIGSTOP');
+    await env().freeze(zombie);
     const rescuer = env().worker('zombie-b', ['work']);
     await waitFor(async () => (await env().statusOf(id!)) === 'SUCCESS', 'the rescuer to complete the task', RESCUE_MS, 100);
     const settled = await env().store.getTask({ id: id!, scope: Scope.global() });
@@ -117,7 +116,7 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
     const [id] = await env().submit('work', [{ mode: 'hold', ms: TEN_MINUTES, completeAnyway: true, onlyAttempt: 1 }]);
     await worker.until('started', 30_000, id);
     await handlerLogged(env(), 'again-a');
-    worker.signal('SIGSTOP');
+    await env().freeze(worker);
     await waitFor(async () => (await env().attempts(id!))[0]?.outcome === 'LEASE_EXPIRED', 'the sweep to expire the frozen lease', RESCUE_MS, 100);
     worker.signal('SIGCONT');
     expect((await worker.until('aborted', 15_000, id)).reason).toBe('LEASE_LOST');

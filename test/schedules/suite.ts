@@ -11,6 +11,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
 import { ErrorCode } from '../../src/core/errors.js';
 import { defineTask } from '../../src/core/definition.js';
+import { uuidv7 } from '../../src/core/ids.js';
 import { normalizeSchedule, tickKey, type ScheduleInput } from '../../src/core/schedule.js';
 import { Scope } from '../../src/core/scope.js';
 import { scheduleStoreOf } from '../../src/store/schedules.js';
@@ -96,7 +97,7 @@ export function runScheduleSuite(factory: StoreFactory): void {
       const saved = await schedules.saveSchedule({ schedule: normalizeSchedule(every('* * * * *')) });
       const tick = new Date(Math.ceil(saved.lastTickAt.getTime() / MINUTE) * MINUTE);
       const task = (id: string) => newTask({ id, taskType: report.type, idempotencyKey: tickKey(key, tick) });
-      const ids = [`t-${randomBytes(4).toString('hex')}`, `t-${randomBytes(4).toString('hex')}`];
+      const ids = [uuidv7(), uuidv7()];
       const claims = await Promise.all(ids.map((id) => schedules.claimTicks({ key, revision: saved.revision, cursor: tick, tasks: [task(id)] })));
       expect(claims.filter((c) => c.claimed)).toHaveLength(1);
       expect(claims.find((c) => !c.claimed)!.tasks).toEqual([]);
@@ -105,7 +106,7 @@ export function runScheduleSuite(factory: StoreFactory): void {
       expect(after).toMatchObject({ revision: saved.revision + 1, lastTickAt: tick, lastTaskId: claims.find((c) => c.claimed)!.tasks[0]!.task.id });
       // A disabled schedule claims nothing, whatever revision the caller read.
       const disabled = (await schedules.setScheduleEnabled({ key, enabled: false }))!;
-      const late = await schedules.claimTicks({ key, revision: disabled.revision, cursor: new Date(tick.getTime() + MINUTE), tasks: [task('t-late')] });
+      const late = await schedules.claimTicks({ key, revision: disabled.revision, cursor: new Date(tick.getTime() + MINUTE), tasks: [task(uuidv7())] });
       expect(late.claimed).toBe(false);
       expect(await tasksOf(key)).toHaveLength(1);
     });

@@ -15,6 +15,7 @@ import { runContractConformance } from './conformance-contract.js';
 import { runControlConformance } from './conformance-control.js';
 import { runOwnerConformance } from './conformance-owners.js';
 import { runPlanConformance } from './conformance-plan.js';
+import { runTransferConformance } from './conformance-transfer.js';
 import { claimParams, FAILURE, leaseOf, newTask, useStore } from './fixtures.js';
 
 const G = Scope.global();
@@ -525,4 +526,5 @@ export function runStoreConformance(factory: StoreFactory): void {
   runActionConformance(factory);
   runOwnerConformance(factory);
   runPlanConformance(factory);
+  runTransferConformance(factory);
 }

@@ -13,6 +13,7 @@ import { dlqCommand } from './dlq.js';
 import { getCommand } from './get.js';
 import { listCommand } from './list.js';
 import { migrateCommand } from './migrate.js';
+import { moveCommand } from './move.js';
 import { policyCommand } from './policy.js';
 import { rescheduleCommand } from './reschedule.js';
 import { scheduleCommand } from './schedule.js';
@@ -25,6 +26,7 @@ import { workersCommand } from './workers.js';
 
 export const COMMANDS: readonly CliCommand[] = [
   migrateCommand,
+  moveCommand,
   serveCommands,
   workerCommand,
   submitCommand,

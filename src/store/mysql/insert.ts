@@ -3,11 +3,14 @@
  * one read back. A duplicate idempotency key makes the row a no-op
  * (ON DUPLICATE KEY UPDATE id = id — not INSERT IGNORE, which would also
  * swallow truncation and other errors) and the existing row comes back.
+ * Tasks without an idempotency key or a unique option cannot conflict: their
+ * INSERT has no ON DUPLICATE clause (a taken id is an error) and the rows are
+ * answered from what was sent and the database's clock, without a read back.
  */
 import { PayloadTooLargeError, ValidationError } from '../../core/errors.js';
 import { TaskStatus } from '../../core/status.js';
 import type { NewTask, Task } from '../../core/task.js';
-import { taskFromRow, type Row } from '../rows.js';
+import { newTaskRow, taskFromRow, type Row } from '../rows.js';
 import type { InsertTaskResult, PayloadLimit } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { decode, sqlTime, validateNewTask } from './encode.js';
@@ -31,8 +34,18 @@ export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly
   const [nowRow] = await db.rows(conn, 'SELECT NOW(3) AS now');
   const now = String(nowRow!.now);
   if (tasks.some((task) => task.unique)) return insertWithUnique(db, conn, tasks, now);
-  await insertRows(db, conn, tasks, now);
-  return readBack(db, conn, tasks);
+  if (tasks.some((task) => task.idempotencyKey !== null)) {
+    await insertRows(db, conn, tasks, now);
+    return readBack(db, conn, tasks);
+  }
+  await insertRows(db, conn, tasks, now, null, false);
+  const createdAt = decode.time(now);
+  return tasks.map((task) => ({ task: newTaskRow(task, availableAtOf(task, now), createdAt), created: true }));
+}
+
+/** The available_at a new row gets: the given time, or the database clock plus the delay. */
+function availableAtOf(task: NewTask, now: string): Date {
+  return task.availableAt ?? new Date(decode.time(now).getTime() + Math.max(0, Math.round(task.delayMs)));
 }
 
 /** Tasks with a `unique` option one by one (unique.ts), in input order; the others as one batch. */
@@ -45,8 +58,11 @@ async function insertWithUnique(db: MysqlDatabase, conn: Conn, tasks: readonly N
   return results;
 }
 
-/** A duplicate key (idempotency or unique hold) makes its row a no-op; the caller reads back which rows are its own. */
-async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[], now: string, uniqueKey: string | null = null): Promise<void> {
+/**
+ * `keyed`: a duplicate key (idempotency or unique hold) makes its row a no-op, and the caller reads back which rows are
+ * its own; otherwise any duplicate is an error.
+ */
+async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[], now: string, uniqueKey: string | null = null, keyed = true): Promise<void> {
   const limit = await payloadLimit(db, conn);
   for (const chunk of chunks(tasks, Math.min(MAX_STATEMENT_BYTES, limit.bytes))) {
     const rows = chunk.map((task) => [
@@ -55,7 +71,7 @@ async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask
       TaskStatus.QUEUED,
       task.priority,
       task.payloadJson,
-      task.availableAt ? sqlTime(task.availableAt) : sqlTime(new Date(decode.time(now).getTime() + Math.max(0, Math.round(task.delayMs)))),
+      sqlTime(availableAtOf(task, now)),
       task.deadlineAt ? sqlTime(task.deadlineAt) : null,
       0,
       0,
@@ -69,7 +85,7 @@ async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask
       uniqueKey,
       task.unique?.states ?? null,
     ]);
-    await db.exec(conn, `INSERT INTO system_async_task (${COLUMNS}) VALUES ? ON DUPLICATE KEY UPDATE id = id`, [rows]);
+    await db.exec(conn, `INSERT INTO system_async_task (${COLUMNS}) VALUES ?${keyed ? ' ON DUPLICATE KEY UPDATE id = id' : ''}`, [rows]);
   }
 }
 

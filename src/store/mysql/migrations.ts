@@ -297,6 +297,23 @@ ON DUPLICATE KEY UPDATE slot = slot`,
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 12,
+    name: 'moves',
+    // `tasklease move` (client/move.ts): the checkpoint of a move into this database, one row per move, so that a
+    // re-run after a crash resumes at the phase it reached, and an operator can read where it stands.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_move (
+  move_key VARCHAR(64) NOT NULL,
+  source VARCHAR(1000) NOT NULL,
+  phase VARCHAR(32) NOT NULL,
+  detail LONGTEXT NULL,
+  started_at DATETIME(3) NOT NULL,
+  updated_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (move_key)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

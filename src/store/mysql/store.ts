@@ -66,6 +66,7 @@ import * as reads from './reads.js';
 import { recoverExpired } from './recover.js';
 import { changeStatus } from './status.js';
 import { bumpWakeup, wakeupBus, WakeupPoller } from './wakeups.js';
+import { SubmitWakeups } from '../submit-wakeups.js';
 import type { PoolStats } from '../pool-stats.js';
 
 export type { MysqlStoreOptions } from './options.js';
@@ -84,6 +85,8 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   private claimLock: string | null = null;
   private readonly claimCaps: CapCache = new Map();
   private readonly wakeups: WakeupPoller;
+  /** Submits made in our own transactions bump the counters after their commit (holding a counter's row lock through the commit made them commit one at a time). */
+  private readonly submits = new SubmitWakeups(() => this.db.run((conn) => bumpWakeup(this.db, conn)));
   /** When the last claim that filled its limit or left work behind began (monotonic ms): the workers will claim again anyway. */
   private lastFullClaimAt = -Infinity;
 
@@ -115,7 +118,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     };
   }
 
-  /** Other processes hear a requeue (status change, release, recovery, replay) through the counters too; submits bumped them in their own transaction. */
+  /** Other processes hear a requeue (status change, release, recovery, replay) through the counters too; submits bump them after their commit. */
   protected override async wake(method: StoreMethod, events: readonly StoreEvent[]): Promise<void> {
     await super.wake(method, events);
     if (method === 'insertTasks' || !events.some((event) => event.kind === 'submitted')) return;
@@ -151,6 +154,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     if (this.closed) return;
     this.closed = true;
     this.wakeups.stop();
+    await this.submits.settled();
     await Promise.all([this.db.close(), this.leaseDb.close()]);
   }
 
@@ -168,11 +172,13 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
   async insertTasks(params: { tasks: readonly NewTask[]; transaction?: MysqlTransaction }): Promise<InsertTaskResult[]> {
     // Inside a caller's transaction the rows are not visible yet; an early wake-up only costs the worker one empty claim.
     if (params.transaction === undefined || params.transaction === null) {
-      return this.db.transaction(async (conn) => {
-        const results = await insertTasks(this.db, conn, params.tasks);
-        await bumpWakeup(this.db, conn);
-        return results;
-      });
+      // One task without a unique option is one INSERT: atomic on its own, no transaction around it.
+      const single = params.tasks.length === 1 && !params.tasks[0]!.unique;
+      const insert = (conn: Conn) => insertTasks(this.db, conn, params.tasks);
+      const results = single ? await this.db.run(insert) : await this.db.transaction(insert);
+      const types = new Set(results.filter((r) => r.created).map((r) => r.task.taskType));
+      if (types.size > 0) this.submits.submitted([...types]);
+      return results;
     }
     // Not in a caller's transaction: its row lock would be held until the caller commits, blocking other submits.
     // Other processes see these tasks at their next poll.

@@ -2,8 +2,9 @@
  * Wake-ups on MySQL/MariaDB. There is no LISTEN/NOTIFY. In-process: the
  * store publishes its writes on a LocalBus (base.ts), shared by every store
  * of this process on the same database, so a submit wakes this process's
- * workers at once. Across processes: every submit bumps a counter row inside
- * its own transaction (a rolled-back submit wakes nobody), and a store with
+ * workers at once. Across processes: every submit bumps a counter row after
+ * its commit (../submit-wakeups.ts: at most one bump in flight per store; a
+ * rolled-back submit wakes nobody), and a store with
  * listeners reads the counters' sum every few milliseconds — one primary-key
  * range read of 16 rows — and wakes its workers when the sum moves; it skips
  * the read while its workers drain a backlog (their last claim came back
@@ -24,7 +25,7 @@ export function wakeupBus(identity: string): LocalBus {
   return LocalBus.for(`mysql:${identity}`);
 }
 
-/** Inside a submit's (or a requeue's) transaction, as its last statement: the row lock is then held only through the commit. */
+/** After a submit's (or a requeue's) commit, in a statement of its own. */
 export async function bumpWakeup(db: MysqlDatabase, conn: Conn): Promise<void> {
   await db.exec(conn, 'UPDATE system_async_task_wakeup SET version = version + 1 WHERE slot = ?', [randomInt(SLOTS)]);
 }

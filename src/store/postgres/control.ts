@@ -8,7 +8,7 @@ import { isTaskStatus, type TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { run, type PgContext } from './connection.js';
-import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES } from './encode.js';
+import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES, uuidKeys } from './encode.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
 import {
   ACTION_COLUMNS,
@@ -33,10 +33,10 @@ export async function replayDeadLetters(ctx: PgContext, ids: readonly string[], 
   const { task, deadLetter } = ctx.tables;
   const owner = scopeOwner(scope);
   const sql = `
-WITH input AS (SELECT * FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord)),
+WITH input AS (SELECT * FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, ord)),
 letters AS MATERIALIZED (
-  SELECT d.* FROM ${deadLetter} d WHERE d.id = ANY ($1::text[]) AND ($2::text IS NULL OR d.owner = $2)
-  ORDER BY d.id COLLATE "C" FOR UPDATE
+  SELECT d.* FROM ${deadLetter} d WHERE d.id = ANY ($1::uuid[]) AND ($2::text IS NULL OR d.owner = $2)
+  ORDER BY d.id FOR UPDATE
 ),
 eligible AS (
   -- one letter per task (the first asked for): a second letter of the same task finds it queued already
@@ -55,7 +55,7 @@ marked AS (
 ),
 acted AS (${deadLetterActionsSql(ctx, 'REPLAY', 'marked', 4)}),
 notified AS (SELECT pg_notify($3, '${WAKE_ALL_PAYLOAD}') FROM marked HAVING count(*) > 0)
-SELECT i.id,
+SELECT
   CASE WHEN l.id IS NULL THEN 'NOT_FOUND'
        WHEN l.replayed_at IS NOT NULL THEN 'ALREADY_REPLAYED'
        WHEN l.archived_at IS NOT NULL THEN 'ARCHIVED'
@@ -73,14 +73,15 @@ LEFT JOIN marked m ON m.id = i.id
 LEFT JOIN ${task} t ON t.id = l.original_task_id
 CROSS JOIN (SELECT count(*) AS n FROM notified) AS note
 ORDER BY i.ord`;
-  const result = await run<{ id: string; outcome: ReplayResult['outcome']; task_id: string | null }>(ctx.pool, 'replaying dead letters', sql, [
-    [...ids],
+  // One row per id asked for, in order; an id that is not a UUID is a null key, found nowhere, and answered as given.
+  const result = await run<{ outcome: ReplayResult['outcome']; task_id: string | null }>(ctx.pool, 'replaying dead letters', sql, [
+    uuidKeys(ids),
     owner,
     ctx.channel,
     actor?.id ?? null,
     actor?.name ?? null,
   ]);
-  return result.rows.map((row) => ({ id: row.id, outcome: row.outcome, taskId: row.task_id }));
+  return result.rows.map((row, i) => ({ id: ids[i]!, outcome: row.outcome, taskId: row.task_id }));
 }
 
 export async function archiveDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope, actor: Actor | undefined): Promise<number> {
@@ -89,11 +90,11 @@ export async function archiveDeadLetters(ctx: PgContext, ids: readonly string[],
     'archiving dead letters',
     `WITH archived AS (
        UPDATE ${ctx.tables.deadLetter} SET archived_at = now()
-       WHERE id = ANY ($1::text[]) AND archived_at IS NULL AND ($2::text IS NULL OR owner = $2) RETURNING id, original_task_id
+       WHERE id = ANY ($1::uuid[]) AND archived_at IS NULL AND ($2::text IS NULL OR owner = $2) RETURNING id, original_task_id
      ),
      acted AS (${deadLetterActionsSql(ctx, 'ARCHIVE', 'archived', 3)})
      SELECT count(*)::integer AS n FROM archived`,
-    [[...ids], scopeOwner(scope), actor?.id ?? null, actor?.name ?? null],
+    [uuidKeys(ids), scopeOwner(scope), actor?.id ?? null, actor?.name ?? null],
   );
   return result.rows[0]?.n ?? 0;
 }

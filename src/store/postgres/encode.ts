@@ -20,11 +20,27 @@ import type { Decode } from '../rows.js';
 export const MAX_TASK_TYPE_BYTES = 500;
 export const MAX_OWNER_BYTES = 500;
 export const MAX_IDEMPOTENCY_KEY_BYTES = 1000;
-export const MAX_ID_BYTES = 128;
 export const MAX_TRACE_ID_BYTES = 1000;
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 const HAS_LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** The canonical text of a UUID, the only spelling the uuid id columns give back (migration 16). */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/**
+ * An id as a parameter for a uuid column: the id itself, or null where it is
+ * not a UUID in canonical form — no task has such an id, so the lookup finds
+ * nothing, as it would on the stores that keep ids as text (and as it would
+ * not, with a driver error, if the text reached the cast).
+ */
+export function uuidKey(id: string): string | null {
+  return typeof id === 'string' && UUID.test(id) ? id : null;
+}
+
+export function uuidKeys(ids: readonly string[]): (string | null)[] {
+  return ids.map(uuidKey);
+}
 
 export const decodePostgres: Decode = {
   time: (value) => (value instanceof Date ? value : new Date(String(value))),
@@ -60,8 +76,7 @@ function taskField(index: number, field: string): string {
 }
 
 export function checkNewTask(task: NewTask, index: number): void {
-  if (typeof task.id !== 'string' || task.id.length === 0) fail(index, 'id', 'must be a non-empty string');
-  checkStorableText([index, 'id'], task.id, MAX_ID_BYTES, 'id');
+  if (uuidKey(task.id) === null) fail(index, 'id', 'must be a UUID in lowercase 8-4-4-4-12 form (the client makes UUIDv7 ids)');
   if (typeof task.taskType !== 'string' || task.taskType.length === 0) fail(index, 'taskType', 'must be a non-empty string');
   checkStorableText([index, 'taskType'], task.taskType, MAX_TASK_TYPE_BYTES, 'taskType');
   if (typeof task.payloadJson !== 'string') fail(index, 'payloadJson', 'must be a JSON string', 'payload');

@@ -18,7 +18,7 @@ import type { AttemptOutcome, ClaimParams, DeadLetterRef, FinishAndClaimResult, 
 import { CLAIM_ARG_COUNT, claimArgs, claimTasks } from './claim.js';
 import { run, sql, type PgContext, type Queryable, statementName } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
-import { decodePostgres, storableMessage } from './encode.js';
+import { decodePostgres, storableMessage, uuidKey } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_WAITERS_PAYLOAD } from './wakeups.js';
 import {
   attemptBaseAfterSql,
@@ -62,7 +62,8 @@ IF cardinality($1) <= ${SMALL_BATCH} THEN PERFORM set_config('plan_cache_mode', 
 RETURN QUERY
 WITH input AS MATERIALIZED (
   -- u.-qualified: ord is also the name of an output column (a PL/pgSQL variable).
-  SELECT u.task_id, u.worker_id, u.attempt, u.lease_token, ${currentKindSql('u.kind')} AS kind, u.artifact_id, u.result_json, u.has_progress,
+  -- Ids arrive as text (the signature predates migration 16's uuid columns).
+  SELECT u.task_id::uuid AS task_id, u.worker_id, u.attempt, u.lease_token, ${currentKindSql('u.kind')} AS kind, u.artifact_id, u.result_json, u.has_progress,
     u.p_total, u.p_processed, u.p_succeeded, u.p_failed, u.p_skipped, u.p_message, u.error_code, u.error_message, u.trace_id,
     u.retryable, u.delay_ms, u.ord
   FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::boolean[],
@@ -121,7 +122,7 @@ dead AS (
     u.attempt_count, now()
   FROM updated u WHERE u.status = ${STATUS_SQL.FAILED}
 )
-SELECT updated.ord, updated.dead_letter_id FROM updated;
+SELECT updated.ord, updated.dead_letter_id::text FROM updated;
 ${awaitedNotifySql(ctx)}
 END
 $finish$;`;
@@ -136,9 +137,10 @@ $finish$;`;
 function awaitedNotifySql(ctx: PgContext): string {
   const { awaited } = ctx.tables;
   return `IF EXISTS (SELECT 1 FROM ${awaited}) THEN
-  PERFORM pg_notify('${ctx.channel}', CASE WHEN sum(length(w.task_id) + 3) > ${MAX_NOTIFY_BYTES - 100} THEN '${WAKE_WAITERS_PAYLOAD}'
+  -- A uuid is 36 characters as text, 39 with its quotes and comma.
+  PERFORM pg_notify('${ctx.channel}', CASE WHEN 39 * count(DISTINCT w.task_id) > ${MAX_NOTIFY_BYTES - 100} THEN '${WAKE_WAITERS_PAYLOAD}'
     ELSE json_build_object('k', 'f', 'i', array_agg(DISTINCT w.task_id))::text END)
-  FROM ${awaited} w WHERE w.task_id = ANY($1) HAVING count(*) > 0;
+  FROM ${awaited} w WHERE w.task_id = ANY($1::uuid[]) HAVING count(*) > 0;
 END IF;`;
 }
 
@@ -243,7 +245,7 @@ function outcomeRow(outcome: AttemptOutcome): unknown[] {
   const success = isSuccess(outcome);
   const failure = hasFailure(outcome) ? outcome.failure : null;
   return [
-    lease.taskId,
+    uuidKey(lease.taskId),
     lease.workerId,
     lease.attempt,
     outcome.kind,

@@ -1,7 +1,7 @@
 /**
  * Partitioned history (issue 25), with the option historyMoveAfterMs: the
  * retention cleanup moves terminal tasks finished more than that long ago
- * out of the task table into the *_history tables (migration 16), one
+ * out of the task table into the *_history tables (migration 18), one
  * partition per UTC day of the task's finish, with their attempts, failures
  * and operator actions; and retention drops whole days instead of deleting
  * rows. The task table then holds the live work and a few hours of finished
@@ -27,7 +27,7 @@ import { TERMINAL_SQL } from '../rules/sql.js';
 import type { PurgeResult } from '../types.js';
 import { run, type PgContext } from './connection.js';
 
-/** The partitioned tables (migration 16); each day's partition is `<table>_YYYYMMDD`. */
+/** The partitioned tables (migration 18); each day's partition is `<table>_YYYYMMDD`. */
 const HISTORY_TABLES = [
   'system_async_task_history',
   'system_async_task_attempt_history',
@@ -78,7 +78,7 @@ $fn$;
 CREATE OR REPLACE FUNCTION ${s}.tasklease_history_move(cutoff timestamptz, move_before timestamptz, batch integer,
   OUT tasks integer, OUT attempts integer, OUT failures integer, OUT archived integer, OUT moved integer) LANGUAGE plpgsql AS $fn$
 DECLARE
-  ids text[];
+  ids uuid[];
   first timestamptz;
   last timestamptz;
   gone integer;

@@ -1,9 +1,12 @@
 /**
  * Bulk submit: one INSERT … SELECT FROM unnest(arrays) per batch, with
- * ON CONFLICT DO NOTHING on the idempotency index and, in the same
- * statement, one pg_notify naming the created types. NOTIFY is
- * transactional: inside a caller's transaction it is delivered on commit and
- * dropped on rollback, exactly like the rows.
+ * ON CONFLICT DO NOTHING on the idempotency index and (`channel` given)
+ * one pg_notify naming the created types in the same statement: NOTIFY is
+ * transactional, delivered on commit and dropped on rollback, exactly like
+ * the rows. A submit made beside others of the same store NOTIFYs after its
+ * commit instead (store.ts, ../submit-wakeups.ts): a transaction that
+ * NOTIFYs holds one database-wide lock from its commit until its WAL is
+ * flushed, so concurrent submits that each NOTIFY commit one at a time.
  *
  * Concurrent identical submits: the second INSERT waits on the first's
  * uncommitted index entry, then does nothing; the follow-up SELECT is a new
@@ -13,31 +16,34 @@
  */
 import { StoreError } from '../../core/errors.js';
 import type { NewTask, Task } from '../../core/task.js';
-import { taskFromRow, type Row } from '../rows.js';
+import { newTaskRow, taskFromRow, type Row } from '../rows.js';
 import type { InsertTaskResult } from '../types.js';
 import { run, sql, type PgContext, type Queryable, statementName } from './connection.js';
 import { checkNewTask, decodePostgres, storableJson } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './wakeups.js';
-import { TaskStatus } from '../../core/status.js';
 import { STATUS_SQL } from '../rules/index.js';
-import { uniqueHoldOf } from '../rules/unique.js';
 import { atomically, insertUnique } from './unique.js';
 
 const MAX_ROUNDS = 3;
 
-export async function insertTasks(ctx: PgContext, tasks: readonly NewTask[], on: Queryable): Promise<InsertTaskResult[]> {
+/** `channel`: the NOTIFY channel, to notify within the statement; null: the caller wakes the workers after the commit. */
+export async function insertTasks(ctx: PgContext, tasks: readonly NewTask[], on: Queryable, channel: string | null): Promise<InsertTaskResult[]> {
   tasks.forEach(checkNewTask);
-  if (tasks.some((t) => t.unique)) return atomically(on, tasks.length, (client) => insertWithUnique(ctx, tasks, client));
-  return insertPlain(ctx, tasks, on);
+  if (tasks.some((t) => t.unique)) return atomically(on, tasks.length, (client) => insertWithUnique(ctx, tasks, client, channel));
+  return insertPlain(ctx, tasks, on, channel);
 }
 
 /** Tasks with a `unique` option one by one (unique.ts), in input order; the others in one batch. */
-async function insertWithUnique(ctx: PgContext, tasks: readonly NewTask[], on: Queryable): Promise<InsertTaskResult[]> {
+async function insertWithUnique(ctx: PgContext, tasks: readonly NewTask[], on: Queryable, channel: string | null): Promise<InsertTaskResult[]> {
   const plain = await insertPlain(
     ctx,
     tasks.filter((t) => !t.unique),
     on,
+    channel,
   );
+  // One task with its stored unique key; undefined when another task holds the key.
+  const insertUniqueRow = async (c: PgContext, client: Queryable, task: NewTask, uniqueKey: string): Promise<Task | undefined> =>
+    (await insertBatch(c, client, [task], channel, { key: uniqueKey, states: task.unique!.states })).get(task.id);
   const results: InsertTaskResult[] = [];
   for (const task of tasks) {
     results.push(task.unique ? await insertUnique(ctx, on, task, task.unique, insertUniqueRow) : plain.shift()!);
@@ -45,13 +51,7 @@ async function insertWithUnique(ctx: PgContext, tasks: readonly NewTask[], on: Q
   return results;
 }
 
-/** One task with its stored unique key; undefined when another task holds the key. */
-async function insertUniqueRow(ctx: PgContext, on: Queryable, task: NewTask, uniqueKey: string): Promise<Task | undefined> {
-  const created = await insertBatch(ctx, on, [task], { key: uniqueKey, states: task.unique!.states });
-  return created.get(task.id);
-}
-
-async function insertPlain(ctx: PgContext, tasks: readonly NewTask[], on: Queryable): Promise<InsertTaskResult[]> {
+async function insertPlain(ctx: PgContext, tasks: readonly NewTask[], on: Queryable, channel: string | null): Promise<InsertTaskResult[]> {
   if (tasks.length === 0) return [];
   const results = new Array<InsertTaskResult | undefined>(tasks.length);
   let pending = tasks.map((task, index) => ({ task, index }));
@@ -60,6 +60,7 @@ async function insertPlain(ctx: PgContext, tasks: readonly NewTask[], on: Querya
       ctx,
       on,
       pending.map((p) => p.task),
+      channel,
     );
     const missing = pending.filter((p) => {
       const row = created.get(p.task.id);
@@ -84,7 +85,13 @@ async function insertPlain(ctx: PgContext, tasks: readonly NewTask[], on: Querya
   return results as InsertTaskResult[];
 }
 
-async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTask[], unique?: { key: string; states: number }): Promise<Map<string, Task>> {
+async function insertBatch(
+  ctx: PgContext,
+  on: Queryable,
+  tasks: readonly NewTask[],
+  channel: string | null,
+  unique?: { key: string; states: number },
+): Promise<Map<string, Task>> {
   const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], []];
   for (const t of tasks) {
     const values = [
@@ -107,13 +114,13 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
     // Without idempotency keys nothing can conflict: every row is inserted, so a plain INSERT (no
     // speculative insertion per row) and one answer row, the statement's clock, instead of one per task.
     const text = sql(ctx, 'insert_unkeyed', (c) => insertSql(c, false));
-    const result = await run<Row>(on, 'inserting tasks', text, [...columns, ctx.channel], statementName(ctx, 'insert_unkeyed'));
+    const result = await run<Row>(on, 'inserting tasks', text, [...columns, channel], statementName(ctx, 'insert_unkeyed'));
     const createdAt = decodePostgres.time(result.rows[0]!.create_time);
     const created = createdAt.getTime();
     return new Map(tasks.map((t) => [t.id, newTaskRow(t, t.availableAt ?? new Date(created + t.delayMs), createdAt)]));
   }
   const text = unique ? sql(ctx, 'insert_unique', (c) => insertSql(c, true, true)) : sql(ctx, 'insert', insertSql);
-  const values = unique ? [...columns, ctx.channel, unique.key, unique.states] : [...columns, ctx.channel];
+  const values = unique ? [...columns, channel, unique.key, unique.states] : [...columns, channel];
   const result = await run<Row>(on, 'inserting tasks', text, values, statementName(ctx, unique ? 'insert_unique' : 'insert'));
   // Only the database's own values come back (its clock); the rest of each new row is what we sent.
   const byId = new Map(tasks.map((t) => [t.id, t]));
@@ -123,39 +130,6 @@ async function insertBatch(ctx: PgContext, on: Queryable, tasks: readonly NewTas
       return [input.id, newTaskRow(input, decodePostgres.time(row.available_at), decodePostgres.time(row.create_time), unique)];
     }),
   );
-}
-
-/** The Task a fresh insert made, without reading the row back. */
-function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, unique: { key: string; states: number } | null = null): Task {
-  return {
-    id: input.id,
-    taskType: input.taskType,
-    status: TaskStatus.QUEUED,
-    priority: input.priority,
-    payload: JSON.parse(input.payloadJson) as unknown,
-    availableAt,
-    deadlineAt: input.deadlineAt,
-    leaseOwner: null,
-    leaseUntil: null,
-    leaseToken: null,
-    attemptCount: 0,
-    attemptBase: 0,
-    leaseExpiries: 0,
-    maxAttempts: input.maxAttempts,
-    artifactId: null,
-    owner: input.owner,
-    idempotencyKey: input.idempotencyKey,
-    progress: null,
-    result: null,
-    lastErrorCode: null,
-    traceId: input.traceId,
-    traceParent: input.traceParent ?? null,
-    unique: unique && uniqueHoldOf(unique.key, unique.states, TaskStatus.QUEUED, 0),
-    createdAt,
-    updatedAt: createdAt,
-    startedAt: null,
-    finishedAt: null,
-  };
 }
 
 /** `unique`: one row carrying $14 unique_key and $15 unique_states; any unique index may refuse it. */
@@ -168,7 +142,7 @@ function insertSql(ctx: PgContext, keyed = true, unique = false): string {
       : '';
   return `
 WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::integer[], $5::double precision[], $6::timestamptz[],
+  SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[], $5::double precision[], $6::timestamptz[],
                        $7::timestamptz[], $8::integer[], $9::text[], $10::text[], $11::text[], $12::text[])
     WITH ORDINALITY AS u(id, task_type, payload_json, priority, delay_ms, available_at, deadline_at, max_attempts,
                          owner, idempotency_key, trace_id, trace_parent, ord)
@@ -185,6 +159,7 @@ inserted AS (
 notified AS (
   SELECT pg_notify($13, CASE WHEN octet_length(payload) > ${MAX_NOTIFY_BYTES} THEN '${WAKE_ALL_PAYLOAD}' ELSE payload END)
   FROM (SELECT json_build_object('k', 's', 't', array_agg(DISTINCT task_type))::text AS payload FROM inserted HAVING count(*) > 0) AS created
+  WHERE $13::text IS NOT NULL
 )
 ${
   keyed

@@ -19,7 +19,7 @@ import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
 import type { RenewParams, RenewResult } from '../types.js';
 import { run, sql, type PgContext, statementName } from './connection.js';
-import { storableMessage } from './encode.js';
+import { storableMessage, uuidKey } from './encode.js';
 import { fenceSql, leaseKey, literal, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
 /**
@@ -41,7 +41,7 @@ export function fencedLookup(ctx: PgContext, alias: string, live = false): strin
 /** The leases as unnest($1 ids, $2 workers, $3 attempts, $4 tokens), each fenced (`live`: and unexpired) and locked in input order. */
 export function lockLeasesSql(ctx: PgContext, live = false): string {
   return `input AS MATERIALIZED (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::text[]) AS u(task_id, worker_id, attempt, lease_token)
+  SELECT * FROM unnest($1::uuid[], $2::text[], $3::integer[], $4::text[]) AS u(task_id, worker_id, attempt, lease_token)
 ),
 locked AS MATERIALIZED (
   SELECT t.id, i.attempt FROM input i CROSS JOIN LATERAL (${fencedLookup(ctx, 'i', live)}) t
@@ -70,9 +70,9 @@ export function attemptRowsSql(ctx: PgContext, source: string, attemptColumn: st
 }
 
 /** Sorted by task id (the lock order every writer shares), as the four arrays of lockLeasesSql. */
-export function leaseArrays(leases: readonly Lease[]): [string[], string[], number[], string[]] {
+export function leaseArrays(leases: readonly Lease[]): [(string | null)[], string[], number[], string[]] {
   const sorted = [...leases].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
-  return [sorted.map((l) => l.taskId), sorted.map((l) => l.workerId), sorted.map((l) => l.attempt), sorted.map((l) => l.token)];
+  return [sorted.map((l) => uuidKey(l.taskId)), sorted.map((l) => l.workerId), sorted.map((l) => l.attempt), sorted.map((l) => l.token)];
 }
 
 export async function renewLeases(ctx: PgContext, { leases, leaseMs, onSent }: RenewParams): Promise<RenewResult> {
@@ -104,7 +104,7 @@ export async function saveProgress(ctx: PgContext, lease: Lease, progress: TaskP
     `UPDATE ${ctx.tables.task} SET progress_total = $5, progress_processed = $6, progress_succeeded = $7, progress_failed = $8,
        progress_skipped = $9, progress_message = $10, update_time = now()
      WHERE id = $1 AND ${fenceSql('$2', '$3', '$4')} AND ${liveLeaseSql('now()')}`,
-    [lease.taskId, lease.workerId, lease.attempt, lease.token, ...values],
+    [uuidKey(lease.taskId), lease.workerId, lease.attempt, lease.token, ...values],
     statementName(ctx, 'progress'),
   );
   return result.rowCount === 1;

@@ -9,9 +9,9 @@ import type { Task } from '../../core/task.js';
 import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
 import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskActionRecord, TaskPage } from '../types.js';
 import { run, type PgContext } from './connection.js';
-import { decodePostgres } from './encode.js';
+import { decodePostgres, uuidKey } from './encode.js';
 
-/** The partitioned history beside a table (migration 16; history.ts): empty unless the store moves tasks there. */
+/** The partitioned history beside a table (migration 18; history.ts): empty unless the store moves tasks there. */
 function historyOf(table: string): string {
   return `${table}_history`;
 }
@@ -47,7 +47,7 @@ class Where {
 }
 
 export async function getTask(ctx: PgContext, id: string, scope: Scope): Promise<Task | null> {
-  const where = new Where().add((p) => `id = ${p}`, id).scope(scope);
+  const where = new Where().add((p) => `id = ${p}`, uuidKey(id)).scope(scope);
   const result = await run<Row>(
     ctx.pool,
     'reading a task',
@@ -63,7 +63,7 @@ export async function listTasks(ctx: PgContext, params: ListTasksParams): Promis
   if (params.taskType != null) where.add((p) => `task_type = ${p}`, params.taskType);
   if (params.idempotencyKey != null) where.add((p) => `idempotency_key = ${p}`, params.idempotencyKey);
   if (params.status && params.status.length > 0) where.add((p) => `status = ANY(${p}::text[])`, [...params.status]);
-  if (params.cursor != null) where.add((p) => `id < ${p}`, params.cursor);
+  if (params.cursor != null) where.add((p) => `id < ${p}`, uuidKey(params.cursor));
   const limit = where.next(params.limit + 1);
   const live = `SELECT * FROM ${ctx.tables.task} ${where.sql} ORDER BY id DESC LIMIT ${limit}`;
   // The history holds terminal tasks only: a filter without one (diagnose's RUNNING list) must not walk its millions of rows.
@@ -109,7 +109,7 @@ export async function countDeadLetters(ctx: PgContext, scope: Scope, taskType: s
 }
 
 export async function listAttempts(ctx: PgContext, taskId: string): Promise<AttemptRecord[]> {
-  const result = await run<Row>(ctx.pool, 'listing attempts', `${withHistory(ctx.tables.attempt, 'WHERE task_id = $1')} ORDER BY attempt`, [taskId]);
+  const result = await run<Row>(ctx.pool, 'listing attempts', `${withHistory(ctx.tables.attempt, 'WHERE task_id = $1')} ORDER BY attempt`, [uuidKey(taskId)]);
   return result.rows.map((row) => attemptFromRow(row, decodePostgres));
 }
 
@@ -118,7 +118,7 @@ export async function listFailures(ctx: PgContext, taskId: string, limit: number
     ctx.pool,
     'listing failures',
     `${withHistory(ctx.tables.failure, 'WHERE task_id = $1')} ORDER BY failed_at DESC, attempt DESC, id DESC LIMIT $2`,
-    [taskId, limit ?? 100],
+    [uuidKey(taskId), limit ?? 100],
   );
   return result.rows.map((row) => failureFromRow(row, decodePostgres));
 }
@@ -128,7 +128,7 @@ export async function listTaskActions(ctx: PgContext, taskId: string, limit: num
     ctx.pool,
     'listing task actions',
     `${withHistory(ctx.tables.action, 'WHERE task_id = $1')} ORDER BY acted_at DESC, id DESC LIMIT $2`,
-    [taskId, limit ?? 100],
+    [uuidKey(taskId), limit ?? 100],
   );
   return result.rows.map((row) => actionFromRow(row, decodePostgres));
 }
@@ -138,7 +138,7 @@ export async function listDeadLetters(ctx: PgContext, params: ListDeadLettersPar
   if (params.taskType != null) where.add((p) => `task_type = ${p}`, params.taskType);
   if (params.movedAfter != null) where.add((p) => `moved_at >= ${p}`, params.movedAfter);
   if (params.movedBefore != null) where.add((p) => `moved_at < ${p}`, params.movedBefore);
-  if (params.cursor != null) where.add((p) => `id < ${p}`, params.cursor);
+  if (params.cursor != null) where.add((p) => `id < ${p}`, uuidKey(params.cursor));
   const limit = where.next(params.limit);
   const result = await run<Row>(
     ctx.pool,

@@ -3,7 +3,7 @@ import type { Schedule, ScheduleDefinition } from '../../core/schedule.js';
 import * as rules from '../rules/schedules.js';
 import type { ClaimTicksParams, ClaimTicksResult, ScheduleStore } from '../schedules.js';
 import { beginOn, run, withClient } from './connection.js';
-import { decodePostgres } from './encode.js';
+import { checkNewTask, decodePostgres } from './encode.js';
 import { quoteIdent } from './options.js';
 import type { PostgresStore } from './store.js';
 
@@ -59,6 +59,8 @@ export class PostgresScheduleStore implements ScheduleStore {
 
   /** One transaction on one pooled client: the insert joins it (its NOTIFY is sent on commit). */
   async claimTicks(params: ClaimTicksParams): Promise<ClaimTicksResult> {
+    // Checked before the tick moves: the last task's id is written with it.
+    params.tasks.forEach(checkNewTask);
     return withClient(this.store.pool, 'claiming schedule ticks', async (client) => {
       try {
         await client.query(beginOn(this.store.pool));

@@ -11,6 +11,7 @@ import { TaskStatus } from '../../core/status.js';
 import { ACTION_COLUMNS, changeStatusAssignments } from '../rules/index.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import { run, type PgContext } from './connection.js';
+import { uuidKeys } from './encode.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
 
 export async function changeStatus(ctx: PgContext, params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
@@ -19,10 +20,10 @@ export async function changeStatus(ctx: PgContext, params: ChangeStatusParams): 
   const sets = changeStatusAssignments(params, { now: 'now()', availableAt: 'COALESCE($4::timestamptz, t.available_at)', row: 't.' });
   const inScope = owner === null ? '$3::text IS NULL' : 'owner = $3';
   const sql = `
-WITH input AS (SELECT * FROM unnest($1::text[]) WITH ORDINALITY AS u(id, ord)),
+WITH input AS (SELECT * FROM unnest($1::uuid[]) WITH ORDINALITY AS u(id, ord)),
 locked AS MATERIALIZED (
-  SELECT id, status FROM ${ctx.tables.task} WHERE id = ANY($1::text[]) AND ${inScope} AND status = ANY($2::text[])
-  ORDER BY id COLLATE "C" FOR UPDATE
+  SELECT id, status FROM ${ctx.tables.task} WHERE id = ANY($1::uuid[]) AND ${inScope} AND status = ANY($2::text[])
+  ORDER BY id FOR UPDATE
 ),
 changed AS (
   UPDATE ${ctx.tables.task} t SET ${sets.join(', ')} WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) RETURNING t.id, t.status
@@ -33,15 +34,16 @@ acted AS (
   WHERE $6::text IS NOT NULL
 ),
 notified AS (${notifySql(params.to)})
-SELECT i.id, c.id IS NOT NULL AS applied, COALESCE(c.status, cur.status) AS status, note.n AS notified
+SELECT c.id IS NOT NULL AS applied, COALESCE(c.status, cur.status) AS status, note.n AS notified
 FROM input i
 LEFT JOIN changed c ON c.id = i.id
 LEFT JOIN ${ctx.tables.task} cur ON cur.id = i.id AND ${inScope.replace('owner', 'cur.owner')}
 CROSS JOIN (SELECT count(*) AS n FROM notified) AS note
 ORDER BY i.ord`;
   const { record } = params;
+  // One row per id asked for, in order; an id that is not a UUID is a null key, found nowhere, and answered as given.
   const values: unknown[] = [
-    [...params.ids],
+    uuidKeys(params.ids),
     [...params.from],
     owner,
     params.availableAt ?? null,
@@ -51,15 +53,15 @@ ORDER BY i.ord`;
     record?.actor.name ?? null,
     record?.detail ?? null,
   ];
-  const result = await run<{ id: string; applied: boolean; status: TaskStatus | null }>(ctx.pool, 'changing task status', sql, values);
-  return result.rows.map((row) => ({ id: row.id, applied: row.applied, status: row.status }));
+  const result = await run<{ applied: boolean; status: TaskStatus | null }>(ctx.pool, 'changing task status', sql, values);
+  return result.rows.map((row, i) => ({ id: params.ids[i]!, applied: row.applied, status: row.status }));
 }
 
 function notifySql(to: TaskStatus): string {
   if (to === TaskStatus.CANCEL_REQUESTED) {
-    // Ids are ≤ 128 bytes (encode.ts); chunks of 7000 bytes stay under the payload limit.
+    // A uuid is 36 characters as text, 39 with its quotes and comma: chunks of 7000 bytes stay under the payload limit.
     return `SELECT pg_notify($5, json_build_object('k', 'c', 'i', array_agg(id))::text) FROM (
-      SELECT id, (sum(octet_length(id) + 3) OVER (ORDER BY id)) / 7000 AS chunk FROM changed) AS ids GROUP BY chunk`;
+      SELECT id, (39 * row_number() OVER (ORDER BY id)) / 7000 AS chunk FROM changed) AS ids GROUP BY chunk`;
   }
   if (to === TaskStatus.QUEUED) return `SELECT pg_notify($5, '${WAKE_ALL_PAYLOAD}') FROM changed HAVING count(*) > 0`;
   return `SELECT 1 WHERE $5::text IS NOT NULL AND false`;

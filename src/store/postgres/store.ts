@@ -70,13 +70,17 @@ import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js'
 import * as reads from './reads.js';
 import { recover } from './recover.js';
 import { changeStatus } from './status.js';
-import { markAwaited, notifyPayload, PgListener, type WakeupState } from './wakeups.js';
+import { markAwaited, MAX_NOTIFY_BYTES, notifyPayload, PgListener, WAKE_ALL_PAYLOAD, type WakeupState } from './wakeups.js';
+import { SubmitWakeups } from '../submit-wakeups.js';
 import type { PoolStats } from '../pool-stats.js';
 
 /** A caller's transaction: a pg Client or PoolClient inside BEGIN. */
 export type PostgresTransaction = pg.ClientBase;
 
-/** Writes whose statement sends its own NOTIFY (transactional); the others owe one after they commit. */
+/**
+ * Writes that send their own NOTIFY (in their statement, transactional; a submit made beside others of this store right
+ * after its commit, coalesced: insertTasks below); the others owe one after they commit.
+ */
 const NOTIFIED_IN_STATEMENT: ReadonlySet<StoreMethod> = new Set(['insertTasks', 'changeStatus', 'replayDeadLetters']);
 
 export class PostgresStore extends StoreBase implements Store<PostgresTransaction> {
@@ -92,6 +96,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   private readonly ownsPool: boolean;
   private readonly ownsLeasePool: boolean;
   private readonly listener: PgListener;
+  /** Wake-ups of submits made in the store's own transactions, sent after their commits. */
+  private readonly submits: SubmitWakeups;
+  /** Submits in the store's own transactions now in flight. */
+  private ownSubmits = 0;
   private readonly serverLabel: string;
   private readonly connectTimeoutMs: number;
   /** 'transaction': behind a transaction pooler (option pooler). */
@@ -125,6 +133,14 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     // The probe goes the way producers' NOTIFYs go (the pool): what it proves is that those are heard.
     this.listener = new PgListener(resolved.clientConfig, this.ctx.channel, async (payload) => {
       await run(this.pool, 'probing wake-ups', 'SELECT pg_notify($1, $2)', [this.ctx.channel, payload]);
+    });
+    // A wake-up's own commit need not wait for its WAL flush: a lost one is made up by the workers' poll.
+    this.submits = new SubmitWakeups(async (taskTypes) => {
+      const payload = notifyPayload({ kind: 'submitted', taskTypes });
+      await run(this.pool, 'notifying workers', "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, $2)", [
+        this.ctx.channel,
+        Buffer.byteLength(payload) > MAX_NOTIFY_BYTES ? WAKE_ALL_PAYLOAD : payload,
+      ]);
     });
   }
 
@@ -181,6 +197,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.submits.settled();
     await this.listener.close();
     if (this.ownsLeasePool) await this.ctx.leasePool.end().catch(() => undefined);
     if (this.ownsPool) await this.pool.end().catch(() => undefined);
@@ -226,7 +243,20 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   // ---- producers -----------------------------------------------------------
 
   async insertTasks(params: { tasks: readonly NewTask[]; transaction?: PostgresTransaction }): Promise<InsertTaskResult[]> {
-    return insertTasks(this.ctx, params.tasks, this.executorFor(params.transaction));
+    // In a caller's transaction the NOTIFY must commit (or roll back) with it. In ours, a submit alone NOTIFYs in its
+    // statement too (the wake-up leaves with the commit, no round trip after it); beside other submits of this store
+    // it leaves the NOTIFY to after its commit, coalesced with theirs (see ../submit-wakeups.ts).
+    const own = params.transaction === undefined;
+    const after = own && this.ownSubmits > 0;
+    if (own) this.ownSubmits += 1;
+    try {
+      const results = await insertTasks(this.ctx, params.tasks, this.executorFor(params.transaction), after ? null : this.ctx.channel);
+      const types = new Set(results.filter((r) => r.created).map((r) => r.task.taskType));
+      if (after && types.size > 0) this.submits.submitted([...types]);
+      return results;
+    } finally {
+      if (own) this.ownSubmits -= 1;
+    }
   }
 
   async getTask(params: { id: string; scope: Scope }): Promise<Task | null> {

@@ -36,6 +36,7 @@ import pg from 'pg';
 import type { StoreEvent, StoreListener } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { quoteIdent } from './options.js';
+import { uuidKey } from './encode.js';
 
 /** Below PostgreSQL's 8000-byte payload limit, with room to spare. */
 export const MAX_NOTIFY_BYTES = 7900;
@@ -295,6 +296,8 @@ function defaultWarn(message: string): void {
  * with the next mark.
  */
 export async function markAwaited(ctx: PgContext, taskId: string): Promise<() => Promise<void>> {
+  // An id that is not a UUID names no task: nothing will finish under it.
+  if (uuidKey(taskId) === null) return async () => undefined;
   const waiterId = randomUUID();
   const { awaited } = ctx.tables;
   await run(

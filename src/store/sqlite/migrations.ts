@@ -231,4 +231,20 @@ CREATE TABLE system_async_task_action (
 CREATE INDEX ix_system_async_task_action_task ON system_async_task_action (task_id, acted_at);
 `,
   },
+  {
+    version: 11,
+    name: 'moves',
+    // `tasklease move` (client/move.ts): the checkpoint of a move into this database, one row per move, so that a
+    // re-run after a crash resumes at the phase it reached, and an operator can read where it stands.
+    sql: `
+CREATE TABLE IF NOT EXISTS system_async_task_move (
+  move_key TEXT PRIMARY KEY,
+  source TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  detail TEXT,
+  started_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+`,
+  },
 ];
