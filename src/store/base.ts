@@ -245,19 +245,6 @@ export function guardSideStore<T extends object>(parent: Store, side: T): T {
   });
 }
 
-/** How a side store is made for each dialect: each builder loads only its own dialect's module. */
-export interface SideStoreBuilders<T> {
-  sqlite(store: import('./sqlite/store.js').SqliteStore): Promise<T>;
-  postgres(store: import('./postgres/store.js').PostgresStore): Promise<T>;
-  mysql(store: import('./mysql/store.js').MysqlStore): Promise<T>;
-}
-
-/** The side store working on the same database (and connections) as `store`, guarded as guardSideStore says. */
-export async function sideStoreOf<T extends object>(store: Store, builders: SideStoreBuilders<T>): Promise<T> {
-  const build = builders[store.dialect] as (parent: Store) => Promise<T>;
-  return guardSideStore(store, await build(store));
-}
-
 export type { Method as StoreMethod };
 
 /**

@@ -6,7 +6,7 @@
  */
 import type { Schedule, ScheduleDefinition } from '../core/schedule.js';
 import type { NewTask } from '../core/task.js';
-import { sideStoreOf } from './base.js';
+import { sideStoreOf } from './side-store.js';
 import type { InsertTaskResult, Store } from './types.js';
 
 export interface ClaimTicksParams {

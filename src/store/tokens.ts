@@ -5,7 +5,7 @@
  * table system_async_task_api_token (the last migration of each dialect);
  * tokenStoreOf() picks the one for a store, loading only that dialect.
  */
-import { sideStoreOf } from './base.js';
+import { sideStoreOf } from './side-store.js';
 import type { Store } from './types.js';
 
 export const TOKEN_ROLES = ['admin', 'operator', 'user'] as const;

@@ -9,7 +9,7 @@
  * the JSON text they were stored as, lease columns, attempt counts, unique
  * keys), never through the Task model, so a copy is the row itself.
  */
-import { sideStoreOf } from './base.js';
+import { sideStoreOf } from './side-store.js';
 import { TERMINAL_SQL } from './rules/sql.js';
 import type { Store } from './types.js';
 

@@ -7,6 +7,6 @@ await onPostgres('test/package/options-postgres.test.ts', 'unknown options', (fa
     construct: () => new PostgresStore({ connectionString: PG_URL, pool_size: 2 } as object),
     field: 'pool_size',
     message:
-      'PostgresStore option "pool_size" is unknown: did you mean "poolSize"? (known: connectionString, pool, schema, poolSize, leasePoolSize, leasePool, applicationName, connectTimeoutMs, statementTimeoutMs, pooler, listenConnectionString, pollOnly, clock)',
+      'PostgresStore option "pool_size" is unknown: did you mean "poolSize"? (known: connectionString, pool, schema, poolSize, leasePoolSize, leasePool, applicationName, connectTimeoutMs, statementTimeoutMs, pooler, listenConnectionString, pollOnly, historyMoveAfterMs, clock)',
   }),
 );

@@ -108,6 +108,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       'system_async_task_attempt',
       'system_async_task_dead_letter',
       'system_async_task_failure',
+      'system_async_task_move',
       'system_async_task_policy',
       'system_async_task_schedule',
       'system_async_task_wakeup',
