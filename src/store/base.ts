@@ -9,6 +9,7 @@
 import { StoreClosedError, ValidationError } from '../core/errors.js';
 import { TaskStatus } from '../core/status.js';
 import { LocalBus } from './local-bus.js';
+import { createdTypes } from './submit-wakeups.js';
 import { pingLocal, watchLocal } from './outcome-watch.js';
 import type { AttemptOutcome, ClaimParams, Dialect, FinishAndClaimResult, PayloadLimit, Store, StoreCapabilities, StoreEvent, StoreListener } from './types.js';
 
@@ -60,7 +61,7 @@ const WAKE_ALL: StoreEvent = Object.freeze({ kind: 'submitted', taskTypes: Objec
 /** The wake-ups a successful write owes idle workers: new or requeued work, cancel requests. */
 const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
   insertTasks: (results) => {
-    const types = [...new Set(results.filter((r) => r.created).map((r) => r.task.taskType))];
+    const types = createdTypes(results);
     return types.length > 0 ? [{ kind: 'submitted', taskTypes: types }] : [];
   },
   changeStatus: (results) => {

@@ -10,6 +10,13 @@
  * counter's row lock through its commit (bench/http-load.ts). Best effort,
  * like every wake-up: a lost one is made up by the workers' poll.
  */
+import type { InsertTaskResult } from './types.js';
+
+/** The task types a submit created (an idempotent hit creates nothing, and wakes nobody). */
+export function createdTypes(results: readonly InsertTaskResult[]): string[] {
+  return [...new Set(results.filter((r) => r.created).map((r) => r.task.taskType))];
+}
+
 export class SubmitWakeups {
   private types: Set<string> | null = null;
   private all = false;
@@ -17,6 +24,12 @@ export class SubmitWakeups {
 
   /** `send`: one wake-up naming `taskTypes` (empty: every type); its failure is ignored. */
   constructor(private readonly send: (taskTypes: readonly string[]) => Promise<void>) {}
+
+  /** After a submit's commit: wakes the types it created, if any. */
+  created(results: readonly InsertTaskResult[]): void {
+    const types = createdTypes(results);
+    if (types.length > 0) this.submitted(types);
+  }
 
   /** After a commit that created tasks of `taskTypes` (empty: wake every type). */
   submitted(taskTypes: readonly string[]): void {

@@ -176,8 +176,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
       const single = params.tasks.length === 1 && !params.tasks[0]!.unique;
       const insert = (conn: Conn) => insertTasks(this.db, conn, params.tasks);
       const results = single ? await this.db.run(insert) : await this.db.transaction(insert);
-      const types = new Set(results.filter((r) => r.created).map((r) => r.task.taskType));
-      if (types.size > 0) this.submits.submitted([...types]);
+      this.submits.created(results);
       return results;
     }
     // Not in a caller's transaction: its row lock would be held until the caller commits, blocking other submits.

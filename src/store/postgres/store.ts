@@ -251,8 +251,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     if (own) this.ownSubmits += 1;
     try {
       const results = await insertTasks(this.ctx, params.tasks, this.executorFor(params.transaction), after ? null : this.ctx.channel);
-      const types = new Set(results.filter((r) => r.created).map((r) => r.task.taskType));
-      if (after && types.size > 0) this.submits.submitted([...types]);
+      if (after) this.submits.created(results);
       return results;
     } finally {
       if (own) this.ownSubmits -= 1;
