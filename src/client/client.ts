@@ -6,7 +6,7 @@
  */
 import { InvalidTransitionError, NotFoundError, ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
-import { IDLE_STATUSES, isTaskStatus, type TaskStatus } from '../core/status.js';
+import { CANCELLABLE_AT_ONCE, isTaskStatus, isTerminal, type TaskStatus } from '../core/status.js';
 import type { NewTask, Task } from '../core/task.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import { InvalidOptionsError } from '../core/errors.js';
@@ -16,8 +16,10 @@ import type {
   AttemptRecord,
   FailureRow,
   InsertTaskResult,
+  OnParentFailure,
   PurgeResult,
   Store,
+  TaskDependencies,
   TaskActionName,
   TaskActionRecord,
   TaskPage,
@@ -38,6 +40,18 @@ import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 import { checkNoNul } from '../core/text.js';
+import {
+  checkFlowId,
+  flowOfParents,
+  flowTasks,
+  MAX_FLOW_NODES,
+  planFlow,
+  readFlow,
+  submission,
+  type Flow,
+  type FlowRequest,
+  type FlowSubmission,
+} from './flows.js';
 
 export interface ClientOptions {
   store: Store;
@@ -91,6 +105,19 @@ export interface SubmitManyOptions {
   transaction?: unknown;
 }
 
+/** A submit that waits for tasks that exist: their ids, and what their failure does to it (default CANCEL). */
+export interface DependsOnOptions extends ScopeOption {
+  dependsOn?: readonly string[];
+  onParentFailure?: OnParentFailure;
+}
+
+function transactionOf(options: SubmitManyOptions): { transaction?: unknown } {
+  return options.transaction === undefined ? {} : { transaction: options.transaction };
+}
+
+/** What pause takes: a waiting task, a flow's blocked node included. */
+const PAUSABLE: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT', 'BLOCKED'];
+
 const MAX_BATCH = 50_000;
 /** How long a read of the policies serves submits without a new read (see policyMaxAttempts). */
 const POLICY_FRESH_MS = 1000;
@@ -136,11 +163,26 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     this.schedules = new ScheduleApi(this.store);
   }
 
-  /** Submits one task. Resolves once it has committed (or, with `transaction`, once it is in the caller's transaction). */
-  async submit<P>(type: TaskDefinition<P> | string, payload: P, options: SubmitOptions & SubmitManyOptions = {}): Promise<InsertTaskResult> {
-    const { transaction, ...rest } = options;
-    const [result] = await this.submitMany([{ ...rest, type: typeof type === 'string' ? type : type.type, payload }], { transaction });
-    return result!;
+  /**
+   * Submits one task. Resolves once it has committed (or, with `transaction`, once it is in the caller's transaction).
+   * With `dependsOn` (ids of existing tasks) it waits (BLOCKED) until they have ended, in their flow (flows.ts).
+   */
+  async submit<P>(type: TaskDefinition<P> | string, payload: P, options: SubmitOptions & SubmitManyOptions & DependsOnOptions = {}): Promise<InsertTaskResult> {
+    const { transaction, dependsOn, onParentFailure, scope, ...rest } = options;
+    const request = { ...rest, type: typeof type === 'string' ? type : type.type, payload };
+    if (dependsOn === undefined) {
+      const [result] = await this.submitMany([request], { transaction });
+      return result!;
+    }
+    if (!Array.isArray(dependsOn) || dependsOn.length === 0) throw new ValidationError('dependsOn must be a non-empty array of task ids', 'dependsOn');
+    const parents = dependsOn.map((id) => ({ taskId: checkFlowId(id, 'dependsOn'), ...(onParentFailure === undefined ? {} : { onParentFailure }) }));
+    const flowId = await flowOfParents(
+      this.store,
+      parents.map((p) => p.taskId),
+      scope ?? Scope.global(),
+    );
+    const flow = await this.submitFlow({ flowId, nodes: [{ ...request, key: 'task', dependsOn: parents }] }, { transaction, scope });
+    return { task: flow.tasks.task!, created: flow.created > 0 };
   }
 
   /** Submits many tasks in one statement; if any is invalid, none is written. */
@@ -149,22 +191,115 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     if (requests.length > MAX_BATCH) throw new ValidationError(`a batch holds at most ${MAX_BATCH} tasks, got ${requests.length}`, 'requests');
     checkKnownKeys('submitMany', options, ['transaction']);
     if (requests.length === 0) return [];
+    const tasks = await this.prepare(requests, (i) => (requests.length > 1 ? `task #${i}` : 'task'));
+    return this.inserted(tasks, (traced) => this.store.insertTasks({ tasks: traced, ...transactionOf(options) }));
+  }
+
+  /**
+   * Submits a flow: every node a task, every dependsOn an edge, in one
+   * transaction (all or nothing; a cycle or an unknown key is refused before
+   * anything is written). A node with parents waits (BLOCKED, holding no slot
+   * and counted by no limit) and is QUEUED in the transaction that commits its
+   * last parent's end; a parent's failure cancels it (CANCEL, the default) or
+   * not (CONTINUE). Nodes with idempotency keys make the flow idempotent.
+   */
+  async submitFlow(request: FlowRequest, options: SubmitManyOptions & ScopeOption = {}): Promise<FlowSubmission> {
+    checkKnownKeys('submitFlow', options, ['transaction', 'scope']);
+    const plan = planFlow(request);
+    const prepared = await this.prepare(plan.requests, (i) => `flow node ${request.nodes[i]!.key}`);
+    const { tasks, edges } = await flowTasks(this.store, plan, prepared, options.scope ?? Scope.global());
+    const results = await this.inserted(tasks, (traced) => this.store.insertFlow({ tasks: traced, edges, ...transactionOf(options) }));
+    return submission(plan, request.nodes, results);
+  }
+
+  /** A flow's tasks (at most `limit`, default 1000, oldest first), its edges and a count per status; NOT_FOUND when none is in scope. */
+  flow(flowId: string, options: ScopeOption & { limit?: number } = {}): Promise<Flow> {
+    const limit = options.limit ?? 1000;
+    checkInteger('flow', 'limit', limit, { min: 1, max: MAX_FLOW_NODES });
+    return readFlow(this.store, flowId, options.scope ?? Scope.global(), limit);
+  }
+
+  /** What a task waits for (parents) and what waits for it (children), each with its task. */
+  async dependencies(id: string, options: ScopeOption = {}): Promise<TaskDependencies> {
+    await this.require(id, options);
+    return this.store.listDependencies({ taskId: id, scope: options.scope ?? Scope.global() });
+  }
+
+  /** Cancels every node of a flow that has not ended: waiting ones at once, running ones by request. */
+  async cancelFlow(flowId: string, options: ActionOptions = {}): Promise<CancelManyResult> {
+    const ids = await this.flowIds(flowId, options, (t) => !isTerminal(t.status));
+    const result: CancelManyResult = { cancelled: 0, cancelRequested: 0, notCancelled: [] };
+    for (let i = 0; i < ids.length; i += 1000) {
+      const part = await this.cancelMany(ids.slice(i, i + 1000), options);
+      result.cancelled += part.cancelled;
+      result.cancelRequested += part.cancelRequested;
+      result.notCancelled.push(...part.notCancelled);
+    }
+    return result;
+  }
+
+  /** Holds every waiting node of a flow (QUEUED, RETRY_WAIT, BLOCKED) until resumeFlow; returns how many it paused. */
+  async pauseFlow(flowId: string, options: ActionOptions = {}): Promise<number> {
+    return this.changeFlow(flowId, options, PAUSABLE, 'PAUSED', this.record('PAUSE', options));
+  }
+
+  /** Resumes a flow's paused nodes (a node whose parents have not ended waits for them again); returns how many. */
+  async resumeFlow(flowId: string, options: ActionOptions = {}): Promise<number> {
+    return this.changeFlow(flowId, options, ['PAUSED'], 'QUEUED', this.record('RESUME', options));
+  }
+
+  /**
+   * Retries a flow's FAILED nodes with a fresh attempt cycle; the nodes their
+   * failure cancelled wait for them again (BLOCKED). Returns how many nodes it retried.
+   */
+  async retryFlow(flowId: string, options: ActionOptions = {}): Promise<number> {
+    return this.changeFlow(flowId, options, ['FAILED'], 'QUEUED', this.record('RETRY', options), { newCycle: true, availableAt: await this.store.now() });
+  }
+
+  private async changeFlow(
+    flowId: string,
+    options: ActionOptions,
+    from: readonly TaskStatus[],
+    to: TaskStatus,
+    record: ActionRecordInput,
+    extra: { newCycle?: boolean; availableAt?: Date } = {},
+  ): Promise<number> {
+    const ids = await this.flowIds(flowId, options, (t) => from.includes(t.status));
+    let changed = 0;
+    for (let i = 0; i < ids.length; i += 1000) {
+      const results = await this.store.changeStatus({ ids: ids.slice(i, i + 1000), scope: options.scope ?? Scope.global(), from, to, record, ...extra });
+      changed += results.filter((r) => r.applied).length;
+    }
+    return changed;
+  }
+
+  private async flowIds(flowId: string, options: ScopeOption, keep: (task: Task) => boolean): Promise<string[]> {
+    const flow = await readFlow(this.store, flowId, options.scope ?? Scope.global(), MAX_FLOW_NODES);
+    return flow.tasks.filter(keep).map((t) => t.id);
+  }
+
+  /** Every request checked and made a NewTask (schemas may validate asynchronously); nothing is written. */
+  private async prepare(requests: readonly SubmitRequest[], label: (index: number) => string): Promise<NewTask[]> {
     const policies = requests.some((r) => r?.maxAttempts === undefined) ? await this.policyMaxAttempts() : undefined;
     const limits = { ...this.limits, ...(policies ? { policyMaxAttempts: policies } : {}) };
     const prepared: (NewTask | Promise<NewTask>)[] = [];
     try {
-      requests.forEach((request, index) => prepared.push(prepareTask(request, this.registry, limits, requests.length > 1 ? `task #${index}` : 'task')));
+      requests.forEach((request, index) => prepared.push(prepareTask(request, this.registry, limits, label(index))));
     } catch (error) {
       // The batch is rejected: schema checks already started must not end as unhandled rejections.
       for (const task of prepared) if (task instanceof Promise) task.catch(() => undefined);
       throw error;
     }
-    const tasks = prepared.some((task) => task instanceof Promise) ? await Promise.all(prepared) : (prepared as NewTask[]);
+    return prepared.some((task) => task instanceof Promise) ? await Promise.all(prepared) : (prepared as NewTask[]);
+  }
+
+  /** The insert under a submit span, and the `submitted` event for what it created. */
+  private async inserted(tasks: NewTask[], insert: (tasks: NewTask[]) => Promise<InsertTaskResult[]>): Promise<InsertTaskResult[]> {
     const trace = startSubmitSpan(tasks);
     if (trace?.traceParent) for (const task of tasks) task.traceParent = trace.traceParent;
     let results: InsertTaskResult[];
     try {
-      results = await this.store.insertTasks({ tasks, ...(options.transaction === undefined ? {} : { transaction: options.transaction }) });
+      results = await insert(tasks);
     } catch (error) {
       trace?.span.end(error instanceof Error ? error : String(error));
       throw error;
@@ -238,7 +373,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     const scope = options.scope ?? Scope.global();
     const record = this.record('CANCEL', options);
     // Idle first; a task claimed in between is caught by the second step.
-    const [idle] = await this.store.changeStatus({ ids: [id], scope, from: IDLE_STATUSES, to: 'CANCELLED', record });
+    const [idle] = await this.store.changeStatus({ ids: [id], scope, from: CANCELLABLE_AT_ONCE, to: 'CANCELLED', record });
     if (idle?.applied) return 'CANCELLED';
     const [running] = await this.store.changeStatus({ ids: [id], scope, from: ['RUNNING'], to: 'CANCEL_REQUESTED', record });
     if (running?.applied) return 'CANCEL_REQUESTED';
@@ -248,9 +383,9 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     throw new InvalidTransitionError(id, status, 'cancel');
   }
 
-  /** Holds a waiting task (QUEUED or RETRY_WAIT) until resume. */
+  /** Holds a waiting task (QUEUED, RETRY_WAIT, or a flow's BLOCKED node) until resume. */
   async pause(id: string, options: ActionOptions = {}): Promise<void> {
-    await this.transition(id, options, ['QUEUED', 'RETRY_WAIT'], 'PAUSED', this.record('PAUSE', options));
+    await this.transition(id, options, PAUSABLE, 'PAUSED', this.record('PAUSE', options));
   }
 
   async resume(id: string, options: ActionOptions = {}): Promise<void> {
@@ -284,7 +419,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     checkIds(ids);
     const scope = options.scope ?? Scope.global();
     const record = this.record('CANCEL', options);
-    const idle = await this.store.changeStatus({ ids, scope, from: IDLE_STATUSES, to: 'CANCELLED', record });
+    const idle = await this.store.changeStatus({ ids, scope, from: CANCELLABLE_AT_ONCE, to: 'CANCELLED', record });
     const rest = idle.filter((r) => !r.applied).map((r) => r.id);
     const running = rest.length > 0 ? await this.store.changeStatus({ ids: rest, scope, from: ['RUNNING'], to: 'CANCEL_REQUESTED', record }) : [];
     const result: CancelManyResult = { cancelled: idle.filter((r) => r.applied).length, cancelRequested: 0, notCancelled: [] };

@@ -1,6 +1,18 @@
 /** What a handler sees of its execution (the worker's ExecutionContext implements it). */
 import type { TaskResult } from './result.js';
 import type { Task, TaskProgress } from './task.js';
+import type { TaskStatus } from './status.js';
+
+/** A task at the other end of a dependency edge, as a handler reads it. */
+export interface RelatedTask {
+  taskId: string;
+  taskType: string;
+  status: TaskStatus;
+  /** Its result (null until it succeeded, or when it returned none). */
+  result: unknown;
+  /** Its last error code (a failed parent under CONTINUE). */
+  lastErrorCode: string | null;
+}
 
 export interface TaskContext {
   readonly taskId: string;
@@ -30,4 +42,8 @@ export interface TaskContext {
    * `capabilities.transactionalComplete` (SQLite) it throws UnsupportedError.
    */
   complete(transaction: unknown, result?: TaskResult): Promise<void>;
+  /** The tasks this one waited for in its flow, with their results (one read). */
+  parents(): Promise<RelatedTask[]>;
+  /** The children this task's fan-outs made (TaskResult.awaitChildren), with their results: read them when it runs again. */
+  children(): Promise<RelatedTask[]>;
 }

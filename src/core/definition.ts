@@ -26,12 +26,48 @@ export interface TaskSnooze {
 /** The longest snooze: a year (a longer wait is a scheduling job, not a snooze). */
 export const MAX_SNOOZE_MS = 365 * 24 * 3_600_000;
 
+/** A child a fan-out makes (TaskResult.awaitChildren): its type (a definition the worker knows), payload and submit options. */
+export interface ChildTaskRequest {
+  type: string;
+  payload: unknown;
+  priority?: number;
+  delayMs?: number;
+  maxAttempts?: number;
+  idempotencyKey?: string;
+  traceId?: string;
+}
+
+/**
+ * "Make these children and run me again when they have ended": the attempt
+ * ends without spending one of maxAttempts; the task waits (BLOCKED, no lease,
+ * no slot) until every child has ended, then runs again and reads them with
+ * ctx.children(). Made by TaskResult.awaitChildren.
+ */
+export interface TaskAwaitChildren {
+  status: 'AWAITING_CHILDREN';
+  children: readonly ChildTaskRequest[];
+  /** What a child's failure does to the waiting task: CANCEL (the default) or CONTINUE (it runs, and reads the failure). */
+  onChildFailure: 'CANCEL' | 'CONTINUE';
+}
+
+/** The most children one fan-out makes (a larger fan-out is a flow: client.submitFlow). */
+export const MAX_CHILDREN = 10_000;
+
 export const TaskResult = {
   success(options: { artifactId?: string | null; result?: unknown } = {}): TaskResult {
     return { status: 'SUCCESS', ...options };
   },
   partial(options: { artifactId?: string | null; result?: unknown } = {}): TaskResult {
     return { status: 'PARTIAL_SUCCESS', ...options };
+  },
+  /** `return TaskResult.awaitChildren([{ type, payload }, …])`: make these tasks, run again once they have all ended. */
+  awaitChildren(children: readonly ChildTaskRequest[], options: { onChildFailure?: 'CANCEL' | 'CONTINUE' } = {}): TaskAwaitChildren {
+    checkChildren(children);
+    const onChildFailure = options.onChildFailure ?? 'CANCEL';
+    if (onChildFailure !== 'CANCEL' && onChildFailure !== 'CONTINUE') {
+      throw new ValidationError(`onChildFailure must be CANCEL or CONTINUE, got ${String(onChildFailure)}`, 'onChildFailure');
+    }
+    return { status: 'AWAITING_CHILDREN', children, onChildFailure };
   },
   /** `return TaskResult.snooze(30_000)`: run this task again in 30 s, spending no attempt. */
   snooze(delayMs: number): TaskSnooze {
@@ -47,8 +83,18 @@ export function checkSnooze(delayMs: unknown): asserts delayMs is number {
   }
 }
 
-export function isSnooze(result: TaskResult | TaskSnooze): result is TaskSnooze {
+export function isSnooze(result: TaskResult | TaskSnooze | TaskAwaitChildren): result is TaskSnooze {
   return result.status === 'SNOOZED';
+}
+
+export function isAwaitChildren(result: TaskResult | TaskSnooze | TaskAwaitChildren): result is TaskAwaitChildren {
+  return result.status === 'AWAITING_CHILDREN';
+}
+
+export function checkChildren(children: unknown): asserts children is readonly ChildTaskRequest[] {
+  if (!Array.isArray(children) || children.length === 0 || children.length > MAX_CHILDREN) {
+    throw new ValidationError(`awaitChildren takes 1 to ${MAX_CHILDREN} children`, 'children');
+  }
 }
 
 export interface TaskDefinition<Payload = unknown> {
@@ -61,7 +107,10 @@ export interface TaskDefinition<Payload = unknown> {
   /** The seed's validateCompletion: checked after execute returned a result (not a snooze); throw to veto the success (the attempt fails with that error). */
   readonly validateCompletion?: (result: TaskResult, payload: Payload, ctx: TaskContext) => void | Promise<void>;
   /** The work. Return nothing for SUCCESS, a TaskResult, or TaskResult.snooze(ms) to run again later. Honour ctx.signal. */
-  readonly execute?: (ctx: TaskContext, payload: Payload) => Promise<TaskResult | TaskSnooze | void> | TaskResult | TaskSnooze | void;
+  readonly execute?: (
+    ctx: TaskContext,
+    payload: Payload,
+  ) => Promise<TaskResult | TaskSnooze | TaskAwaitChildren | void> | TaskResult | TaskSnooze | TaskAwaitChildren | void;
   /** Attempts per cycle for tasks submitted without maxAttempts. */
   readonly maxAttempts?: number;
   /** Abort an attempt after this long (TIMEOUT, not retried). Overrides the worker's maxExecutionMs. */

@@ -68,6 +68,10 @@ export const ErrorCode = {
   MOVE_LEASES_HELD: 'MOVE_LEASES_HELD',
   /** `tasklease move`: source and target counts differ after the copy; re-run to copy again. */
   MOVE_VERIFY_MISMATCH: 'MOVE_VERIFY_MISMATCH',
+  /** A flow node cancelled because a parent it depends on (with onParentFailure CANCEL) failed or was cancelled. */
+  PARENT_FAILED: 'PARENT_FAILED',
+  /** A flow whose dependencies form a cycle: refused at submit, nothing written. */
+  FLOW_CYCLE: 'FLOW_CYCLE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

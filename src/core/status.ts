@@ -12,6 +12,12 @@ export const TaskStatus = {
   SUCCESS: 'SUCCESS',
   PARTIAL_SUCCESS: 'PARTIAL_SUCCESS',
   FAILED: 'FAILED',
+  /**
+   * Waits for its parents in a flow (or, for a parent that fanned out, for its children): not claimable, not
+   * counted against any limit; QUEUED in the transaction that commits its last parent's end. Last in the list:
+   * the uniqueness bitmask numbers statuses in this order (store/rules/unique.ts).
+   */
+  BLOCKED: 'BLOCKED',
 } as const;
 export type TaskStatus = (typeof TaskStatus)[keyof typeof TaskStatus];
 
@@ -20,11 +26,14 @@ export const ALL_STATUSES: readonly TaskStatus[] = Object.values(TaskStatus);
 /** Statuses in which a worker holds a lease: every fenced write requires one of these. */
 export const LEASED_STATUSES: readonly TaskStatus[] = ['RUNNING', 'CANCEL_REQUESTED'];
 
-/** Statuses that never change again on their own (FAILED may be retried by an operator). */
+/** Statuses that never change again on their own (FAILED may be retried by an operator; a flow's retry revives the nodes its failure cancelled). */
 export const TERMINAL_STATUSES: readonly TaskStatus[] = ['SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED'];
 
 /** Statuses a task can be cancelled from at once, because no worker is running it. */
 export const IDLE_STATUSES: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT', 'PAUSED'];
+
+/** Statuses an operator's cancel ends at once: idle ones, and a flow's blocked nodes. */
+export const CANCELLABLE_AT_ONCE: readonly TaskStatus[] = [...IDLE_STATUSES, 'BLOCKED'];
 
 /**
  * from → allowed targets. A transition not listed here is a bug or a race that
@@ -34,20 +43,23 @@ export const IDLE_STATUSES: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT', 'PA
 export const TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
   // claim; pause; cancel; deadline passed while waiting
   QUEUED: ['RUNNING', 'PAUSED', 'CANCELLED', 'FAILED'],
-  // outcomes; cancel request; lease expiry or hand-back requeues
-  RUNNING: ['SUCCESS', 'PARTIAL_SUCCESS', 'RETRY_WAIT', 'FAILED', 'CANCEL_REQUESTED', 'CANCELLED', 'QUEUED'],
+  // outcomes; cancel request; lease expiry or hand-back requeues; a fan-out waits for the children it made
+  RUNNING: ['SUCCESS', 'PARTIAL_SUCCESS', 'RETRY_WAIT', 'FAILED', 'CANCEL_REQUESTED', 'CANCELLED', 'QUEUED', 'BLOCKED'],
   // a due retry is claimed directly (the sweep's move to QUEUED is only bookkeeping); backoff over; pause; cancel;
   // deadline passed while waiting
   RETRY_WAIT: ['RUNNING', 'QUEUED', 'PAUSED', 'CANCELLED', 'FAILED'],
-  // resume; cancel; deadline passed while paused
-  PAUSED: ['QUEUED', 'CANCELLED', 'FAILED'],
+  // resume (BLOCKED when its parents are not done); cancel; deadline passed while paused
+  PAUSED: ['QUEUED', 'CANCELLED', 'FAILED', 'BLOCKED'],
   // the handler may still finish its work before it sees the request
   CANCEL_REQUESTED: ['CANCELLED', 'SUCCESS', 'PARTIAL_SUCCESS'],
-  CANCELLED: [],
+  // a flow's retry: a node its failed parent cancelled waits for that parent again
+  CANCELLED: ['BLOCKED'],
   SUCCESS: [],
   PARTIAL_SUCCESS: [],
   // an operator's retry starts a fresh attempt cycle
   FAILED: ['QUEUED'],
+  // its last parent ended (run) or a parent failed (cancelled); pause; cancel
+  BLOCKED: ['QUEUED', 'CANCELLED', 'PAUSED'],
 };
 
 export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
@@ -80,6 +92,8 @@ export const AttemptOutcomeName = {
   CANCELLED: 'CANCELLED',
   RELEASED: 'RELEASED',
   SNOOZED: 'SNOOZED',
+  /** A fan-out: the handler made children and waits (BLOCKED) for them, spending no attempt (TaskResult.awaitChildren). */
+  AWAITING: 'AWAITING',
   ABANDONED: 'ABANDONED',
   LEASE_EXPIRED: 'LEASE_EXPIRED',
 } as const;

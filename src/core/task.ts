@@ -45,6 +45,10 @@ export interface Task<Payload = unknown> {
   traceParent: string | null;
   /** The uniqueness window it was submitted with (null: none). */
   unique: UniqueHold | null;
+  /** The flow it belongs to (client.submitFlow, a dependsOn submit, a fan-out's children); null: none. */
+  flowId: string | null;
+  /** Parents (or, for a fan-out waiting on its children, children) not ended yet; 0 outside flows. BLOCKED while > 0. */
+  pendingParents: number;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
@@ -84,6 +88,10 @@ export interface NewTask {
   traceParent?: string | null;
   /** A uniqueness window (client/unique.ts); absent or null: none. */
   unique?: UniqueSpec | null;
+  /** The flow it belongs to; absent or null: none. */
+  flowId?: string | null;
+  /** How many dependency edges insertFlow adds above it: it starts BLOCKED when > 0 (rules/flows.ts initialStatus). */
+  pendingParents?: number;
 }
 
 /** What the store needs of a submit's `unique` option, after the client resolved it. */

@@ -20,6 +20,7 @@ type Params<M extends Method> = Parameters<Store[M]>[0];
 /** Calls with nothing to do answer at once, the same on every dialect (and never open a transaction). */
 const EMPTY_ANSWERS: { [M in Method]?: (params: Params<M>) => Answer<M> | undefined } = {
   insertTasks: (p) => (p.tasks.length === 0 ? [] : undefined),
+  insertFlow: (p) => (p.tasks.length === 0 && p.edges.length === 0 ? [] : undefined),
   claimTasks: (p) => (p.limit <= 0 || p.taskTypes.length === 0 ? [] : undefined),
   renewLeases: (p) => (p.leases.length === 0 ? { renewed: [], cancelRequested: [], lost: [] } : undefined),
   finishAttempts: (p) => (p.outcomes.length === 0 ? { applied: [], deadLetters: [] } : undefined),
@@ -38,6 +39,8 @@ const EMPTY_ANSWERS: { [M in Method]?: (params: Params<M>) => Answer<M> | undefi
  */
 const CHECKED_INPUTS: { [M in Method]?: (params: Params<M>) => Params<M> } = {
   insertTasks: (p) => (p.tasks.every((task, i) => isJsonText(task.payloadJson, i)) ? p : { ...p, tasks: p.tasks.map(jsonTextOf) }),
+  insertFlow: (p) => (p.tasks.every((task, i) => isJsonText(task.payloadJson, i)) ? p : { ...p, tasks: p.tasks.map(jsonTextOf) }),
+  awaitChildren: (p) => (p.children.every((task, i) => isJsonText(task.payloadJson, i)) ? p : { ...p, children: p.children.map(jsonTextOf) }),
 };
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -56,6 +59,10 @@ function jsonTextOf<T extends { payloadJson: string }>(task: T, index: number): 
   return isJsonText(task.payloadJson, index) ? task : { ...task, payloadJson: JSON.stringify(JSON.parse(task.payloadJson)) };
 }
 
+function releasedWakeups(types: readonly string[] | undefined): StoreEvent[] {
+  return types && types.length > 0 ? [{ kind: 'submitted', taskTypes: [...new Set(types)] }] : [];
+}
+
 const WAKE_ALL: StoreEvent = Object.freeze({ kind: 'submitted', taskTypes: Object.freeze([]) as readonly string[] });
 
 /** The wake-ups a successful write owes idle workers: new or requeued work, cancel requests. */
@@ -71,6 +78,16 @@ const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
     return events;
   },
   releaseTasks: (released) => (released > 0 ? [WAKE_ALL] : []),
+  finishAttempts: (result) => releasedWakeups(result.released),
+  finishAndClaim: (result) => releasedWakeups(result.released),
+  insertFlow: (results) => {
+    const types = createdTypes(results.filter((r) => r.task.status !== TaskStatus.BLOCKED));
+    return types.length > 0 ? [{ kind: 'submitted', taskTypes: types }] : [];
+  },
+  awaitChildren: (result) => {
+    const types = createdTypes(result.children.filter((r) => r.task.status !== TaskStatus.BLOCKED));
+    return types.length > 0 ? [{ kind: 'submitted', taskTypes: types }] : [];
+  },
   recover: (result) => (result.requeued + result.retriesDue > 0 ? [WAKE_ALL] : []),
   replayDeadLetters: (results) => (results.some((r) => r.outcome === 'REPLAYED') ? [WAKE_ALL] : []),
 };
@@ -82,6 +99,7 @@ const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
  */
 const ENDS_TASKS: { [M in Method]?: (answer: Answer<M>) => boolean } = {
   finishAttempts: () => true,
+  awaitChildren: (result) => result.applied,
   finishAndClaim: () => true,
   changeStatus: (results) => results.some((r) => r.applied),
   recover: (result) => result.failed + result.cancelled + result.deadlineExpired > 0,
@@ -96,6 +114,10 @@ const METHODS = [
   'explainClaim',
   'subscribe',
   'insertTasks',
+  'insertFlow',
+  'listDependencies',
+  'getFlow',
+  'awaitChildren',
   'getTask',
   'watchOutcome',
   'listTasks',

@@ -6,6 +6,7 @@
 import { isTaskStatus, TaskStatus } from '../core/status.js';
 import type { NewTask, Task, TaskProgress } from '../core/task.js';
 import { uniqueHoldOf } from './rules/unique.js';
+import { initialStatus } from './rules/flows.js';
 import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy, TaskActionName, TaskActionRecord, WorkerRecord } from './types.js';
 
 export interface Decode {
@@ -44,6 +45,8 @@ export function taskFromRow(row: Row, decode: Decode): Task {
     traceId: optionalString(row.trace_id),
     traceParent: optionalString(row.trace_parent),
     unique: uniqueHoldOf(optionalString(row.unique_key), Number(row.unique_states ?? 0), status, Number(row.attempt_count)),
+    flowId: optionalString(row.flow_id),
+    pendingParents: Number(row.pending_parents ?? 0),
     createdAt: decode.time(row.create_time),
     updatedAt: decode.time(row.update_time),
     // start_time / finish_time, not started_at / finished_at: the seed's analyze-performance.sh joins this
@@ -67,10 +70,11 @@ function progressFromRow(row: Row): TaskProgress | null {
 
 /** The Task a fresh insert made, without reading the row back. */
 export function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, unique: { key: string; states: number } | null = null): Task {
+  const status = initialStatus(input);
   return {
     id: input.id,
     taskType: input.taskType,
-    status: TaskStatus.QUEUED,
+    status,
     priority: input.priority,
     payload: JSON.parse(input.payloadJson) as unknown,
     availableAt,
@@ -90,7 +94,9 @@ export function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, u
     lastErrorCode: null,
     traceId: input.traceId,
     traceParent: input.traceParent ?? null,
-    unique: unique && uniqueHoldOf(unique.key, unique.states, TaskStatus.QUEUED, 0),
+    unique: unique && uniqueHoldOf(unique.key, unique.states, status, 0),
+    flowId: input.flowId ?? null,
+    pendingParents: input.pendingParents ?? 0,
     createdAt,
     updatedAt: createdAt,
     startedAt: null,
@@ -204,6 +210,7 @@ export function emptyStatusCounts(): Record<TaskStatus, number> {
     SUCCESS: 0,
     PARTIAL_SUCCESS: 0,
     FAILED: 0,
+    BLOCKED: 0,
   };
 }
 

@@ -27,6 +27,9 @@ import type { Scope } from '../core/scope.js';
 import type { TaskStatus } from '../core/status.js';
 import type { FailureRecord, Lease, NewTask, Task, TaskProgress } from '../core/task.js';
 import type { AttemptOutcomeName } from '../core/status.js';
+import type { EdgeResolution, OnParentFailure } from './rules/flows.js';
+
+export type { EdgeResolution, OnParentFailure } from './rules/flows.js';
 
 export type { AttemptOutcomeName } from '../core/status.js';
 
@@ -95,6 +98,19 @@ export interface ProducerStore<Tx = unknown> {
    * insert joins the caller's transaction and is invisible to workers until it commits.
    */
   insertTasks(params: { tasks: readonly NewTask[]; transaction?: Tx }): Promise<InsertTaskResult[]>;
+  /**
+   * A flow (or tasks with parents) in one transaction: the tasks as insertTasks
+   * inserts them (each with its flowId and pendingParents, the number of its
+   * edges: BLOCKED while it has parents to wait for), then the edges of every
+   * created child, then the settle of those edges whose parent has ended
+   * already (rules/flows.ts). An edge may name a task that exists already as
+   * its parent. A child that existed already (idempotency) gets no new edge.
+   */
+  insertFlow(params: { tasks: readonly NewTask[]; edges: readonly DependencyEdge[]; transaction?: Tx }): Promise<InsertTaskResult[]>;
+  /** A task's edges both ways, each with the task at its other end (when in scope). */
+  listDependencies(params: { taskId: string; scope: Scope }): Promise<TaskDependencies>;
+  /** The tasks of a flow (in scope; at most `limit`, oldest first) and the edges between them. */
+  getFlow(params: { flowId: string; scope: Scope; limit: number }): Promise<FlowGraph>;
   getTask(params: { id: string; scope: Scope }): Promise<Task | null>;
   /**
    * Wake-ups for a waiter on one task (client.waitFor): `listener` runs when
@@ -142,6 +158,21 @@ export interface WorkerStore<Tx = unknown> {
    * one round trip (worth using when limits bind); without, it is two calls.
    */
   finishAndClaim(params: { outcomes: readonly AttemptOutcome[]; claim: ClaimParams }): Promise<FinishAndClaimResult>;
+  /**
+   * A fan-out: the leased task ends its attempt waiting (BLOCKED, uncharged,
+   * the lease gone) for `children`, which are inserted in the same transaction
+   * with an edge each (child → this task, `onFailure`), in its flow (its own
+   * id when it has none). When the last child ends, it is QUEUED and runs
+   * again. Fenced: false (and nothing written) when the lease is lost. A
+   * child that exists already (idempotency key) is waited for if it has not
+   * ended; one that ended settles at once.
+   */
+  awaitChildren(params: {
+    lease: Lease;
+    children: readonly NewTask[];
+    onFailure: OnParentFailure;
+    progress: TaskProgress | null;
+  }): Promise<AwaitChildrenResult>;
   /**
    * Hands back tasks that were leased but never started (a prefetch buffer
    * when its worker stops): QUEUED again, uncharged (attempt_base + 1; the
@@ -235,6 +266,45 @@ export interface Store<Tx = unknown> extends SchemaStore, ProducerStore<Tx>, Wor
 
 export type StoreEvent = { kind: 'submitted'; taskTypes: readonly string[] } | { kind: 'cancelRequested'; taskIds: readonly string[] };
 export type StoreListener = (event: StoreEvent) => void;
+
+/** parent → child: the child waits for the parent's end; `onFailure` says what the parent's failure does to it. */
+export interface DependencyEdge {
+  parentId: string;
+  childId: string;
+  onFailure: OnParentFailure;
+  /** Made by a fan-out (awaitChildren): the parent is a task the child made, and waits for. */
+  fanOut?: boolean;
+}
+
+/** An edge with its state: null while the parent has not ended. */
+export interface DependencyRecord extends DependencyEdge {
+  resolution: EdgeResolution | null;
+}
+
+/** One end of a task's edge, with the task there (null when it is out of scope or purged). */
+export interface DependencyLink extends DependencyRecord {
+  task: Task | null;
+}
+
+export interface TaskDependencies {
+  /** Edges into the task: what it waits for. */
+  parents: DependencyLink[];
+  /** Edges out of it: what waits for it. */
+  children: DependencyLink[];
+}
+
+export interface FlowGraph {
+  tasks: Task[];
+  edges: DependencyRecord[];
+  /** More tasks than `limit` belong to the flow. */
+  truncated: boolean;
+}
+
+export interface AwaitChildrenResult {
+  /** false: the lease was lost; nothing was written. */
+  applied: boolean;
+  children: InsertTaskResult[];
+}
 
 export interface InsertTaskResult {
   task: Task;
@@ -357,6 +427,8 @@ export interface ClaimParams {
 export interface FinishResult {
   /** One boolean per outcome, in input order: whether its fenced write applied (false: the lease is gone). */
   applied: boolean[];
+  /** The types of flow children these outcomes queued (their last parent ended): the workers to wake. Absent: none. */
+  released?: string[];
   /**
    * The dead letter of each applied outcome that left its task FAILED (a FAILED
    * outcome on a task with a cancel request ends CANCELLED and makes none).

@@ -3,7 +3,7 @@
  * reporting throttled by time and count, a cancellation check, and the
  * completion inside the handler's own transaction (tx-complete.ts).
  */
-import type { TaskContext } from '../core/context.js';
+import type { RelatedTask, TaskContext } from '../core/context.js';
 import type { TaskResult } from '../core/definition.js';
 import type { TaskAbortedError } from '../core/errors.js';
 import type { Task, TaskProgress } from '../core/task.js';
@@ -23,6 +23,8 @@ export interface ProgressSink<Source extends AbortSource> {
   pollCancellation(source: Source): Promise<void>;
   /** Writes the attempt's success inside the caller's transaction (ctx.complete). */
   complete(source: Source, transaction: unknown, result: TaskResult | undefined): Promise<void>;
+  /** The task's edges both ways (ctx.parents, ctx.children). */
+  dependencies(taskId: string): Promise<{ parents: RelatedTask[]; children: RelatedTask[] }>;
 }
 
 /** One per worker, shared by every context. */
@@ -120,6 +122,23 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
 
   complete(transaction: unknown, result?: TaskResult): Promise<void> {
     return this.sink.complete(this.abortSource, transaction, result);
+  }
+
+  async parents(): Promise<RelatedTask[]> {
+    return (await this.related()).parents;
+  }
+
+  async children(): Promise<RelatedTask[]> {
+    return (await this.related()).children;
+  }
+
+  private relatedRead: Promise<{ parents: RelatedTask[]; children: RelatedTask[] }> | null = null;
+  private related(): Promise<{ parents: RelatedTask[]; children: RelatedTask[] }> {
+    this.relatedRead ??= this.sink.dependencies(this.taskId).catch((error: unknown) => {
+      this.relatedRead = null;
+      throw error;
+    });
+    return this.relatedRead;
   }
 
   throwIfAborted(): void {

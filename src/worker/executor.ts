@@ -6,7 +6,8 @@
  */
 import type { Clock } from '../core/clock.js';
 import { PayloadInvalidError } from '../core/errors.js';
-import { checkSnooze, isSnooze, type TaskResult, type TaskSnooze } from '../core/definition.js';
+import { checkChildren, checkSnooze, isAwaitChildren, isSnooze, type TaskAwaitChildren, type TaskResult, type TaskSnooze } from '../core/definition.js';
+import { FanOut, relatedTasks } from './fan-out.js';
 import { runSchema } from '../core/standard-schema.js';
 import type { AttemptOutcome } from '../store/types.js';
 import { ExecutionContext, type ContextOptions, type ProgressSink } from './context.js';
@@ -20,7 +21,11 @@ import type { PolicyCache } from './policy-cache.js';
 import { completeInTransaction, completionCommitted } from './tx-complete.js';
 import { startExecuteSpan } from '../observe/tracing.js';
 
+/** The defaults a client applies to a submit, for the children a fan-out makes. */
+const FAN_OUT_LIMITS = { maxPayloadBytes: 1024 * 1024, defaultMaxAttempts: 3 };
 const COMMITTED = Symbol('committed in the handler transaction');
+/** A fan-out written by the executor itself (fan-out.ts): like COMMITTED, its outcome is execution.completion. */
+const FANNED_OUT = Symbol('fan-out written');
 
 export interface ExecutorHooks {
   /** An outcome to write (the execution is finishing). */
@@ -48,7 +53,9 @@ export class Executor {
       save: (execution, progress) => leases.saveProgress(execution, progress),
       pollCancellation: (execution) => leases.check(execution),
       complete: (execution, transaction, result) => completeInTransaction(execution, services, transaction, result),
+      dependencies: (taskId) => relatedTasks(options.store, taskId),
     };
+    this.fanOut = new FanOut(options.store, options.tasks, FAN_OUT_LIMITS);
     this.contextOptions = {
       flushIntervalMs: options.progressFlushIntervalMs,
       flushThreshold: options.progressFlushThreshold,
@@ -60,6 +67,7 @@ export class Executor {
   // One sink and one set of context options for every execution: nothing per task but the context itself.
   private readonly sink: ProgressSink<Execution>;
   private readonly contextOptions: ContextOptions;
+  private readonly fanOut: FanOut;
 
   /** Starts waiting executions while slots are free; `accepting` false starts none. */
   startWaiting(accepting: boolean): void {
@@ -84,8 +92,9 @@ export class Executor {
     const durationMs = this.clock.now() - execution.startedAt;
     if (o.slowTaskThresholdMs > 0 && durationMs > o.slowTaskThresholdMs) this.events.emit('slow', { task, durationMs, thresholdMs: o.slowTaskThresholdMs });
     void execution.handlerSettled.then(() => this.handlerStopped(execution));
-    execution.span?.end(...spanEnding(outcome === COMMITTED ? execution.completion : outcome));
-    if (outcome === COMMITTED) {
+    const written = outcome === COMMITTED || outcome === FANNED_OUT;
+    execution.span?.end(...spanEnding(written ? execution.completion : outcome));
+    if (written) {
       this.hooks.committed(execution.completion!, execution);
     } else if (outcome && (execution.state === 'running' || execution.state === 'committing')) {
       this.table.moveTo(execution, 'finishing');
@@ -98,11 +107,12 @@ export class Executor {
   }
 
   /** COMMITTED: ctx.complete(tx) wrote it and the handler's transaction committed; null: nothing may be written. */
-  private async outcomeOf(execution: Execution, context: ExecutionContext<Execution>): Promise<AttemptOutcome | null | typeof COMMITTED> {
+  private async outcomeOf(execution: Execution, context: ExecutionContext<Execution>): Promise<AttemptOutcome | null | typeof COMMITTED | typeof FANNED_OUT> {
     try {
       const result = await runHandler(execution, context);
       await context.settle();
       if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;
+      if (isAwaitChildren(result)) return await this.writeFanOut(execution, result);
       return successOutcome(execution, result);
     } catch (error) {
       await context.settle();
@@ -114,6 +124,20 @@ export class Executor {
       };
       return failureOutcome(execution, error, decision);
     }
+  }
+
+  /**
+   * A fan-out is its attempt's end, written here in one fenced transaction (children, edges, the task BLOCKED):
+   * FANNED_OUT when it applied, null when the lease was gone. A child the definitions refuse fails the attempt.
+   */
+  private async writeFanOut(execution: Execution, result: TaskAwaitChildren): Promise<typeof FANNED_OUT | null> {
+    const children = await this.fanOut.prepare(execution, result);
+    if (execution.state !== 'running') return null;
+    this.table.moveTo(execution, 'finishing');
+    const outcome = await this.fanOut.write(execution, children, result.onChildFailure);
+    if (outcome === null) return null;
+    execution.completion = outcome;
+    return FANNED_OUT;
   }
 
   /** Only for an execution in state committing (no extra await on the common path). */
@@ -139,7 +163,7 @@ export class Executor {
 }
 
 /** Validates the payload, runs validate and execute; raced against the signal except on shutdown. */
-async function runHandler(execution: Execution, context: ExecutionContext<Execution>): Promise<TaskResult | TaskSnooze> {
+async function runHandler(execution: Execution, context: ExecutionContext<Execution>): Promise<TaskResult | TaskSnooze | TaskAwaitChildren> {
   const { definition, task } = execution;
   let payload: unknown = task.payload;
   if (definition.schema) {
@@ -161,6 +185,7 @@ async function runHandler(execution: Execution, context: ExecutionContext<Execut
   if (execution.abortReason && execution.abortReason.code !== 'SHUTDOWN') throw execution.abortReason;
   if (isSnooze(result))
     checkSnooze(result.delayMs); // a hand-made { status: 'SNOOZED' } fails the attempt if its delay is bad
+  else if (isAwaitChildren(result)) checkChildren(result.children);
   // A completion made in the handler's transaction was validated before it was written.
   else if (definition.validateCompletion && execution.state !== 'committing') await definition.validateCompletion(result, payload, context);
   return result;

@@ -8,6 +8,7 @@ import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow } from '../rows.js';
 import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { ACTION_COLUMNS, deadLetterAction, LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
+import { reopen, stepsOn } from './flows.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { checkText, decode, sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';
@@ -48,6 +49,7 @@ export async function replayDeadLetters(
       );
       if (requeued.affectedRows === 1) {
         await db.exec(conn, 'UPDATE system_async_task_dead_letter SET replayed_at = NOW(3), replay_task_id = ? WHERE id = ?', [taskId, id]);
+        await reopen(stepsOn(db, conn), [taskId]);
         if (actor) await recordActions(db, conn, [deadLetterAction('REPLAY', actor, taskId, id)]);
         letter.replayed_at = 'now';
         letter.replay_task_id = taskId;
@@ -126,6 +128,8 @@ export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finished
   result.attempts = (await db.exec(conn, 'DELETE FROM system_async_task_attempt WHERE task_id IN (?)', [ids])).affectedRows;
   result.failures = (await db.exec(conn, 'DELETE FROM system_async_task_failure WHERE task_id IN (?)', [ids])).affectedRows;
   await db.exec(conn, 'DELETE FROM system_async_task_action WHERE task_id IN (?)', [ids]);
+  // A purged child's edges go with it; a purged parent's stay (resolved) for children still kept.
+  await db.exec(conn, 'DELETE FROM system_async_task_dependency WHERE child_id IN (?)', [ids]);
   result.tasks = (await db.exec(conn, 'DELETE FROM system_async_task WHERE id IN (?)', [ids])).affectedRows;
   return result;
 }

@@ -18,6 +18,7 @@ import type { AttemptOutcome, ClaimParams, FinishAndClaimResult } from '../types
 import { claim, type CapCache, type ClaimSteps, type EndedLease } from './claim.js';
 import type { BatchedTransaction, Statement } from './connection.js';
 import { lockOutcomeRows, planOutcomes, type OutcomePlan } from './finish.js';
+import { settle } from './flows.js';
 
 export async function finishAndClaim(
   tx: BatchedTransaction,
@@ -60,14 +61,22 @@ class FinishingSteps implements ClaimSteps {
   async last(statements: readonly Statement[]): Promise<unknown[]> {
     const writes = this.written ? [] : this.plan!.writes;
     this.written = true;
+    if (writes.length > 0 && this.plan!.flowEnded.length > 0) {
+      // A flow node ended: its children settle before the commit (flows.ts), in a round trip of their own.
+      this.plan!.check(await this.tx.step(writes));
+      this.released = await settle(this.tx, this.plan!.flowEnded);
+      return this.tx.last(statements);
+    }
     const results = await this.tx.last([...writes, ...statements]);
     if (writes.length > 0) this.plan!.check(results);
     return results.slice(writes.length);
   }
 
+  private released: string[] = [];
+
   /** The outcome writes, if the claim's last step did not carry them; the outcomes' answer. */
   async flush(): Promise<OutcomePlan['result']> {
     if (!this.written && this.plan!.writes.length > 0) await this.last([]);
-    return this.plan!.result;
+    return this.released.length > 0 ? { ...this.plan!.result, released: this.released } : this.plan!.result;
   }
 }

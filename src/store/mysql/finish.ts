@@ -28,6 +28,7 @@ import {
 import type { AttemptOutcome, FinishResult } from '../types.js';
 import type { Statement, TransactionSteps } from './connection.js';
 import { addMs } from './encode.js';
+import { settle } from './flows.js';
 import {
   caseById,
   closeAttemptsStatement,
@@ -47,15 +48,22 @@ export async function finishAttempts(tx: TransactionSteps, outcomes: readonly At
   const [rows] = (await tx.step([lockOutcomeRows(outcomes)])) as Row[][];
   const plan = planOutcomes(outcomes, rows!);
   if (plan.writes.length === 0) return plan.result;
-  plan.check(await tx.last(plan.writes));
-  return plan.result;
+  if (plan.flowEnded.length === 0) {
+    plan.check(await tx.last(plan.writes));
+    return plan.result;
+  }
+  // A flow node ended: its children settle in the same transaction, before the commit (flows.ts).
+  plan.check(await tx.step(plan.writes));
+  const released = await settle(tx, plan.flowEnded);
+  await tx.last([]);
+  return released.length > 0 ? { ...plan.result, released } : plan.result;
 }
 
 /** Round trip 1 of an outcome write: the tasks' rows, locked in id order (task_type and owner: the slots they free). */
 export function lockOutcomeRows(outcomes: readonly AttemptOutcome[]): Statement {
   const ids = sortedIds(outcomes.map((o) => o.lease.taskId));
   return {
-    sql: `SELECT id, task_type, owner, status, lease_owner, attempt_count, lease_token, NOW(3) AS db_now FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE`,
+    sql: `SELECT id, task_type, owner, status, lease_owner, attempt_count, lease_token, flow_id, NOW(3) AS db_now FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE`,
     values: [ids],
   };
 }
@@ -65,6 +73,8 @@ export interface OutcomePlan {
   result: FinishResult;
   /** The rows (from lockOutcomeRows) whose lease the writes end. */
   ended: Row[];
+  /** Tasks of a flow these writes end for good: their children settle before the commit. */
+  flowEnded: string[];
   writes: Statement[];
   /** Throws unless the fenced UPDATEs (the first results of `writes`) changed exactly the rows decided on. */
   check(written: readonly unknown[]): void;
@@ -72,7 +82,7 @@ export interface OutcomePlan {
 
 /** Decides, from the locked rows, which outcomes still hold their lease, and the writes for those. */
 export function planOutcomes(outcomes: readonly AttemptOutcome[], rows: readonly Row[]): OutcomePlan {
-  const none = (applied: boolean[]): OutcomePlan => ({ result: { applied, deadLetters: [] }, ended: [], writes: [], check: () => undefined });
+  const none = (applied: boolean[]): OutcomePlan => ({ result: { applied, deadLetters: [] }, ended: [], flowEnded: [], writes: [], check: () => undefined });
   if (rows.length === 0) return none(outcomes.map(() => false));
   const now = String(rows[0]!.db_now);
   const current = new Map(rows.map((row) => [String(row.id), row]));
@@ -123,7 +133,11 @@ export function planOutcomes(outcomes: readonly AttemptOutcome[], rows: readonly
       if (affected !== group.length) throw new StoreError(`MySQL store: a fenced outcome write changed ${affected} rows, expected ${group.length}`);
     });
   const result = { applied, deadLetters: letters.map((l) => ({ taskId: l.taskId, deadLetterId: l.deadLetterId })) };
-  return { result, ended: [...taken].map((id) => current.get(id)!), writes, check };
+  const flowEnded = [...byTarget]
+    .filter(([target]) => TERMINAL_STATUSES.includes(target))
+    .flatMap(([, group]) => group.map((o) => o.lease.taskId))
+    .filter((id) => current.get(id)!.flow_id !== null && current.get(id)!.flow_id !== undefined);
+  return { result, ended: [...taken].map((id) => current.get(id)!), flowEnded, writes, check };
 }
 
 /** One UPDATE for every task going to one status, fenced (lease owner, attempt, token, leased status); per-task values through valueById. */

@@ -8,7 +8,7 @@
  * answered from what was sent and the database's clock, without a read back.
  */
 import { PayloadTooLargeError, ValidationError } from '../../core/errors.js';
-import { TaskStatus } from '../../core/status.js';
+import { initialStatus } from '../rules/flows.js';
 import type { NewTask, Task } from '../../core/task.js';
 import { newTaskRow, taskFromRow, type Row } from '../rows.js';
 import type { InsertTaskResult, PayloadLimit } from '../types.js';
@@ -23,7 +23,7 @@ const MAX_STATEMENT_ROWS = 1000;
 const STATEMENT_ROOM_BYTES = 4096;
 
 const COLUMNS = `id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
-  max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states`;
+  max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states, flow_id, pending_parents`;
 
 export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {
   if (tasks.length === 0) return [];
@@ -68,7 +68,7 @@ async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask
     const rows = chunk.map((task) => [
       task.id,
       task.taskType,
-      TaskStatus.QUEUED,
+      initialStatus(task),
       task.priority,
       task.payloadJson,
       sqlTime(availableAtOf(task, now)),
@@ -84,6 +84,8 @@ async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask
       now,
       uniqueKey,
       task.unique?.states ?? null,
+      task.flowId ?? null,
+      task.pendingParents ?? null,
     ]);
     await db.exec(conn, `INSERT INTO system_async_task (${COLUMNS}) VALUES ?${keyed ? ' ON DUPLICATE KEY UPDATE id = id' : ''}`, [rows]);
   }

@@ -314,6 +314,27 @@ ON DUPLICATE KEY UPDATE slot = slot`,
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 13,
+    name: 'flows',
+    // Flows (rules/flows.ts): a task's flow and how many parents it still waits for (BLOCKED while > 0), and one row
+    // per dependency edge, resolved once when its parent ends (fan_out: made by a handler's awaitChildren). The
+    // primary key (parent first) serves the settle after a parent's end; the child index a task's parents.
+    statements: [
+      `ALTER TABLE system_async_task ADD COLUMN flow_id VARCHAR(64) NULL, ADD COLUMN pending_parents INT NULL,
+  ADD KEY ix_system_async_task_flow (flow_id, create_time)`,
+      `CREATE TABLE IF NOT EXISTS system_async_task_dependency (
+  parent_id VARCHAR(64) NOT NULL,
+  child_id VARCHAR(64) NOT NULL,
+  on_failure VARCHAR(16) NOT NULL,
+  fan_out TINYINT NOT NULL DEFAULT 0,
+  resolved VARCHAR(16) NULL,
+  created_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (parent_id, child_id),
+  KEY ix_system_async_task_dependency_child (child_id)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

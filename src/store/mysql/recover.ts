@@ -18,6 +18,7 @@ import {
 import type { Row } from '../rows.js';
 import type { RecoveryResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
+import { settle, stepsOn } from './flows.js';
 import { closeAttempts, insertDeadLetters, insertFailures, type FailureInsert } from './sql.js';
 
 export async function recoverExpired(db: MysqlDatabase, batchSize: number): Promise<RecoveryResult> {
@@ -65,6 +66,10 @@ async function expiredLeases(db: MysqlDatabase, conn: Conn, batchSize: number): 
   const failureOf = ({ row, decision }: Decided): FailureInsert => ({ taskId: String(row.id), attempt: Number(row.attempt_count), failure: decision.failure! });
   await insertFailures(db, conn, decided.filter((d) => d.decision.failure !== null).map(failureOf), now);
   await insertDeadLetters(db, conn, decided.filter((d) => d.decision.deadLetter).map(failureOf), now);
+  await settle(
+    stepsOn(db, conn),
+    decided.filter((d) => d.decision.finished).map((d) => String(d.row.id)),
+  );
   return tallyExpired(decided.map((d) => d.decision));
 }
 
@@ -98,6 +103,7 @@ async function pastDeadline(db: MysqlDatabase, conn: Conn, batchSize: number): P
   const failures = rows.map((row) => ({ taskId: String(row.id), attempt: Number(row.attempt_count), failure: DEADLINE_FAILURE }));
   await insertFailures(db, conn, failures, now);
   await insertDeadLetters(db, conn, failures, now);
+  await settle(stepsOn(db, conn), ids);
   return rows.length;
 }
 

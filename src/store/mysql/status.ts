@@ -6,7 +6,8 @@
  */
 import { scopeOwner } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { changeStatusAssignments, checkStatusTarget, statusChangeActions } from '../rules/index.js';
+import { changeStatusAssignments, checkStatusTarget, statusAfterChange, statusChangeActions } from '../rules/index.js';
+import { reopen, settle, stepsOn } from './flows.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { sqlTime } from './encode.js';
@@ -19,10 +20,11 @@ export async function changeStatus(db: MysqlDatabase, conn: Conn, params: Change
   const owner = scopeOwner(params.scope);
   const rows = await db.rows(
     conn,
-    `SELECT id, status FROM system_async_task WHERE id IN (?) ${owner === null ? '' : 'AND owner = ?'} ORDER BY id FOR UPDATE`,
+    `SELECT id, status, pending_parents FROM system_async_task WHERE id IN (?) ${owner === null ? '' : 'AND owner = ?'} ORDER BY id FOR UPDATE`,
     owner === null ? [ids] : [ids, owner],
   );
   const current = new Map(rows.map((row) => [String(row.id), String(row.status) as TaskStatus]));
+  const pending = new Map(rows.map((row) => [String(row.id), Number(row.pending_parents ?? 0)]));
   const applicable = ids.filter((id) => {
     const status = current.get(id);
     return status !== undefined && params.from.includes(status);
@@ -33,6 +35,9 @@ export async function changeStatus(db: MysqlDatabase, conn: Conn, params: Change
     await db.exec(conn, `UPDATE system_async_task SET ${sets.join(', ')} WHERE id IN (?)`, [...values, applicable]);
     const changed = applicable.map((id) => ({ id, from: current.get(id)! }));
     await recordActions(db, conn, statusChangeActions(params.record, changed, params.to));
+    // A cancel settles the flow children of what it ended; a retry re-opens the edges its failure resolved.
+    if (params.to === 'CANCELLED') await settle(stepsOn(db, conn), applicable);
+    if (params.to === 'QUEUED') await reopen(stepsOn(db, conn), applicable);
   }
   const applied = new Set(applicable);
   // Answers follow the input order (duplicates included); only the first mention of an id reports the change.
@@ -40,6 +45,6 @@ export async function changeStatus(db: MysqlDatabase, conn: Conn, params: Change
   return params.ids.map((id) => {
     const changed = applied.has(id) && !reported.has(id);
     reported.add(id);
-    return { id, applied: changed, status: applied.has(id) ? params.to : (current.get(id) ?? null) };
+    return { id, applied: changed, status: applied.has(id) ? statusAfterChange(params.to, pending.get(id) ?? 0) : (current.get(id) ?? null) };
   });
 }

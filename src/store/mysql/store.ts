@@ -10,6 +10,7 @@
  * `subscribe` hears the submits of this process at once (LocalBus) and those
  * of other processes through the wake-up counters (wakeups.ts).
  */
+import * as flows from './flows.js';
 import type { Connection, PoolConnection } from 'mysql2/promise';
 import type { Connection as CallbackConnection, PoolConnection as CallbackPoolConnection } from 'mysql2';
 import { InvalidOptionsError } from '../../core/errors.js';
@@ -20,6 +21,11 @@ import { guardStore, LEASE_METHODS, StoreBase, type StoreMethod } from '../base.
 import type { LocalBus } from '../local-bus.js';
 import type {
   Actor,
+  AwaitChildrenResult,
+  DependencyEdge,
+  FlowGraph,
+  OnParentFailure,
+  TaskDependencies,
   ClaimPlan,
   AnalysisData,
   AttemptOutcome,
@@ -182,6 +188,34 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     // Not in a caller's transaction: its row lock would be held until the caller commits, blocking other submits.
     // Other processes see these tasks at their next poll.
     return this.db.onCallerConnection(callerConnection(params.transaction, 'insertTasks'), (conn) => insertTasks(this.db, conn, params.tasks));
+  }
+
+  insertFlow(params: { tasks: readonly NewTask[]; edges: readonly DependencyEdge[]; transaction?: MysqlTransaction }): Promise<InsertTaskResult[]> {
+    // The wake-up of what it queued goes through the counters after the commit (see wakeUp above).
+    if (params.transaction === undefined || params.transaction === null) {
+      return this.db.transaction((conn) => flows.insertFlow(this.db, conn, params.tasks, params.edges));
+    }
+    return this.db.onCallerConnection(callerConnection(params.transaction, 'insertFlow'), (conn) =>
+      flows.insertFlow(this.db, conn, params.tasks, params.edges),
+    );
+  }
+
+  listDependencies(params: { taskId: string; scope: Scope }): Promise<TaskDependencies> {
+    return this.db.run((conn) => flows.listDependencies(this.db, conn, params.taskId, params.scope));
+  }
+
+  getFlow(params: { flowId: string; scope: Scope; limit: number }): Promise<FlowGraph> {
+    return this.db.run((conn) => flows.getFlow(this.db, conn, params.flowId, params.scope, params.limit));
+  }
+
+  async awaitChildren(params: {
+    lease: Lease;
+    children: readonly NewTask[];
+    onFailure: OnParentFailure;
+    progress: TaskProgress | null;
+  }): Promise<AwaitChildrenResult> {
+    if (params.progress !== null && !(await this.saveProgress({ lease: params.lease, progress: params.progress }))) return { applied: false, children: [] };
+    return this.db.transaction((conn) => flows.awaitChildren(this.db, conn, params.lease, params.children, params.onFailure));
   }
 
   getTask(params: { id: string; scope: Scope }): Promise<Task | null> {

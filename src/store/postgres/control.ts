@@ -7,6 +7,7 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
+import { reopenCallSql } from './flows.js';
 import { run, type PgContext } from './connection.js';
 import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES, uuidKeys } from './encode.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
@@ -54,7 +55,8 @@ marked AS (
   RETURNING d.id, d.original_task_id
 ),
 acted AS (${deadLetterActionsSql(ctx, 'REPLAY', 'marked', 4)}),
-notified AS (SELECT pg_notify($3, '${WAKE_ALL_PAYLOAD}') FROM marked HAVING count(*) > 0)
+notified AS (SELECT pg_notify($3, '${WAKE_ALL_PAYLOAD}') FROM marked HAVING count(*) > 0),
+reopened AS (SELECT ${reopenCallSql(ctx, 'ARRAY(SELECT original_task_id FROM marked)')})
 SELECT
   CASE WHEN l.id IS NULL THEN 'NOT_FOUND'
        WHEN l.replayed_at IS NOT NULL THEN 'ALREADY_REPLAYED'
@@ -72,6 +74,7 @@ LEFT JOIN letters l ON l.id = i.id
 LEFT JOIN marked m ON m.id = i.id
 LEFT JOIN ${task} t ON t.id = l.original_task_id
 CROSS JOIN (SELECT count(*) AS n FROM notified) AS note
+CROSS JOIN (SELECT count(*) FROM reopened) AS flowed
 ORDER BY i.ord`;
   // One row per id asked for, in order; an id that is not a UUID is a null key, found nowhere, and answered as given.
   const result = await run<{ outcome: ReplayResult['outcome']; task_id: string | null }>(ctx.pool, 'replaying dead letters', sql, [
@@ -145,7 +148,9 @@ archived AS (
 ),
 attempts AS (DELETE FROM ${attempt} a WHERE a.task_id = ANY (ARRAY(SELECT id FROM deleted)) RETURNING 1),
 failures AS (DELETE FROM ${failure} f WHERE f.task_id = ANY (ARRAY(SELECT id FROM deleted)) RETURNING 1),
-actions AS (DELETE FROM ${action} x WHERE x.task_id = ANY (ARRAY(SELECT id FROM deleted)))
+actions AS (DELETE FROM ${action} x WHERE x.task_id = ANY (ARRAY(SELECT id FROM deleted))),
+-- a purged child's edges go with it; a purged parent's stay (resolved) for children still kept
+edges AS (DELETE FROM ${ctx.tables.dependency} e WHERE e.child_id = ANY (ARRAY(SELECT id FROM deleted)))
 SELECT (SELECT count(*) FROM deleted)::integer AS tasks, (SELECT count(*) FROM attempts)::integer AS attempts,
        (SELECT count(*) FROM failures)::integer AS failures, (SELECT count(*) FROM archived)::integer AS archived`;
   const result = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(ctx.pool, 'purging finished tasks', sql, [

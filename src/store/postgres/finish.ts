@@ -18,6 +18,7 @@ import type { AttemptOutcome, ClaimParams, DeadLetterRef, FinishAndClaimResult, 
 import { CLAIM_ARG_COUNT, claimArgs, claimTasks } from './claim.js';
 import { run, sql, type PgContext, type Queryable, statementName } from './connection.js';
 import { attemptRowsSql, fencedLookup } from './leases.js';
+import { settleCallSql } from './flows.js';
 import { decodePostgres, storableMessage, uuidKey } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_WAITERS_PAYLOAD } from './wakeups.js';
 import {
@@ -124,6 +125,7 @@ dead AS (
 )
 SELECT updated.ord, updated.dead_letter_id::text FROM updated;
 ${awaitedNotifySql(ctx)}
+${settleAfterFinishSql(ctx)}
 END
 $finish$;`;
 }
@@ -141,6 +143,17 @@ function awaitedNotifySql(ctx: PgContext): string {
   PERFORM pg_notify('${ctx.channel}', CASE WHEN 39 * count(DISTINCT w.task_id) > ${MAX_NOTIFY_BYTES - 100} THEN '${WAKE_WAITERS_PAYLOAD}'
     ELSE json_build_object('k', 'f', 'i', array_agg(DISTINCT w.task_id))::text END)
   FROM ${awaited} w WHERE w.task_id = ANY($1::uuid[]) HAVING count(*) > 0;
+END IF;`;
+}
+
+/**
+ * After the outcomes, in their transaction: the flow children of the tasks
+ * they ended settle (flows.ts). The probe of the edges' primary key keeps the
+ * common drain, which has no edges, at one index lookup per outcome.
+ */
+function settleAfterFinishSql(ctx: PgContext): string {
+  return `IF EXISTS (SELECT 1 FROM ${ctx.tables.dependency} d WHERE d.parent_id = ANY ($1::uuid[]) AND d.resolved IS NULL) THEN
+  PERFORM ${settleCallSql(ctx, '$1::uuid[]')};
 END IF;`;
 }
 

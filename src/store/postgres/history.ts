@@ -103,7 +103,9 @@ BEGIN
   gone_actions AS (DELETE FROM ${action} x USING gone_tasks g WHERE x.task_id = g.id RETURNING x.*, g.finish_time),
   kept_actions AS (INSERT INTO ${s}.system_async_task_action_history SELECT * FROM gone_actions WHERE finish_time >= cutoff),
   archived_letters AS (
-    UPDATE ${deadLetter} d SET archived_at = now() FROM gone_tasks g WHERE d.original_task_id = g.id AND d.archived_at IS NULL RETURNING 1)
+    UPDATE ${deadLetter} d SET archived_at = now() FROM gone_tasks g WHERE d.original_task_id = g.id AND d.archived_at IS NULL RETURNING 1),
+  -- a flow's edges are not kept in the history: a child that leaves the task table takes its edges along
+  gone_edges AS (DELETE FROM ${ctx.tables.dependency} e USING gone_tasks g WHERE e.child_id = g.id)
   SELECT (SELECT count(*) FROM gone_tasks), (SELECT count(*) FROM kept), (SELECT count(*) FROM gone_attempt_rows),
          (SELECT count(*) FROM kept_attempts), (SELECT count(*) FROM gone_failure_rows), (SELECT count(*) FROM kept_failures),
          (SELECT count(*) FROM archived_letters)

@@ -93,6 +93,8 @@ async function insertBatch(
   unique?: { key: string; states: number },
 ): Promise<Map<string, Task>> {
   const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], []];
+  // Flow columns only when the batch has a flow node: a plain submit's statement is unchanged.
+  const flow = tasks.some((t) => t.flowId || t.pendingParents);
   for (const t of tasks) {
     const values = [
       t.id,
@@ -110,18 +112,23 @@ async function insertBatch(
     ];
     values.forEach((value, i) => columns[i]!.push(value));
   }
+  // A flow's columns come after every other parameter ($14–15, or $16–17 after a unique key's).
+  const flowValues = flow ? [tasks.map((t) => t.flowId ?? null), tasks.map((t) => t.pendingParents ?? null)] : [];
+  const suffix = flow ? '_flow' : '';
   if (!unique && !tasks.some((t) => t.idempotencyKey !== null)) {
     // Without idempotency keys nothing can conflict: every row is inserted, so a plain INSERT (no
     // speculative insertion per row) and one answer row, the statement's clock, instead of one per task.
-    const text = sql(ctx, 'insert_unkeyed', (c) => insertSql(c, false));
-    const result = await run<Row>(on, 'inserting tasks', text, [...columns, channel], statementName(ctx, 'insert_unkeyed'));
+    const name = `insert_unkeyed${suffix}`;
+    const text = sql(ctx, name, (c) => insertSql(c, false, false, flow));
+    const result = await run<Row>(on, 'inserting tasks', text, [...columns, channel, ...flowValues], statementName(ctx, name));
     const createdAt = decodePostgres.time(result.rows[0]!.create_time);
     const created = createdAt.getTime();
     return new Map(tasks.map((t) => [t.id, newTaskRow(t, t.availableAt ?? new Date(created + t.delayMs), createdAt)]));
   }
-  const text = unique ? sql(ctx, 'insert_unique', (c) => insertSql(c, true, true)) : sql(ctx, 'insert', insertSql);
-  const values = unique ? [...columns, channel, unique.key, unique.states] : [...columns, channel];
-  const result = await run<Row>(on, 'inserting tasks', text, values, statementName(ctx, unique ? 'insert_unique' : 'insert'));
+  const name = `${unique ? 'insert_unique' : 'insert'}${suffix}`;
+  const text = sql(ctx, name, (c) => insertSql(c, true, !!unique, flow));
+  const values = unique ? [...columns, channel, unique.key, unique.states, ...flowValues] : [...columns, channel, ...flowValues];
+  const result = await run<Row>(on, 'inserting tasks', text, values, statementName(ctx, name));
   // Only the database's own values come back (its clock); the rest of each new row is what we sent.
   const byId = new Map(tasks.map((t) => [t.id, t]));
   return new Map(
@@ -132,9 +139,16 @@ async function insertBatch(
   );
 }
 
-/** `unique`: one row carrying $14 unique_key and $15 unique_states; any unique index may refuse it. */
-function insertSql(ctx: PgContext, keyed = true, unique = false): string {
+/**
+ * `unique`: one row carrying $14 unique_key and $15 unique_states; any unique index may refuse it. `flow`: two more
+ * arrays, flow_id and pending_parents (rules/flows.ts: a task with parents pending starts BLOCKED).
+ */
+function insertSql(ctx: PgContext, keyed = true, unique = false, flow = false): string {
   const { task } = ctx.tables;
+  const f = unique ? 16 : 14;
+  const flowInput = flow ? `, $${f}::uuid[], $${f + 1}::integer[]` : '';
+  const flowNames = flow ? ', flow_id, pending_parents' : '';
+  const status = flow ? `CASE WHEN COALESCE(pending_parents, 0) > 0 THEN ${STATUS_SQL.BLOCKED} ELSE ${STATUS_SQL.QUEUED} END` : STATUS_SQL.QUEUED;
   const conflict = unique
     ? 'ON CONFLICT DO NOTHING'
     : keyed
@@ -143,15 +157,15 @@ function insertSql(ctx: PgContext, keyed = true, unique = false): string {
   return `
 WITH input AS (
   SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::integer[], $5::double precision[], $6::timestamptz[],
-                       $7::timestamptz[], $8::integer[], $9::text[], $10::text[], $11::text[], $12::text[])
+                       $7::timestamptz[], $8::integer[], $9::text[], $10::text[], $11::text[], $12::text[]${flowInput})
     WITH ORDINALITY AS u(id, task_type, payload_json, priority, delay_ms, available_at, deadline_at, max_attempts,
-                         owner, idempotency_key, trace_id, trace_parent, ord)
+                         owner, idempotency_key, trace_id, trace_parent${flowNames}, ord)
 ),
 inserted AS (
   INSERT INTO ${task} (id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
-                       max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time${unique ? ', unique_key, unique_states' : ''})
-  SELECT id, task_type, ${STATUS_SQL.QUEUED}, priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
-         deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, trace_parent, now(), now()${unique ? ', $14::text, $15::integer' : ''}
+                       max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time${unique ? ', unique_key, unique_states' : ''}${flowNames})
+  SELECT id, task_type, ${status}, priority, payload_json, COALESCE(available_at, now() + delay_ms * interval '1 millisecond'),
+         deadline_at, 0, 0, max_attempts, owner, idempotency_key, trace_id, trace_parent, now(), now()${unique ? ', $14::text, $15::integer' : ''}${flowNames}
   FROM input ORDER BY ord
   ${conflict}
   RETURNING ${keyed ? 'id, task_type, available_at, create_time' : 'task_type'}

@@ -10,6 +10,7 @@ import type pg from 'pg';
 import { ErrorCode, TaskLeaseError } from '../../core/errors.js';
 import { claimFunctionSql } from './claim.js';
 import { finishFunctionSql } from './finish.js';
+import { flowFunctionsSql } from './flows.js';
 import { historyFunctionsSql } from './history.js';
 import { beginOn, run, withClient, type PgContext } from './connection.js';
 import { MIGRATE_LOCK_SCOPE, PG_MIGRATIONS } from './migrations.js';
@@ -49,6 +50,7 @@ async function applyMigrations(ctx: PgContext, client: pg.PoolClient): Promise<v
     await run(client, 'recording the migration', `INSERT INTO ${ctx.tables.migrations} (version, name) VALUES ($1, $2)`, [migration.version, migration.name]);
   }
   // Repeatable: the claim and outcome functions always match this code (CREATE OR REPLACE under the lock).
+  await run(client, 'installing the flow functions', flowFunctionsSql(ctx));
   await run(client, 'installing the claim function', claimFunctionSql(ctx));
   await run(client, 'installing the outcome function', finishFunctionSql(ctx));
   await run(client, 'installing the history functions', historyFunctionsSql(ctx));

@@ -387,4 +387,28 @@ CREATE TABLE ${s}.system_async_task_action_history (LIKE ${s}.system_async_task_
 CREATE INDEX ix_system_async_task_action_history_task ON ${s}.system_async_task_action_history (task_id, acted_at);
 `,
   },
+  {
+    version: 19,
+    name: 'flows',
+    // Flows (rules/flows.ts): a task's flow and how many parents it still waits for (BLOCKED while > 0), on the live
+    // table and its history (same columns, same order: a move is INSERT … SELECT *), and one row per dependency edge,
+    // resolved once when its parent ends (fan_out: made by a handler's awaitChildren). Both new task columns are null
+    // outside flows: no byte more per plain task. The primary key (parent first) serves the settle after a parent's
+    // end; the child index a task's parents and a flow's edges.
+    sql: (s) => `
+ALTER TABLE ${s}.system_async_task ADD COLUMN flow_id uuid, ADD COLUMN pending_parents integer;
+ALTER TABLE ${s}.system_async_task_history ADD COLUMN flow_id uuid, ADD COLUMN pending_parents integer;
+CREATE INDEX ix_system_async_task_flow ON ${s}.system_async_task (flow_id, create_time) WHERE flow_id IS NOT NULL;
+CREATE TABLE ${s}.system_async_task_dependency (
+  parent_id uuid NOT NULL,
+  child_id uuid NOT NULL,
+  on_failure text NOT NULL,
+  fan_out boolean NOT NULL DEFAULT false,
+  resolved text,
+  created_at timestamptz NOT NULL,
+  PRIMARY KEY (parent_id, child_id)
+);
+CREATE INDEX ix_system_async_task_dependency_child ON ${s}.system_async_task_dependency (child_id);
+`,
+  },
 ];

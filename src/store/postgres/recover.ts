@@ -21,6 +21,7 @@ import {
 } from '../rules/index.js';
 import type { RecoveryResult } from '../types.js';
 import { run, sql, type PgContext } from './connection.js';
+import { settleCallSql } from './flows.js';
 
 export async function recover(ctx: PgContext, batchSize: number): Promise<RecoveryResult> {
   const expired = await run<{ requeued: number; failed: number; cancelled: number }>(
@@ -87,7 +88,9 @@ dead AS (
 )
 SELECT count(*) FILTER (WHERE status = ${STATUS_SQL.QUEUED})::integer AS requeued,
        count(*) FILTER (WHERE status = ${STATUS_SQL.FAILED})::integer AS failed,
-       count(*) FILTER (WHERE status = ${STATUS_SQL.CANCELLED})::integer AS cancelled
+       count(*) FILTER (WHERE status = ${STATUS_SQL.CANCELLED})::integer AS cancelled,
+       -- the flow children of the tasks this ended, in the same statement (flows.ts)
+       ${settleCallSql(ctx, `ARRAY(SELECT id FROM changed WHERE status <> ${STATUS_SQL.QUEUED})`)} AS released
 FROM changed`;
 }
 
@@ -113,5 +116,5 @@ dead AS (
   INSERT INTO ${deadLetter} (id, original_task_id, task_type, owner, payload_json, error_code, error_message, trace_id, attempt_count, moved_at)
   SELECT ${uuid}, c.id, c.task_type, c.owner, c.payload_json, ${DEADLINE_EXCEEDED_SQL}, $2, c.trace_id, c.attempt_count, now() FROM changed c
 )
-SELECT count(*)::integer AS n FROM changed`;
+SELECT count(*)::integer AS n, ${settleCallSql(ctx, 'ARRAY(SELECT id FROM changed)')} AS released FROM changed`;
 }

@@ -12,6 +12,7 @@ import { ACTION_COLUMNS, changeStatusAssignments } from '../rules/index.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { uuidKeys } from './encode.js';
+import { reopenCallSql, settleCallSql } from './flows.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
 
 export async function changeStatus(ctx: PgContext, params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
@@ -33,12 +34,14 @@ acted AS (
   SELECT c.id, $6::text, l.status, c.status, $7::text, $8::text, $9::text, now() FROM changed c JOIN locked l ON l.id = c.id
   WHERE $6::text IS NOT NULL
 ),
-notified AS (${notifySql(params.to)})
+notified AS (${notifySql(params.to)}),
+flows AS (${flowSql(ctx, params.to)})
 SELECT c.id IS NOT NULL AS applied, COALESCE(c.status, cur.status) AS status, note.n AS notified
 FROM input i
 LEFT JOIN changed c ON c.id = i.id
 LEFT JOIN ${ctx.tables.task} cur ON cur.id = i.id AND ${inScope.replace('owner', 'cur.owner')}
 CROSS JOIN (SELECT count(*) AS n FROM notified) AS note
+CROSS JOIN (SELECT count(*) FROM flows) AS flowed
 ORDER BY i.ord`;
   const { record } = params;
   // One row per id asked for, in order; an id that is not a UUID is a null key, found nowhere, and answered as given.
@@ -55,6 +58,13 @@ ORDER BY i.ord`;
   ];
   const result = await run<{ applied: boolean; status: TaskStatus | null }>(ctx.pool, 'changing task status', sql, values);
   return result.rows.map((row, i) => ({ id: params.ids[i]!, applied: row.applied, status: row.status }));
+}
+
+/** A cancel settles the flow children of what it ended; a retry re-opens the edges its failure resolved (flows.ts). */
+function flowSql(ctx: PgContext, to: TaskStatus): string {
+  if (to === TaskStatus.CANCELLED) return `SELECT ${settleCallSql(ctx, 'ARRAY(SELECT id FROM changed)')}`;
+  if (to === TaskStatus.QUEUED) return `SELECT ${reopenCallSql(ctx, 'ARRAY(SELECT id FROM changed)')}`;
+  return 'SELECT 1';
 }
 
 function notifySql(to: TaskStatus): string {

@@ -18,6 +18,7 @@
  */
 import pg from 'pg';
 import { ErrorCode, StoreConnectTimeoutError, StoreError, ValidationError } from '../../core/errors.js';
+import * as flows from './flows.js';
 import type { Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
@@ -26,6 +27,11 @@ import { LocalBus } from '../local-bus.js';
 import { watchLocal } from '../outcome-watch.js';
 import type {
   Actor,
+  AwaitChildrenResult,
+  DependencyEdge,
+  FlowGraph,
+  OnParentFailure,
+  TaskDependencies,
   ClaimPlan,
   AnalysisData,
   AttemptOutcome,
@@ -286,6 +292,28 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
 
   async saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean> {
     return saveProgress(this.ctx, params.lease, params.progress);
+  }
+
+  async insertFlow(params: { tasks: readonly NewTask[]; edges: readonly DependencyEdge[]; transaction?: PostgresTransaction }): Promise<InsertTaskResult[]> {
+    return flows.insertFlow(this.ctx, params.tasks, params.edges, this.executorFor(params.transaction), this.ctx.channel);
+  }
+
+  async listDependencies(params: { taskId: string; scope: Scope }): Promise<TaskDependencies> {
+    return flows.listDependencies(this.ctx, params.taskId, params.scope);
+  }
+
+  async getFlow(params: { flowId: string; scope: Scope; limit: number }): Promise<FlowGraph> {
+    return flows.getFlow(this.ctx, params.flowId, params.scope, params.limit);
+  }
+
+  async awaitChildren(params: {
+    lease: Lease;
+    children: readonly NewTask[];
+    onFailure: OnParentFailure;
+    progress: TaskProgress | null;
+  }): Promise<AwaitChildrenResult> {
+    if (params.progress !== null && !(await this.saveProgress({ lease: params.lease, progress: params.progress }))) return { applied: false, children: [] };
+    return flows.awaitChildren(this.ctx, this.pool, params.lease, params.children, params.onFailure);
   }
 
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: PostgresTransaction }): Promise<FinishResult> {

@@ -51,13 +51,23 @@ export function changeStatusAssignments(
 ): string[] {
   checkStatusTarget(params.to);
   const row = sql.row ?? '';
-  const sets = [`status = ${STATUS_SQL[params.to]}`, `update_time = ${sql.now}`];
+  // A task sent back to the queue whose parents have not all ended waits for them (rules/flows.ts).
+  const status =
+    params.to === 'QUEUED'
+      ? `CASE WHEN COALESCE(${row}pending_parents, 0) > 0 THEN ${STATUS_SQL.BLOCKED} ELSE ${STATUS_SQL.QUEUED} END`
+      : STATUS_SQL[params.to];
+  const sets = [`status = ${status}`, `update_time = ${sql.now}`];
   if (params.to === 'QUEUED' || params.to === 'CANCELLED') sets.push('lease_owner = NULL', 'lease_until = NULL');
   if (params.to === 'QUEUED') sets.push('finish_time = NULL');
   if (params.to === 'CANCELLED') sets.push(`finish_time = ${sql.now}`);
   if (params.newCycle) sets.push(`attempt_base = ${row}attempt_count`);
   if (sql.availableAt) sets.push(`available_at = ${sql.availableAt}`);
   return sets;
+}
+
+/** The status changeStatusAssignments leaves: QUEUED is BLOCKED while the task has parents pending. */
+export function statusAfterChange(to: TaskStatus, pendingParents: number): TaskStatus {
+  return to === 'QUEUED' && pendingParents > 0 ? 'BLOCKED' : to;
 }
 
 /** A dead letter's replay: its FAILED task goes back to QUEUED with a fresh attempt cycle, available now. */

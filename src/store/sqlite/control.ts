@@ -8,7 +8,8 @@ import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
-import { ACTION_COLUMNS, deadLetterAction, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
+import { ACTION_COLUMNS, deadLetterAction, DEPENDENCY_TABLE, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
+import { reopen } from './flows.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 
@@ -33,6 +34,7 @@ export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, 
     const taskId = String(letter.original_task_id);
     if (requeue.run({ now, id: taskId }).changes === 1) {
       mark.run(now, taskId, id);
+      reopen(db, [taskId], now);
       if (actor) recordActions(db, [deadLetterAction('REPLAY', actor, taskId, id)], now);
       return { id, outcome: 'REPLAYED', taskId };
     }
@@ -87,6 +89,8 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
   const attempts = statement(db, 'DELETE FROM system_async_task_attempt WHERE task_id = ?');
   const failures = statement(db, 'DELETE FROM system_async_task_failure WHERE task_id = ?');
   const actions = statement(db, 'DELETE FROM system_async_task_action WHERE task_id = ?');
+  // A purged child's edges go with it; a purged parent's stay (resolved) for children still kept.
+  const edges = statement(db, `DELETE FROM ${DEPENDENCY_TABLE} WHERE child_id = ?`);
   // Re-checked: an operator may have retried the task since it was selected.
   const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finish_time < ? AND status IN ${TERMINAL_SQL}`);
   for (const id of ids) {
@@ -96,6 +100,7 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
     result.attempts += attempts.run(id).changes;
     result.failures += failures.run(id).changes;
     actions.run(id);
+    edges.run(id);
   }
   return result;
 }

@@ -8,7 +8,7 @@
 import { uuidv7 } from '../../core/ids.js';
 import type { FailureRecord, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
-import { TaskStatus } from '../../core/status.js';
+import { isTerminal, TaskStatus } from '../../core/status.js';
 import {
   attemptBaseAfterSql,
   attemptOutcomeName,
@@ -56,7 +56,8 @@ function finishSql(kind: Kind): string {
 const STATEMENTS = new Map<Kind, string>();
 
 /** Writes one outcome; false when the lease is gone. A dead letter it makes is added to `deadLetters`. */
-export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowMs: number, deadLetters: DeadLetterRef[]): boolean {
+/** `ended`: the ids of the tasks this outcome ended (their flow children settle after the batch). */
+export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowMs: number, deadLetters: DeadLetterRef[], ended: string[]): boolean {
   const { lease } = outcome;
   let sql = STATEMENTS.get(outcome.kind);
   if (sql === undefined) STATEMENTS.set(outcome.kind, (sql = finishSql(outcome.kind)));
@@ -81,6 +82,7 @@ export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowM
   closeAttempt(db, lease.taskId, lease.attempt, attemptOutcomeName(outcome.kind), failure?.errorCode ?? null, now);
   if (failure) insertFailure(db, lease.taskId, lease.attempt, failure, now);
   if (failure && row.status === TaskStatus.FAILED) deadLetters.push({ taskId: lease.taskId, deadLetterId: insertDeadLetter(db, lease.taskId, failure, now) });
+  if (isTerminal(row.status as TaskStatus)) ended.push(lease.taskId);
   return true;
 }
 

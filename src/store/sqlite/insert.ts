@@ -6,7 +6,7 @@
  */
 import type { NewTask } from '../../core/task.js';
 import { taskFromRow, type Row } from '../rows.js';
-import { STATUS_SQL } from '../rules/index.js';
+import { initialStatus } from '../rules/index.js';
 import type { InsertTaskResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, toSqliteTime } from './encode.js';
@@ -19,8 +19,9 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
   const insert = statement(
     db,
     `INSERT INTO system_async_task (id, task_type, status, priority, payload_json, available_at, deadline_at,
-       attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states)
-     VALUES (?, ?, ${STATUS_SQL.QUEUED}, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+       attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states,
+       flow_id, pending_parents)
+     VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
   );
   return tasks.map((task): InsertTaskResult => {
     if (task.idempotencyKey !== null) {
@@ -34,6 +35,7 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
     const row = insert.get(
       task.id,
       task.taskType,
+      initialStatus(task),
       task.priority,
       task.payloadJson,
       availableAt,
@@ -47,6 +49,8 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
       now,
       uniqueKey,
       task.unique?.states ?? null,
+      task.flowId ?? null,
+      task.pendingParents ?? null,
     ) as Row;
     return { task: taskFromRow(row, decodeSqlite), created: true };
   });

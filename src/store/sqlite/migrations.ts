@@ -247,4 +247,27 @@ CREATE TABLE IF NOT EXISTS system_async_task_move (
 );
 `,
   },
+  {
+    version: 12,
+    name: 'flows',
+    // Flows (rules/flows.ts): a task's flow and how many parents it still waits for (BLOCKED while > 0), and one row
+    // per dependency edge, resolved once when its parent ends (fan_out: made by a handler's awaitChildren, from a
+    // child it made up to itself). The child index serves a task's parents and the
+    // flow's reads; the primary key (parent first) serves the settle after a parent's end.
+    sql: `
+ALTER TABLE system_async_task ADD COLUMN flow_id TEXT;
+ALTER TABLE system_async_task ADD COLUMN pending_parents INTEGER;
+CREATE INDEX ix_system_async_task_flow ON system_async_task (flow_id, create_time) WHERE flow_id IS NOT NULL;
+CREATE TABLE system_async_task_dependency (
+  parent_id TEXT NOT NULL,
+  child_id TEXT NOT NULL,
+  on_failure TEXT NOT NULL,
+  fan_out INTEGER NOT NULL DEFAULT 0,
+  resolved TEXT,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (parent_id, child_id)
+) WITHOUT ROWID;
+CREATE INDEX ix_system_async_task_dependency_child ON system_async_task_dependency (child_id);
+`,
+  },
 ];

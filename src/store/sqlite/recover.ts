@@ -18,12 +18,15 @@ import type { RecoveryResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { toSqliteTime } from './encode.js';
 import { closeAttempt, insertDeadLetter, insertFailure } from './finish.js';
+import { settle } from './flows.js';
 
 export function recover(db: Db, batchSize: number, nowMs: number): RecoveryResult {
   const now = toSqliteTime(nowMs);
   const result: RecoveryResult = { requeued: 0, failed: 0, cancelled: 0, retriesDue: 0, deadlineExpired: 0 };
-  expiredLeases(db, batchSize, now, result);
-  result.deadlineExpired = pastDeadline(db, batchSize, now);
+  const ended: string[] = [];
+  expiredLeases(db, batchSize, now, result, ended);
+  result.deadlineExpired = pastDeadline(db, batchSize, now, ended);
+  settle(db, ended, now);
   result.retriesDue = statement(
     db,
     `UPDATE system_async_task SET status = ${STATUS_SQL.QUEUED}, update_time = ?
@@ -32,7 +35,7 @@ export function recover(db: Db, batchSize: number, nowMs: number): RecoveryResul
   return result;
 }
 
-function expiredLeases(db: Db, batchSize: number, now: string, result: RecoveryResult): void {
+function expiredLeases(db: Db, batchSize: number, now: string, result: RecoveryResult, ended: string[]): void {
   const expired = statement(
     db,
     `SELECT id, status, attempt_count, attempt_base, max_attempts, lease_expiries FROM system_async_task
@@ -51,12 +54,13 @@ function expiredLeases(db: Db, batchSize: number, now: string, result: RecoveryR
     closeAttempt(db, id, attempt, decision.attemptOutcome, decision.failure?.errorCode ?? null, now);
     if (decision.failure) insertFailure(db, id, attempt, decision.failure, now);
     if (decision.deadLetter) insertDeadLetter(db, id, decision.failure!, now);
+    if (decision.finished) ended.push(id);
     return decision;
   });
   Object.assign(result, tallyExpired(decisions));
 }
 
-function pastDeadline(db: Db, batchSize: number, now: string): number {
+function pastDeadline(db: Db, batchSize: number, now: string, ended: string[]): number {
   const overdue = statement(
     db,
     `SELECT id, attempt_count FROM system_async_task WHERE status IN ${OVERDUE_SQL} AND deadline_at IS NOT NULL AND deadline_at <= ?
@@ -68,6 +72,7 @@ function pastDeadline(db: Db, batchSize: number, now: string): number {
     fail.run(DEADLINE_FAILURE.errorCode, now, now, id);
     insertFailure(db, id, Number(task.attempt_count), DEADLINE_FAILURE, now);
     insertDeadLetter(db, id, DEADLINE_FAILURE, now);
+    ended.push(id);
   }
   return overdue.length;
 }

@@ -16,7 +16,12 @@ import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
 import { guardStore, StoreBase } from '../base.js';
 import { LocalBus } from '../local-bus.js';
 import type {
+  AwaitChildrenResult,
   ClaimPlan,
+  DependencyEdge,
+  FlowGraph,
+  OnParentFailure,
+  TaskDependencies,
   AnalysisData,
   AttemptOutcome,
   AttemptRecord,
@@ -53,6 +58,7 @@ import * as control from './control.js';
 import { toSqliteTime } from './encode.js';
 import { mapSqliteError } from './errors.js';
 import { finishOutcome } from './finish.js';
+import * as flows from './flows.js';
 import { insertTasks } from './insert.js';
 import { releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { EXPECTED_SCHEMA_VERSION, migrate, schemaVersion } from './migrate.js';
@@ -180,6 +186,22 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.write(() => insertTasks(this.db, params.tasks, this.clock()));
   }
 
+  async insertFlow(params: { tasks: readonly NewTask[]; edges: readonly DependencyEdge[]; transaction?: SqliteTransaction }): Promise<InsertTaskResult[]> {
+    if (params.transaction !== undefined) throw new InvalidOptionsError('SqliteStore.insertFlow', 'transaction', 'is not supported on SQLite');
+    return this.write(() => {
+      const nowMs = this.clock();
+      return flows.insertFlow(this.db, params.tasks, params.edges, nowMs, toSqliteTime(nowMs));
+    });
+  }
+
+  async listDependencies(params: { taskId: string; scope: Scope }): Promise<TaskDependencies> {
+    return this.read(() => flows.listDependencies(this.db, params.taskId, params.scope));
+  }
+
+  async getFlow(params: { flowId: string; scope: Scope; limit: number }): Promise<FlowGraph> {
+    return this.read(() => flows.getFlow(this.db, params.flowId, params.scope, params.limit));
+  }
+
   async getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
     return this.read(() => reads.getTask(this.db, params.id, params.scope));
   }
@@ -237,8 +259,24 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     const nowMs = this.clock();
     const now = toSqliteTime(nowMs);
     const deadLetters: DeadLetterRef[] = [];
-    const applied = outcomes.map((outcome) => finishOutcome(this.db, outcome, now, nowMs, deadLetters));
-    return { applied, deadLetters };
+    const ended: string[] = [];
+    const applied = outcomes.map((outcome) => finishOutcome(this.db, outcome, now, nowMs, deadLetters, ended));
+    const released = flows.settle(this.db, ended, now);
+    return released.length > 0 ? { applied, deadLetters, released } : { applied, deadLetters };
+  }
+
+  async awaitChildren(params: {
+    lease: Lease;
+    children: readonly NewTask[];
+    onFailure: OnParentFailure;
+    progress: TaskProgress | null;
+  }): Promise<AwaitChildrenResult> {
+    return this.write(() => {
+      const nowMs = this.clock();
+      const now = toSqliteTime(nowMs);
+      if (params.progress !== null && !saveProgress(this.db, params.lease, params.progress, now)) return { applied: false, children: [] };
+      return flows.awaitChildren(this.db, params.lease, params.children, params.onFailure, nowMs, now);
+    });
   }
 
   async releaseTasks(params: { leases: readonly Lease[] }): Promise<number> {

@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runFlowSuite } from './suite.js';
+
+runFlowSuite(sqliteFactory);
