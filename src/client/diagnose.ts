@@ -3,8 +3,8 @@
  * its attempts, its last failures, its lease status, and a plain-language
  * verdict for the causes in the seed's troubleshooting guide.
  */
-import { NotFoundError } from '../core/errors.js';
-import type { Scope } from '../core/scope.js';
+import { ErrorCode, NotFoundError } from '../core/errors.js';
+import { Scope } from '../core/scope.js';
 import { isQuarantined, type Task } from '../core/task.js';
 import type { AttemptRecord, FailureRow, Store } from '../store/types.js';
 import { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey } from './policies.js';
@@ -19,6 +19,9 @@ export type CauseCode =
   | 'NOT_YET_AVAILABLE'
   | 'PAST_DEADLINE'
   | 'PAUSED'
+  | 'WAITING_FOR_PARENTS'
+  | 'WAITING_FOR_CHILDREN'
+  | 'CANCELLED_BY_PARENT'
   | 'POLICY_DISABLED'
   | 'LEASE_EXPIRING_REPEATEDLY'
   | 'LEASE_EXPIRED'
@@ -54,6 +57,24 @@ export interface DiagnoseOptions {
   workerSeenWithinMs: number;
 }
 
+/** A blocked task waits for the ends of its parents (a flow) or of the children its fan-out made: which, by id and status. */
+async function explainBlocked(store: Store, task: Task, add: (code: CauseCode, message: string) => void): Promise<void> {
+  const { parents } = await store.listDependencies({ taskId: task.id, scope: Scope.global() });
+  const open = parents.filter((p) => p.resolution === null);
+  const children = open.filter((p) => p.fanOut);
+  const flow = open.filter((p) => !p.fanOut);
+  const list = (links: typeof open) => names(links.map((l) => `${l.parentId} (${l.task?.status ?? 'gone'})`));
+  if (flow.length > 0) add('WAITING_FOR_PARENTS', `waits for parents ${list(flow)}: it is queued when the last of them ends`);
+  if (children.length > 0)
+    add('WAITING_FOR_CHILDREN', `waits for the ${children.length} children its handler made (${list(children)}): it runs again when they have ended`);
+  if (open.length === 0) add('WAITING_FOR_PARENTS', `waits for ${task.pendingParents} parent(s) whose edges are gone`);
+}
+
+/** At most five, then how many more. */
+function names(items: readonly string[]): string {
+  return items.length <= 5 ? items.join(', ') : `${items.slice(0, 5).join(', ')} and ${items.length - 5} more`;
+}
+
 export async function diagnose(store: Store, id: string, options: DiagnoseOptions): Promise<Diagnosis> {
   const task = await store.getTask({ id, scope: options.scope });
   if (!task) throw new NotFoundError('task', id);
@@ -76,9 +97,22 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
     );
   }
   switch (task.status) {
+    case 'BLOCKED':
+      await explainBlocked(store, task, add);
+      break;
+    case 'CANCELLED':
+      if (task.lastErrorCode === ErrorCode.PARENT_FAILED) {
+        const failed = (await store.listDependencies({ taskId: id, scope: options.scope })).parents.filter((p) => p.resolution === 'FAILED');
+        add(
+          'CANCELLED_BY_PARENT',
+          `cancelled because ${failed.length === 1 ? 'its parent' : 'parents'} ${names(failed.map((p) => p.parentId))} failed or were cancelled; retry the flow (or the parent) to run it`,
+        );
+        break;
+      }
+      add('FINISHED', `the task finished ${task.status}`);
+      break;
     case 'SUCCESS':
     case 'PARTIAL_SUCCESS':
-    case 'CANCELLED':
       add('FINISHED', `the task finished ${task.status}`);
       break;
     case 'FAILED':

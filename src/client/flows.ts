@@ -155,6 +155,9 @@ export async function flowTasks(store: Store, plan: PlannedFlow, tasks: NewTask[
   const existing = [...new Set(plan.parents.flatMap((list) => list.flatMap((p) => (p.taskId === undefined ? [] : [p.taskId]))))];
   for (const id of existing) if (!(await store.getTask({ id, scope }))) throw new NotFoundError('task', id);
   tasks.forEach((task, i) => {
+    if (task.unique && plan.parents[i]!.length > 0) {
+      throw new ValidationError('a task with parents cannot take a unique option (it holds no key while it waits): use an idempotency key', 'unique');
+    }
     task.flowId = plan.flowId;
     task.pendingParents = plan.parents[i]!.length;
     for (const parent of plan.parents[i]!) {

@@ -13,10 +13,10 @@
  */
 import { createHash } from 'node:crypto';
 import { ValidationError } from '../core/errors.js';
-import { ALL_STATUSES, isTaskStatus, TERMINAL_STATUSES, type TaskStatus } from '../core/status.js';
+import { isTaskStatus, TERMINAL_STATUSES, type TaskStatus } from '../core/status.js';
 import type { UniqueSpec } from '../core/task.js';
 import { checkKnownKeys, keysOf } from '../core/validate.js';
-import { FRESH_ONLY_BIT, statesMask } from '../store/rules/unique.js';
+import { FRESH_ONLY_BIT, statesMask, UNIQUE_STATUSES } from '../store/rules/unique.js';
 
 export interface UniqueOptions {
   /** What makes two submits of a type and owner the same. Default: the payload (as JSON). 1–255 characters. */
@@ -32,7 +32,7 @@ export interface UniqueOptions {
 const KEYS = keysOf<UniqueOptions>({ key: true, periodMs: true, states: true, debounceMs: true });
 const MAX_WINDOW_MS = 366 * 24 * 3600 * 1000;
 /** A task passes through these without anyone's action: leaving one out would let a requeue or claim collide. */
-const REQUIRED_STATES: readonly TaskStatus[] = ALL_STATUSES.filter((s) => !TERMINAL_STATUSES.includes(s));
+const REQUIRED_STATES: readonly TaskStatus[] = UNIQUE_STATUSES.filter((s) => !TERMINAL_STATUSES.includes(s));
 const DEBOUNCE_STATES = statesMask(['QUEUED', 'PAUSED']) | FRESH_ONLY_BIT;
 
 export interface UniqueRequest {
@@ -79,9 +79,9 @@ function optionalWindow(label: string, field: string, value: unknown, min: numbe
 }
 
 function checkStates(label: string, states: unknown, period: boolean): readonly TaskStatus[] {
-  if (states === undefined) return period ? ALL_STATUSES : REQUIRED_STATES;
+  if (states === undefined) return period ? UNIQUE_STATUSES : REQUIRED_STATES;
   if (!Array.isArray(states) || !states.every(isTaskStatus)) {
-    throw new ValidationError(`${label}: unique.states must be an array of statuses (${ALL_STATUSES.join(', ')})`, 'unique.states');
+    throw new ValidationError(`${label}: unique.states must be an array of statuses (${UNIQUE_STATUSES.join(', ')})`, 'unique.states');
   }
   const missing = REQUIRED_STATES.filter((s) => !states.includes(s));
   if (missing.length > 0) {

@@ -28,6 +28,8 @@ export interface MetricSet {
   failures: Counter<'task_type' | 'error_code'>;
   retries: Counter<'task_type'>;
   snoozed: Counter<'task_type'>;
+  fanOuts: Counter<'task_type'>;
+  flowNodes: Counter<'task_type'>;
   deadLettered: Counter<'task_type' | 'error_code'>;
   timeouts: Counter;
   renewals: Counter;
@@ -78,6 +80,14 @@ export function defineMetricSet(registry: Registry, sources: MetricSources): Met
     failures: counter('async_task_failures_total', 'Failed attempts (retried or not), by task type and error code.', ['task_type', 'error_code']),
     retries: counter('async_task_retries_total', 'Failed attempts scheduled for a retry, by task type.', ['task_type']),
     snoozed: counter('async_task_snoozed_total', 'Attempts that asked to run again later (TaskResult.snooze), by task type.', ['task_type']),
+    fanOuts: counter('async_task_fan_outs_total', 'Attempts that made children and wait for them (TaskResult.awaitChildren), by the waiting task’s type.', [
+      'task_type',
+    ]),
+    flowNodes: counter(
+      'async_task_flow_nodes_submitted_total',
+      'Tasks created in a flow (submitFlow, dependsOn, a fan-out’s children), by type; also counted in async_task_submitted_total.',
+      ['task_type'],
+    ),
     deadLettered: counter(
       'async_task_dead_letter_total',
       'Tasks moved to the dead-letter queue by this process (failed outcomes and recovery sweeps), by task type and error code.',

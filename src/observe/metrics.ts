@@ -120,6 +120,7 @@ class MetricsHub implements TaskleaseMetrics {
       const perType = new Map<string, number>();
       for (const task of tasks) perType.set(task.taskType, (perType.get(task.taskType) ?? 0) + 1);
       for (const [type, count] of perType) this.m.submitted.inc({ task_type: type }, count);
+      for (const task of tasks) if (task.flowId !== null) this.m.flowNodes.inc({ task_type: task.taskType });
     });
   }
 

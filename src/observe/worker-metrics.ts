@@ -58,6 +58,15 @@ export function subscribeWorker(worker: Worker, m: MetricSet, renewals: RenewalW
       ended(task, durationMs);
       m.snoozed.inc({ task_type: task.taskType });
     }),
+    worker.on('fannedOut', ({ task, children, durationMs }) => {
+      ended(task, durationMs);
+      m.fanOuts.inc({ task_type: task.taskType });
+      // The children are submitted by the worker, not by a client: counted here, so submitted − completed balances.
+      for (const child of children) {
+        m.submitted.inc({ task_type: child.taskType });
+        m.flowNodes.inc({ task_type: child.taskType });
+      }
+    }),
     worker.on('deadLettered', ({ task, failure }) => m.deadLettered.inc({ task_type: task.taskType, error_code: failure.errorCode })),
     worker.on('timedOut', () => m.timeouts.inc()),
     worker.on('cancelled', ({ task, durationMs }) => {

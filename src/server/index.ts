@@ -26,6 +26,7 @@ import { SseStreams } from './sse.js';
 import { TaskEventHub } from './task-events.js';
 import { dashboardRoutes } from './ui-routes.js';
 import { userRoutes } from './user-routes.js';
+import { flowRoutes } from './flow-routes.js';
 
 export type { ServerOptions, JwtOptions } from './options.js';
 export type { Access, RouteSpec } from './routes.js';
@@ -91,6 +92,7 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
   const limiter = new FailureLimiter(options.failedAuthLimit?.max ?? 20, options.failedAuthLimit?.windowMs ?? 60_000);
   const routes = [
     ...userRoutes(streams),
+    ...flowRoutes(),
     ...adminRoutes(),
     ...adminOpsRoutes(),
     ...scheduleRoutes(),

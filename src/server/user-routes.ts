@@ -14,10 +14,10 @@ import { idParams, listQuery, MAX_SUBMIT_BATCH, submitRequest, waitQuery } from 
 import { streamMyTasks, streamTask, type SseStreams } from './sse.js';
 import { actionView, taskView } from './task-view.js';
 
-type SubmitBody = Omit<SubmitRequest, 'availableAt' | 'deadlineAt'> & { availableAt?: string; deadlineAt?: string };
+export type SubmitBody = Omit<SubmitRequest, 'availableAt' | 'deadlineAt'> & { availableAt?: string; deadlineAt?: string };
 
 /** JSON in, client request out: dates parsed, and a user's tasks always its own. */
-function toSubmitRequest(request: FastifyRequest, body: SubmitBody): SubmitRequest {
+export function toSubmitRequest(request: FastifyRequest, body: SubmitBody): SubmitRequest {
   const principal = principalOf(request);
   if (principal.role === 'user' && body.owner !== undefined && body.owner !== principal.owner) {
     throw new AccessError('FORBIDDEN', 'a user token submits tasks for its own owner only: leave owner out');

@@ -119,6 +119,8 @@ export const TRANSFER_TABLES = {
       trace_parent: text,
       unique_key: text,
       unique_states: int,
+      flow_id: text,
+      pending_parents: int,
       create_time: time,
       update_time: time,
       start_time: time,
@@ -143,6 +145,12 @@ export const TRANSFER_TABLES = {
     taskColumn: 'task_id',
     identity: true,
     columns: { id: int, task_id: text, action: text, from_status: text, to_status: text, actor: text, actor_name: text, detail: text, acted_at: time },
+  },
+  dependencies: {
+    table: 'system_async_task_dependency',
+    key: ['parent_id', 'child_id'],
+    taskColumn: 'child_id',
+    columns: { parent_id: text, child_id: text, on_failure: text, fan_out: bool, resolved: text, created_at: time },
   },
   moves: {
     table: 'system_async_task_move',

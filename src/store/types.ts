@@ -466,8 +466,11 @@ export type AttemptOutcome =
   | { kind: 'CANCELLED'; lease: Lease; progress: TaskProgress | null }
   /** Started but handed back by a stopping worker: QUEUED again; a hand-back is not a failure and spends no attempt. */
   | { kind: 'RELEASED'; lease: Lease; progress: TaskProgress | null }
-  /** The handler asked to run again after `delayMs` of the database clock: QUEUED then, no attempt spent. */
-  | { kind: 'SNOOZED'; lease: Lease; delayMs: number; progress: TaskProgress | null };
+  /**
+   * The handler asked to run again after `delayMs` of the database clock: QUEUED then, no attempt spent. `children`:
+   * the worker's report of a fan-out that store.awaitChildren wrote, with the children it created (never given to finishAttempts).
+   */
+  | { kind: 'SNOOZED'; lease: Lease; delayMs: number; progress: TaskProgress | null; children?: readonly Task[] };
 
 export interface RecoveryResult {
   requeued: number;

@@ -27,6 +27,8 @@ export interface WorkerEvents {
   retryScheduled: { task: Task; failure: FailureRecord; retryDelayMs: number };
   /** The handler returned TaskResult.snooze(delayMs): the task runs again then, no attempt spent. */
   snoozed: { task: Task; delayMs: number; durationMs: number };
+  /** A handler fanned out (TaskResult.awaitChildren): the children it created; the task is BLOCKED until they have ended. */
+  fannedOut: { task: Task; children: readonly Task[]; durationMs: number };
   /** A failure for good moved the task's payload to the dead-letter queue: `deadLetterId` replays it. */
   deadLettered: { task: Task; failure: FailureRecord; deadLetterId: string };
   cancelled: { task: Task; durationMs: number };
@@ -92,6 +94,7 @@ export function announceOutcome(events: Announcer, task: Task, outcome: AttemptO
       events.emit('released', { task: { ...task, status: 'QUEUED' }, started: true });
       return;
     case 'SNOOZED':
-      events.emit('snoozed', { task: { ...task, status: 'QUEUED' }, delayMs: outcome.delayMs, durationMs });
+      if (outcome.children) events.emit('fannedOut', { task: { ...task, status: 'BLOCKED' }, children: outcome.children, durationMs });
+      else events.emit('snoozed', { task: { ...task, status: 'QUEUED' }, delayMs: outcome.delayMs, durationMs });
   }
 }

@@ -53,12 +53,14 @@ export class FanOut {
   }
 
   /**
-   * Writes the fan-out; the outcome it stands for (an uncharged end, reported
-   * as a snooze of 0 ms), or null when the lease was gone and nothing was written.
+   * Writes the fan-out; the outcome it stands for (an uncharged end: a snooze
+   * carrying its children's count, which the worker announces as fannedOut), or
+   * null when the lease was gone and nothing was written.
    */
   async write(execution: Execution, children: NewTask[], onFailure: TaskAwaitChildren['onChildFailure']): Promise<AttemptOutcome | null> {
     const progress = execution.context?.finalProgress ?? null;
-    const { applied } = await this.store.awaitChildren({ lease: execution.lease, children, onFailure, progress });
-    return applied ? { kind: 'SNOOZED', lease: execution.lease, delayMs: 0, progress } : null;
+    const written = await this.store.awaitChildren({ lease: execution.lease, children, onFailure, progress });
+    const created = written.children.filter((r) => r.created).map((r) => r.task);
+    return written.applied ? { kind: 'SNOOZED', lease: execution.lease, delayMs: 0, progress, children: created } : null;
   }
 }

@@ -13,6 +13,12 @@ describe('the transition table', () => {
       .sort();
     expect(edges).toEqual(
       [
+        'BLOCKED->CANCELLED',
+        'BLOCKED->PAUSED',
+        'BLOCKED->QUEUED',
+        'CANCELLED->BLOCKED',
+        'PAUSED->BLOCKED',
+        'RUNNING->BLOCKED',
         'CANCEL_REQUESTED->CANCELLED',
         'CANCEL_REQUESTED->PARTIAL_SUCCESS',
         'CANCEL_REQUESTED->SUCCESS',
@@ -40,11 +46,13 @@ describe('the transition table', () => {
     );
   });
 
-  it('never leaves SUCCESS, PARTIAL_SUCCESS or CANCELLED; FAILED only by an operator retry', () => {
-    for (const status of ['SUCCESS', 'PARTIAL_SUCCESS', 'CANCELLED'] as TaskStatus[]) {
+  it('never leaves SUCCESS or PARTIAL_SUCCESS; FAILED only by an operator retry; CANCELLED only when a flow’s retry revives it', () => {
+    for (const status of ['SUCCESS', 'PARTIAL_SUCCESS'] as TaskStatus[]) {
       for (const to of ALL_STATUSES) expect(canTransition(status, to)).toBe(false);
     }
     expect(TRANSITIONS.FAILED).toEqual(['QUEUED']);
+    // A node its failed parent cancelled (PARENT_FAILED) waits for that parent again when it is retried (rules/flows.ts).
+    expect(TRANSITIONS.CANCELLED).toEqual(['BLOCKED']);
     expect(TERMINAL_STATUSES.every(isTerminal)).toBe(true);
     expect(isTerminal('RUNNING')).toBe(false);
   });

@@ -38,6 +38,17 @@ async function cancelledTask(running: Running): Promise<string> {
   return id;
 }
 
+/** A flow of alice's: two tasks, the second waiting for the first (an hour away). */
+async function aliceFlow(running: Running): Promise<string> {
+  const flow = await running.server.client.submitFlow({
+    nodes: [
+      { key: 'a', type: 'test.idle', payload: {}, owner: 'alice', delayMs: HOUR },
+      { key: 'b', type: 'test.idle', payload: {}, owner: 'alice', dependsOn: ['a'] },
+    ],
+  });
+  return flow.flowId;
+}
+
 /** A disabled yearly schedule: nothing it does can submit a task during the test. */
 async function schedule(running: Running): Promise<string> {
   const key = `matrix-${randomUUID()}`;
@@ -65,6 +76,22 @@ export const EXAMPLES: Record<string, Builder> = {
   'GET /api/v1/tasks/:id/wait': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await cancelledTask(r)}/wait?timeoutMs=5000` }),
   'GET /api/v1/tasks/:id/events': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await cancelledTask(r)}/events` }),
   'GET /api/v1/events': async () => ({ method: 'GET', path: '/api/v1/events', stream: true }),
+  'POST /api/v1/flows': async () => ({
+    method: 'POST',
+    path: '/api/v1/flows',
+    body: {
+      nodes: [
+        { key: 'a', type: 'test.idle', payload: {}, delayMs: HOUR },
+        { key: 'b', type: 'test.idle', payload: {}, dependsOn: ['a'] },
+      ],
+    },
+  }),
+  'GET /api/v1/flows/:id': async (r) => ({ method: 'GET', path: `/api/v1/flows/${await aliceFlow(r)}` }),
+  'POST /api/v1/flows/:id/cancel': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await aliceFlow(r)}/cancel` }),
+  'POST /api/v1/flows/:id/pause': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await aliceFlow(r)}/pause` }),
+  'POST /api/v1/flows/:id/resume': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await aliceFlow(r)}/resume` }),
+  'POST /api/v1/flows/:id/retry': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await aliceFlow(r)}/retry` }),
+  'GET /api/v1/tasks/:id/dependencies': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await aliceTask(r)}/dependencies` }),
 
   [`POST ${A}/:id/pause`]: async (r) => ({ method: 'POST', path: `${A}/${await aliceTask(r)}/pause` }),
   [`POST ${A}/:id/resume`]: async (r) => ({ method: 'POST', path: `${A}/${await pausedTask(r)}/resume` }),

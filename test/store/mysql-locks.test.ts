@@ -48,7 +48,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: lock conflicts are re
   const storeIsBlocked = () =>
     waitFor(async () => {
       const rows = await database.query(
-        "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE command = 'Query' AND info LIKE 'SELECT id, status FROM system_async_task%FOR UPDATE'",
+        "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE command = 'Query' AND info LIKE 'SELECT id, status%FROM system_async_task%FOR UPDATE'",
       );
       return Number(rows[0]!.n) > 0;
     }, 'the store to block on a row lock');

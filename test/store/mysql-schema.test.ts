@@ -70,7 +70,8 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
     expect(fields).not.toContain('unique_hold');
     expect(fields).toContain('trace_parent');
     expect(fields).toContain('lease_token');
-    expect(fields).toHaveLength(33);
+    expect(fields).toContain('flow_id');
+    expect(fields).toHaveLength(35);
   });
 
   it('judges time by the database clock in UTC', async () => {

@@ -127,6 +127,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'system_async_task_attempt_history',
       'system_async_task_awaited',
       'system_async_task_dead_letter',
+      'system_async_task_dependency',
       'system_async_task_failure',
       'system_async_task_failure_history',
       'system_async_task_history',

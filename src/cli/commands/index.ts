@@ -10,6 +10,7 @@ import { cleanupCommand } from './cleanup.js';
 import { controlCommands } from './control.js';
 import { diagnoseCommand } from './diagnose.js';
 import { dlqCommand } from './dlq.js';
+import { flowCommand } from './flow.js';
 import { getCommand } from './get.js';
 import { listCommand } from './list.js';
 import { migrateCommand } from './migrate.js';
@@ -30,6 +31,7 @@ export const COMMANDS: readonly CliCommand[] = [
   serveCommands,
   workerCommand,
   submitCommand,
+  flowCommand,
   getCommand,
   waitCommand,
   listCommand,

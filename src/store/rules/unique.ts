@@ -9,8 +9,18 @@
 import { ALL_STATUSES, type TaskStatus } from '../../core/status.js';
 import type { UniqueHold, UniqueSpec } from '../../core/task.js';
 
-/** One bit per status, in ALL_STATUSES order: QUEUED 1, RUNNING 2, … FAILED 256. */
-export const STATUS_BITS = Object.fromEntries(ALL_STATUSES.map((status, i) => [status, 1 << i])) as Readonly<Record<TaskStatus, number>>;
+/**
+ * The statuses the indexed expression knows, frozen with it: BLOCKED (a flow's
+ * waiting node, added later) holds no key — the client refuses `unique` on a
+ * task with parents, and a fan-out's task waiting for its children lets its
+ * key go until it is queued again.
+ */
+export const UNIQUE_STATUSES: readonly TaskStatus[] = ALL_STATUSES.filter((status) => status !== 'BLOCKED');
+
+/** One bit per status, in UNIQUE_STATUSES order: QUEUED 1, RUNNING 2, … FAILED 256; BLOCKED none. */
+export const STATUS_BITS = Object.fromEntries(
+  ALL_STATUSES.map((status) => [status, status === 'BLOCKED' ? 0 : 1 << UNIQUE_STATUSES.indexOf(status)]),
+) as Readonly<Record<TaskStatus, number>>;
 
 /**
  * Held only before the first claim (attempt_count = 0). Debounce uses it: a
@@ -18,7 +28,7 @@ export const STATUS_BITS = Object.fromEntries(ALL_STATUSES.map((status, i) => [s
  * claim the key back from the newer task a debounced submit made meanwhile —
  * the index would refuse that requeue.
  */
-export const FRESH_ONLY_BIT = 1 << ALL_STATUSES.length;
+export const FRESH_ONLY_BIT = 1 << UNIQUE_STATUSES.length;
 
 /**
  * The indexed expression (migrations add the index over this exact text, so it
@@ -51,7 +61,7 @@ export function debouncedStart(spec: UniqueSpec, nowMs: number): Date {
 /** The stored key and mask read back (rows.ts): the same test as UNIQUE_HOLD_SQL, for display. */
 export function uniqueHoldOf(key: string | null, mask: number, status: TaskStatus, attemptCount: number): UniqueHold | null {
   if (key === null) return null;
-  const states = ALL_STATUSES.filter((s) => (mask & STATUS_BITS[s]) !== 0);
+  const states = UNIQUE_STATUSES.filter((s) => (mask & STATUS_BITS[s]) !== 0);
   const beforeFirstRunOnly = (mask & FRESH_ONLY_BIT) !== 0;
   return { key, states, beforeFirstRunOnly, held: states.includes(status) && (!beforeFirstRunOnly || attemptCount === 0) };
 }
