@@ -153,6 +153,56 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await client.requestCancellation(task.id);
     });
 
+    it('draws a flow as a live graph: layers, statuses, a wide layer as one summary node; the task page links its parents and children', async () => {
+      const client = rig.server.client;
+      const flow = await client.submitFlow({
+        nodes: [
+          { key: 'split', type: 'ui.hold', payload: {}, owner: 'alice' },
+          ...Array.from({ length: 3 }, (_v, i) => ({ key: `part${i}`, type: 'ui.quick', payload: { i }, owner: 'alice', dependsOn: ['split'] })),
+          { key: 'merge', type: 'ui.quick', payload: {}, owner: 'alice', dependsOn: ['part0', 'part1', 'part2'] },
+          ...Array.from({ length: 60 }, (_v, i) => ({
+            key: `audit${i}`,
+            type: 'ui.quick',
+            payload: { i },
+            owner: 'alice',
+            dependsOn: [{ key: 'merge', onParentFailure: 'CONTINUE' as const }],
+          })),
+        ],
+      });
+      await waitFor(async () => (await client.get(flow.tasks.split!.id))?.status === 'RUNNING', 'the split to run');
+      const { context, page } = await rig.open(rig.tokens.alice);
+      await page.goto(`${rig.url}/ui/#/flows/${flow.flowId}`);
+      const graph = page.locator('.flow-graph');
+      await graph.waitFor();
+      expect(await graph.getAttribute('data-layers')).toBe('4');
+      await page.locator(`[data-task="${flow.tasks.split!.id}"][data-status="RUNNING"]`).waitFor();
+      expect(await page.locator('.node[data-status="BLOCKED"]').count()).toBe(4);
+      // The 60 audits are one summary node, not 60 boxes.
+      expect(await page.locator('.node.group').getAttribute('data-count')).toBe('60');
+      expect(await page.locator('path.edge.continue').count()).toBeGreaterThan(0);
+      await shoot(page, `${name}-flow-running`);
+      // Live: the split ends, every node runs, the page redraws without a reload.
+      rig.controls.holds.release();
+      await page.locator(`[data-task="${flow.tasks.merge!.id}"][data-status="SUCCESS"]`).waitFor({ timeout: 20_000 });
+      await page.locator('[data-count-status="SUCCESS"]', { hasText: '65' }).waitFor({ timeout: 20_000 });
+      expect(await page.getByRole('button', { name: 'Cancel flow' }).count()).toBe(0);
+      await shoot(page, `${name}-flow-done`);
+      // A node links to its task page, which lists what it waited for and links back to the flow.
+      await page.locator(`[data-task="${flow.tasks.merge!.id}"] a`).click();
+      await page.getByRole('heading', { name: /ui\.quick/ }).waitFor();
+      await page.locator('[data-flow-section] [data-parents="3"]').waitFor();
+      expect(await page.locator('[data-flow-section] [data-children="60"]').count()).toBe(1);
+      expect(await page.locator('[data-link][data-resolution="SUCCEEDED"]').count()).toBe(63);
+      await page.locator('[data-flow-link]').click();
+      await graph.waitFor();
+      await context.close();
+      // Another owner sees no such flow.
+      const bob = await rig.open(rig.tokens.bob);
+      await bob.page.goto(`${rig.url}/ui/#/flows/${flow.flowId}`);
+      await bob.page.getByRole('heading', { name: 'Flow not found' }).waitFor();
+      await bob.context.close();
+    });
+
     it('one search box: an idempotency key lists its tasks (even a key shaped like an id), a task id opens the task', async () => {
       const client = rig.server.client;
       const idShapedKey = randomUUID();

@@ -10,8 +10,20 @@ export interface Me {
   name: string;
 }
 
-export type TaskStatus = 'QUEUED' | 'RUNNING' | 'RETRY_WAIT' | 'PAUSED' | 'CANCEL_REQUESTED' | 'SUCCESS' | 'PARTIAL_SUCCESS' | 'FAILED' | 'CANCELLED';
-export const STATUSES: TaskStatus[] = ['QUEUED', 'RUNNING', 'RETRY_WAIT', 'PAUSED', 'CANCEL_REQUESTED', 'SUCCESS', 'PARTIAL_SUCCESS', 'FAILED', 'CANCELLED'];
+export type TaskStatus =
+  'QUEUED' | 'RUNNING' | 'RETRY_WAIT' | 'PAUSED' | 'CANCEL_REQUESTED' | 'SUCCESS' | 'PARTIAL_SUCCESS' | 'FAILED' | 'CANCELLED' | 'BLOCKED';
+export const STATUSES: TaskStatus[] = [
+  'QUEUED',
+  'RUNNING',
+  'RETRY_WAIT',
+  'PAUSED',
+  'CANCEL_REQUESTED',
+  'SUCCESS',
+  'PARTIAL_SUCCESS',
+  'FAILED',
+  'CANCELLED',
+  'BLOCKED',
+];
 
 export interface Progress {
   total: number;
@@ -45,11 +57,33 @@ export interface Task {
   /** W3C traceparent of the span that submitted it (OpenTelemetry). */
   traceParent: string | null;
   unique: UniqueHold | null;
+  /** The flow it belongs to (null: none) and how many parents it still waits for. */
+  flowId: string | null;
+  pendingParents: number;
   createdAt: string;
   updatedAt: string;
   startedAt: string | null;
   finishedAt: string | null;
 }
+/** An edge of a flow: the child waits for the parent (fanOut: the parent is a task the child's handler made). */
+export interface Edge {
+  parentId: string;
+  childId: string;
+  onFailure: 'CANCEL' | 'CONTINUE';
+  fanOut: boolean;
+  resolution: 'SUCCEEDED' | 'FAILED' | null;
+}
+export interface Link extends Edge {
+  task: Task | null;
+}
+export interface Flow {
+  flowId: string;
+  tasks: Task[];
+  edges: Edge[];
+  counts: Partial<Record<TaskStatus, number>>;
+  truncated: boolean;
+}
+
 export interface UniqueHold {
   key: string;
   states: TaskStatus[];

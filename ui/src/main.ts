@@ -10,6 +10,7 @@ import { loginPage } from './pages/login.js';
 import { overviewPage } from './pages/overview.js';
 import { tasksPage } from './pages/tasks.js';
 import { taskPage } from './pages/task.js';
+import { flowPage } from './pages/flow.js';
 import { deadLettersPage } from './pages/dead-letters.js';
 import { policiesPage } from './pages/policies.js';
 import { schedulesPage } from './pages/schedules.js';
@@ -33,6 +34,7 @@ const ROUTES: Route[] = [
   { name: 'overview', label: 'Overview', page: overviewPage, operator: true, nav: true },
   { name: 'tasks', label: 'Tasks', page: tasksPage, operator: false, nav: true },
   { name: 'task', label: 'Task', page: taskPage, operator: false, nav: false },
+  { name: 'flow', label: 'Flow', page: flowPage, operator: false, nav: false },
   { name: 'dead-letters', label: 'Dead letters', page: deadLettersPage, operator: true, nav: true },
   { name: 'policies', label: 'Policies', page: policiesPage, operator: true, nav: true },
   { name: 'schedules', label: 'Schedules', page: schedulesPage, operator: true, nav: true },
@@ -72,10 +74,11 @@ function render(): void {
   const [pathPart = '', query = ''] = location.hash.replace(/^#\/?/, '').split('?');
   const path = pathPart.split('/').filter(Boolean).map(decodeURIComponent);
   const fallback = isOperator(me) ? 'overview' : 'tasks';
-  let route = ROUTES.find((r) => r.name === (path[0] === 'tasks' && path[1] ? 'task' : (path[0] ?? fallback)));
+  const detail = path[1] ? ({ tasks: 'task', flows: 'flow' } as Record<string, string>)[path[0] ?? ''] : undefined;
+  let route = ROUTES.find((r) => r.name === (detail ?? path[0] ?? fallback));
   if (!route || (route.operator && !isOperator(me))) route = ROUTES.find((r) => r.name === fallback)!;
   const main = h('main', { id: 'main', tabindex: '-1' });
-  clear(app, shell(me, route.name === 'task' ? 'tasks' : route.name), h('p', { id: 'notice', class: 'notice', role: 'status' }), main);
+  clear(app, shell(me, route.name === 'task' || route.name === 'flow' ? 'tasks' : route.name), h('p', { id: 'notice', class: 'notice', role: 'status' }), main);
   cleanup = route.page(main, { me, params: new URLSearchParams(query), path });
 }
 

@@ -5,11 +5,23 @@
  * diagnose verdict (operators), and the actions its status and the caller's
  * role allow.
  */
-import { admin, api, isOperator, type Attempt, type Diagnosis, type Me, type Progress, type Task, type TaskAction, type UniqueHold } from '../api.js';
-import { clear, confirmAction, duration, every, guarded, h, notify, statusBadge, when } from '../dom.js';
+import {
+  admin,
+  api,
+  isOperator,
+  type Attempt,
+  type Diagnosis,
+  type Link,
+  type Me,
+  type Progress,
+  type Task,
+  type TaskAction,
+  type UniqueHold,
+} from '../api.js';
+import { clear, confirmAction, duration, every, guarded, h, notify, shortId, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
 
-const WAITING = ['QUEUED', 'RETRY_WAIT', 'PAUSED'];
+const WAITING = ['QUEUED', 'RETRY_WAIT', 'PAUSED', 'BLOCKED'];
 
 interface Action {
   label: string;
@@ -28,7 +40,7 @@ const ACTIONS: Action[] = [
     confirm: 'Cancel this task? A running handler is asked to stop.',
     confirmLabel: 'Cancel task',
   },
-  { label: 'Pause', allowed: (t) => ['QUEUED', 'RETRY_WAIT'].includes(t.status), run: (t) => api('POST', `/api/v1/tasks/${t.id}/pause`) },
+  { label: 'Pause', allowed: (t) => ['QUEUED', 'RETRY_WAIT', 'BLOCKED'].includes(t.status), run: (t) => api('POST', `/api/v1/tasks/${t.id}/pause`) },
   { label: 'Resume', allowed: (t) => t.status === 'PAUSED', run: (t) => api('POST', `/api/v1/tasks/${t.id}/resume`) },
   {
     label: 'Retry',
@@ -92,11 +104,52 @@ function facts(task: Task, diagnosis: Diagnosis | null): HTMLElement {
   );
 }
 
+/** Its place in a flow: what it waits for and what waits for it, each linked, with the edge's state. */
+function flowView(task: Task, links: { parents: Link[]; children: Link[] }): HTMLElement | null {
+  if (!task.flowId && links.parents.length === 0 && links.children.length === 0) return null;
+  const item = (link: Link, otherId: string) =>
+    h(
+      'li',
+      { 'data-link': otherId, 'data-resolution': link.resolution ?? 'open' },
+      h('a', { href: `#/tasks/${otherId}`, class: 'mono', title: otherId }, link.task ? `${link.task.taskType} ${shortId(otherId)}` : shortId(otherId)),
+      ' ',
+      link.task ? statusBadge(link.task.status) : h('span', { class: 'muted' }, 'gone'),
+      link.onFailure === 'CONTINUE' ? h('span', { class: 'muted' }, ' runs even if it fails') : null,
+    );
+  const waitsFor = links.parents.filter((l) => !l.fanOut);
+  const made = links.parents.filter((l) => l.fanOut);
+  const list = (title: string, items: HTMLElement[], attr: string) =>
+    items.length === 0 ? null : [h('h3', {}, title), h('ul', { class: 'links', [attr]: items.length }, items)];
+  return h(
+    'section',
+    { class: 'card', 'data-flow-section': '' },
+    h('h2', {}, 'Flow'),
+    task.flowId ? h('p', {}, h('a', { href: `#/flows/${task.flowId}`, 'data-flow-link': task.flowId }, 'Show the flow as a graph')) : null,
+    task.status === 'BLOCKED' ? h('p', { class: 'muted' }, `Waits for ${task.pendingParents} task(s) to end.`) : null,
+    list(
+      'Waits for',
+      waitsFor.map((l) => item(l, l.parentId)),
+      'data-parents',
+    ),
+    list(
+      'Children it made',
+      made.map((l) => item(l, l.parentId)),
+      'data-made',
+    ),
+    list(
+      'Waited for by',
+      links.children.map((l) => item(l, l.childId)),
+      'data-children',
+    ),
+  );
+}
+
 /** How an attempt ended, in words: a snooze or a hand-back spent no attempt, which the bare outcome name does not say. */
 function attemptEnd(a: Attempt): string {
   if (a.outcome === 'SNOOZED') return `attempt ${a.attempt} snoozed (asked to run later; no attempt spent)`;
   if (a.outcome === 'RELEASED') return `attempt ${a.attempt} handed back unstarted (no attempt spent)`;
   if (a.outcome === 'LEASE_EXPIRED') return `attempt ${a.attempt} lost its lease`;
+  if (a.outcome === 'AWAITING') return `attempt ${a.attempt} made children and waits for them (no attempt spent)`;
   return `attempt ${a.attempt} ended ${a.outcome ?? ''}${a.errorCode ? ` (${a.errorCode})` : ''}`;
 }
 
@@ -174,6 +227,7 @@ export const taskPage: Page = (root, { me, path }) => {
   let task: Task | null = null;
   let diagnosis: Diagnosis | null = null;
   let history: TaskAction[] = [];
+  let links: { parents: Link[]; children: Link[] } = { parents: [], children: [] };
   const header = h('div', { class: 'row spread' });
   const progress = h('section', { class: 'card', 'aria-label': 'Progress' });
   const actions = h('div', { class: 'row actions', role: 'group', 'aria-label': 'Actions' });
@@ -221,6 +275,7 @@ export const taskPage: Page = (root, { me, path }) => {
       details,
       h('section', { class: 'card' }, h('h2', {}, 'Details'), facts(task, diagnosis)),
       h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis, history)),
+      flowView(task, links),
       diagnosis
         ? h(
             'section',
@@ -245,6 +300,7 @@ export const taskPage: Page = (root, { me, path }) => {
   const refresh = async (): Promise<void> => {
     task = await api<Task>('GET', `/api/v1/tasks/${id}`);
     history = (await api<{ actions: TaskAction[] }>('GET', `/api/v1/tasks/${id}/actions`)).actions;
+    links = await api<{ parents: Link[]; children: Link[] }>('GET', `/api/v1/tasks/${id}/dependencies`);
     if (isOperator(me)) diagnosis = await admin<Diagnosis>('GET', `/${id}/diagnose`);
     draw();
   };
