@@ -7,6 +7,7 @@ import { DEFAULT_RETRY, type RetryOptions } from './retry.js';
 import { checkKnownKeys, keysOf } from './validate.js';
 import { isStandardSchema, type StandardSchemaV1 } from './standard-schema.js';
 import type { TaskContext } from './context.js';
+import { checkBatchDefinition, type BatchHandler, type BatchOptions } from './batch.js';
 import type { TaskResult as ResultShape } from './result.js';
 
 export type { TaskResultStatus } from './result.js';
@@ -62,6 +63,13 @@ export interface TaskDefinition<Payload = unknown> {
   readonly validateCompletion?: (result: TaskResult, payload: Payload, ctx: TaskContext) => void | Promise<void>;
   /** The work. Return nothing for SUCCESS, a TaskResult, or TaskResult.snooze(ms) to run again later. Honour ctx.signal. */
   readonly execute?: (ctx: TaskContext, payload: Payload) => Promise<TaskResult | TaskSnooze | void> | TaskResult | TaskSnooze | void;
+  /**
+   * The work of many tasks in one call (instead of execute): up to batch.maxSize claimed tasks of this type,
+   * each with its own context and payload; return one result (or Error) per task, in order (core/batch.ts).
+   */
+  readonly executeBatch?: BatchHandler<Payload>;
+  /** How batches form for executeBatch: at most maxSize tasks, waiting at most maxWaitMs for more after the first. */
+  readonly batch?: BatchOptions;
   /** Attempts per cycle for tasks submitted without maxAttempts. */
   readonly maxAttempts?: number;
   /** Abort an attempt after this long (TIMEOUT, not retried). Overrides the worker's maxExecutionMs. */
@@ -80,6 +88,8 @@ const DEFINITION_KEYS = keysOf<TaskDefinition>({
   validate: true,
   validateCompletion: true,
   execute: true,
+  executeBatch: true,
+  batch: true,
   maxAttempts: true,
   timeoutMs: true,
   retry: true,
@@ -101,6 +111,7 @@ export function defineTask<Payload>(definition: TaskDefinition<Payload>): TaskDe
       throw new ValidationError(`task ${definition.type}: ${key} must be a function`, key);
     }
   }
+  checkBatchDefinition(definition.type, definition);
   return Object.freeze({ ...definition });
 }
 
