@@ -205,7 +205,7 @@ export function runBatchSuite(factory: StoreFactory): void {
             reasons.push((victim.signal.reason as { code: string }).code);
             expect(items.filter((item) => item.ctx.signal.aborted)).toHaveLength(1);
           }
-          return items.map((item) => TaskResult.success({ result: { call } }));
+          return items.map(() => TaskResult.success({ result: { call } }));
         }),
       });
       const { client, worker } = setup([t]);
