@@ -25,7 +25,10 @@ describe('batch definitions', () => {
     expect(rejection({ executeBatch: 'no' as never, batch: { maxSize: 1, maxWaitMs: 0 } })).toEqual({ code: ErrorCode.VALIDATION, field: 'executeBatch' });
     expect(rejection({ executeBatch })).toEqual({ code: ErrorCode.INVALID_OPTIONS, field: 'batch' });
     expect(rejection({ batch: { maxSize: 1, maxWaitMs: 0 } })).toEqual({ code: ErrorCode.VALIDATION, field: 'executeBatch' });
-    expect(rejection({ execute: executeBatch, executeBatch, batch: { maxSize: 1, maxWaitMs: 0 } })).toEqual({ code: ErrorCode.VALIDATION, field: 'executeBatch' });
+    expect(rejection({ execute: executeBatch, executeBatch, batch: { maxSize: 1, maxWaitMs: 0 } })).toEqual({
+      code: ErrorCode.VALIDATION,
+      field: 'executeBatch',
+    });
     expect(rejection({ executeBatch, batch: { maxSize: 0, maxWaitMs: 0 } })).toEqual({ code: ErrorCode.INVALID_OPTIONS, field: 'batch.maxSize' });
     expect(rejection({ executeBatch, batch: { maxSize: 10_001, maxWaitMs: 0 } })).toEqual({ code: ErrorCode.INVALID_OPTIONS, field: 'batch.maxSize' });
     expect(rejection({ executeBatch, batch: { maxSize: 1.5, maxWaitMs: 0 } })).toEqual({ code: ErrorCode.INVALID_OPTIONS, field: 'batch.maxSize' });

@@ -114,9 +114,14 @@ const tasks = config.types.map((type) =>
         type,
         batch: { maxSize: 4, maxWaitMs: 500 },
         // Each task's part with its own context: an aborted part returns its abort (its outcome is the abort's anyway).
-        executeBatch: (_ctx, items) => Promise.all(items.map((item) => execute(item.ctx, (item.ctx.task.payload ?? {}) as FaultPayload).catch((error: Error) => error))),
+        executeBatch: (_ctx, items) =>
+          Promise.all(items.map((item) => execute(item.ctx, (item.ctx.task.payload ?? {}) as FaultPayload).catch((error: Error) => error))),
       })
-    : defineTask({ type, ...(strict.has(type) ? { schema: FAULT_PAYLOAD_SCHEMA } : {}), execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload) }),
+    : defineTask({
+        type,
+        ...(strict.has(type) ? { schema: FAULT_PAYLOAD_SCHEMA } : {}),
+        execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload),
+      }),
 );
 const worker = createWorker({ store, tasks, clock, workerId: config.label, ...config.worker });
 worker.on('started', ({ task }) => say({ event: 'started', id: task.id, attempt: task.attemptCount }));

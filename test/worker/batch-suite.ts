@@ -243,6 +243,46 @@ export function runBatchSuite(factory: StoreFactory): void {
       for (const task of tasks) expect(task.status).toBe(task.id === cancelled ? 'CANCELLED' : 'SUCCESS');
     });
 
+    it('a timeout aborts only that task’s part: it fails TIMEOUT, the others succeed', async () => {
+      let timedOut: string | null = null;
+      const t = defineTask<Payload>({
+        type: 'batch-timeout',
+        batch: { maxSize: 3, maxWaitMs: 100 },
+        executeBatch: async (_ctx, items) => {
+          const victim = items.find((item) => item.ctx.task.deadlineAt !== null)!.ctx;
+          timedOut = victim.taskId;
+          await aborted(victim.signal);
+          return items.map(() => TaskResult.success());
+        },
+      });
+      const { client, worker } = setup([t]);
+      const ids = await submitN(client, t.type, 2);
+      const [late] = (await client.submitMany([{ type: t.type, payload: { n: 9 }, deadlineAt: new Date(Date.now() + 1500) }])).map((r) => r.task.id);
+      worker.start();
+      const tasks = await untilFinal([...ids, late!]);
+      expect(timedOut).toBe(late);
+      for (const task of tasks) expect([task.status, task.lastErrorCode]).toEqual(task.id === late ? ['FAILED', 'TIMEOUT'] : ['SUCCESS', null]);
+    });
+
+    it('a task cancelled while its batch gathers leaves it (its slot freed at once); the others are called without it', async () => {
+      const calls: Calls = { ids: [] };
+      const t = defineTask<Payload>({
+        type: 'batch-cancel-gathering',
+        batch: { maxSize: 3, maxWaitMs: 1000 },
+        executeBatch: recording(calls, (items) => items.map(() => undefined)),
+      });
+      const { client, worker } = setup([t]);
+      const [gone, kept] = await submitN(client, t.type, 2);
+      let started = 0;
+      const bothStarted = new Promise<void>((resolve) => worker.on('started', () => ++started === 2 && resolve()));
+      worker.start();
+      await bothStarted;
+      expect(await client.requestCancellation(gone!)).toBe('CANCEL_REQUESTED');
+      const [g, k] = await untilFinal([gone!, kept!]);
+      expect([g!.status, k!.status]).toEqual(['CANCELLED', 'SUCCESS']);
+      expect(calls.ids).toEqual([[kept]]);
+    });
+
     it('maxWaitMs calls a batch smaller than maxSize; no call holds more tasks than the worker has slots', async () => {
       const calls: Calls = { ids: [] };
       const t = defineTask<Payload>({
