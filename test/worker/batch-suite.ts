@@ -9,11 +9,11 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
 import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
-import type { BatchItem, BatchItemResult } from '../../src/core/batch.js';
+import type { BatchItem, BatchItemResult, BatchOptions } from '../../src/core/batch.js';
 import { TaskFailure } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import type { Task } from '../../src/core/task.js';
-import { defineTask, TaskResult, type AnyTaskDefinition } from '../../src/core/definition.js';
+import { defineTask, TaskResult, type AnyTaskDefinition, type TaskDefinition } from '../../src/core/definition.js';
 import { createMetrics } from '../../src/observe/metrics.js';
 import type { Store } from '../../src/store/types.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
@@ -29,6 +29,12 @@ type Payload = { n: number };
 function aborted(signal: AbortSignal): Promise<void> {
   if (signal.aborted) return Promise.resolve();
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+/** Resolves once the worker has started two executions. */
+function startedTwice(worker: Worker): Promise<void> {
+  let started = 0;
+  return new Promise((resolve) => worker.on('started', () => ++started === 2 && resolve()));
 }
 
 /** The calls a batch handler received: the task ids of each. */
@@ -68,6 +74,12 @@ export function runBatchSuite(factory: StoreFactory): void {
         return answer(items, calls.ids.length);
       };
 
+    /** A batch type whose calls succeed for every task, recording the ids of each call. */
+    const allSucceed = (type: string, batch: BatchOptions): { t: TaskDefinition<Payload>; calls: Calls } => {
+      const calls: Calls = { ids: [] };
+      return { calls, t: defineTask<Payload>({ type, batch, executeBatch: recording(calls, (items) => items.map(() => undefined)) }) };
+    };
+
     it('runs a batch of N in one call, each task with its own context, payload and result', async () => {
       const calls: Calls = { ids: [] };
       const sizes: number[] = [];
@@ -83,9 +95,15 @@ export function runBatchSuite(factory: StoreFactory): void {
       worker.on('batchStarted', ({ size }) => sizes.push(size));
       const registry = new Registry();
       createMetrics({ registry }).attachWorker(worker);
+      // The outcomes of one call reach the outcome writer together: one fenced statement for all five.
+      const writes: number[] = [];
+      const { finishAttempts, finishAndClaim } = store;
+      store.finishAttempts = (params) => (writes.push(params.outcomes.length), finishAttempts.call(store, params));
+      store.finishAndClaim = (params) => (writes.push(params.outcomes.length), finishAndClaim.call(store, params));
       const ids = await submitN(client, t.type, 5);
       worker.start();
       const tasks = await untilFinal(ids);
+      expect(writes).toEqual([5]);
       expect(calls.ids).toHaveLength(1);
       expect([...calls.ids[0]!].sort()).toEqual([...ids].sort());
       expect(sizes).toEqual([5]);
@@ -265,16 +283,10 @@ export function runBatchSuite(factory: StoreFactory): void {
     });
 
     it('a task cancelled while its batch gathers leaves it (its slot freed at once); the others are called without it', async () => {
-      const calls: Calls = { ids: [] };
-      const t = defineTask<Payload>({
-        type: 'batch-cancel-gathering',
-        batch: { maxSize: 3, maxWaitMs: 1000 },
-        executeBatch: recording(calls, (items) => items.map(() => undefined)),
-      });
+      const { t, calls } = allSucceed('batch-cancel-gathering', { maxSize: 3, maxWaitMs: 1000 });
       const { client, worker } = setup([t]);
       const [gone, kept] = await submitN(client, t.type, 2);
-      let started = 0;
-      const bothStarted = new Promise<void>((resolve) => worker.on('started', () => ++started === 2 && resolve()));
+      const bothStarted = startedTwice(worker);
       worker.start();
       await bothStarted;
       expect(await client.requestCancellation(gone!)).toBe('CANCEL_REQUESTED');
@@ -284,12 +296,7 @@ export function runBatchSuite(factory: StoreFactory): void {
     });
 
     it('maxWaitMs calls a batch smaller than maxSize; no call holds more tasks than the worker has slots', async () => {
-      const calls: Calls = { ids: [] };
-      const t = defineTask<Payload>({
-        type: 'batch-short',
-        batch: { maxSize: 50, maxWaitMs: 200 },
-        executeBatch: recording(calls, (items) => items.map(() => undefined)),
-      });
+      const { t, calls } = allSucceed('batch-short', { maxSize: 50, maxWaitMs: 200 });
       const { client, worker } = setup([t], { concurrency: 4 });
       let firstStart = 0;
       let firstCall = 0;
@@ -309,16 +316,10 @@ export function runBatchSuite(factory: StoreFactory): void {
     });
 
     it('a graceful stop runs the batch it gathered at once (no wait for maxWaitMs)', async () => {
-      const calls: Calls = { ids: [] };
-      const t = defineTask<Payload>({
-        type: 'batch-stop',
-        batch: { maxSize: 50, maxWaitMs: 60_000 },
-        executeBatch: recording(calls, (items) => items.map(() => undefined)),
-      });
+      const { t, calls } = allSucceed('batch-stop', { maxSize: 50, maxWaitMs: 60_000 });
       const { client, worker } = setup([t]);
       const ids = await submitN(client, t.type, 2);
-      let started = 0;
-      const bothStarted = new Promise<void>((resolve) => worker.on('started', () => ++started === 2 && resolve()));
+      const bothStarted = startedTwice(worker);
       worker.start();
       await bothStarted;
       const stoppedAt = Date.now();
