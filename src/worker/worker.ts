@@ -147,7 +147,12 @@ export class Worker extends Emitter<WorkerEvents> {
     this.leases.start();
     this.log.warnIfLeasesTight(this.options.leaseMs, this.options.heartbeatIntervalMs, this.leases.slackMs);
     // Claims wait for the first policy read, so that an operator's settings apply from the first claim.
-    this.claims.start(this.policies.start().then(() => this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch)));
+    this.claims.start(
+      this.policies.start().then(() => {
+        this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch);
+        this.log.warnIfBatchesCapped(this.options.tasks, this.policies.limits(), this.options.concurrency);
+      }),
+    );
     this.sweeper.start();
     this.scheduler.start();
     return this;
