@@ -12,6 +12,15 @@ export type * from './store/types.js';
 export { openStore, dialectOfUrl, type OpenStoreOptions } from './store/open.js';
 export { defineTask, TaskResult, type TaskDefinition, type TaskSnooze } from './core/definition.js';
 export type { TaskContext } from './core/context.js';
+export {
+  MAX_BATCH_SIZE,
+  MAX_BATCH_WAIT_MS,
+  type BatchContext,
+  type BatchHandler,
+  type BatchItem,
+  type BatchItemResult,
+  type BatchOptions,
+} from './core/batch.js';
 export type { WorkerEvents } from './worker/events.js';
 export { Worker, createWorker, type WorkerStats, type WorkerState } from './worker/worker.js';
 export type { WorkerOptions } from './worker/options.js';

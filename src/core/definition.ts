@@ -7,6 +7,7 @@ import { DEFAULT_RETRY, type RetryOptions } from './retry.js';
 import { checkKnownKeys, keysOf } from './validate.js';
 import { isStandardSchema, type StandardSchemaV1 } from './standard-schema.js';
 import type { TaskContext } from './context.js';
+import { checkBatchDefinition, type BatchHandler, type BatchOptions } from './batch.js';
 import type { TaskResult as ResultShape } from './result.js';
 
 export type { TaskResultStatus } from './result.js';
@@ -111,6 +112,13 @@ export interface TaskDefinition<Payload = unknown> {
     ctx: TaskContext,
     payload: Payload,
   ) => Promise<TaskResult | TaskSnooze | TaskAwaitChildren | void> | TaskResult | TaskSnooze | TaskAwaitChildren | void;
+  /**
+   * The work of many tasks in one call (instead of execute): up to batch.maxSize claimed tasks of this type,
+   * each with its own context and payload; return one result (or Error) per task, in order (core/batch.ts).
+   */
+  readonly executeBatch?: BatchHandler<Payload>;
+  /** How batches form for executeBatch: at most maxSize tasks, waiting at most maxWaitMs for more after the first. */
+  readonly batch?: BatchOptions;
   /** Attempts per cycle for tasks submitted without maxAttempts. */
   readonly maxAttempts?: number;
   /** Abort an attempt after this long (TIMEOUT, not retried). Overrides the worker's maxExecutionMs. */
@@ -129,6 +137,8 @@ const DEFINITION_KEYS = keysOf<TaskDefinition>({
   validate: true,
   validateCompletion: true,
   execute: true,
+  executeBatch: true,
+  batch: true,
   maxAttempts: true,
   timeoutMs: true,
   retry: true,
@@ -150,6 +160,7 @@ export function defineTask<Payload>(definition: TaskDefinition<Payload>): TaskDe
       throw new ValidationError(`task ${definition.type}: ${key} must be a function`, key);
     }
   }
+  checkBatchDefinition(definition.type, definition);
   return Object.freeze({ ...definition });
 }
 

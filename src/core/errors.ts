@@ -19,6 +19,8 @@ export const ErrorCode = {
   HANDLER_ERROR: 'HANDLER_ERROR',
   /** A handler's result (or artifact) that cannot be stored as JSON: the task fails for good. */
   RESULT_NOT_SERIALIZABLE: 'RESULT_NOT_SERIALIZABLE',
+  /** A batch handler (executeBatch) returned neither nothing nor one entry per task: every task of that call fails for good. */
+  BATCH_RESULT_INVALID: 'BATCH_RESULT_INVALID',
   /** The database refused a finished attempt's outcome for a reason of its own row (a value it cannot store). */
   OUTCOME_NOT_WRITABLE: 'OUTCOME_NOT_WRITABLE',
   /** A component used in a state that does not allow it (a worker started twice). */

@@ -38,6 +38,7 @@ export interface MetricSet {
   recovered: Counter;
   leasesLost: Counter<'reason'>;
   renewalWait: Histogram;
+  batchSize: Histogram<'task_type'>;
 }
 
 export interface MetricSources extends GaugeSources {
@@ -108,6 +109,13 @@ export function defineMetricSet(registry: Registry, sources: MetricSources): Met
       name: 'async_task_lease_renewal_wait_seconds',
       help: "How long each heartbeat's renewal waited for a connection of the lease pool before it was sent (the pool's queue).",
       buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    batchSize: new Histogram({
+      name: 'async_task_batch_size',
+      help: 'Tasks per call of a batch handler (executeBatch), by task type.',
+      labelNames: ['task_type'],
+      buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10_000],
       registers,
     }),
   };

@@ -80,6 +80,7 @@ export function subscribeWorker(worker: Worker, m: MetricSet, renewals: RenewalW
     worker.on('released', ({ task, started }) => {
       if (started) ended(task);
     }),
+    worker.on('batchStarted', ({ taskType, size }) => m.batchSize.observe({ task_type: taskType }, size)),
     worker.on('heartbeat', ({ renewed, cancelRequested, lost, waitMs }) => {
       countRenewals(renewed + cancelRequested + lost, renewed + cancelRequested);
       m.renewalWait.observe(waitMs / 1000);

@@ -6,6 +6,7 @@
  * `logger: false` turns it off; attachLogger gives the full event log.
  */
 import pino, { type Logger } from 'pino';
+import type { AnyTaskDefinition } from '../core/definition.js';
 
 export const ERROR_LOG_INTERVAL_MS = 30_000;
 
@@ -92,6 +93,19 @@ export class WorkerLog {
       `tasklease worker: concurrency ${concurrency} + prefetch ${prefetch} is more than the limits let this worker hold (${usable}: global ${global}, ` +
         `per type ${JSON.stringify(perType)}); raise them with client.policies.update() or the globalConcurrency / typeConcurrency options`,
     );
+  }
+  /** A batch type whose calls can never fill batch.maxSize (slots or its type limit cap them): full batches are what it was declared for. */
+  warnIfBatchesCapped(tasks: readonly AnyTaskDefinition[], limits: { global: number; perType: Record<string, number> }, concurrency: number): void {
+    for (const task of tasks) {
+      if (!task.executeBatch || !task.batch) continue;
+      const cap = Math.min(concurrency, limits.global, limits.perType[task.type] ?? Infinity);
+      if (cap === 0 || cap >= task.batch.maxSize) continue;
+      this.logger?.warn(
+        { workerId: this.workerId, taskType: task.type, maxSize: task.batch.maxSize, cap },
+        `tasklease worker: task ${task.type} declares batch.maxSize ${task.batch.maxSize}, but concurrency and the limits let a call hold ${cap} tasks at most ` +
+          '(concurrency counts tasks, not calls); raise concurrency, or the type limit with client.policies.update() or typeConcurrency',
+      );
+    }
   }
 }
 

@@ -38,6 +38,8 @@ export interface WorkerEvents {
   /** Given back for another worker (stop): `started` false for prefetched tasks never run. */
   released: { task: Task; started: boolean };
   slow: { task: Task; durationMs: number; thresholdMs: number };
+  /** A batch handler (executeBatch) was called with `size` tasks of `taskType` (each also has its own `started`). */
+  batchStarted: { taskType: string; size: number };
   recoveryBatch: { result: RecoveryResult };
   /** This worker's scheduler claimed due ticks of a schedule (oldest first) and created these tasks. */
   scheduled: { scheduleKey: string; ticks: Date[]; tasks: Task[] };

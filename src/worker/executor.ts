@@ -20,6 +20,7 @@ import { failureOutcome, successOutcome } from './outcome.js';
 import type { PolicyCache } from './policy-cache.js';
 import { completeInTransaction, completionCommitted } from './tx-complete.js';
 import { startExecuteSpan } from '../observe/tracing.js';
+import type { BatchGatherer } from './batch-gatherer.js';
 
 /** The defaults a client applies to a submit, for the children a fan-out makes. */
 const FAN_OUT_LIMITS = { maxPayloadBytes: 1024 * 1024, defaultMaxAttempts: 3 };
@@ -47,6 +48,8 @@ export class Executor {
     private readonly clock: Clock,
     private readonly events: Announcer,
     private readonly hooks: ExecutorHooks,
+    /** Runs the handlers of batch types (executeBatch) one call for many executions. */
+    private readonly batches: BatchGatherer,
   ) {
     const services = { store: options.store, table, leases };
     this.sink = {
@@ -109,7 +112,7 @@ export class Executor {
   /** COMMITTED: ctx.complete(tx) wrote it and the handler's transaction committed; null: nothing may be written. */
   private async outcomeOf(execution: Execution, context: ExecutionContext<Execution>): Promise<AttemptOutcome | null | typeof COMMITTED | typeof FANNED_OUT> {
     try {
-      const result = await runHandler(execution, context);
+      const result = await runHandler(execution, context, this.batches);
       await context.settle();
       if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;
       if (isAwaitChildren(result)) return await this.writeFanOut(execution, result);
@@ -162,25 +165,43 @@ export class Executor {
   }
 }
 
-/** Validates the payload, runs validate and execute; raced against the signal except on shutdown. */
-async function runHandler(execution: Execution, context: ExecutionContext<Execution>): Promise<TaskResult | TaskSnooze | TaskAwaitChildren> {
+/**
+ * Validates the payload, runs validate and execute (or joins a batch: batch-gatherer.ts); raced against the signal
+ * except on shutdown. A batch type's execution reserves its place at once (synchronously, as its slot is taken),
+ * so that its batch waits for it while its payload is checked.
+ */
+async function runHandler(
+  execution: Execution,
+  context: ExecutionContext<Execution>,
+  batches: BatchGatherer,
+): Promise<TaskResult | TaskSnooze | TaskAwaitChildren> {
   const { definition, task } = execution;
+  const batched = batches.handles(definition);
+  if (batched) batches.reserve(execution);
   let payload: unknown = task.payload;
-  if (definition.schema) {
-    const checked = await runSchema(definition.schema, task.payload);
-    if (!checked.ok) throw new PayloadInvalidError(task.taskType, checked.issues);
-    payload = checked.value;
+  try {
+    if (definition.schema) {
+      const checked = await runSchema(definition.schema, task.payload);
+      if (!checked.ok) throw new PayloadInvalidError(task.taskType, checked.issues);
+      payload = checked.value;
+    }
+    execution.payload = payload;
+    if (definition.validate) await definition.validate(payload, context);
+    context.throwIfAborted();
+  } catch (error) {
+    if (batched) batches.withdraw(execution); // it fails alone, never passed to executeBatch
+    throw error;
   }
-  execution.payload = payload;
-  if (definition.validate) await definition.validate(payload, context);
-  context.throwIfAborted();
   const { span } = execution;
-  const work = Promise.resolve().then(() => (span ? span.run(() => definition.execute!(context, payload)) : definition.execute!(context, payload)));
+  const seat = batched ? batches.join(execution, payload) : null;
+  const work =
+    seat?.result ?? Promise.resolve().then(() => (span ? span.run(() => definition.execute!(context, payload)) : definition.execute!(context, payload)));
   execution.handlerIdle = false;
   const settle = (): void => {
     execution.handlerIdle = true;
   };
-  execution.handlerSettled = work.then(settle, settle);
+  // A batch's task keeps its slot until the shared call has returned, even when its own part ended earlier.
+  execution.handlerSettled = seat ? seat.settled.then(settle) : work.then(settle, settle);
   const result = (await raceAbort(work, execution)) ?? { status: 'SUCCESS' };
   if (execution.abortReason && execution.abortReason.code !== 'SHUTDOWN') throw execution.abortReason;
   if (isSnooze(result))

@@ -14,6 +14,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import type { Logger } from 'pino';
 import { defaultWorkerLogger } from './error-log.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
+import { checkBatchDefinition } from '../core/batch.js';
 import { normalizeSchedule, type ScheduleDefinition, type ScheduleInput } from '../core/schedule.js';
 
 export interface WorkerOptions {
@@ -192,7 +193,10 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   checkInteger(c, 'cancelCheckIntervalMs', o.cancelCheckIntervalMs, { min: 0 });
   if (o.failureClassifier !== null && typeof o.failureClassifier !== 'function') throw new InvalidOptionsError(c, 'failureClassifier', 'must be a function');
   for (const task of o.tasks) {
-    if (typeof task?.execute !== 'function') throw new InvalidOptionsError(c, 'tasks', `task ${String(task?.type)} has no execute function`);
+    if (typeof task?.execute !== 'function' && typeof task?.executeBatch !== 'function') {
+      throw new InvalidOptionsError(c, 'tasks', `task ${String(task?.type)} has no execute (or executeBatch) function`);
+    }
+    if (task.executeBatch !== undefined) checkBatchDefinition(task.type, task);
     if (task.retry) resolveRetryOptions(`task ${task.type}`, { ...o.retry, ...task.retry });
     if (task.timeoutMs !== undefined) checkInteger(`task ${task.type}`, 'timeoutMs', task.timeoutMs, { min: 1 });
   }

@@ -10,6 +10,7 @@
  * - RecoverySweeper: the periodic sweep of expired leases and due retries
  * - PolicyCache: the runtime policies (retry options, effective limits) and the registry row
  * - PeriodicScheduler: submits the due ticks of schedules (periodic tasks), once across all workers
+ * - BatchGatherer: gathers the started tasks of batch types (executeBatch) into one call each
  */
 import { registryOf, type AnyTaskDefinition } from '../core/definition.js';
 import { Emitter } from '../core/emitter.js';
@@ -29,6 +30,7 @@ import { RecoverySweeper } from './recovery-sweeper.js';
 import { PeriodicScheduler } from './periodic-scheduler.js';
 import { stopGracefully } from './shutdown.js';
 import { WorkerLog, type StoreProblem } from './error-log.js';
+import { BatchGatherer } from './batch-gatherer.js';
 
 export type WorkerState = 'idle' | 'running' | 'stopping' | 'stopped';
 
@@ -69,6 +71,7 @@ export class Worker extends Emitter<WorkerEvents> {
   private readonly executor: Executor;
   private readonly sweeper: RecoverySweeper;
   private readonly scheduler: PeriodicScheduler;
+  private readonly batches: BatchGatherer;
   private state: WorkerState = 'idle';
   private unsubscribe: (() => void) | null = null;
   private stopping: Promise<void> | null = null;
@@ -96,12 +99,22 @@ export class Worker extends Emitter<WorkerEvents> {
       onWritten: (item, applied, claimedAlong, deadLetterId) => this.written(item, applied, claimedAlong, deadLetterId),
       onError: (error) => events.emit('error', { operation: 'finishAttempts', error }),
     });
-    this.executor = new Executor(o, this.table, this.leases, this.policies, clock, events, {
-      write: (outcome, execution) => this.writer.enqueue(outcome, execution),
-      committed: (outcome, execution) => this.written({ outcome, token: execution }, true, false, null),
-      slotFreed: (forgotten) => this.slotFreed(forgotten),
-      nothingToWrite: () => this.claims.request(),
-    });
+    this.batches = new BatchGatherer(this.table, o.concurrency, clock, events);
+    this.executor = new Executor(
+      o,
+      this.table,
+      this.leases,
+      this.policies,
+      clock,
+      events,
+      {
+        write: (outcome, execution) => this.writer.enqueue(outcome, execution),
+        committed: (outcome, execution) => this.written({ outcome, token: execution }, true, false, null),
+        slotFreed: (forgotten) => this.slotFreed(forgotten),
+        nothingToWrite: () => this.claims.request(),
+      },
+      this.batches,
+    );
     this.sweeper = new RecoverySweeper(store, clock, events, o);
     this.scheduler = new PeriodicScheduler(store, clock, events, o, (types) => this.onStoreEvent({ kind: 'submitted', taskTypes: types }));
   }
@@ -134,7 +147,12 @@ export class Worker extends Emitter<WorkerEvents> {
     this.leases.start();
     this.log.warnIfLeasesTight(this.options.leaseMs, this.options.heartbeatIntervalMs, this.leases.slackMs);
     // Claims wait for the first policy read, so that an operator's settings apply from the first claim.
-    this.claims.start(this.policies.start().then(() => this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch)));
+    this.claims.start(
+      this.policies.start().then(() => {
+        this.log.warnIfLimitsBind(this.policies.limits(), this.options.concurrency, this.options.prefetch);
+        this.log.warnIfBatchesCapped(this.options.tasks, this.policies.limits(), this.options.concurrency);
+      }),
+    );
     this.sweeper.start();
     this.scheduler.start();
     return this;
@@ -221,6 +239,7 @@ export class Worker extends Emitter<WorkerEvents> {
     if (this.state === 'running') this.state = 'stopping';
     this.emit('stopping', { workerId: this.workerId, active: this.table.runningHandlers, buffered: this.table.waiting });
     this.unsubscribe?.();
+    this.batches.flushAll(); // what batches gathered run now, within the grace period
     await this.scheduler.stop();
     await stopGracefully({
       options: this.options,

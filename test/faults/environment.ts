@@ -29,6 +29,8 @@ export interface WorkerExtras {
   clockSkewMs?: number;
   /** Of the worker's types, those that check their payload's shape at run time (fault-payload.ts). */
   strictTypes?: string[];
+  /** Of the worker's types, those run by a batch handler (fault-child.ts). */
+  batchTypes?: string[];
   /** The store's server at another address (a proxy in front of it: black-hole.ts); the handler tables stay direct. */
   storeUrl?: string;
 }
@@ -111,6 +113,7 @@ export class FaultEnvironment {
       handlerDb: this.target.handlerDb,
       types,
       strictTypes: extras.strictTypes,
+      batchTypes: extras.batchTypes,
       clockSkewMs: extras.clockSkewMs,
       worker: { ...TIMING, ...LIMITS, ...worker },
     };

@@ -24,7 +24,7 @@
  * The store is opened before the skew: its clock is the database's (on
  * SQLite, the machine's, which one process cannot skew without libfaketime).
  *
- * stdout: JSON lines ready, started, aborted (with `at`, Date.now()), completed,
+ * stdout: JSON lines ready, started, aborted (with `at`, Date.now()), completed, batch (a batch handler's call and its size),
  * leaseLost, heartbeat (leases renewed, its wait for a connection and round
  * trip), error, sigterm, and on stop `stopped` with the ids it completed.
  */
@@ -44,6 +44,8 @@ export interface FaultChildConfig {
   types: string[];
   /** Of `types`, those defined with FAULT_PAYLOAD_SCHEMA. */
   strictTypes?: string[];
+  /** Of `types`, those run by batch handlers (executeBatch, up to 4 tasks a call): each task of a call runs the handler above, its own part. */
+  batchTypes?: string[];
   clockSkewMs?: number;
   worker: Partial<Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'logger' | 'workerId'>>;
 }
@@ -105,12 +107,26 @@ async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status:
 }
 
 const strict = new Set(config.strictTypes ?? []);
+const batched = new Set(config.batchTypes ?? []);
 const tasks = config.types.map((type) =>
-  defineTask({ type, ...(strict.has(type) ? { schema: FAULT_PAYLOAD_SCHEMA } : {}), execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload) }),
+  batched.has(type)
+    ? defineTask({
+        type,
+        batch: { maxSize: 4, maxWaitMs: 500 },
+        // Each task's part with its own context: an aborted part returns its abort (its outcome is the abort's anyway).
+        executeBatch: (_ctx, items) =>
+          Promise.all(items.map((item) => execute(item.ctx, (item.ctx.task.payload ?? {}) as FaultPayload).catch((error: Error) => error))),
+      })
+    : defineTask({
+        type,
+        ...(strict.has(type) ? { schema: FAULT_PAYLOAD_SCHEMA } : {}),
+        execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload),
+      }),
 );
 const worker = createWorker({ store, tasks, clock, workerId: config.label, ...config.worker });
 worker.on('started', ({ task }) => say({ event: 'started', id: task.id, attempt: task.attemptCount }));
 worker.on('completed', ({ task }) => say({ event: 'completed', id: task.id, attempt: task.attemptCount }));
+worker.on('batchStarted', ({ taskType, size }) => say({ event: 'batch', taskType, size }));
 worker.on('leaseLost', ({ task, reason }) => say({ event: 'leaseLost', id: task.id, reason }));
 worker.on('heartbeat', ({ renewed, waitMs, roundTripMs }) => say({ event: 'heartbeat', renewed, waitMs, roundTripMs }));
 worker.on('error', ({ operation, error }) => say({ event: 'error', operation, message: String((error as Error)?.message ?? error) }));

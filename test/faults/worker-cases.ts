@@ -25,27 +25,35 @@ async function handlerLogged(env: FaultEnvironment, label: string): Promise<void
 }
 
 export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironment): void {
-  it('kill -9 mid-task: each task runs once more elsewhere, attempt +1', async () => {
-    const victim = env().worker('kill-a', ['work'], { concurrency: 4, recoveryIntervalMs: 0 });
+  /** Kills a worker running 4 tasks (in one batch-handler call when `batched`); another completes each once more. */
+  const killMidWork = async (prefix: string, batched: boolean): Promise<void> => {
+    const type = batched ? 'batch' : 'work';
+    const extras = batched ? { batchTypes: [type] } : {};
+    const victim = env().worker(`${prefix}-a`, [type], { concurrency: 4, recoveryIntervalMs: 0 }, extras);
     await victim.until('ready');
     const ids = await env().submit(
-      'work',
+      type,
       Array.from({ length: 4 }, () => ({ mode: 'sleep' as const, ms: 5000, onlyAttempt: 1 })),
     );
-    await waitFor(async () => (await env().executions('kill-a')) === 4, 'the victim to run all 4');
+    await waitFor(async () => (await env().executions(`${prefix}-a`)) === 4, 'the victim to run all 4');
+    if (batched) expect(victim.events.filter((e) => e.event === 'batch').map((e) => e.size)).toEqual([4]); // in one call
     victim.signal('SIGKILL');
     await victim.exit();
-    const rescuer = env().worker('kill-b', ['work']);
+    const rescuer = env().worker(`${prefix}-b`, [type], {}, extras);
     await waitFor(async () => (await env().countStatus('SUCCESS')) === 4, 'the rescuer to complete all 4', RESCUE_MS, 100);
     for (const id of ids) {
       expect((await env().attempts(id)).map((a) => [a.attempt, a.worker_id, a.outcome])).toEqual([
-        [1, 'kill-a', 'LEASE_EXPIRED'],
-        [2, 'kill-b', 'SUCCESS'],
+        [1, `${prefix}-a`, 'LEASE_EXPIRED'],
+        [2, `${prefix}-b`, 'SUCCESS'],
       ]);
     }
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { executions: 8, repeatedEffects: 0 } });
     await rescuer.stop();
-  }, 90_000);
+  };
+
+  it('kill -9 mid-task: each task runs once more elsewhere, attempt +1', () => killMidWork('kill', false), 90_000);
+
+  it('kill -9 mid-batch: every task of the batch call is recovered and completed once more elsewhere, attempt +1', () => killMidWork('batch', true), 90_000);
 
   it('SIGSTOP past the lease, another takes over, SIGCONT: the stale completion changes 0 rows and the handler is aborted', async () => {
     const zombie = env().worker('zombie-a', ['work'], { concurrency: 1, recoveryIntervalMs: 0 });

@@ -348,6 +348,26 @@ export function runObserveSuite(factory: StoreFactory): void {
       expect(quiet).toEqual([]);
     });
 
+    it('warns at start when a batch type can never fill batch.maxSize (its calls are capped by slots or limits)', async () => {
+      const lines: { level: number; msg: string }[] = [];
+      const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+      const t = defineTask({ type: 'obs.batch', batch: { maxSize: 50, maxWaitMs: 10 }, executeBatch: () => undefined });
+      const worker = newWorker([t], { logger, concurrency: 10, globalConcurrency: 1000, typeConcurrency: 1000 });
+      worker.start();
+      await waitFor(() => lines.length > 0, 'the warning');
+      expect(lines[0]!.msg).toMatch(/task obs.batch declares batch.maxSize 50, but concurrency and the limits let a call hold 10 tasks at most/);
+      const quiet: unknown[] = [];
+      const small = defineTask({ type: 'obs.batch', batch: { maxSize: 10, maxWaitMs: 10 }, executeBatch: () => undefined });
+      const fits = newWorker([small], {
+        logger: pino({ level: 'warn' }, { write: (line: string) => void quiet.push(line) }),
+        concurrency: 10,
+        typeConcurrency: 10,
+      });
+      fits.start();
+      await fits.stop();
+      expect(quiet).toEqual([]);
+    });
+
     it('a heartbeat that cannot reach the database counts each held lease as a failed renewal', async () => {
       const held = defineTask({ type: 'obs.unreachable', execute: (ctx) => untilAborted(ctx.signal) });
       const registry = new Registry();

@@ -26,6 +26,8 @@ export interface ChildEvent {
   renewed?: number;
   waitMs?: number;
   roundTripMs?: number;
+  /** A `batch` line: the tasks of one batch handler call. */
+  size?: number;
 }
 
 const running = new Set<ChildWorker>();

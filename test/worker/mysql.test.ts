@@ -1,5 +1,6 @@
 import type { MysqlStore } from '../../src/store/mysql/store.js';
 import { onMysql } from '../helpers/mysql.js';
+import { runBatchSuite } from './batch-suite.js';
 import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runLeaseBurstSuite } from './lease-burst-suite.js';
@@ -21,4 +22,5 @@ await onMysql('test/worker/mysql.test.ts', 'worker', (factory) => {
   runLeaseBurstSuite(factory, holdClient);
   runTxCompleteSuite(factory);
   runTracingSuite(factory);
+  runBatchSuite(factory);
 });

@@ -1,5 +1,6 @@
 import type { PostgresStore } from '../../src/store/postgres/store.js';
 import { onPostgres } from '../helpers/postgres.js';
+import { runBatchSuite } from './batch-suite.js';
 import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runLeaseBurstSuite } from './lease-burst-suite.js';
@@ -21,4 +22,5 @@ await onPostgres('test/worker/postgres.test.ts', 'worker', (factory) => {
   runLeaseBurstSuite(factory, holdClient);
   runTxCompleteSuite(factory);
   runTracingSuite(factory);
+  runBatchSuite(factory);
 });

@@ -1,4 +1,5 @@
 import { sqliteFactory } from '../helpers/sqlite.js';
+import { runBatchSuite } from './batch-suite.js';
 import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runLeaseBurstSuite } from './lease-burst-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
@@ -12,3 +13,4 @@ runCommitDoubtSuite(sqliteFactory);
 runTxCompleteSuite(sqliteFactory);
 runTracingSuite(sqliteFactory);
 runLeaseBurstSuite(sqliteFactory);
+runBatchSuite(sqliteFactory);
