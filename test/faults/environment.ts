@@ -7,6 +7,8 @@
  */
 import { join } from 'node:path';
 import { uuidv7 } from '../../src/core/ids.js';
+import { createClient } from '../../src/client/client.js';
+import { defineTask } from '../../src/core/definition.js';
 import { Scope } from '../../src/core/scope.js';
 import type { AttemptRecord } from '../../src/store/types.js';
 import type { NewTask } from '../../src/core/task.js';
@@ -127,6 +129,18 @@ export class FaultEnvironment {
       payloads.map((payload) => JSON.stringify(payload)),
       options,
     );
+  }
+
+  /**
+   * A flow (client.submitFlow) of fault-child tasks: each node's type, payload and parents (keys). Its ids by key, all
+   * acknowledged once the submit returned.
+   */
+  async submitFlow(nodes: { key: string; type: string; payload: FaultPayload; dependsOn?: string[] }[]): Promise<Record<string, string>> {
+    const types = [...new Set(nodes.map((node) => node.type))].map((type) => defineTask({ type }));
+    const flow = await createClient({ store: this.store, tasks: types }).submitFlow({ nodes: nodes.map((node) => ({ ...node, maxAttempts: 5 })) });
+    const ids = Object.fromEntries(Object.entries(flow.tasks).map(([key, task]) => [key, task.id]));
+    this.acknowledged.push(...Object.values(ids));
+    return ids;
   }
 
   /** The same with each payload as the JSON text stored (which need not be valid JSON: the malformed-payload case). */
