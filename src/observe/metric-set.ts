@@ -28,6 +28,8 @@ export interface MetricSet {
   failures: Counter<'task_type' | 'error_code'>;
   retries: Counter<'task_type'>;
   snoozed: Counter<'task_type'>;
+  stepsRecorded: Counter<'task_type'>;
+  stepsReplayed: Counter<'task_type'>;
   deadLettered: Counter<'task_type' | 'error_code'>;
   timeouts: Counter;
   renewals: Counter;
@@ -78,6 +80,14 @@ export function defineMetricSet(registry: Registry, sources: MetricSources): Met
     failures: counter('async_task_failures_total', 'Failed attempts (retried or not), by task type and error code.', ['task_type', 'error_code']),
     retries: counter('async_task_retries_total', 'Failed attempts scheduled for a retry, by task type.', ['task_type']),
     snoozed: counter('async_task_snoozed_total', 'Attempts that asked to run again later (TaskResult.snooze), by task type.', ['task_type']),
+    stepsRecorded: counter('async_task_steps_recorded_total', 'Durable steps (ctx.step) whose fn ran and whose result was recorded, by task type.', [
+      'task_type',
+    ]),
+    stepsReplayed: counter(
+      'async_task_steps_replayed_total',
+      'Durable steps (ctx.step) completed by an earlier attempt: their stored result was handed back, fn did not run; by task type.',
+      ['task_type'],
+    ),
     deadLettered: counter(
       'async_task_dead_letter_total',
       'Tasks moved to the dead-letter queue by this process (failed outcomes and recovery sweeps), by task type and error code.',

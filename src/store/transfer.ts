@@ -144,6 +144,12 @@ export const TRANSFER_TABLES = {
     identity: true,
     columns: { id: int, task_id: text, action: text, from_status: text, to_status: text, actor: text, actor_name: text, detail: text, acted_at: time },
   },
+  steps: {
+    table: 'system_async_task_step',
+    key: ['task_id', 'cycle', 'name'],
+    taskColumn: 'task_id',
+    columns: { task_id: text, cycle: int, name: text, result_json: text, attempt: int, worker_id: text, recorded_at: time },
+  },
   moves: {
     table: 'system_async_task_move',
     key: ['move_key'],

@@ -1,7 +1,8 @@
 /**
  * What a handler sees of its execution: identity, an AbortSignal, progress
- * reporting throttled by time and count, a cancellation check, and the
- * completion inside the handler's own transaction (tx-complete.ts).
+ * reporting throttled by time and count, a cancellation check, the
+ * completion inside the handler's own transaction (tx-complete.ts) and
+ * durable steps (steps.ts).
  */
 import type { TaskContext } from '../core/context.js';
 import type { TaskResult } from '../core/definition.js';
@@ -23,6 +24,8 @@ export interface ProgressSink<Source extends AbortSource> {
   pollCancellation(source: Source): Promise<void>;
   /** Writes the attempt's success inside the caller's transaction (ctx.complete). */
   complete(source: Source, transaction: unknown, result: TaskResult | undefined): Promise<void>;
+  /** A durable step (ctx.step, steps.ts). */
+  step<T>(source: Source, name: string, fn: () => T | Promise<T>): Promise<Awaited<T>>;
 }
 
 /** One per worker, shared by every context. */
@@ -120,6 +123,10 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
 
   complete(transaction: unknown, result?: TaskResult): Promise<void> {
     return this.sink.complete(this.abortSource, transaction, result);
+  }
+
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<Awaited<T>> {
+    return this.sink.step(this.abortSource, name, fn);
   }
 
   throwIfAborted(): void {

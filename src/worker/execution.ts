@@ -25,6 +25,7 @@ import type { TimerHandle } from '../core/clock.js';
 import type { TaskSpan } from '../observe/tracing.js';
 import type { AttemptOutcome } from '../store/types.js';
 import type { AbortSource, ExecutionContext } from './context.js';
+import type { StepJournal } from './steps.js';
 
 export type AbortCode = ConstructorParameters<typeof TaskAbortedError>[0];
 
@@ -58,6 +59,8 @@ export class Execution implements AbortSource {
   span: TaskSpan | null = null;
   /** The outcome ctx.complete(tx) wrote inside the handler's transaction (state committing). */
   completion: AttemptOutcome | null = null;
+  /** Durable steps of this execution (steps.ts): made on the first ctx.step call. */
+  steps: StepJournal | null = null;
   private reason: TaskAbortedError | null = null;
   private controller: AbortController | null = null;
   private readonly abortListeners = new Set<() => void>();

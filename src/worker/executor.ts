@@ -18,6 +18,7 @@ import type { ResolvedWorkerOptions } from './options.js';
 import { failureOutcome, successOutcome } from './outcome.js';
 import type { PolicyCache } from './policy-cache.js';
 import { completeInTransaction, completionCommitted } from './tx-complete.js';
+import { StepKeeper } from './steps.js';
 import { startExecuteSpan } from '../observe/tracing.js';
 
 const COMMITTED = Symbol('committed in the handler transaction');
@@ -44,10 +45,12 @@ export class Executor {
     private readonly hooks: ExecutorHooks,
   ) {
     const services = { store: options.store, table, leases };
+    const steps = new StepKeeper(options.store, options, leases, events);
     this.sink = {
       save: (execution, progress) => leases.saveProgress(execution, progress),
       pollCancellation: (execution) => leases.check(execution),
       complete: (execution, transaction, result) => completeInTransaction(execution, services, transaction, result),
+      step: (execution, name, fn) => steps.step(execution, name, fn),
     };
     this.contextOptions = {
       flushIntervalMs: options.progressFlushIntervalMs,

@@ -111,6 +111,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       'system_async_task_move',
       'system_async_task_policy',
       'system_async_task_schedule',
+      'system_async_task_step',
       'system_async_task_wakeup',
       'system_async_task_worker',
       'tasklease_migrations',

@@ -47,6 +47,7 @@ export interface PgContext {
     worker: string;
     awaited: string;
     action: string;
+    step: string;
     migrations: string;
   };
   /** One LISTEN/NOTIFY channel per schema; payloads are JSON (see listener.ts). */
@@ -105,6 +106,7 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
       worker: `${schema}.system_async_task_worker`,
       awaited: `${schema}.system_async_task_awaited`,
       action: `${schema}.system_async_task_action`,
+      step: `${schema}.system_async_task_step`,
       migrations: `${schema}.tasklease_migrations`,
     },
     // Channel names are identifiers (≤ 63 bytes); a digest keeps any schema name short and distinct.

@@ -20,7 +20,7 @@ import { progressValues } from '../rows.js';
 import type { RenewParams, RenewResult } from '../types.js';
 import { run, sql, type PgContext, statementName } from './connection.js';
 import { storableMessage, uuidKey } from './encode.js';
-import { fenceSql, leaseKey, literal, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { CURRENT_CYCLE, fenceSql, leaseKey, literal, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
 /**
  * The task row of input row `alias` (columns task_id, worker_id, attempt, lease_token), if its lease still holds; locked.
@@ -129,4 +129,33 @@ SELECT count(*)::integer AS n FROM released`,
   );
   const result = await run<{ n: number }>(ctx.leasePool, 'releasing tasks', text, leaseArrays(leases));
   return result.rows[0]?.n ?? 0;
+}
+
+/**
+ * A completed step (rules/steps.ts), fenced by a live lease: the task row is locked while the fence is judged
+ * (FOR UPDATE re-reads its newest version), so a sweep that takes the lease waits for this commit or makes it
+ * record nothing. true while the lease holds, whether this call inserted the row or found it there.
+ */
+export async function recordStep(ctx: PgContext, lease: Lease, name: string, resultJson: string | null): Promise<boolean> {
+  const text = sql(
+    ctx,
+    'step',
+    () => `WITH held AS MATERIALIZED (
+  SELECT t.id FROM ${ctx.tables.task} t WHERE t.id = $1 AND ${fenceSql('$2', '$3', '$4', 't.')} AND ${liveLeaseSql('now()', 't.')} FOR UPDATE
+),
+recorded AS (
+  INSERT INTO ${ctx.tables.step} (task_id, cycle, name, result_json, attempt, worker_id, recorded_at)
+  SELECT h.id, ${CURRENT_CYCLE}, $5, $6, $3, $2, now() FROM held h
+  ON CONFLICT (task_id, cycle, name) DO NOTHING
+)
+SELECT count(*)::integer AS n FROM held`,
+  );
+  const result = await run<{ n: number }>(
+    ctx.leasePool,
+    'recording a step',
+    text,
+    [uuidKey(lease.taskId), lease.workerId, lease.attempt, lease.token, name, resultJson],
+    statementName(ctx, 'step'),
+  );
+  return (result.rows[0]?.n ?? 0) === 1;
 }

@@ -47,6 +47,7 @@ import type {
   RenewParams,
   RenewResult,
   ReplayResult,
+  StepRecord,
   Store,
   StoreEvent,
   StoreListener,
@@ -63,7 +64,7 @@ import { dropAndMove } from './history.js';
 import { isConnectTimeout } from './errors.js';
 import { finishAndClaim, finishAttempts } from './finish.js';
 import { insertTasks } from './insert.js';
-import { releaseTasks, renewLeases, saveProgress } from './leases.js';
+import { recordStep, releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { PG_MIGRATIONS } from './migrations.js';
 import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js';
@@ -286,6 +287,14 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
 
   async saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean> {
     return saveProgress(this.ctx, params.lease, params.progress);
+  }
+
+  async recordStep(params: { lease: Lease; name: string; resultJson: string | null }): Promise<boolean> {
+    return recordStep(this.ctx, params.lease, params.name, params.resultJson);
+  }
+
+  async listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {
+    return reads.listSteps(this.ctx, params.taskId, params.currentCycleOnly);
   }
 
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: PostgresTransaction }): Promise<FinishResult> {

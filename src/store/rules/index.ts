@@ -13,3 +13,4 @@ export * from './sweep.js';
 export * from './fairness.js';
 export * from './leases.js';
 export * from './actions.js';
+export * from './steps.js';

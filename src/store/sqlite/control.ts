@@ -8,7 +8,16 @@ import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
-import { ACTION_COLUMNS, deadLetterAction, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
+import {
+  ACTION_COLUMNS,
+  CURRENT_CYCLE,
+  deadLetterAction,
+  endStepCycleSql,
+  REPLAYABLE_STATUS,
+  replayAssignments,
+  STATUS_SQL,
+  TERMINAL_SQL,
+} from '../rules/index.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 
@@ -17,6 +26,14 @@ export function recordActions(db: Db, rows: readonly unknown[][], now: string): 
   if (rows.length === 0) return;
   const insert = statement(db, `INSERT INTO system_async_task_action ${ACTION_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
   for (const row of rows) insert.run(...row, now);
+}
+
+/** A new attempt cycle of `taskId` began (its row is written already): its steps so far belong to the cycle that ended (rules/steps.ts). */
+export function endStepCycle(db: Db, taskId: string): void {
+  statement(
+    db,
+    `UPDATE system_async_task_step SET ${endStepCycleSql('(SELECT attempt_count FROM system_async_task WHERE id = ?)')} WHERE task_id = ? AND cycle = ${CURRENT_CYCLE}`,
+  ).run(taskId, taskId);
 }
 
 export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string, actor: Actor | undefined): ReplayResult[] {
@@ -33,6 +50,7 @@ export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, 
     const taskId = String(letter.original_task_id);
     if (requeue.run({ now, id: taskId }).changes === 1) {
       mark.run(now, taskId, id);
+      endStepCycle(db, taskId);
       if (actor) recordActions(db, [deadLetterAction('REPLAY', actor, taskId, id)], now);
       return { id, outcome: 'REPLAYED', taskId };
     }
@@ -87,6 +105,7 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
   const attempts = statement(db, 'DELETE FROM system_async_task_attempt WHERE task_id = ?');
   const failures = statement(db, 'DELETE FROM system_async_task_failure WHERE task_id = ?');
   const actions = statement(db, 'DELETE FROM system_async_task_action WHERE task_id = ?');
+  const steps = statement(db, 'DELETE FROM system_async_task_step WHERE task_id = ?');
   // Re-checked: an operator may have retried the task since it was selected.
   const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finish_time < ? AND status IN ${TERMINAL_SQL}`);
   for (const id of ids) {
@@ -96,6 +115,7 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
     result.attempts += attempts.run(id).changes;
     result.failures += failures.run(id).changes;
     actions.run(id);
+    steps.run(id);
   }
   return result;
 }
