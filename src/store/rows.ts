@@ -129,6 +129,7 @@ export function stepFromRow(row: Row, decode: Decode): StepRecord {
     taskId: String(row.task_id),
     name: String(row.name),
     cycle: Number(row.cycle),
+    seq: Number(row.seq),
     resultJson: optionalString(row.result_json),
     attempt: Number(row.attempt),
     workerId: String(row.worker_id),

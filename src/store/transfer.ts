@@ -148,7 +148,7 @@ export const TRANSFER_TABLES = {
     table: 'system_async_task_step',
     key: ['task_id', 'cycle', 'name'],
     taskColumn: 'task_id',
-    columns: { task_id: text, cycle: int, name: text, result_json: text, attempt: int, worker_id: text, recorded_at: time },
+    columns: { task_id: text, cycle: int, name: text, seq: int, result_json: text, attempt: int, worker_id: text, recorded_at: time },
   },
   moves: {
     table: 'system_async_task_move',

@@ -440,6 +440,8 @@ export interface StepRecord {
    * count that cycle ended at, and are never replayed.
    */
   cycle: number;
+  /** Its place in its cycle: 1, 2, … in the order recorded. */
+  seq: number;
   /** The step's result as JSON text; null when fn returned undefined. */
   resultJson: string | null;
   /** The attempt that ran and recorded it. */

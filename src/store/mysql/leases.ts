@@ -8,7 +8,7 @@
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { PROGRESS_COLUMNS, progressValues } from '../rows.js';
-import { CURRENT_CYCLE, fenceSql, LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { CURRENT_CYCLE, fenceSql, nextStepSeqSql, LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 
@@ -81,9 +81,10 @@ export async function recordStep(db: MysqlDatabase, conn: Conn, lease: Lease, na
   // A name recorded already keeps its first row (no-op update: not INSERT IGNORE, which would hide other errors too).
   await db.exec(
     conn,
-    `INSERT INTO system_async_task_step (task_id, cycle, name, result_json, attempt, worker_id, recorded_at) VALUES (?, ${CURRENT_CYCLE}, ?, ?, ?, ?, NOW(3))
+    `INSERT INTO system_async_task_step (task_id, cycle, name, seq, result_json, attempt, worker_id, recorded_at)
+     SELECT ?, ${CURRENT_CYCLE}, ?, ${nextStepSeqSql('system_async_task_step', '?')}, ?, ?, ?, NOW(3)
      ON DUPLICATE KEY UPDATE task_id = task_id`,
-    [lease.taskId, name, resultJson, lease.attempt, lease.workerId],
+    [lease.taskId, name, lease.taskId, resultJson, lease.attempt, lease.workerId],
   );
   return true;
 }

@@ -20,7 +20,7 @@ import { progressValues } from '../rows.js';
 import type { RenewParams, RenewResult } from '../types.js';
 import { run, sql, type PgContext, statementName } from './connection.js';
 import { storableMessage, uuidKey } from './encode.js';
-import { CURRENT_CYCLE, fenceSql, leaseKey, literal, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { CURRENT_CYCLE, fenceSql, nextStepSeqSql, leaseKey, literal, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
 /**
  * The task row of input row `alias` (columns task_id, worker_id, attempt, lease_token), if its lease still holds; locked.
@@ -144,8 +144,8 @@ export async function recordStep(ctx: PgContext, lease: Lease, name: string, res
   SELECT t.id FROM ${ctx.tables.task} t WHERE t.id = $1 AND ${fenceSql('$2', '$3', '$4', 't.')} AND ${liveLeaseSql('now()', 't.')} FOR UPDATE
 ),
 recorded AS (
-  INSERT INTO ${ctx.tables.step} (task_id, cycle, name, result_json, attempt, worker_id, recorded_at)
-  SELECT h.id, ${CURRENT_CYCLE}, $5, $6, $3, $2, now() FROM held h
+  INSERT INTO ${ctx.tables.step} (task_id, cycle, name, seq, result_json, attempt, worker_id, recorded_at)
+  SELECT h.id, ${CURRENT_CYCLE}, $5, ${nextStepSeqSql(ctx.tables.step, 'h.id')}, $6, $3, $2, clock_timestamp() FROM held h
   ON CONFLICT (task_id, cycle, name) DO NOTHING
 )
 SELECT count(*)::integer AS n FROM held`,

@@ -28,5 +28,14 @@ export function endStepCycleSql(attemptCount: string): string {
   return `cycle = ${attemptCount}`;
 }
 
+/**
+ * A step's place in its cycle (1, 2, …): one more than the steps the cycle holds, counted while the task row is
+ * locked, so records of one task count in turn. (On PostgreSQL two records of one execution that race may read the
+ * same count: their order is then the record time's, then the name's. It orders a listing; it is no key.)
+ */
+export function nextStepSeqSql(stepTable: string, taskId: string): string {
+  return `(SELECT COUNT(*) + 1 FROM ${stepTable} WHERE task_id = ${taskId} AND cycle = ${CURRENT_CYCLE})`;
+}
+
 /** Order of a step listing, oldest first: ended cycles in their order, then the current one; within one, as recorded. */
-export const STEP_ORDER_SQL = `CASE WHEN cycle = ${CURRENT_CYCLE} THEN 1 ELSE 0 END, cycle, recorded_at, attempt, name`;
+export const STEP_ORDER_SQL = `CASE WHEN cycle = ${CURRENT_CYCLE} THEN 1 ELSE 0 END, cycle, seq, recorded_at, name`;

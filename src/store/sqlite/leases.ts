@@ -6,7 +6,7 @@
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
-import { CURRENT_CYCLE, fenceSql, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { CURRENT_CYCLE, fenceSql, nextStepSeqSql, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { closeAttempt } from './finish.js';
@@ -69,8 +69,9 @@ export function recordStep(db: Db, lease: Lease, name: string, resultJson: strin
   if (!held) return false;
   statement(
     db,
-    `INSERT INTO system_async_task_step (task_id, cycle, name, result_json, attempt, worker_id, recorded_at) VALUES (?, ${CURRENT_CYCLE}, ?, ?, ?, ?, ?)
+    `INSERT INTO system_async_task_step (task_id, cycle, name, seq, result_json, attempt, worker_id, recorded_at)
+     VALUES (?, ${CURRENT_CYCLE}, ?, ${nextStepSeqSql('system_async_task_step', '?')}, ?, ?, ?, ?)
      ON CONFLICT (task_id, cycle, name) DO NOTHING`,
-  ).run(lease.taskId, name, resultJson, lease.attempt, lease.workerId, now);
+  ).run(lease.taskId, name, lease.taskId, resultJson, lease.attempt, lease.workerId, now);
   return true;
 }
