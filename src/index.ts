@@ -12,6 +12,8 @@ export type * from './store/types.js';
 export { openStore, dialectOfUrl, type OpenStoreOptions } from './store/open.js';
 export { defineTask, TaskResult, type TaskDefinition, type TaskSnooze } from './core/definition.js';
 export type { TaskContext } from './core/context.js';
+export { StepError, MAX_STEP_NAME_LENGTH, DEFAULT_MAX_STEP_RESULT_BYTES, DEFAULT_MAX_STEPS_PER_TASK } from './core/steps.js';
+export type { TaskStep, StepSummary } from './client/steps.js';
 export type { WorkerEvents } from './worker/events.js';
 export { Worker, createWorker, type WorkerStats, type WorkerState } from './worker/worker.js';
 export type { WorkerOptions } from './worker/options.js';
