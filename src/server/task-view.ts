@@ -24,8 +24,9 @@ export type TaskStepView = Omit<TaskStep, 'workerId'>;
 /** What a caller sees of a durable step: a `user` not the worker that ran it (the cluster's internals, as the lease owner). */
 export function stepView(principal: Principal | null, step: TaskStep): TaskStep | TaskStepView {
   if (principal?.role !== 'user') return step;
-  const { workerId: _hidden, ...view } = step;
-  return view;
+  const view: Partial<TaskStep> = { ...step };
+  delete view.workerId;
+  return view as TaskStepView;
 }
 
 export type TaskActionView = Omit<TaskActionRecord, 'actor' | 'actorName'> & { actor: string | null; actorName: string | null };

@@ -25,7 +25,6 @@ import type { TimerHandle } from '../core/clock.js';
 import type { TaskSpan } from '../observe/tracing.js';
 import type { AttemptOutcome } from '../store/types.js';
 import type { AbortSource, ExecutionContext } from './context.js';
-import type { StepJournal } from './steps.js';
 
 export type AbortCode = ConstructorParameters<typeof TaskAbortedError>[0];
 
@@ -39,6 +38,14 @@ const NEXT: Readonly<Record<ExecutionState, readonly ExecutionState[]>> = {
   lost: [],
   done: [],
 };
+
+/** One execution's durable steps (steps.ts): what the store held when first asked, plus what this execution recorded. */
+export interface StepJournal {
+  /** name → result JSON (null: undefined); null until loaded. */
+  done: Map<string, string | null> | null;
+  loading: Promise<Map<string, string | null>> | null;
+  running: Map<string, Promise<unknown>>;
+}
 
 export class Execution implements AbortSource {
   readonly lease: Lease;

@@ -22,15 +22,7 @@ import { ErrorCode, TaskAbortedError } from '../core/errors.js';
 import { checkStepName, StepError, stepResultJson } from '../core/steps.js';
 import type { WorkerStore } from '../store/types.js';
 import type { Announcer } from './events.js';
-import type { Execution } from './execution.js';
-
-/** One execution's steps: what the store held when first asked, plus what this execution recorded. */
-export interface StepJournal {
-  /** name → result JSON (null: undefined); null until loaded. */
-  done: Map<string, string | null> | null;
-  loading: Promise<Map<string, string | null>> | null;
-  running: Map<string, Promise<unknown>>;
-}
+import type { Execution, StepJournal } from './execution.js';
 
 export interface StepOptions {
   maxStepResultBytes: number;

@@ -52,7 +52,12 @@ export function stepFaultCases(_dialect: FaultDialect, env: () => FaultEnvironme
         [2, 'step-kill-b', 'SUCCESS'],
       ]);
     }
-    expect(rescuer.events.filter((e) => e.event === 'stepRecorded').map((e) => e.name).sort()).toEqual(['s2', 's2', 's3', 's3']);
+    expect(
+      rescuer.events
+        .filter((e) => e.event === 'stepRecorded')
+        .map((e) => e.name)
+        .sort(),
+    ).toEqual(['s2', 's2', 's3', 's3']);
     expect(await env().invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
     await rescuer.stop();
   }, 90_000);

@@ -79,7 +79,10 @@ export function runStepSuite(factory: StoreFactory): void {
       expect(runs).toEqual(['reserve@1', 'charge@1', 'ship@2', 'nothing@2']);
       const done = await env.store.getTask({ id: task.id, scope: G });
       // The Date came back as JSON gives it back, on the attempt that replayed it.
-      expect(done).toMatchObject({ attemptCount: 2, result: { a: { reservation: 'r-1' }, b: { charge: 'ch-1', at: new Date(0).toISOString() }, c: 'shipped', none: true } });
+      expect(done).toMatchObject({
+        attemptCount: 2,
+        result: { a: { reservation: 'r-1' }, b: { charge: 'ch-1', at: new Date(0).toISOString() }, c: 'shipped', none: true },
+      });
       const steps = await env.store.listSteps({ taskId: task.id });
       expect(steps.map((s) => [s.name, s.attempt, s.resultJson])).toEqual([
         ['reserve', 1, '{"reservation":"r-1"}'],
@@ -87,14 +90,7 @@ export function runStepSuite(factory: StoreFactory): void {
         ['ship', 2, '"shipped"'],
         ['nothing', 2, null],
       ]);
-      expect(events).toEqual([
-        'reserve:recorded@1',
-        'charge:recorded@1',
-        'reserve:replayed@2',
-        'charge:replayed@2',
-        'ship:recorded@2',
-        'nothing:recorded@2',
-      ]);
+      expect(events).toEqual(['reserve:recorded@1', 'charge:recorded@1', 'reserve:replayed@2', 'charge:replayed@2', 'ship:recorded@2', 'nothing:recorded@2']);
       // One read per execution that used steps; four records, none twice.
       expect(counted.calls).toEqual({ listSteps: 2, recordStep: 4 });
       expect(await metric(registry, 'async_task_steps_recorded_total', 'three-steps')).toBe(4);

@@ -6,7 +6,19 @@
  * diagnose verdict (operators), and the actions its status and the caller's
  * role allow.
  */
-import { admin, api, isOperator, type Attempt, type Diagnosis, type Me, type Progress, type Task, type TaskAction, type TaskStep, type UniqueHold } from '../api.js';
+import {
+  admin,
+  api,
+  isOperator,
+  type Attempt,
+  type Diagnosis,
+  type Me,
+  type Progress,
+  type Task,
+  type TaskAction,
+  type TaskStep,
+  type UniqueHold,
+} from '../api.js';
 import { clear, confirmAction, duration, every, guarded, h, notify, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
 
