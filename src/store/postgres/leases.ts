@@ -19,7 +19,9 @@ import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
 import type { RenewParams, RenewResult } from '../types.js';
 import { run, sql, type PgContext, statementName } from './connection.js';
-import { storableMessage, uuidKey } from './encode.js';
+import { checkStorableText, storableMessage, uuidKey } from './encode.js';
+import { MAX_STEP_NAME_LENGTH } from '../../core/steps.js';
+import { ValidationError } from '../../core/errors.js';
 import { CURRENT_CYCLE, fenceSql, nextStepSeqSql, leaseKey, literal, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
 /**
@@ -137,6 +139,9 @@ SELECT count(*)::integer AS n FROM released`,
  * record nothing. true while the lease holds, whether this call inserted the row or found it there.
  */
 export async function recordStep(ctx: PgContext, lease: Lease, name: string, resultJson: string | null): Promise<boolean> {
+  // ctx.step checks names (core/steps.ts); a direct caller gets the typed error PostgreSQL's text would not.
+  checkStorableText('name', name, 4 * MAX_STEP_NAME_LENGTH);
+  if (resultJson !== null && resultJson.includes('\u0000')) throw new ValidationError('a step result holds a raw NUL character: not JSON', 'resultJson');
   const text = sql(
     ctx,
     'step',
