@@ -2,7 +2,8 @@
  * Durable steps in the worker (ctx.step, worker/steps.ts) on every store: a
  * retry resumes after the last completed step, a completed step's fn never
  * runs again, the steps are read once per execution (never by a claim),
- * results come back as JSON gives them back, bounds fail the task for good,
+ * a graceful hand-back resumes too, results come back as JSON gives them
+ * back, bounds fail the task for good,
  * a refused record is a lost lease, and an operator's retry starts afresh.
  */
 import { Registry } from 'prom-client';
@@ -197,6 +198,44 @@ export function runStepSuite(factory: StoreFactory): void {
       // The worker wrote no outcome for the attempt it gave up: the task is still the lease's (RUNNING) or back in the queue.
       expect((await env.store.listSteps({ taskId: task.id })).map((s) => s.name)).toEqual(['first']);
       expect((await env.store.listAttempts({ taskId: task.id }))[0]!.outcome).not.toBe('SUCCESS');
+    });
+
+    it('a graceful stop in the middle of step 2 hands the task back: the next worker replays step 1 and runs steps 2 and 3', async () => {
+      const runs: string[] = [];
+      let inStep2!: () => void;
+      const reached = new Promise<void>((resolve) => (inStep2 = resolve));
+      const t = defineTask({
+        type: 'handed-back',
+        maxAttempts: 1,
+        execute: async (ctx: TaskContext) => {
+          await ctx.step('s1', () => runs.push(`s1@${ctx.attempt}`));
+          await ctx.step('s2', async () => {
+            runs.push(`s2@${ctx.attempt}`);
+            if (ctx.attempt > 1) return;
+            inStep2();
+            await new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason as Error), { once: true }));
+          });
+          await ctx.step('s3', () => runs.push(`s3@${ctx.attempt}`));
+        },
+      });
+      const first = env.track(createWorker({ store: env.store, tasks: [t], ...options, shutdownGraceMs: 100 }));
+      const { task } = await createClient({ store: env.store, tasks: [t] }).submit(t, {});
+      first.start();
+      await reached;
+      await first.stop();
+      expect(await env.store.getTask({ id: task.id, scope: G })).toMatchObject({ status: 'QUEUED', attemptCount: 1 });
+      const second = env.track(createWorker({ store: env.store, tasks: [t], ...options }));
+      second.start();
+      await waitFor(async () => (await env.store.getTask({ id: task.id, scope: G }))?.status === 'SUCCESS', 'the second worker to finish it');
+      await second.stop();
+      // A hand-back spends no attempt (maxAttempts 1 still let it run again) and keeps the cycle's steps.
+      expect(runs).toEqual(['s1@1', 's2@1', 's2@2', 's3@2']);
+      expect((await env.store.listSteps({ taskId: task.id })).map((s) => [s.name, s.attempt])).toEqual([
+        ['s1', 1],
+        ['s2', 2],
+        ['s3', 2],
+      ]);
+      expect((await env.store.listAttempts({ taskId: task.id })).map((a) => a.outcome)).toEqual(['RELEASED', 'SUCCESS']);
     });
 
     it('an operator’s retry of a FAILED task starts a new cycle: every step runs again', async () => {
