@@ -21,6 +21,8 @@ export {
   type BatchItemResult,
   type BatchOptions,
 } from './core/batch.js';
+export { StepError, MAX_STEP_NAME_LENGTH, DEFAULT_MAX_STEP_RESULT_BYTES, DEFAULT_MAX_STEPS_PER_TASK } from './core/steps.js';
+export type { TaskStep, StepSummary } from './client/steps.js';
 export type { WorkerEvents } from './worker/events.js';
 export { Worker, createWorker, type WorkerStats, type WorkerState } from './worker/worker.js';
 export type { WorkerOptions } from './worker/options.js';

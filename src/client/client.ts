@@ -30,6 +30,7 @@ import { analyze, type Analysis } from './analyze.js';
 import { cleanup, type CleanupOptions } from './cleanup.js';
 import { checkIds, DeadLetterApi } from './dead-letters.js';
 import { diagnose, type Diagnosis } from './diagnose.js';
+import { taskStepOf, type TaskStep } from './steps.js';
 import { GLOBAL_POLICY_KEY, PolicyApi, typePolicyKey } from './policies.js';
 import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core/definition.js';
 import { cutPage, windowCursor } from './time-window.js';
@@ -402,6 +403,16 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     checkInteger('actions', 'limit', limit, { min: 1, max: 1000 });
     await this.require(id, options);
     return this.store.listTaskActions({ taskId: id, limit });
+  }
+
+  /**
+   * The durable steps the task's handler completed (ctx.step), oldest first,
+   * results parsed: its current attempt cycle's, and with `allCycles` those of
+   * cycles an operator's retry or a dead-letter replay ended (`current` false).
+   */
+  async steps(id: string, options: ScopeOption & { allCycles?: boolean } = {}): Promise<TaskStep[]> {
+    await this.require(id, options);
+    return (await this.store.listSteps({ taskId: id, currentCycleOnly: options.allCycles !== true })).map(taskStepOf);
   }
 
   async attempts(id: string, options: ScopeOption = {}): Promise<AttemptRecord[]> {

@@ -1,6 +1,6 @@
 /**
  * diagnose(taskId): seed article 2's diagnose-task.sh as an API — the task,
- * its attempts, its last failures, its lease status, and a plain-language
+ * its attempts, its last failures, its lease status, its durable steps, and a plain-language
  * verdict for the causes in the seed's troubleshooting guide.
  */
 import { ErrorCode, NotFoundError } from '../core/errors.js';
@@ -8,6 +8,7 @@ import { Scope } from '../core/scope.js';
 import { isQuarantined, type Task } from '../core/task.js';
 import type { AttemptRecord, FailureRow, Store } from '../store/types.js';
 import { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey } from './policies.js';
+import { stepSummary, type StepSummary } from './steps.js';
 
 export type LeaseStatus = 'NO_LEASE' | 'EXPIRED' | 'ACTIVE';
 
@@ -43,6 +44,8 @@ export interface Diagnosis {
   failures: FailureRow[];
   /** `expiries`: leases the task lost; `quarantined`: from then on a worker runs it alone (core/task.ts). */
   lease: { status: LeaseStatus; remainingSeconds: number | null; expiries: number; quarantined: boolean };
+  /** Durable steps (ctx.step) the current attempt cycle completed: a retry resumes after the last. */
+  steps: StepSummary;
   /** Most important first; `verdict` is the first one's message. */
   causes: Cause[];
   verdict: string;
@@ -78,13 +81,14 @@ function names(items: readonly string[]): string {
 export async function diagnose(store: Store, id: string, options: DiagnoseOptions): Promise<Diagnosis> {
   const task = await store.getTask({ id, scope: options.scope });
   if (!task) throw new NotFoundError('task', id);
-  const [attempts, failures, now, policies, leased, workers] = await Promise.all([
+  const [attempts, failures, now, policies, leased, workers, steps] = await Promise.all([
     store.listAttempts({ taskId: id }),
     store.listFailures({ taskId: id, limit: 5 }),
     store.now(),
     store.listPolicies(),
     store.leasedCounts(),
     store.listWorkers({ seenWithinMs: options.workerSeenWithinMs }),
+    store.listSteps({ taskId: id, currentCycleOnly: true }),
   ]);
   const lease = leaseStatus(task, now);
   const causes: Cause[] = [];
@@ -139,7 +143,7 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
       if (!blocked && !ownerBlocked) add('READY', 'claimable now: a worker should pick it up at its next poll');
     }
   }
-  return { task, attempts, failures, lease, causes, verdict: causes[0]!.message };
+  return { task, attempts, failures, lease, steps: stepSummary(steps), causes, verdict: causes[0]!.message };
 }
 
 function waitingCauses(

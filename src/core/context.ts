@@ -46,4 +46,21 @@ export interface TaskContext {
   parents(): Promise<RelatedTask[]>;
   /** The children this task's fan-outs made (TaskResult.awaitChildren), with their results: read them when it runs again. */
   children(): Promise<RelatedTask[]>;
+  /**
+   * A durable step: runs `fn` once per attempt cycle of the task. When a step
+   * of this `name` was completed by an earlier attempt of this cycle (a retry,
+   * a recovery after a crash or a lost lease, a hand-back), its stored result
+   * comes back and `fn` does not run; else `fn` runs and its result is
+   * recorded with the task, fenced by the lease (a worker that lost its lease
+   * records nothing: this throws TaskAbortedError LEASE_LOST). The result
+   * comes back as JSON gives it back (the same value on the attempt that ran
+   * it and on every replay). An operator's retry of a FAILED task or a
+   * dead-letter replay starts a new cycle: every step runs again.
+   * Bounds: a name of 1–200 characters; a result of at most the worker's
+   * maxStepResultBytes as JSON (default 1 MiB); at most maxStepsPerTask steps
+   * (default 1,000). A breach throws StepError (STEP_NAME_INVALID,
+   * STEP_RESULT_TOO_LARGE, STEP_RESULT_NOT_SERIALIZABLE, STEP_LIMIT_EXCEEDED),
+   * which fails the task without a retry.
+   */
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<Awaited<T>>;
 }

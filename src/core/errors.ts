@@ -74,6 +74,14 @@ export const ErrorCode = {
   PARENT_FAILED: 'PARENT_FAILED',
   /** A flow whose dependencies form a cycle: refused at submit, nothing written. */
   FLOW_CYCLE: 'FLOW_CYCLE',
+  /** ctx.step: a step name that is empty, longer than 200 characters, or holds control characters or a lone surrogate. */
+  STEP_NAME_INVALID: 'STEP_NAME_INVALID',
+  /** ctx.step: a step's result over the worker's maxStepResultBytes as JSON. */
+  STEP_RESULT_TOO_LARGE: 'STEP_RESULT_TOO_LARGE',
+  /** ctx.step: a step's result that JSON cannot hold (a cycle, a BigInt, a function). */
+  STEP_RESULT_NOT_SERIALIZABLE: 'STEP_RESULT_NOT_SERIALIZABLE',
+  /** ctx.step: more steps in one attempt cycle of a task than the worker's maxStepsPerTask. */
+  STEP_LIMIT_EXCEEDED: 'STEP_LIMIT_EXCEEDED',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

@@ -30,6 +30,8 @@ export interface MetricSet {
   snoozed: Counter<'task_type'>;
   fanOuts: Counter<'task_type'>;
   flowNodes: Counter<'task_type'>;
+  stepsRecorded: Counter<'task_type'>;
+  stepsReplayed: Counter<'task_type'>;
   deadLettered: Counter<'task_type' | 'error_code'>;
   timeouts: Counter;
   renewals: Counter;
@@ -87,6 +89,14 @@ export function defineMetricSet(registry: Registry, sources: MetricSources): Met
     flowNodes: counter(
       'async_task_flow_nodes_submitted_total',
       'Tasks created in a flow (submitFlow, dependsOn, a fan-out’s children), by type; also counted in async_task_submitted_total.',
+      ['task_type'],
+    ),
+    stepsRecorded: counter('async_task_steps_recorded_total', 'Durable steps (ctx.step) whose fn ran and whose result was recorded, by task type.', [
+      'task_type',
+    ]),
+    stepsReplayed: counter(
+      'async_task_steps_replayed_total',
+      'Durable steps (ctx.step) completed by an earlier attempt: their stored result was handed back, fn did not run; by task type.',
       ['task_type'],
     ),
     deadLettered: counter(

@@ -53,6 +53,7 @@ export function subscribeWorker(worker: Worker, m: MetricSet, renewals: RenewalW
       // query (submitted − completed) balances. Retried attempts: failures_total, retries_total.
       if (!willRetry) m.completed.inc({ status: 'FAILED', task_type: task.taskType });
     }),
+    worker.on('step', ({ task, replayed }) => (replayed ? m.stepsReplayed : m.stepsRecorded).inc({ task_type: task.taskType })),
     worker.on('retryScheduled', ({ task }) => m.retries.inc({ task_type: task.taskType })),
     worker.on('snoozed', ({ task, durationMs }) => {
       ended(task, durationMs);

@@ -6,6 +6,7 @@
  */
 import type { Task } from '../core/task.js';
 import type { TaskActionRecord } from '../store/types.js';
+import type { TaskStep } from '../client/steps.js';
 import type { Principal } from './auth.js';
 
 export type UserTaskView = Omit<Task, 'leaseOwner' | 'leaseToken'>;
@@ -16,6 +17,16 @@ export function taskView(principal: Principal | null, task: Task): Task | UserTa
   delete view.leaseOwner;
   delete view.leaseToken;
   return view as UserTaskView;
+}
+
+export type TaskStepView = Omit<TaskStep, 'workerId'>;
+
+/** What a caller sees of a durable step: a `user` not the worker that ran it (the cluster's internals, as the lease owner). */
+export function stepView(principal: Principal | null, step: TaskStep): TaskStep | TaskStepView {
+  if (principal?.role !== 'user') return step;
+  const view: Partial<TaskStep> = { ...step };
+  delete view.workerId;
+  return view as TaskStepView;
 }
 
 export type TaskActionView = Omit<TaskActionRecord, 'actor' | 'actorName'> & { actor: string | null; actorName: string | null };

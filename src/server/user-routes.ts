@@ -12,7 +12,7 @@ import { principalOf, type RouteSpec } from './routes.js';
 import { actingAs, scopeOf } from './auth.js';
 import { idParams, listQuery, MAX_SUBMIT_BATCH, submitRequest, waitQuery } from './schemas.js';
 import { streamMyTasks, streamTask, type SseStreams } from './sse.js';
-import { actionView, taskView } from './task-view.js';
+import { actionView, stepView, taskView } from './task-view.js';
 
 export type SubmitBody = Omit<SubmitRequest, 'availableAt' | 'deadlineAt'> & { availableAt?: string; deadlineAt?: string };
 
@@ -173,6 +173,28 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
         const { limit } = request.query as { limit: number };
         const actions = await client.actions(id(request), { ...scope(request), limit });
         return { actions: actions.map((action) => actionView(principalOf(request), action)) };
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/v1/tasks/:id/steps',
+      access: 'user',
+      ownTask: true,
+      summary:
+        "The durable steps (ctx.step) the task's handler completed, oldest first, with their results: the current attempt cycle's (a retry resumes after the last), and with allCycles=true those of cycles an operator's retry or a replay ended",
+      tags,
+      schema: {
+        params: idParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { allCycles: { type: 'boolean', default: false } },
+        },
+      },
+      async handler(request, _reply, { client }) {
+        const { allCycles } = request.query as { allCycles: boolean };
+        const steps = await client.steps(id(request), { ...scope(request), allCycles });
+        return { steps: steps.map((step) => stepView(principalOf(request), step)) };
       },
     },
     {

@@ -129,6 +129,8 @@ const METHODS = [
   'finishAttempts',
   'finishAndClaim',
   'releaseTasks',
+  'recordStep',
+  'listSteps',
   'recover',
   'listAttempts',
   'listTaskActions',
@@ -275,4 +277,4 @@ export type { Method as StoreMethod };
  * them, and the wake-ups they owe, there — never on the main pool, which
  * handlers may hold (issue 11, B2).
  */
-export const LEASE_METHODS: ReadonlySet<Method> = new Set(['renewLeases', 'saveProgress', 'finishAttempts', 'finishAndClaim', 'releaseTasks']);
+export const LEASE_METHODS: ReadonlySet<Method> = new Set(['renewLeases', 'saveProgress', 'recordStep', 'finishAttempts', 'finishAndClaim', 'releaseTasks']);

@@ -7,7 +7,7 @@ import { isTaskStatus, TaskStatus } from '../core/status.js';
 import type { NewTask, Task, TaskProgress } from '../core/task.js';
 import { uniqueHoldOf } from './rules/unique.js';
 import { initialStatus } from './rules/flows.js';
-import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy, TaskActionName, TaskActionRecord, WorkerRecord } from './types.js';
+import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy, StepRecord, TaskActionName, TaskActionRecord, WorkerRecord } from './types.js';
 
 export interface Decode {
   /** A time column (never null here) to a Date. */
@@ -127,6 +127,19 @@ export function actionFromRow(row: Row, decode: Decode): TaskActionRecord {
     actorName: optionalString(row.actor_name),
     detail: optionalString(row.detail),
     at: decode.time(row.acted_at),
+  };
+}
+
+export function stepFromRow(row: Row, decode: Decode): StepRecord {
+  return {
+    taskId: String(row.task_id),
+    name: String(row.name),
+    cycle: Number(row.cycle),
+    seq: Number(row.seq),
+    resultJson: optionalString(row.result_json),
+    attempt: Number(row.attempt),
+    workerId: String(row.worker_id),
+    recordedAt: decode.time(row.recorded_at),
   };
 }
 

@@ -152,6 +152,12 @@ export const TRANSFER_TABLES = {
     taskColumn: 'child_id',
     columns: { parent_id: text, child_id: text, on_failure: text, fan_out: bool, resolved: text, created_at: time },
   },
+  steps: {
+    table: 'system_async_task_step',
+    key: ['task_id', 'cycle', 'name'],
+    taskColumn: 'task_id',
+    columns: { task_id: text, cycle: int, name: text, seq: int, result_json: text, attempt: int, worker_id: text, recorded_at: time },
+  },
   moves: {
     table: 'system_async_task_move',
     key: ['move_key'],

@@ -188,6 +188,20 @@ export interface WorkerStore<Tx = unknown> {
    * rows of each kind; never touches a live lease.
    */
   recover(params: { batchSize: number }): Promise<RecoveryResult>;
+  /**
+   * Records a completed durable step (ctx.step) of the lease's task in its current
+   * attempt cycle, fenced by the lease (and, like progress, an unexpired one):
+   * false when the lease is gone, and nothing is written. Unique per (task,
+   * cycle, name): a step already recorded under that name is kept as it was
+   * (its first result wins) and the answer is true while the lease holds.
+   */
+  recordStep(params: { lease: Lease; name: string; resultJson: string | null }): Promise<boolean>;
+  /**
+   * A task's recorded steps, oldest first: earlier cycles' (`currentCycleOnly`
+   * leaves them out), then the current cycle's (cycle 0). One read; no scope
+   * check (callers read the task in scope first).
+   */
+  listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]>;
   /** Upserts this worker's row (last_seen_at = now): diagnostics tell which types have live workers. */
   registerWorker(params: { worker: WorkerRegistration }): Promise<void>;
   unregisterWorker(params: { workerId: string }): Promise<void>;
@@ -489,6 +503,27 @@ export interface AttemptRecord {
   /** null while running. */
   outcome: AttemptOutcomeName | null;
   errorCode: string | null;
+}
+
+/** A durable step a handler completed (ctx.step), as stored in system_async_task_step. */
+export interface StepRecord {
+  taskId: string;
+  name: string;
+  /**
+   * 0: the task's current attempt cycle (what ctx.step replays). An earlier cycle's
+   * steps (before an operator's retry or a dead-letter replay) carry the attempt
+   * count that cycle ended at, and are never replayed.
+   */
+  cycle: number;
+  /** Its place in its cycle: 1, 2, … in the order recorded. */
+  seq: number;
+  /** The step's result as JSON text; null when fn returned undefined. */
+  resultJson: string | null;
+  /** The attempt that ran and recorded it. */
+  attempt: number;
+  workerId: string;
+  /** The database clock. */
+  recordedAt: Date;
 }
 
 export interface FailureRow extends FailureRecord {

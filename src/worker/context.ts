@@ -1,7 +1,8 @@
 /**
  * What a handler sees of its execution: identity, an AbortSignal, progress
- * reporting throttled by time and count, a cancellation check, and the
- * completion inside the handler's own transaction (tx-complete.ts).
+ * reporting throttled by time and count, a cancellation check, the
+ * completion inside the handler's own transaction (tx-complete.ts) and
+ * durable steps (steps.ts).
  */
 import type { RelatedTask, TaskContext } from '../core/context.js';
 import type { TaskResult } from '../core/definition.js';
@@ -25,6 +26,8 @@ export interface ProgressSink<Source extends AbortSource> {
   complete(source: Source, transaction: unknown, result: TaskResult | undefined): Promise<void>;
   /** The task's edges both ways (ctx.parents, ctx.children). */
   dependencies(taskId: string): Promise<{ parents: RelatedTask[]; children: RelatedTask[] }>;
+  /** A durable step (ctx.step, steps.ts). */
+  step<T>(source: Source, name: string, fn: () => T | Promise<T>): Promise<Awaited<T>>;
 }
 
 /** One per worker, shared by every context. */
@@ -139,6 +142,10 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
       throw error;
     });
     return this.relatedRead;
+  }
+
+  step<T>(name: string, fn: () => T | Promise<T>): Promise<Awaited<T>> {
+    return this.sink.step(this.abortSource, name, fn);
   }
 
   throwIfAborted(): void {

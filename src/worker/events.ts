@@ -21,6 +21,8 @@ export interface WorkerEvents {
   /** A handler begins; queueWaitMs is from submit (create time) to now. */
   started: { task: Task; queueWaitMs: number };
   progress: { task: Task; progress: TaskProgress };
+  /** ctx.step: a durable step was recorded (`replayed` false: fn ran) or its stored result handed back (`replayed` true: fn did not run). */
+  step: { task: Task; name: string; replayed: boolean };
   completed: { task: Task; status: 'SUCCESS' | 'PARTIAL_SUCCESS'; durationMs: number };
   /** Every failed attempt, retried or not. */
   failed: { task: Task; failure: FailureRecord; durationMs: number; willRetry: boolean };

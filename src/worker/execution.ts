@@ -39,6 +39,14 @@ const NEXT: Readonly<Record<ExecutionState, readonly ExecutionState[]>> = {
   done: [],
 };
 
+/** One execution's durable steps (steps.ts): what the store held when first asked, plus what this execution recorded. */
+export interface StepJournal {
+  /** name → result JSON (null: undefined); null until loaded. */
+  done: Map<string, string | null> | null;
+  loading: Promise<Map<string, string | null>> | null;
+  running: Map<string, Promise<unknown>>;
+}
+
 export class Execution implements AbortSource {
   readonly lease: Lease;
   private current: ExecutionState = 'buffered';
@@ -58,6 +66,8 @@ export class Execution implements AbortSource {
   span: TaskSpan | null = null;
   /** The outcome ctx.complete(tx) wrote inside the handler's transaction (state committing). */
   completion: AttemptOutcome | null = null;
+  /** Durable steps of this execution (steps.ts): made on the first ctx.step call. */
+  steps: StepJournal | null = null;
   private reason: TaskAbortedError | null = null;
   private controller: AbortController | null = null;
   private readonly abortListeners = new Set<() => void>();

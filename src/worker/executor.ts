@@ -19,6 +19,7 @@ import type { ResolvedWorkerOptions } from './options.js';
 import { failureOutcome, successOutcome } from './outcome.js';
 import type { PolicyCache } from './policy-cache.js';
 import { completeInTransaction, completionCommitted } from './tx-complete.js';
+import { StepKeeper } from './steps.js';
 import { startExecuteSpan } from '../observe/tracing.js';
 import type { BatchGatherer } from './batch-gatherer.js';
 
@@ -52,11 +53,13 @@ export class Executor {
     private readonly batches: BatchGatherer,
   ) {
     const services = { store: options.store, table, leases };
+    const steps = new StepKeeper(options.store, options, leases, events);
     this.sink = {
       save: (execution, progress) => leases.saveProgress(execution, progress),
       pollCancellation: (execution) => leases.check(execution),
       complete: (execution, transaction, result) => completeInTransaction(execution, services, transaction, result),
       dependencies: (taskId) => relatedTasks(options.store, taskId),
+      step: (execution, name, fn) => steps.step(execution, name, fn),
     };
     this.fanOut = new FanOut(options.store, options.tasks, FAN_OUT_LIMITS);
     this.contextOptions = {

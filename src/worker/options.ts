@@ -3,6 +3,7 @@
  * from the seed where it names one. Validated at construction: a bad value
  * fails at start with a message naming the field.
  */
+import { DEFAULT_MAX_STEP_RESULT_BYTES, DEFAULT_MAX_STEPS_PER_TASK } from '../core/steps.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { InvalidOptionsError } from '../core/errors.js';
@@ -69,6 +70,10 @@ export interface WorkerOptions {
   progressFlushThreshold?: number;
   /** ctx.checkCancellation() asks the store at most this often. Default 1000. */
   cancelCheckIntervalMs?: number;
+  /** Largest result of one durable step (ctx.step) as JSON, in bytes; a larger one fails the task (STEP_RESULT_TOO_LARGE). Default 1 MiB. */
+  maxStepResultBytes?: number;
+  /** Most durable steps one task may record in one attempt cycle; one more fails the task (STEP_LIMIT_EXCEEDED). Default 1000. */
+  maxStepsPerTask?: number;
   /** Store raw exception messages of unexpected errors (they may hold payload data). Default false. */
   exposeErrorMessages?: boolean;
   /** Maps foreign errors (driver timeouts, HTTP 503…) to an error code and retryability without wrapping them in a TaskFailure. Default: none. */
@@ -117,6 +122,8 @@ const KNOWN = [
   'progressFlushIntervalMs',
   'progressFlushThreshold',
   'cancelCheckIntervalMs',
+  'maxStepResultBytes',
+  'maxStepsPerTask',
   'exposeErrorMessages',
   'failureClassifier',
   'clock',
@@ -156,6 +163,8 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     progressFlushIntervalMs: input.progressFlushIntervalMs ?? 1000,
     progressFlushThreshold: input.progressFlushThreshold ?? 500,
     cancelCheckIntervalMs: input.cancelCheckIntervalMs ?? 1000,
+    maxStepResultBytes: input.maxStepResultBytes ?? DEFAULT_MAX_STEP_RESULT_BYTES,
+    maxStepsPerTask: input.maxStepsPerTask ?? DEFAULT_MAX_STEPS_PER_TASK,
     exposeErrorMessages: input.exposeErrorMessages ?? false,
     failureClassifier: input.failureClassifier ?? null,
     clock: input.clock ?? systemClock,
@@ -191,6 +200,8 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   checkInteger(c, 'progressFlushIntervalMs', o.progressFlushIntervalMs, { min: 0 });
   checkInteger(c, 'progressFlushThreshold', o.progressFlushThreshold, { min: 1 });
   checkInteger(c, 'cancelCheckIntervalMs', o.cancelCheckIntervalMs, { min: 0 });
+  checkInteger(c, 'maxStepResultBytes', o.maxStepResultBytes, { min: 4, max: 64 * 1024 * 1024 });
+  checkInteger(c, 'maxStepsPerTask', o.maxStepsPerTask, { min: 1, max: 100_000 });
   if (o.failureClassifier !== null && typeof o.failureClassifier !== 'function') throw new InvalidOptionsError(c, 'failureClassifier', 'must be a function');
   for (const task of o.tasks) {
     if (typeof task?.execute !== 'function' && typeof task?.executeBatch !== 'function') {

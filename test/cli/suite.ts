@@ -337,7 +337,23 @@ export function cliSuite(target: CliTarget): void {
         expect((await get(echo)).result).toEqual({ echoed: { value: 'hi' } });
 
         const workers = (await tl(['workers', '--json'])).json<{ workers: { workerId: string; taskTypes: string[] }[] }>().workers;
-        expect(workers.find((w) => w.workerId.startsWith('cli-'))?.taskTypes.sort()).toEqual(['cli.echo', 'cli.fail', 'cli.wait']);
+        expect(workers.find((w) => w.workerId.startsWith('cli-'))?.taskTypes.sort()).toEqual(['cli.echo', 'cli.fail', 'cli.steps', 'cli.wait']);
+
+        // Durable steps: listed with `steps`, summed up by diagnose.
+        const stepped = await submit('cli.steps', {});
+        await waitFor(async () => (await get(stepped)).status === 'SUCCESS', 'cli.steps SUCCESS', 20_000, 50);
+        const steps = await tl(['steps', stepped, '--json']);
+        expect(steps.code, steps.stderr).toBe(0);
+        expect(steps.json<{ steps: Record<string, unknown>[] }>().steps.map((s) => [s.name, s.seq, s.attempt, s.current, s.result])).toEqual([
+          ['fetch', 1, 1, true, { rows: 3 }],
+          ['store', 2, 1, true, { stored: 3 }],
+        ]);
+        const stepTable = (await tl(['steps', stepped])).stdout.split('\n');
+        expect(stepTable[0]).toMatch(/^CYCLE\s+#\s+STEP\s+ATTEMPT\s+WORKER\s+RECORDED\s+RESULT/);
+        expect(stepTable[2]).toMatch(/^current\s+2\s+store\s+1\s+cli-.*\{"stored":3\}$/);
+        expect((await tl(['diagnose', stepped, '--json'])).json()).toMatchObject({ steps: { completed: 2, last: { name: 'store', attempt: 1 } } });
+        expect((await tl(['diagnose', stepped])).stdout).toMatch(/=== Steps ===\n2 steps completed, last: store at \S+ \(attempt 1\)/);
+        expect((await tl(['steps', UNKNOWN_ID])).code).toBe(3);
 
         const failed = (await tl(['diagnose', failing, '--json'])).json<Record<string, unknown>>();
         expect(failed).toMatchObject({

@@ -15,6 +15,10 @@
  *  - pool:  holds a connection of the store's main pool for ms (FAULTS.md 18).
  * completeAnyway: after an abort, return a result all the same (without the
  * effect), so the fenced outcome write must be the one to drop it.
+ * steps: runs `steps` durable steps (ctx.step 's1', 's2', …), each fn logging a
+ * step_runs row first; the fn of step `holdStep` then waits `ms` — on the
+ * signal too unless `deafStep` (a zombie's fn that does not listen) — before
+ * it returns; then the effect as usual.
  * onlyAttempt: the mode applies to that attempt only.
  * strictTypes: these types check their payload against that shape at run
  * time (fault-payload.ts); a payload that fails it is not the handler's.
@@ -51,8 +55,12 @@ export interface FaultChildConfig {
 }
 
 export interface FaultPayload {
-  mode?: 'sleep' | 'hold' | 'busy' | 'exit' | 'throw' | 'pool';
+  mode?: 'sleep' | 'hold' | 'busy' | 'exit' | 'throw' | 'pool' | 'steps';
   ms?: number;
+  /** mode steps: how many steps, which one holds, and whether its hold ignores the signal. */
+  steps?: number;
+  holdStep?: number;
+  deafStep?: boolean;
   completeAnyway?: boolean;
   /** The mode applies to this attempt only; other attempts sleep 10 ms (a rescuer is not caught by the same fault). */
   onlyAttempt?: number;
@@ -62,7 +70,17 @@ const config = JSON.parse(process.env.TL_CHILD!) as FaultChildConfig;
 const say = (line: Record<string, unknown>): void => void process.stdout.write(`${JSON.stringify({ ...line, at: Date.now() })}\n`);
 const completed: string[] = [];
 const tables = await openHandlerTables(config.handlerDb, config.label);
-const store = await openChildStore(config.store, config.label);
+const opened = await openChildStore(config.store, config.label);
+// Every durable step's record and the store's answer (a zombie's is refused: its fence no longer holds).
+const store = Object.create(opened, {
+  recordStep: {
+    value: async (params: Parameters<typeof opened.recordStep>[0]) => {
+      const recorded = await opened.recordStep(params);
+      say({ event: recorded ? 'stepRecorded' : 'stepRefused', id: params.lease.taskId, attempt: params.lease.attempt, name: params.name });
+      return recorded;
+    },
+  },
+}) as typeof opened;
 const skew = config.clockSkewMs ?? 0;
 if (skew !== 0) {
   const wallClock = Date.now.bind(Date);
@@ -83,12 +101,28 @@ const orAbort = <T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undef
 
 async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status: 'SUCCESS'; result: unknown }> {
   const { signal } = ctx;
-  const payload = given.onlyAttempt === undefined || given.onlyAttempt === ctx.attempt ? given : { ms: 10 };
+  const payload: FaultPayload =
+    given.onlyAttempt === undefined || given.onlyAttempt === ctx.attempt ? given : given.mode === 'steps' ? { mode: 'steps', steps: given.steps } : { ms: 10 };
   await orAbort(tables.logExecution(ctx.taskId, ctx.attempt, config.label), signal);
   const ms = payload.ms ?? 10;
   if (payload.mode === 'exit') process.exit(1);
   if (payload.mode === 'throw') throw new Error('the handler failed on purpose');
-  if (payload.mode === 'busy') for (const end = Date.now() + ms; Date.now() < end;);
+  if (payload.mode === 'steps') {
+    for (let i = 1; i <= (payload.steps ?? 3); i += 1) {
+      const name = `s${i}`;
+      try {
+        await ctx.step(name, async () => {
+          await tables.logStepRun(ctx.taskId, name, ctx.attempt, config.label);
+          say({ event: 'stepRun', id: ctx.taskId, attempt: ctx.attempt, name });
+          if (i === payload.holdStep) await (payload.deafStep ? new Promise((resolve) => setTimeout(resolve, ms)) : wait(ms, signal));
+          return { name, by: config.label, attempt: ctx.attempt };
+        });
+      } catch (error) {
+        say({ event: 'aborted', id: ctx.taskId, attempt: ctx.attempt, reason: (error as { code?: string })?.code, step: name });
+        throw error;
+      }
+    }
+  } else if (payload.mode === 'busy') for (const end = Date.now() + ms; Date.now() < end;);
   else if (payload.mode === 'pool') {
     const release = await holdPoolConnection(store);
     await wait(ms, signal);

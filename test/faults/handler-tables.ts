@@ -16,6 +16,12 @@ export interface HandlerTables {
   /** Executions logged (by one worker, or all). */
   executions(worker?: string): Promise<number>;
   effects(): Promise<{ taskId: string; attempt: number; writes: number }[]>;
+  /** A durable step's fn began (ctx.step, the steps mode): one row per run of fn. */
+  logStepRun(taskId: string, name: string, attempt: number, worker: string): Promise<void>;
+  /** The runs of each step's fn, in the order logged: [name, attempt, worker]. */
+  stepRuns(taskId: string): Promise<[string, number, string][]>;
+  /** Makes a lease look expired to the database (the worker holding it is not told): a zombie its own clock cannot see. */
+  expireLease(taskId: string): Promise<void>;
   /** (task, attempt) pairs whose handler started more than once: none may (the failover suite). */
   repeatedExecutions(): Promise<{ taskId: string; attempt: number; runs: number }[]>;
   /** The tables of the store's schema (or database, or file), sorted: the hostile-input cases check that it is intact. */
@@ -32,6 +38,7 @@ export interface HandlerTables {
 
 const TASK_TABLES = [
   'system_async_task',
+  'system_async_task_step',
   'system_async_task_attempt',
   'system_async_task_failure',
   'system_async_task_dead_letter',
@@ -41,9 +48,10 @@ const TASK_TABLES = [
 type Run = (sql: string, values?: unknown[]) => Promise<Record<string, unknown>[]>;
 
 /** The same statements on every dialect: `?` placeholders (PostgreSQL's are numbered by `run`), standard types. */
-function tablesOver(run: Run, prefix: string, upsert: string, listTables: string, close: () => Promise<void>): HandlerTables {
+function tablesOver(run: Run, prefix: string, upsert: string, listTables: string, close: () => Promise<void>, past: string): HandlerTables {
   const executions = `${prefix}executions`;
   const effects = `${prefix}effects`;
+  const stepRuns = `${prefix}step_runs`;
   const tableNames = async () => (await run(listTables)).map((row) => String(Object.values(row)[0])).sort();
   return {
     async create() {
@@ -51,6 +59,25 @@ function tablesOver(run: Run, prefix: string, upsert: string, listTables: string
       await run(
         `CREATE TABLE IF NOT EXISTS ${effects} (task_id VARCHAR(64) PRIMARY KEY, attempt INTEGER NOT NULL, worker VARCHAR(64) NOT NULL, writes INTEGER NOT NULL DEFAULT 1)`,
       );
+      await run(
+        `CREATE TABLE IF NOT EXISTS ${stepRuns} (n INTEGER NOT NULL, task_id VARCHAR(64) NOT NULL, name VARCHAR(200) NOT NULL, attempt INTEGER NOT NULL, worker VARCHAR(64) NOT NULL)`,
+      );
+    },
+    async logStepRun(taskId, name, attempt, worker) {
+      // n: the order of the runs (the processes' clocks and row order say nothing reliable).
+      await run(`INSERT INTO ${stepRuns} (n, task_id, name, attempt, worker) SELECT COALESCE(MAX(n), 0) + 1, ?, ?, ?, ? FROM ${stepRuns}`, [
+        taskId,
+        name,
+        attempt,
+        worker,
+      ]);
+    },
+    async stepRuns(taskId) {
+      const rows = await run(`SELECT name, attempt, worker FROM ${stepRuns} WHERE task_id = ? ORDER BY n`, [taskId]);
+      return rows.map((r) => [String(r.name), Number(r.attempt), String(r.worker)]);
+    },
+    async expireLease(taskId) {
+      await run(`UPDATE ${prefix}system_async_task SET lease_until = ${past} WHERE id = ?`, [taskId]);
     },
     async logExecution(taskId, attempt, worker) {
       await run(`INSERT INTO ${executions} (task_id, attempt, worker) VALUES (?, ?, ?)`, [taskId, attempt, worker]);
@@ -84,7 +111,7 @@ function tablesOver(run: Run, prefix: string, upsert: string, listTables: string
       return rows;
     },
     async reset() {
-      for (const table of [executions, effects, ...TASK_TABLES.map((name) => `${prefix}${name}`)]) await run(`DELETE FROM ${table}`);
+      for (const table of [executions, effects, stepRuns, ...TASK_TABLES.map((name) => `${prefix}${name}`)]) await run(`DELETE FROM ${table}`);
     },
     close,
   };
@@ -103,7 +130,7 @@ export async function openHandlerTables(db: HandlerDb, label: string): Promise<H
       const numbered = (sql: string, n = 0) => sql.replace(/\?/g, () => `$${++n}`);
       const run: Run = async (sql, values = []) => (await pool.query(numbered(sql), values)).rows;
       const list = `SELECT table_name FROM information_schema.tables WHERE table_schema = '${db.schema}'`;
-      return tablesOver(run, `"${db.schema}".`, ON_CONFLICT, list, () => pool.end());
+      return tablesOver(run, `"${db.schema}".`, ON_CONFLICT, list, () => pool.end(), "now() - interval '1 second'");
     }
     case 'mysql': {
       const { default: mysql } = await import('mysql2/promise');
@@ -111,7 +138,7 @@ export async function openHandlerTables(db: HandlerDb, label: string): Promise<H
       const run: Run = async (sql, values = []) => (await pool.query(sql, values))[0] as Record<string, unknown>[];
       const upsert = 'ON DUPLICATE KEY UPDATE writes = writes + 1, attempt = VALUES(attempt), worker = VALUES(worker)';
       const list = 'SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()';
-      return tablesOver(run, '', upsert, list, () => pool.end());
+      return tablesOver(run, '', upsert, list, () => pool.end(), 'NOW(3) - INTERVAL 1 SECOND');
     }
     case 'sqlite': {
       const { default: Database } = await import('better-sqlite3');
@@ -122,7 +149,8 @@ export async function openHandlerTables(db: HandlerDb, label: string): Promise<H
         return statement.reader ? (statement.all(...values) as Record<string, unknown>[]) : (statement.run(...values), []);
       };
       const list = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'";
-      return tablesOver(run, '', ON_CONFLICT, list, async () => void file.close());
+      // The store's time format (sqlite/encode.ts toSqliteTime): UTC, 'YYYY-MM-DD HH:MM:SS.sss'.
+      return tablesOver(run, '', ON_CONFLICT, list, async () => void file.close(), "strftime('%Y-%m-%d %H:%M:%f', 'now', '-1 second')");
     }
   }
 }

@@ -20,6 +20,9 @@ export interface ChildEvent {
   /** Wall-clock milliseconds (Date.now()) in the child when it said this. */
   at?: number;
   attempt?: number;
+  /** The durable step it is about (fault-child.ts, mode steps): `name` of stepRun / stepRecorded / stepRefused, `step` of aborted. */
+  name?: string;
+  step?: string;
   /** A `span` line: an OpenTelemetry span the child's in-memory SDK saw end. */
   span?: FinishedSpan;
   /** A `heartbeat` line: leases renewed, the renewal's wait for a connection and its round trip from then. */

@@ -42,6 +42,8 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   finishAttempts: (s) => s.finishAttempts({ outcomes: [{ kind: 'CANCELLED', lease: LEASE, progress: null }] }),
   finishAndClaim: (s) => s.finishAndClaim({ outcomes: [{ kind: 'CANCELLED', lease: LEASE, progress: null }], claim: claimParams() }),
   releaseTasks: (s) => s.releaseTasks({ leases: [LEASE] }),
+  recordStep: (s) => s.recordStep({ lease: LEASE, name: 'a', resultJson: null }),
+  listSteps: (s) => s.listSteps({ taskId: 'x' }),
   recover: (s) => s.recover({ batchSize: 10 }),
   listAttempts: (s) => s.listAttempts({ taskId: 'x' }),
   listTaskActions: (s) => s.listTaskActions({ taskId: 'x' }),

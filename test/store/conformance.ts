@@ -15,6 +15,7 @@ import { runContractConformance } from './conformance-contract.js';
 import { runControlConformance } from './conformance-control.js';
 import { runOwnerConformance } from './conformance-owners.js';
 import { runPlanConformance } from './conformance-plan.js';
+import { runStepConformance } from './conformance-steps.js';
 import { runTransferConformance } from './conformance-transfer.js';
 import { claimParams, FAILURE, leaseOf, newTask, useStore } from './fixtures.js';
 
@@ -527,4 +528,5 @@ export function runStoreConformance(factory: StoreFactory): void {
   runOwnerConformance(factory);
   runPlanConformance(factory);
   runTransferConformance(factory);
+  runStepConformance(factory);
 }

@@ -87,6 +87,17 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
     expect(await store.countByStatus({ scope: G })).toEqual(before);
   });
 
+  it('refuses a durable step name PostgreSQL text cannot hold with a ValidationError, recording nothing', async () => {
+    await store.insertTasks({ tasks: [newTask({ taskType: 'stepped' })] });
+    const [task] = await store.claimTasks(claimParams({ taskTypes: ['stepped'] }));
+    for (const name of ['nul\u0000step', 'lone\ud800', 'x'.repeat(1000)]) {
+      const error = await store.recordStep({ lease: leaseOf(task!), name, resultJson: null }).catch((e: unknown) => e);
+      expect(error, name).toBeInstanceOf(ValidationError);
+    }
+    expect(await store.recordStep({ lease: leaseOf(task!), name: "o'brien; DROP TABLE x; --", resultJson: '{"v":"\\u0000"}' })).toBe(true);
+    expect((await store.listSteps({ taskId: task!.id })).map((s) => [s.name, s.resultJson])).toEqual([["o'brien; DROP TABLE x; --", '{"v":"\\u0000"}']]);
+  });
+
   it('makes hostile run-time text storable: error and progress messages with NUL and lone surrogates', async () => {
     await store.insertTasks({ tasks: [newTask({ taskType: 'runtime' }), newTask({ taskType: 'runtime' })] });
     const [a, b] = await store.claimTasks(claimParams({ taskTypes: ['runtime'] }));
@@ -134,6 +145,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'system_async_task_move',
       'system_async_task_policy',
       'system_async_task_schedule',
+      'system_async_task_step',
       'system_async_task_worker',
       'tasklease_migrations',
     ]);

@@ -46,6 +46,13 @@ export function uiTasks(controls: Controls) {
         return TaskResult.snooze(50);
       },
     }),
+    defineTask({
+      type: 'ui.durable',
+      execute: async (ctx) => {
+        const fetched = await ctx.step('fetch-rows', () => ({ rows: 2 }));
+        await ctx.step('store-rows', () => ({ stored: fetched.rows }));
+      },
+    }),
     defineTask({ type: 'ui.hold', execute: async (ctx) => void (await Promise.race([controls.holds.pass(), aborted(ctx.signal)])) }),
     defineTask({
       type: 'ui.flaky',

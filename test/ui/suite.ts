@@ -203,6 +203,36 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await bob.context.close();
     });
 
+    it('shows the durable steps a task completed on its timeline, in order; its owner sees them without the worker', async () => {
+      const client = rig.server.client;
+      const { task } = await client.submit('ui.durable', {}, { owner: 'alice' });
+      await waitFor(async () => (await client.get(task.id))?.status === 'SUCCESS', 'the durable task to succeed');
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
+      await page.getByRole('heading', { name: /ui\.durable/ }).waitFor();
+      await page.locator('.timeline [data-step="store-rows"]').waitFor();
+      const steps = await page.locator('.timeline [data-step]').allTextContents();
+      expect(steps).toEqual([
+        expect.stringMatching(/^step 1 fetch-rows completed by attempt 1 on \S+$/),
+        expect.stringMatching(/^step 2 store-rows completed by attempt 1 on \S+$/),
+      ]);
+      // In time order among the other entries: after the attempt started, before it finished.
+      const texts = await page.locator('.timeline li').allTextContents();
+      const at = (pattern: RegExp) => texts.findIndex((text) => pattern.test(text));
+      expect(at(/attempt 1 started/)).toBeLessThan(at(/step 1 fetch-rows/));
+      expect(at(/step 2 store-rows/)).toBeLessThan(at(/finished SUCCESS/));
+      await shoot(page, `${name}-task-steps`);
+      await context.close();
+      const user = await rig.open(rig.tokens.alice);
+      await user.page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
+      await user.page.locator('.timeline [data-step="store-rows"]').waitFor();
+      expect(await user.page.locator('.timeline [data-step]').allTextContents()).toEqual([
+        'step 1 fetch-rows completed by attempt 1',
+        'step 2 store-rows completed by attempt 1',
+      ]);
+      await user.context.close();
+    });
+
     it('one search box: an idempotency key lists its tasks (even a key shaped like an id), a task id opens the task', async () => {
       const client = rig.server.client;
       const idShapedKey = randomUUID();

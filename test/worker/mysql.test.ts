@@ -5,6 +5,7 @@ import { runCommitDoubtSuite } from './commit-doubt-suite.js';
 import { runOutcomeSuite } from './outcome-suite.js';
 import { runLeaseBurstSuite } from './lease-burst-suite.js';
 import { runPoolExhaustionSuite, type HoldConnection } from './pool-exhaustion-suite.js';
+import { runStepSuite } from './steps-suite.js';
 import { runWorkerSuite } from './suite.js';
 import { runTracingSuite } from './tracing-suite.js';
 import { runTxCompleteSuite } from './tx-complete-suite.js';
@@ -23,4 +24,5 @@ await onMysql('test/worker/mysql.test.ts', 'worker', (factory) => {
   runTxCompleteSuite(factory);
   runTracingSuite(factory);
   runBatchSuite(factory);
+  runStepSuite(factory);
 });

@@ -108,6 +108,18 @@ export interface TaskAction {
   detail: string | null;
   at: string;
 }
+/** A durable step the task's handler completed (GET /api/v1/tasks/:id/steps); a user does not see the worker. */
+export interface TaskStep {
+  name: string;
+  /** false: a cycle an operator's retry or a replay ended (never replayed). */
+  current: boolean;
+  cycle: number;
+  seq: number;
+  attempt: number;
+  workerId?: string;
+  recordedAt: string;
+  result?: unknown;
+}
 export interface Failure {
   attempt: number;
   errorCode: string;

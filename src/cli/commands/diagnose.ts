@@ -55,6 +55,9 @@ function render(output: Output, report: Report): string {
     output.heading('Last failures'),
     output.table(report.failures, FAILURE_COLUMNS),
     '',
+    output.heading('Steps'),
+    report.steps.message ?? 'no durable step completed in this cycle',
+    '',
     output.heading('Lease'),
     output.fields([
       ['status', lease.status],

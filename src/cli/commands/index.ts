@@ -18,6 +18,7 @@ import { moveCommand } from './move.js';
 import { policyCommand } from './policy.js';
 import { rescheduleCommand } from './reschedule.js';
 import { scheduleCommand } from './schedule.js';
+import { stepsCommand } from './steps.js';
 import { serveCommands } from './serve.js';
 import { submitCommand } from './submit.js';
 import { tokenCommand } from './token.js';
@@ -40,6 +41,7 @@ export const COMMANDS: readonly CliCommand[] = [
   rescheduleCommand,
   diagnoseCommand,
   actionsCommand,
+  stepsCommand,
   analyzeCommand,
   dlqCommand,
   cleanupCommand,

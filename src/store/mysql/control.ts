@@ -7,8 +7,18 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow } from '../rows.js';
 import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
-import { ACTION_COLUMNS, deadLetterAction, LEASED_SQL, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
 import { reopen, stepsOn } from './flows.js';
+import {
+  ACTION_COLUMNS,
+  CURRENT_CYCLE,
+  deadLetterAction,
+  endStepCycleSql,
+  LEASED_SQL,
+  REPLAYABLE_STATUS,
+  replayAssignments,
+  STATUS_SQL,
+  TERMINAL_SQL,
+} from '../rules/index.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { checkText, decode, sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';
@@ -18,6 +28,17 @@ export async function recordActions(db: MysqlDatabase, conn: Conn, rows: readonl
   if (rows.length === 0) return;
   const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, NOW(3))').join(', ');
   await db.exec(conn, `INSERT INTO system_async_task_action ${ACTION_COLUMNS} VALUES ${placeholders}`, rows.flat());
+}
+
+/** A new attempt cycle began for `taskIds` (their rows are written already): their steps so far belong to the cycle that ended (rules/steps.ts). */
+export async function endStepCycle(db: MysqlDatabase, conn: Conn, taskIds: readonly string[]): Promise<void> {
+  if (taskIds.length === 0) return;
+  await db.exec(
+    conn,
+    `UPDATE system_async_task_step s JOIN system_async_task t ON t.id = s.task_id SET s.${endStepCycleSql('t.attempt_count')}
+     WHERE s.task_id IN (?) AND s.cycle = ${CURRENT_CYCLE}`,
+    [taskIds],
+  );
 }
 
 export async function replayDeadLetters(
@@ -50,6 +71,7 @@ export async function replayDeadLetters(
       if (requeued.affectedRows === 1) {
         await db.exec(conn, 'UPDATE system_async_task_dead_letter SET replayed_at = NOW(3), replay_task_id = ? WHERE id = ?', [taskId, id]);
         await reopen(stepsOn(db, conn), [taskId]);
+        await endStepCycle(db, conn, [taskId]);
         if (actor) await recordActions(db, conn, [deadLetterAction('REPLAY', actor, taskId, id)]);
         letter.replayed_at = 'now';
         letter.replay_task_id = taskId;
@@ -130,6 +152,7 @@ export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finished
   await db.exec(conn, 'DELETE FROM system_async_task_action WHERE task_id IN (?)', [ids]);
   // A purged child's edges go with it; a purged parent's stay (resolved) for children still kept.
   await db.exec(conn, 'DELETE FROM system_async_task_dependency WHERE child_id IN (?)', [ids]);
+  await db.exec(conn, 'DELETE FROM system_async_task_step WHERE task_id IN (?)', [ids]);
   result.tasks = (await db.exec(conn, 'DELETE FROM system_async_task WHERE id IN (?)', [ids])).affectedRows;
   return result;
 }

@@ -1,5 +1,5 @@
 /**
- * Fenced lease writes: heartbeat, progress and hand-back. Every WHERE carries
+ * Fenced lease writes: heartbeat, progress, hand-back and steps. Every WHERE carries
  * lease_owner, attempt_count, lease_token and a leased status (renewal and progress: an
  * unexpired lease too, rules/leases.ts). MariaDB's UPDATE has no
  * RETURNING, so where we must know which rows applied we write and then read
@@ -8,7 +8,7 @@
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { PROGRESS_COLUMNS, progressValues } from '../rows.js';
-import { fenceSql, LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { CURRENT_CYCLE, fenceSql, nextStepSeqSql, LEASED_SQL, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 
@@ -64,4 +64,27 @@ export async function releaseTasks(db: MysqlDatabase, conn: Conn, leases: readon
     held.map((row) => [String(row.id), Number(row.attempt_count)]),
   ]);
   return held.length;
+}
+
+/**
+ * A completed step (rules/steps.ts), inside a transaction: the task row is locked while its fence is judged (a
+ * locking read sees the newest version), so a sweep that takes the lease waits for this commit or finds it refused.
+ */
+export async function recordStep(db: MysqlDatabase, conn: Conn, lease: Lease, name: string, resultJson: string | null): Promise<boolean> {
+  const held = await db.rows(conn, `SELECT id FROM system_async_task WHERE id = ? AND ${fenceSql('?', '?', '?')} AND ${liveLeaseSql('NOW(3)')} FOR UPDATE`, [
+    lease.taskId,
+    lease.workerId,
+    lease.attempt,
+    lease.token,
+  ]);
+  if (held.length === 0) return false;
+  // A name recorded already keeps its first row (no-op update: not INSERT IGNORE, which would hide other errors too).
+  await db.exec(
+    conn,
+    `INSERT INTO system_async_task_step (task_id, cycle, name, seq, result_json, attempt, worker_id, recorded_at)
+     SELECT ?, ${CURRENT_CYCLE}, ?, ${nextStepSeqSql('system_async_task_step', '?')}, ?, ?, ?, NOW(3)
+     ON DUPLICATE KEY UPDATE task_id = task_id`,
+    [lease.taskId, name, lease.taskId, resultJson, lease.attempt, lease.workerId],
+  );
+  return true;
 }

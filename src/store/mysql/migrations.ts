@@ -335,6 +335,28 @@ ON DUPLICATE KEY UPDATE slot = slot`,
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 14,
+    name: 'durable steps',
+    // ctx.step(name, fn) (worker/steps.ts): one row per completed step, written fenced by the lease that ran it
+    // (rules/steps.ts). cycle 0 is the task's current attempt cycle; an operator's retry or a dead-letter replay
+    // sets the earlier cycle's rows to the attempt count it ended at (kept for the record, never reused). seq: the
+    // step's place in its cycle (1, 2, …), counted under the task row's lock.
+    // name: at most 200 characters (800 bytes of utf8mb4), binary NO PAD like every identifier.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_step (
+  task_id VARCHAR(64) NOT NULL,
+  cycle INT NOT NULL DEFAULT 0,
+  name VARCHAR(200) NOT NULL,
+  seq INT NOT NULL,
+  result_json LONGTEXT NULL,
+  attempt INT NOT NULL,
+  worker_id VARCHAR(255) NOT NULL,
+  recorded_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (task_id, cycle, name)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

@@ -5,8 +5,9 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
-import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow } from '../rows.js';
-import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskActionRecord, TaskPage } from '../types.js';
+import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, stepFromRow, taskFromRow } from '../rows.js';
+import { CURRENT_CYCLE, STEP_ORDER_SQL } from '../rules/index.js';
+import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, StepRecord, TaskActionRecord, TaskPage } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { decode, sqlTime } from './encode.js';
 
@@ -74,6 +75,12 @@ export async function listTaskActions(db: MysqlDatabase, conn: Conn, taskId: str
     Math.max(0, Math.floor(limit ?? 100)),
   ]);
   return rows.map((row) => actionFromRow(row, decode));
+}
+
+export async function listSteps(db: MysqlDatabase, conn: Conn, taskId: string, currentCycleOnly: boolean | undefined): Promise<StepRecord[]> {
+  const cycle = currentCycleOnly ? ` AND cycle = ${CURRENT_CYCLE}` : '';
+  const rows = await db.rows(conn, `SELECT * FROM system_async_task_step WHERE task_id = ?${cycle} ORDER BY ${STEP_ORDER_SQL}`, [taskId]);
+  return rows.map((row) => stepFromRow(row, decode));
 }
 
 /** Dead letters neither replayed nor archived. */

@@ -11,7 +11,7 @@ import { reopen, settle, stepsOn } from './flows.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { sqlTime } from './encode.js';
-import { recordActions } from './control.js';
+import { endStepCycle, recordActions } from './control.js';
 import { sortedIds } from './sql.js';
 
 export async function changeStatus(db: MysqlDatabase, conn: Conn, params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
@@ -33,6 +33,7 @@ export async function changeStatus(db: MysqlDatabase, conn: Conn, params: Change
     const sets = changeStatusAssignments(params, { now: 'NOW(3)', availableAt: params.availableAt ? '?' : null });
     const values = params.availableAt ? [sqlTime(params.availableAt)] : [];
     await db.exec(conn, `UPDATE system_async_task SET ${sets.join(', ')} WHERE id IN (?)`, [...values, applicable]);
+    if (params.newCycle) await endStepCycle(db, conn, applicable);
     const changed = applicable.map((id) => ({ id, from: current.get(id)! }));
     await recordActions(db, conn, statusChangeActions(params.record, changed, params.to));
     // A cancel settles the flow children of what it ended; a retry re-opens the edges its failure resolved.

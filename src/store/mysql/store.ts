@@ -48,6 +48,7 @@ import type {
   RenewParams,
   RenewResult,
   ReplayResult,
+  StepRecord,
   Store,
   StoreEvent,
   StoreListener,
@@ -64,7 +65,7 @@ import { decode } from './encode.js';
 import { finishAttempts } from './finish.js';
 import { finishAndClaim } from './finish-claim.js';
 import { insertTasks, payloadLimit } from './insert.js';
-import { releaseTasks, renewLeases, saveProgress } from './leases.js';
+import { recordStep, releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { MYSQL_MIGRATIONS } from './migrations.js';
 import { lockName, resolveMysqlOptions, type MysqlStoreOptions } from './options.js';
@@ -271,6 +272,14 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean> {
     return this.leaseDb.run((conn) => saveProgress(this.leaseDb, conn, params.lease, params.progress));
+  }
+
+  recordStep(params: { lease: Lease; name: string; resultJson: string | null }): Promise<boolean> {
+    return this.leaseDb.transaction((conn) => recordStep(this.leaseDb, conn, params.lease, params.name, params.resultJson));
+  }
+
+  listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {
+    return this.db.run((conn) => reads.listSteps(this.db, conn, params.taskId, params.currentCycleOnly));
   }
 
   finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: MysqlTransaction }): Promise<FinishResult> {

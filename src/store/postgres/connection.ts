@@ -48,6 +48,7 @@ export interface PgContext {
     awaited: string;
     action: string;
     dependency: string;
+    step: string;
     migrations: string;
   };
   /** One LISTEN/NOTIFY channel per schema; payloads are JSON (see listener.ts). */
@@ -107,6 +108,7 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
       awaited: `${schema}.system_async_task_awaited`,
       action: `${schema}.system_async_task_action`,
       dependency: `${schema}.system_async_task_dependency`,
+      step: `${schema}.system_async_task_step`,
       migrations: `${schema}.tasklease_migrations`,
     },
     // Channel names are identifiers (≤ 63 bytes); a digest keeps any schema name short and distinct.

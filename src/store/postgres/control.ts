@@ -13,7 +13,9 @@ import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES, uuidKeys } from
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
 import {
   ACTION_COLUMNS,
+  CURRENT_CYCLE,
   deadLetterActionStatusSql,
+  endStepCycleSql,
   LEASED_SQL,
   literal,
   REPLAYABLE_STATUS,
@@ -28,6 +30,11 @@ function deadLetterActionsSql(ctx: PgContext, kind: 'REPLAY' | 'ARCHIVE', letter
   return `INSERT INTO ${ctx.tables.action} ${ACTION_COLUMNS}
   SELECT l.original_task_id, ${literal(kind)}, ${from}, ${to}, $${actorParam}::text, $${actorParam + 1}::text, l.id, now() FROM ${letters} l
   WHERE $${actorParam}::text IS NOT NULL`;
+}
+
+/** A new attempt cycle began for the tasks of CTE `changed` (columns id, attempt_count): their steps end the old cycle (rules/steps.ts). */
+export function endStepCycleCte(ctx: PgContext, changed: string): string {
+  return `UPDATE ${ctx.tables.step} s SET ${endStepCycleSql('c.attempt_count')} FROM ${changed} c WHERE s.task_id = c.id AND s.cycle = ${CURRENT_CYCLE}`;
 }
 
 export async function replayDeadLetters(ctx: PgContext, ids: readonly string[], scope: Scope, actor: Actor | undefined): Promise<ReplayResult[]> {
@@ -47,13 +54,14 @@ eligible AS (
 requeued AS (
   UPDATE ${task} t SET ${replayAssignments('now()', 't.').join(', ')}
   WHERE t.id = ANY (ARRAY(SELECT original_task_id FROM eligible)) AND t.status = ${REPLAYABLE_STATUS}
-  RETURNING t.id
+  RETURNING t.id, t.attempt_count
 ),
 marked AS (
   UPDATE ${deadLetter} d SET replayed_at = now(), replay_task_id = d.original_task_id
   WHERE d.id = ANY (ARRAY(SELECT e.id FROM eligible e JOIN requeued r ON r.id = e.original_task_id))
   RETURNING d.id, d.original_task_id
 ),
+stepped AS (${endStepCycleCte(ctx, 'requeued')}),
 acted AS (${deadLetterActionsSql(ctx, 'REPLAY', 'marked', 4)}),
 notified AS (SELECT pg_notify($3, '${WAKE_ALL_PAYLOAD}') FROM marked HAVING count(*) > 0),
 reopened AS (SELECT ${reopenCallSql(ctx, 'ARRAY(SELECT original_task_id FROM marked)')})
@@ -135,7 +143,7 @@ export async function deletePolicy(ctx: PgContext, policyKey: string): Promise<b
  * since the snapshot is left alone; dead letters are archived, not deleted.
  */
 export async function purgeTerminalTasks(ctx: PgContext, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {
-  const { task, attempt, failure, deadLetter, action } = ctx.tables;
+  const { task, attempt, failure, deadLetter, action, step } = ctx.tables;
   const sql = `
 WITH doomed AS MATERIALIZED (
   SELECT id FROM ${task} WHERE finish_time IS NOT NULL AND finish_time < $1 AND status IN ${TERMINAL_SQL}
@@ -151,6 +159,7 @@ failures AS (DELETE FROM ${failure} f WHERE f.task_id = ANY (ARRAY(SELECT id FRO
 actions AS (DELETE FROM ${action} x WHERE x.task_id = ANY (ARRAY(SELECT id FROM deleted))),
 -- a purged child's edges go with it; a purged parent's stay (resolved) for children still kept
 edges AS (DELETE FROM ${ctx.tables.dependency} e WHERE e.child_id = ANY (ARRAY(SELECT id FROM deleted)))
+steps AS (DELETE FROM ${step} s WHERE s.task_id = ANY (ARRAY(SELECT id FROM deleted)))
 SELECT (SELECT count(*) FROM deleted)::integer AS tasks, (SELECT count(*) FROM attempts)::integer AS attempts,
        (SELECT count(*) FROM failures)::integer AS failures, (SELECT count(*) FROM archived)::integer AS archived`;
   const result = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(ctx.pool, 'purging finished tasks', sql, [

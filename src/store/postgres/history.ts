@@ -3,7 +3,8 @@
  * retention cleanup moves terminal tasks finished more than that long ago
  * out of the task table into the *_history tables (migration 18), one
  * partition per UTC day of the task's finish, with their attempts, failures
- * and operator actions; and retention drops whole days instead of deleting
+ * and operator actions (their durable steps are deleted: a run's working
+ * state, not its record); and retention drops whole days instead of deleting
  * rows. The task table then holds the live work and a few hours of finished
  * tasks, whatever the retention: its indexes and its vacuum stay small, and
  * the drop writes no row of WAL.
@@ -37,7 +38,7 @@ const HISTORY_TABLES = [
 
 export function historyFunctionsSql(ctx: PgContext): string {
   const s = ctx.schema;
-  const { task, attempt, failure, deadLetter, action } = ctx.tables;
+  const { task, attempt, failure, deadLetter, action, step } = ctx.tables;
   // The schema as a text literal for format() (validated: letters, digits, underscores; quoted by quoteIdent).
   const schemaText = `'${s}'`;
   const lock = `PERFORM pg_advisory_xact_lock(hashtextextended('tasklease.history:' || ${schemaText}, 0))`;
@@ -102,6 +103,8 @@ BEGIN
     INSERT INTO ${s}.system_async_task_failure_history SELECT * FROM gone_failure_rows WHERE finish_time >= cutoff RETURNING 1),
   gone_actions AS (DELETE FROM ${action} x USING gone_tasks g WHERE x.task_id = g.id RETURNING x.*, g.finish_time),
   kept_actions AS (INSERT INTO ${s}.system_async_task_action_history SELECT * FROM gone_actions WHERE finish_time >= cutoff),
+  -- Durable steps are a run's working state, not its record: deleted with the move, never kept in the history.
+  gone_steps AS (DELETE FROM ${step} x USING gone_tasks g WHERE x.task_id = g.id),
   archived_letters AS (
     UPDATE ${deadLetter} d SET archived_at = now() FROM gone_tasks g WHERE d.original_task_id = g.id AND d.archived_at IS NULL RETURNING 1),
   -- a flow's edges are not kept in the history: a child that leaves the task table takes its edges along

@@ -19,8 +19,10 @@ import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
 import type { RenewParams, RenewResult } from '../types.js';
 import { run, sql, type PgContext, statementName } from './connection.js';
-import { storableMessage, uuidKey } from './encode.js';
-import { fenceSql, leaseKey, literal, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { checkStorableText, storableMessage, uuidKey } from './encode.js';
+import { MAX_STEP_NAME_LENGTH } from '../../core/steps.js';
+import { ValidationError } from '../../core/errors.js';
+import { CURRENT_CYCLE, fenceSql, nextStepSeqSql, leaseKey, literal, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 
 /**
  * The task row of input row `alias` (columns task_id, worker_id, attempt, lease_token), if its lease still holds; locked.
@@ -129,4 +131,36 @@ SELECT count(*)::integer AS n FROM released`,
   );
   const result = await run<{ n: number }>(ctx.leasePool, 'releasing tasks', text, leaseArrays(leases));
   return result.rows[0]?.n ?? 0;
+}
+
+/**
+ * A completed step (rules/steps.ts), fenced by a live lease: the task row is locked while the fence is judged
+ * (FOR UPDATE re-reads its newest version), so a sweep that takes the lease waits for this commit or makes it
+ * record nothing. true while the lease holds, whether this call inserted the row or found it there.
+ */
+export async function recordStep(ctx: PgContext, lease: Lease, name: string, resultJson: string | null): Promise<boolean> {
+  // ctx.step checks names (core/steps.ts); a direct caller gets the typed error PostgreSQL's text would not.
+  checkStorableText('name', name, 4 * MAX_STEP_NAME_LENGTH);
+  if (resultJson !== null && resultJson.includes('\u0000')) throw new ValidationError('a step result holds a raw NUL character: not JSON', 'resultJson');
+  const text = sql(
+    ctx,
+    'step',
+    () => `WITH held AS MATERIALIZED (
+  SELECT t.id FROM ${ctx.tables.task} t WHERE t.id = $1 AND ${fenceSql('$2', '$3', '$4', 't.')} AND ${liveLeaseSql('now()', 't.')} FOR UPDATE
+),
+recorded AS (
+  INSERT INTO ${ctx.tables.step} (task_id, cycle, name, seq, result_json, attempt, worker_id, recorded_at)
+  SELECT h.id, ${CURRENT_CYCLE}, $5, ${nextStepSeqSql(ctx.tables.step, 'h.id')}, $6, $3, $2, clock_timestamp() FROM held h
+  ON CONFLICT (task_id, cycle, name) DO NOTHING
+)
+SELECT count(*)::integer AS n FROM held`,
+  );
+  const result = await run<{ n: number }>(
+    ctx.leasePool,
+    'recording a step',
+    text,
+    [uuidKey(lease.taskId), lease.workerId, lease.attempt, lease.token, name, resultJson],
+    statementName(ctx, 'step'),
+  );
+  return (result.rows[0]?.n ?? 0) === 1;
 }

@@ -411,4 +411,26 @@ CREATE TABLE ${s}.system_async_task_dependency (
 CREATE INDEX ix_system_async_task_dependency_child ON ${s}.system_async_task_dependency (child_id);
 `,
   },
+  {
+    version: 20,
+    name: 'durable steps',
+    // ctx.step(name, fn) (worker/steps.ts): one row per completed step, written fenced by the lease that ran it
+    // (rules/steps.ts). cycle 0 is the task's current attempt cycle; an operator's retry or a dead-letter replay
+    // sets the earlier cycle's rows to the attempt count it ended at (kept for the record, never reused). seq: the
+    // step's place in its cycle (1, 2, …), counted under the task row's lock.
+    // Written only by handlers that call ctx.step: the drain never touches it.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_step (
+  task_id uuid NOT NULL,
+  cycle integer NOT NULL DEFAULT 0,
+  name text NOT NULL,
+  seq integer NOT NULL,
+  result_json text,
+  attempt integer NOT NULL,
+  worker_id text NOT NULL,
+  recorded_at timestamptz NOT NULL,
+  PRIMARY KEY (task_id, cycle, name)
+);
+`,
+  },
 ];

@@ -6,8 +6,9 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, isTerminal, type TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
-import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
-import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskActionRecord, TaskPage } from '../types.js';
+import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, stepFromRow, taskFromRow, type Row } from '../rows.js';
+import { CURRENT_CYCLE, STEP_ORDER_SQL } from '../rules/index.js';
+import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, StepRecord, TaskActionRecord, TaskPage } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { decodePostgres, uuidKey } from './encode.js';
 
@@ -131,6 +132,15 @@ export async function listTaskActions(ctx: PgContext, taskId: string, limit: num
     [uuidKey(taskId), limit ?? 100],
   );
   return result.rows.map((row) => actionFromRow(row, decodePostgres));
+}
+
+/** A task's steps (history.ts deletes them when it moves a task into the history: they are not looked for there). */
+export async function listSteps(ctx: PgContext, taskId: string, currentCycleOnly: boolean | undefined): Promise<StepRecord[]> {
+  const cycle = currentCycleOnly ? ` AND cycle = ${CURRENT_CYCLE}` : '';
+  const result = await run<Row>(ctx.pool, 'listing steps', `SELECT * FROM ${ctx.tables.step} WHERE task_id = $1${cycle} ORDER BY ${STEP_ORDER_SQL}`, [
+    uuidKey(taskId),
+  ]);
+  return result.rows.map((row) => stepFromRow(row, decodePostgres));
 }
 
 export async function listDeadLetters(ctx: PgContext, params: ListDeadLettersParams): Promise<DeadLetter[]> {

@@ -14,6 +14,7 @@ import { run, type PgContext } from './connection.js';
 import { uuidKeys } from './encode.js';
 import { reopenCallSql, settleCallSql } from './flows.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
+import { endStepCycleCte } from './control.js';
 
 export async function changeStatus(ctx: PgContext, params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
   const owner = scopeOwner(params.scope);
@@ -27,8 +28,8 @@ locked AS MATERIALIZED (
   ORDER BY id FOR UPDATE
 ),
 changed AS (
-  UPDATE ${ctx.tables.task} t SET ${sets.join(', ')} WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) RETURNING t.id, t.status
-),
+  UPDATE ${ctx.tables.task} t SET ${sets.join(', ')} WHERE t.id = ANY (ARRAY(SELECT id FROM locked)) RETURNING t.id, t.status, t.attempt_count
+),${params.newCycle ? `\nstepped AS (${endStepCycleCte(ctx, 'changed')}),` : ''}
 acted AS (
   INSERT INTO ${ctx.tables.action} ${ACTION_COLUMNS}
   SELECT c.id, $6::text, l.status, c.status, $7::text, $8::text, $9::text, now() FROM changed c JOIN locked l ON l.id = c.id

@@ -53,6 +53,7 @@ import type {
   RenewParams,
   RenewResult,
   ReplayResult,
+  StepRecord,
   Store,
   StoreEvent,
   StoreListener,
@@ -69,7 +70,7 @@ import { dropAndMove } from './history.js';
 import { isConnectTimeout } from './errors.js';
 import { finishAndClaim, finishAttempts } from './finish.js';
 import { insertTasks } from './insert.js';
-import { releaseTasks, renewLeases, saveProgress } from './leases.js';
+import { recordStep, releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { PG_MIGRATIONS } from './migrations.js';
 import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js';
@@ -314,6 +315,14 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   }): Promise<AwaitChildrenResult> {
     if (params.progress !== null && !(await this.saveProgress({ lease: params.lease, progress: params.progress }))) return { applied: false, children: [] };
     return flows.awaitChildren(this.ctx, this.pool, params.lease, params.children, params.onFailure);
+  }
+
+  async recordStep(params: { lease: Lease; name: string; resultJson: string | null }): Promise<boolean> {
+    return recordStep(this.ctx, params.lease, params.name, params.resultJson);
+  }
+
+  async listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {
+    return reads.listSteps(this.ctx, params.taskId, params.currentCycleOnly);
   }
 
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: PostgresTransaction }): Promise<FinishResult> {

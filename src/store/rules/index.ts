@@ -14,3 +14,4 @@ export * from './fairness.js';
 export * from './leases.js';
 export * from './actions.js';
 export * from './flows.js';
+export * from './steps.js';

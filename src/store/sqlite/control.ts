@@ -8,8 +8,18 @@ import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
-import { ACTION_COLUMNS, deadLetterAction, DEPENDENCY_TABLE, REPLAYABLE_STATUS, replayAssignments, STATUS_SQL, TERMINAL_SQL } from '../rules/index.js';
 import { reopen } from './flows.js';
+import {
+  ACTION_COLUMNS,
+  CURRENT_CYCLE,
+  deadLetterAction,
+  DEPENDENCY_TABLE,
+  endStepCycleSql,
+  REPLAYABLE_STATUS,
+  replayAssignments,
+  STATUS_SQL,
+  TERMINAL_SQL,
+} from '../rules/index.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 
@@ -18,6 +28,14 @@ export function recordActions(db: Db, rows: readonly unknown[][], now: string): 
   if (rows.length === 0) return;
   const insert = statement(db, `INSERT INTO system_async_task_action ${ACTION_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
   for (const row of rows) insert.run(...row, now);
+}
+
+/** A new attempt cycle of `taskId` began (its row is written already): its steps so far belong to the cycle that ended (rules/steps.ts). */
+export function endStepCycle(db: Db, taskId: string): void {
+  statement(
+    db,
+    `UPDATE system_async_task_step SET ${endStepCycleSql('(SELECT attempt_count FROM system_async_task WHERE id = ?)')} WHERE task_id = ? AND cycle = ${CURRENT_CYCLE}`,
+  ).run(taskId, taskId);
 }
 
 export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, now: string, actor: Actor | undefined): ReplayResult[] {
@@ -35,6 +53,7 @@ export function replayDeadLetters(db: Db, ids: readonly string[], scope: Scope, 
     if (requeue.run({ now, id: taskId }).changes === 1) {
       mark.run(now, taskId, id);
       reopen(db, [taskId], now);
+      endStepCycle(db, taskId);
       if (actor) recordActions(db, [deadLetterAction('REPLAY', actor, taskId, id)], now);
       return { id, outcome: 'REPLAYED', taskId };
     }
@@ -91,6 +110,7 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
   const actions = statement(db, 'DELETE FROM system_async_task_action WHERE task_id = ?');
   // A purged child's edges go with it; a purged parent's stay (resolved) for children still kept.
   const edges = statement(db, `DELETE FROM ${DEPENDENCY_TABLE} WHERE child_id = ?`);
+  const steps = statement(db, 'DELETE FROM system_async_task_step WHERE task_id = ?');
   // Re-checked: an operator may have retried the task since it was selected.
   const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finish_time < ? AND status IN ${TERMINAL_SQL}`);
   for (const id of ids) {
@@ -101,6 +121,7 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
     result.failures += failures.run(id).changes;
     actions.run(id);
     edges.run(id);
+    steps.run(id);
   }
   return result;
 }

@@ -1,12 +1,12 @@
 /**
- * Fenced writes about held leases on SQLite: heartbeat, progress, hand-back.
+ * Fenced writes about held leases on SQLite: heartbeat, progress, hand-back, steps.
  * Each WHERE carries lease owner, attempt, token and a leased status (renewal and
  * progress: an unexpired lease too, rules/leases.ts); the rows touched decide
  * the answer (rules/: renewalAnswer, releaseAssignments).
  */
 import type { Lease, TaskProgress } from '../../core/task.js';
 import { progressValues } from '../rows.js';
-import { fenceSql, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
+import { CURRENT_CYCLE, fenceSql, nextStepSeqSql, leaseKey, liveLeaseSql, releaseAssignments, renewalAnswer } from '../rules/index.js';
 import type { RenewResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { closeAttempt } from './finish.js';
@@ -55,4 +55,23 @@ export function releaseTasks(db: Db, leases: readonly Lease[], now: string): num
     released += 1;
   }
   return released;
+}
+
+/** A completed step (rules/steps.ts), fenced by a live lease; inside the caller's BEGIN IMMEDIATE (the write lock keeps the fence true until the insert). */
+export function recordStep(db: Db, lease: Lease, name: string, resultJson: string | null, now: string): boolean {
+  const held = statement(db, `SELECT attempt_count FROM system_async_task WHERE id = ? AND ${fenceSql('?', '?', '?')} AND ${liveLeaseSql('?')}`).get(
+    lease.taskId,
+    lease.workerId,
+    lease.attempt,
+    lease.token,
+    now,
+  );
+  if (!held) return false;
+  statement(
+    db,
+    `INSERT INTO system_async_task_step (task_id, cycle, name, seq, result_json, attempt, worker_id, recorded_at)
+     VALUES (?, ${CURRENT_CYCLE}, ?, ${nextStepSeqSql('system_async_task_step', '?')}, ?, ?, ?, ?)
+     ON CONFLICT (task_id, cycle, name) DO NOTHING`,
+  ).run(lease.taskId, name, lease.taskId, resultJson, lease.attempt, lease.workerId, now);
+  return true;
 }

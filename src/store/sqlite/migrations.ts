@@ -270,4 +270,25 @@ CREATE TABLE system_async_task_dependency (
 CREATE INDEX ix_system_async_task_dependency_child ON system_async_task_dependency (child_id);
 `,
   },
+  {
+    version: 13,
+    name: 'durable steps',
+    // ctx.step(name, fn) (worker/steps.ts): one row per completed step, written fenced by the lease that ran it
+    // (rules/steps.ts). cycle 0 is the task's current attempt cycle; an operator's retry or a dead-letter replay
+    // sets the earlier cycle's rows to the attempt count it ended at (kept for the record, never reused). seq: the
+    // step's place in its cycle (1, 2, …), counted under the task row's lock.
+    sql: `
+CREATE TABLE IF NOT EXISTS system_async_task_step (
+  task_id TEXT NOT NULL,
+  cycle INTEGER NOT NULL DEFAULT 0,
+  name TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  result_json TEXT,
+  attempt INTEGER NOT NULL,
+  worker_id TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  PRIMARY KEY (task_id, cycle, name)
+);
+`,
+  },
 ];

@@ -5,8 +5,9 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
-import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, taskFromRow, type Row } from '../rows.js';
-import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, TaskActionRecord, TaskPage } from '../types.js';
+import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, stepFromRow, taskFromRow, type Row } from '../rows.js';
+import { CURRENT_CYCLE, STEP_ORDER_SQL } from '../rules/index.js';
+import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, StepRecord, TaskActionRecord, TaskPage } from '../types.js';
 import { Where } from '../where.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, toSqliteTime } from './encode.js';
@@ -62,6 +63,12 @@ export function listTaskActions(db: Db, taskId: string, limit: number | undefine
     limit ?? 100,
   ) as Row[];
   return rows.map((row) => actionFromRow(row, decodeSqlite));
+}
+
+export function listSteps(db: Db, taskId: string, currentCycleOnly: boolean | undefined): StepRecord[] {
+  const cycle = currentCycleOnly ? ` AND cycle = ${CURRENT_CYCLE}` : '';
+  const rows = statement(db, `SELECT * FROM system_async_task_step WHERE task_id = ?${cycle} ORDER BY ${STEP_ORDER_SQL}`).all(taskId) as Row[];
+  return rows.map((row) => stepFromRow(row, decodeSqlite));
 }
 
 /** Dead letters neither replayed nor archived. */

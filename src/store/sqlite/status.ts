@@ -10,7 +10,7 @@ import { reopen, settle } from './flows.js';
 import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { toSqliteTime } from './encode.js';
-import { recordActions } from './control.js';
+import { endStepCycle, recordActions } from './control.js';
 
 export function changeStatus(db: Db, params: ChangeStatusParams, now: string): ChangeStatusResult[] {
   const owner = scopeOwner(params.scope);
@@ -24,6 +24,7 @@ export function changeStatus(db: Db, params: ChangeStatusParams, now: string): C
     if (!row) return { id, applied: false, status: null };
     if (!params.from.includes(row.status)) return { id, applied: false, status: row.status };
     update.run(availableAt ? { id, now, availableAt } : { id, now });
+    if (params.newCycle) endStepCycle(db, id);
     if (!changed.has(id)) changed.set(id, row.status);
     return { id, applied: true, status: statusAfterChange(params.to, row.pending_parents ?? 0) };
   });

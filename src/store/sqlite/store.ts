@@ -44,6 +44,7 @@ import type {
   RenewParams,
   RenewResult,
   ReplayResult,
+  StepRecord,
   Store,
   StoreListener,
   TaskActionRecord,
@@ -60,7 +61,7 @@ import { mapSqliteError } from './errors.js';
 import { finishOutcome } from './finish.js';
 import * as flows from './flows.js';
 import { insertTasks } from './insert.js';
-import { releaseTasks, renewLeases, saveProgress } from './leases.js';
+import { recordStep, releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { EXPECTED_SCHEMA_VERSION, migrate, schemaVersion } from './migrate.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './options.js';
 import * as reads from './reads.js';
@@ -238,6 +239,14 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async saveProgress(params: { lease: Lease; progress: TaskProgress }): Promise<boolean> {
     return this.writeOne(() => saveProgress(this.db, params.lease, params.progress, this.nowText()));
+  }
+
+  async recordStep(params: { lease: Lease; name: string; resultJson: string | null }): Promise<boolean> {
+    return this.write(() => recordStep(this.db, params.lease, params.name, params.resultJson, this.nowText()));
+  }
+
+  async listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {
+    return this.read(() => reads.listSteps(this.db, params.taskId, params.currentCycleOnly));
   }
 
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: SqliteTransaction }): Promise<FinishResult> {

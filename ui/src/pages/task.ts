@@ -1,7 +1,8 @@
 /**
  * One task: a live progress bar and status (Server-Sent Events from
  * /api/v1/tasks/:id/events), its timeline (submit, attempts, and what
- * operators did, by whom: /api/v1/tasks/:id/actions), attempts and lease and the
+ * operators did, by whom: /api/v1/tasks/:id/actions; the durable steps its
+ * handler completed: /api/v1/tasks/:id/steps), attempts and lease and the
  * diagnose verdict (operators), and the actions its status and the caller's
  * role allow.
  */
@@ -19,6 +20,10 @@ import {
   type UniqueHold,
 } from '../api.js';
 import { clear, confirmAction, duration, every, guarded, h, notify, shortId, statusBadge, when } from '../dom.js';
+  type TaskStep,
+  type UniqueHold,
+} from '../api.js';
+import { clear, confirmAction, duration, every, guarded, h, notify, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
 
 const WAITING = ['QUEUED', 'RETRY_WAIT', 'PAUSED', 'BLOCKED'];
@@ -168,13 +173,26 @@ function actionEntry(a: TaskAction): HTMLElement {
   return h('span', { 'data-action': a.action }, words[a.action], by ? [' by ', by] : null);
 }
 
-function timeline(task: Task, diagnosis: Diagnosis | null, actions: readonly TaskAction[]): HTMLElement {
+/** A completed durable step in words: which, by which attempt (and worker, for operators); an ended cycle's is marked so. */
+function stepEntry(s: TaskStep): HTMLElement {
+  return h(
+    'span',
+    { 'data-step': s.name, 'data-cycle': s.current ? 'current' : String(s.cycle) },
+    `step ${s.seq} `,
+    h('strong', { class: 'mono' }, s.name),
+    ` completed by attempt ${s.attempt}`,
+    s.workerId ? [' on ', h('span', { class: 'mono' }, s.workerId)] : null,
+    s.current ? null : h('span', { class: 'muted' }, ' (an earlier cycle: not replayed)'),
+  );
+}
+
+function timeline(task: Task, diagnosis: Diagnosis | null, actions: readonly TaskAction[], steps: readonly TaskStep[]): HTMLElement {
   const events: [string, string | HTMLElement][] = [[task.createdAt, 'submitted']];
   for (const a of actions) events.push([a.at, actionEntry(a)]);
-  for (const a of diagnosis?.attempts ?? []) {
-    events.push([a.startedAt, `attempt ${a.attempt} started on ${a.workerId}`]);
-    if (a.finishedAt) events.push([a.finishedAt, attemptEnd(a)]);
-  }
+  // Pushed in the order that wins a tie of times (the sort is stable): an attempt's start, its steps, its end.
+  for (const a of diagnosis?.attempts ?? []) events.push([a.startedAt, `attempt ${a.attempt} started on ${a.workerId}`]);
+  for (const s of steps) events.push([s.recordedAt, stepEntry(s)]);
+  for (const a of diagnosis?.attempts ?? []) if (a.finishedAt) events.push([a.finishedAt, attemptEnd(a)]);
   if (!diagnosis && task.startedAt) events.push([task.startedAt, 'started']);
   if (task.finishedAt) events.push([task.finishedAt, `finished ${task.status}`]);
   events.sort((a, b) => a[0].localeCompare(b[0]));
@@ -228,6 +246,7 @@ export const taskPage: Page = (root, { me, path }) => {
   let diagnosis: Diagnosis | null = null;
   let history: TaskAction[] = [];
   let links: { parents: Link[]; children: Link[] } = { parents: [], children: [] };
+  let steps: TaskStep[] = [];
   const header = h('div', { class: 'row spread' });
   const progress = h('section', { class: 'card', 'aria-label': 'Progress' });
   const actions = h('div', { class: 'row actions', role: 'group', 'aria-label': 'Actions' });
@@ -276,6 +295,7 @@ export const taskPage: Page = (root, { me, path }) => {
       h('section', { class: 'card' }, h('h2', {}, 'Details'), facts(task, diagnosis)),
       h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis, history)),
       flowView(task, links),
+      h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis, history, steps)),
       diagnosis
         ? h(
             'section',
@@ -301,6 +321,7 @@ export const taskPage: Page = (root, { me, path }) => {
     task = await api<Task>('GET', `/api/v1/tasks/${id}`);
     history = (await api<{ actions: TaskAction[] }>('GET', `/api/v1/tasks/${id}/actions`)).actions;
     links = await api<{ parents: Link[]; children: Link[] }>('GET', `/api/v1/tasks/${id}/dependencies`);
+    steps = (await api<{ steps: TaskStep[] }>('GET', `/api/v1/tasks/${id}/steps?allCycles=true`)).steps;
     if (isOperator(me)) diagnosis = await admin<Diagnosis>('GET', `/${id}/diagnose`);
     draw();
   };
