@@ -17,13 +17,10 @@ import {
   type Progress,
   type Task,
   type TaskAction,
-  type UniqueHold,
-} from '../api.js';
-import { clear, confirmAction, duration, every, guarded, h, notify, shortId, statusBadge, when } from '../dom.js';
   type TaskStep,
   type UniqueHold,
 } from '../api.js';
-import { clear, confirmAction, duration, every, guarded, h, notify, statusBadge, when } from '../dom.js';
+import { clear, confirmAction, duration, every, guarded, h, notify, shortId, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
 
 const WAITING = ['QUEUED', 'RETRY_WAIT', 'PAUSED', 'BLOCKED'];
@@ -293,9 +290,8 @@ export const taskPage: Page = (root, { me, path }) => {
     clear(
       details,
       h('section', { class: 'card' }, h('h2', {}, 'Details'), facts(task, diagnosis)),
-      h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis, history)),
-      flowView(task, links),
       h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis, history, steps)),
+      flowView(task, links),
       diagnosis
         ? h(
             'section',
