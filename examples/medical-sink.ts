@@ -25,23 +25,28 @@ export class JsonLinesSink implements ClaimSink {
 
   constructor(readonly path: string) {}
 
-  writeBatch(rows: { key: string; record: ClaimRecord }[]): Promise<number> {
+  async writeBatch(rows: { key: string; record: ClaimRecord }[]): Promise<number> {
+    return (await this.writeNew(rows)).size;
+  }
+
+  /** The same write, answering the keys it stored (the flow example's parts count their own imports by them). */
+  writeNew(rows: { key: string; record: ClaimRecord }[]): Promise<Set<string>> {
     // One batch at a time, so two tasks in this process never both take the same new key.
     const next = this.tail.then(() => this.write(rows));
     this.tail = next.catch(() => undefined);
     return next;
   }
 
-  private async write(rows: { key: string; record: ClaimRecord }[]): Promise<number> {
+  private async write(rows: { key: string; record: ClaimRecord }[]): Promise<Set<string>> {
     const keys = await (this.keys ??= this.load());
     const fresh = new Map<string, ClaimRecord>();
     for (const row of rows) if (!keys.has(row.key) && !fresh.has(row.key)) fresh.set(row.key, row.record);
-    if (fresh.size === 0) return 0;
+    if (fresh.size === 0) return new Set();
     await mkdir(dirname(this.path), { recursive: true });
     await appendFile(this.path, [...fresh].map(([key, record]) => `${JSON.stringify({ key, ...record })}\n`).join(''));
     // Marked only once written: a failed append leaves the rows to the retry.
     for (const key of fresh.keys()) keys.add(key);
-    return fresh.size;
+    return new Set(fresh.keys());
   }
 
   private async load(): Promise<Set<string>> {
