@@ -25,6 +25,7 @@ const TABLES = [
   'system_async_task_policy',
   'system_async_task_worker',
   'system_async_task_action',
+  'system_async_task_subscription',
   'system_async_task_history',
   'system_async_task_attempt_history',
   'system_async_task_failure_history',

@@ -13,6 +13,7 @@ import { waitFor } from '../helpers/wait.js';
 import { runActionConformance } from './conformance-actions.js';
 import { runContractConformance } from './conformance-contract.js';
 import { runControlConformance } from './conformance-control.js';
+import { runEventConformance } from './conformance-events.js';
 import { runOwnerConformance } from './conformance-owners.js';
 import { runPlanConformance } from './conformance-plan.js';
 import { runTransferConformance } from './conformance-transfer.js';
@@ -527,4 +528,5 @@ export function runStoreConformance(factory: StoreFactory): void {
   runOwnerConformance(factory);
   runPlanConformance(factory);
   runTransferConformance(factory);
+  runEventConformance(factory);
 }

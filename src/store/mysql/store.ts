@@ -37,6 +37,8 @@ import type {
   Policy,
   PolicyInput,
   PayloadLimit,
+  PublishEventParams,
+  PublishEventResult,
   PurgeResult,
   RecoveryResult,
   RenewParams,
@@ -45,6 +47,8 @@ import type {
   Store,
   StoreEvent,
   StoreListener,
+  Subscription,
+  SubscriptionInput,
   TaskActionRecord,
   TaskPage,
   WorkerRecord,
@@ -54,6 +58,7 @@ import { claim, workLeft, type CapCache } from './claim.js';
 import { explainClaim } from './explain.js';
 import { JoinedTransaction, MysqlDatabase, mysqlPoolStats, type Conn, type RunOptions } from './connection.js';
 import * as control from './control.js';
+import * as events from './events.js';
 import { decode } from './encode.js';
 import { finishAttempts } from './finish.js';
 import { finishAndClaim } from './finish-claim.js';
@@ -182,6 +187,13 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     // Not in a caller's transaction: its row lock would be held until the caller commits, blocking other submits.
     // Other processes see these tasks at their next poll.
     return this.db.onCallerConnection(callerConnection(params.transaction, 'insertTasks'), (conn) => insertTasks(this.db, conn, params.tasks));
+  }
+
+  /** Its own transaction (retried whole on a deadlock), or the caller's; wake-ups as for a submit (base.ts, wake()). */
+  publishEvent(params: PublishEventParams<MysqlTransaction>): Promise<PublishEventResult> {
+    const publish = (conn: Conn) => events.publishEvent(this.db, conn, params.event, params.build);
+    if (params.transaction === undefined || params.transaction === null) return this.db.transaction(publish);
+    return this.db.onCallerConnection(callerConnection(params.transaction, 'publishEvent'), publish);
   }
 
   getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
@@ -321,6 +333,18 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   leasedCounts(): Promise<Record<string, number>> {
     return this.db.run((conn) => control.leasedCounts(this.db, conn));
+  }
+
+  saveSubscription(params: { subscription: SubscriptionInput }): Promise<Subscription> {
+    return this.db.transaction((conn) => events.saveSubscription(this.db, conn, params.subscription));
+  }
+
+  deleteSubscription(params: { event: string; taskType: string }): Promise<boolean> {
+    return this.db.run((conn) => events.deleteSubscription(this.db, conn, params.event, params.taskType));
+  }
+
+  listSubscriptions(params: { event?: string | null; taskType?: string | null }): Promise<Subscription[]> {
+    return this.db.run((conn) => events.listSubscriptions(this.db, conn, params.event ?? null, params.taskType ?? null));
   }
 
   analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData> {

@@ -387,4 +387,26 @@ CREATE TABLE ${s}.system_async_task_action_history (LIKE ${s}.system_async_task_
 CREATE INDEX ix_system_async_task_action_history_task ON ${s}.system_async_task_action_history (task_id, acted_at);
 `,
   },
+  {
+    version: 19,
+    name: 'reserved',
+    // Reserved for durable steps (merged separately).
+    sql: () => 'SELECT 1',
+  },
+  {
+    version: 20,
+    name: 'event subscriptions',
+    // Fan-out by event (client/events.ts, rules/events.ts): which task types a publish of an event creates a task in.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_subscription (
+  event_name text NOT NULL,
+  task_type text NOT NULL,
+  priority integer,
+  max_attempts integer,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  PRIMARY KEY (event_name, task_type)
+);
+`,
+  },
 ];

@@ -34,6 +34,8 @@ import type {
   Actor,
   Policy,
   PolicyInput,
+  PublishEventParams,
+  PublishEventResult,
   PurgeResult,
   RecoveryResult,
   RenewParams,
@@ -41,6 +43,8 @@ import type {
   ReplayResult,
   Store,
   StoreListener,
+  Subscription,
+  SubscriptionInput,
   TaskActionRecord,
   TaskPage,
   WorkerRecord,
@@ -50,6 +54,7 @@ import { claim, leasedByType } from './claim.js';
 import { explainClaim } from './explain.js';
 import { LockWaits, openDatabase, type Db } from './connection.js';
 import * as control from './control.js';
+import * as events from './events.js';
 import { toSqliteTime } from './encode.js';
 import { mapSqliteError } from './errors.js';
 import { finishOutcome } from './finish.js';
@@ -178,6 +183,11 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
   async insertTasks(params: { tasks: readonly NewTask[]; transaction?: SqliteTransaction }): Promise<InsertTaskResult[]> {
     if (params.transaction !== undefined) throw new InvalidOptionsError('SqliteStore.insertTasks', 'transaction', 'is not supported on SQLite');
     return this.write(() => insertTasks(this.db, params.tasks, this.clock()));
+  }
+
+  async publishEvent(params: PublishEventParams<SqliteTransaction>): Promise<PublishEventResult> {
+    if (params.transaction !== undefined) throw new InvalidOptionsError('SqliteStore.publishEvent', 'transaction', 'is not supported on SQLite');
+    return this.write(() => events.publishEvent(this.db, params.event, params.build, this.clock()));
   }
 
   async getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
@@ -313,6 +323,18 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async leasedCounts(): Promise<Record<string, number>> {
     return this.read(() => Object.fromEntries(leasedByType(this.db)));
+  }
+
+  async saveSubscription(params: { subscription: SubscriptionInput }): Promise<Subscription> {
+    return this.writeOne(() => events.saveSubscription(this.db, params.subscription, this.nowText()));
+  }
+
+  async deleteSubscription(params: { event: string; taskType: string }): Promise<boolean> {
+    return this.writeOne(() => events.deleteSubscription(this.db, params.event, params.taskType));
+  }
+
+  async listSubscriptions(params: { event?: string | null; taskType?: string | null }): Promise<Subscription[]> {
+    return this.read(() => events.listSubscriptions(this.db, params.event ?? null, params.taskType ?? null));
   }
 
   async analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData> {
