@@ -50,15 +50,17 @@ interface CallerTx {
 
 async function callerTransaction(store: Store): Promise<CallerTx | null> {
   if (store.dialect === 'postgres') {
-    const client: pg.PoolClient = await (store as unknown as PostgresStore).pool.connect();
+    const pool = (store as unknown as PostgresStore).pool;
+    const client: pg.PoolClient = await pool.connect();
     return {
       handle: client,
       begin: async () => void (await client.query('BEGIN')),
       commit: async () => void (await client.query('COMMIT')),
       rollback: async () => void (await client.query('ROLLBACK')),
       someoneWaits: async () =>
-        (await client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM%subscription%'"))
-          .rows[0].n > 0,
+        // Outside the transaction: inside one, pg_stat_activity answers the snapshot of its first read.
+        (await pool.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM%subscription%'")).rows[0]
+          .n > 0,
       release: async () => client.release(),
     };
   }
