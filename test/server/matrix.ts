@@ -65,6 +65,14 @@ export const EXAMPLES: Record<string, Builder> = {
   'GET /api/v1/tasks/:id/wait': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await cancelledTask(r)}/wait?timeoutMs=5000` }),
   'GET /api/v1/tasks/:id/events': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await cancelledTask(r)}/events` }),
   'GET /api/v1/events': async () => ({ method: 'GET', path: '/api/v1/events', stream: true }),
+  'POST /api/v1/publish': async () => ({ method: 'POST', path: '/api/v1/publish', body: { event: 'matrix.nobody-listens', payload: { n: 1 } } }),
+  [`GET ${A}/subscriptions`]: get(`${A}/subscriptions?event=matrix.event`),
+  [`PUT ${A}/subscriptions`]: async () => ({ method: 'PUT', path: `${A}/subscriptions`, body: { event: 'matrix.event', taskType: 'test.idle', priority: 1 } }),
+  [`DELETE ${A}/subscriptions`]: async (r) => {
+    const taskType = `matrix.${randomUUID()}`;
+    await r.server.client.subscribe({ event: 'matrix.event', taskType });
+    return { method: 'DELETE', path: `${A}/subscriptions?event=matrix.event&taskType=${taskType}` };
+  },
 
   [`POST ${A}/:id/pause`]: async (r) => ({ method: 'POST', path: `${A}/${await aliceTask(r)}/pause` }),
   [`POST ${A}/:id/resume`]: async (r) => ({ method: 'POST', path: `${A}/${await pausedTask(r)}/resume` }),

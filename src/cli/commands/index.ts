@@ -10,6 +10,7 @@ import { cleanupCommand } from './cleanup.js';
 import { controlCommands } from './control.js';
 import { diagnoseCommand } from './diagnose.js';
 import { dlqCommand } from './dlq.js';
+import { publishCommand, subscriptionsCommand } from './events.js';
 import { getCommand } from './get.js';
 import { listCommand } from './list.js';
 import { migrateCommand } from './migrate.js';
@@ -30,6 +31,7 @@ export const COMMANDS: readonly CliCommand[] = [
   serveCommands,
   workerCommand,
   submitCommand,
+  publishCommand,
   getCommand,
   waitCommand,
   listCommand,
@@ -43,6 +45,7 @@ export const COMMANDS: readonly CliCommand[] = [
   cleanupCommand,
   policyCommand,
   scheduleCommand,
+  subscriptionsCommand,
   workersCommand,
   tokenCommand,
 ];
