@@ -99,6 +99,8 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       expect(await store.changeStatus({ ids: [text], scope: G, from: ['QUEUED'], to: 'PAUSED' })).toEqual([{ id: text, applied: false, status: null }]);
       expect(await store.listFailures({ taskId: text })).toEqual([]);
       expect(await store.listTaskActions({ taskId: text })).toEqual([]);
+      expect(await store.listSubscriptions({ event: text, taskType: text })).toEqual([]);
+      expect(await store.publishEvent({ event: text, build: () => [] })).toEqual({ subscriptions: [], results: [] });
     }
     const tables = await database.query(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name`);
     expect(tables.map((t) => t.name)).toEqual([
@@ -111,6 +113,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       'system_async_task_move',
       'system_async_task_policy',
       'system_async_task_schedule',
+      'system_async_task_subscription',
       'system_async_task_wakeup',
       'system_async_task_worker',
       'tasklease_migrations',

@@ -133,6 +133,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'system_async_task_move',
       'system_async_task_policy',
       'system_async_task_schedule',
+      'system_async_task_subscription',
       'system_async_task_worker',
       'tasklease_migrations',
     ]);
