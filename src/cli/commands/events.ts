@@ -11,6 +11,7 @@ import { NotFoundError } from '../../core/errors.js';
 import { action, type CliCommand } from '../command.js';
 import type { Column } from '../output.js';
 import { duration, integer, isoTime, nonEmpty } from '../parse.js';
+import { submitOptions } from '../submit-options.js';
 import { loadTaskModules } from '../task-modules.js';
 import { parsePayload } from './submit.js';
 
@@ -57,15 +58,8 @@ export const publishCommand: CliCommand = {
         action(ctx, async (event: string, payloadJson: string | undefined, flags: PublishFlags) => {
           const payload = parsePayload(payloadJson ?? '{}');
           const definitions = flags.tasks && flags.tasks.length > 0 ? await loadTaskModules(flags.tasks, ctx.io.cwd) : [];
-          const owner = flags.owner ?? ctx.config().owner;
-          const options = {
-            ...(owner !== undefined ? { owner } : {}),
-            ...(flags.idempotencyKey !== undefined ? { idempotencyKey: flags.idempotencyKey } : {}),
-            ...(flags.traceId !== undefined ? { traceId: flags.traceId } : {}),
-            ...(flags.delay !== undefined ? { delayMs: flags.delay } : {}),
-            ...(flags.at !== undefined ? { availableAt: flags.at } : {}),
-            ...(flags.deadline !== undefined ? { deadlineAt: flags.deadline } : {}),
-          };
+          // submit's flags of the same names, read the same way (TASKLEASE_OWNER, --delay or --at); publish takes no others.
+          const options = submitOptions(ctx, { ...flags, batchSize: 0 });
           const { results } = await (await ctx.client(definitions)).publish(event, payload, options);
           const tasks = results.map((r) => ({ id: r.task.id, taskType: r.task.taskType, status: r.task.status, created: r.created }));
           ctx.output.result({ event, tasks }, () =>

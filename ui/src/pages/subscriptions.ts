@@ -5,7 +5,7 @@
  * publish (one that already read a subscription still creates its task).
  */
 import { admin, type Subscription } from '../api.js';
-import { clear, confirmAction, every, guarded, h, notify, when } from '../dom.js';
+import { clear, confirmAction, every, guarded, h, notify, tableCard, when } from '../dom.js';
 import type { Page } from '../main.js';
 
 const query = (s: { event: string; taskType: string }): string => `event=${encodeURIComponent(s.event)}&taskType=${encodeURIComponent(s.taskType)}`;
@@ -91,24 +91,7 @@ export const subscriptionsPage: Page = (root, { me }) => {
     h('h1', {}, 'Subscriptions'),
     h('p', { class: 'muted' }, 'A publish of an event creates one task in every task type subscribed to it, in one transaction.'),
     ...(isAdmin ? [subscriptionForm(load)] : []),
-    h(
-      'div',
-      { class: 'card scroll' },
-      h(
-        'table',
-        {},
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            columns.map((c) => h('th', { scope: 'col' }, c)),
-          ),
-        ),
-        body,
-      ),
-    ),
+    tableCard(columns, body),
     empty,
   );
   return every(5000, load);
