@@ -200,13 +200,31 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     checkKnownKeys('publish', options, PUBLISH_OPTION_KEYS);
     const { transaction, ...rest } = options;
     const policies = await this.policyMaxAttempts();
-    const { subscriptions, results } = await publishEvent(event, payload, rest, {
-      registry: this.registry,
-      limits: { ...this.limits, policyMaxAttempts: policies },
-      subscribedTypes: async () => (await this.store.listSubscriptions({ event })).map((s) => s.taskType),
-      publish: (build) => this.store.publishEvent({ event, build, ...(transaction === undefined ? {} : { transaction }) }),
-    });
+    // One submit span for the tasks of the transaction that committed (a transaction tried again builds them again).
+    const trace: { current: ReturnType<typeof startSubmitSpan> } = { current: null };
+    const traced = (build: (subscriptions: readonly Subscription[]) => NewTask[]) => (subscriptions: readonly Subscription[]) => {
+      const tasks = build(subscriptions);
+      trace.current?.span.end(null);
+      trace.current = tasks.length > 0 ? startSubmitSpan(tasks) : null;
+      const traceParent = trace.current?.traceParent;
+      if (traceParent) for (const task of tasks) task.traceParent = traceParent;
+      return tasks;
+    };
+    let published: Awaited<ReturnType<typeof publishEvent>>;
+    try {
+      published = await publishEvent(event, payload, rest, {
+        registry: this.registry,
+        limits: { ...this.limits, policyMaxAttempts: policies },
+        subscribedTypes: async () => (await this.store.listSubscriptions({ event })).map((s) => s.taskType),
+        publish: (build) => this.store.publishEvent({ event, build: traced(build), ...(transaction === undefined ? {} : { transaction }) }),
+      });
+    } catch (error) {
+      trace.current?.span.end(error instanceof Error ? error : String(error));
+      throw error;
+    }
+    const { subscriptions, results } = published;
     const created = results.filter((r) => r.created).map((r) => r.task);
+    trace.current?.span.end(null, { 'tasklease.task.created': created.length });
     if (created.length > 0) this.emit('submitted', { tasks: created });
     this.emit('published', { event, subscribed: subscriptions.length > 0, created });
     return { event, results };

@@ -119,7 +119,7 @@ export interface PublishContext {
   /** The event's subscribed types now (before the transaction). */
   subscribedTypes(): Promise<string[]>;
   /** store.publishEvent with `build`. */
-  publish(build: (subscriptions: readonly Subscription[]) => readonly NewTask[]): Promise<{ subscriptions: Subscription[]; results: InsertTaskResult[] }>;
+  publish(build: (subscriptions: readonly Subscription[]) => NewTask[]): Promise<{ subscriptions: Subscription[]; results: InsertTaskResult[] }>;
 }
 
 /** Checks the payload against each subscribed type's schema, then publishes; again when the subscriptions moved in between. */

@@ -18,6 +18,7 @@ import { createWorker } from '../../src/worker/worker.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { perTestStore } from '../helpers/per-test.js';
 import { FAST_WORKER } from '../helpers/worker-options.js';
+import { registerMemoryTracer } from '../helpers/memory-tracer.js';
 
 const email = defineTask({ type: 'ev.email', priority: 3, maxAttempts: 4, schema: z.object({ orderId: z.string() }) });
 const audit = defineTask({ type: 'ev.audit' });
@@ -140,6 +141,20 @@ export function runEventSuite(factory: StoreFactory): void {
       expect(created.values.map((v) => [v.labels.event, v.value])).toEqual([['order.created', 1]]);
       const submitted = await registry.getSingleMetric('async_task_submitted_total')!.get();
       expect(submitted.values.map((v) => [v.labels.task_type, v.value])).toEqual([[audit.type, 1]]);
+    });
+
+    it('traces a publish as one submit span, its traceparent on every task it created', async () => {
+      const tracer = registerMemoryTracer();
+      try {
+        await client.subscribe({ event: 'traced', taskType: audit.type });
+        await client.subscribe({ event: 'traced', taskType: 'other.type' });
+        const { results } = await client.publish('traced', {});
+        const span = tracer.spans.find((s) => s.name === `submit ${audit.type},other.type`)!;
+        expect(span.attributes).toMatchObject({ 'tasklease.task.count': 2, 'tasklease.task.created': 2 });
+        for (const { task } of results) expect(task.traceParent).toContain(span.spanId);
+      } finally {
+        tracer.unregister();
+      }
     });
 
     it('a worker runs what a publish created, each type its own task', async () => {
