@@ -65,7 +65,11 @@ export const EXAMPLES: Record<string, Builder> = {
   'GET /api/v1/tasks/:id/wait': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await cancelledTask(r)}/wait?timeoutMs=5000` }),
   'GET /api/v1/tasks/:id/events': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await cancelledTask(r)}/events` }),
   'GET /api/v1/events': async () => ({ method: 'GET', path: '/api/v1/events', stream: true }),
-  'POST /api/v1/publish': async () => ({ method: 'POST', path: '/api/v1/publish', body: { event: 'matrix.nobody-listens', payload: { n: 1 } } }),
+  // A subscribed event: the publish creates a task (the fault suite's refusals check that a refused one creates none).
+  'POST /api/v1/publish': async (r) => {
+    await r.server.client.subscribe({ event: 'matrix.published', taskType: 'test.idle' });
+    return { method: 'POST', path: '/api/v1/publish', body: { event: 'matrix.published', payload: { n: 1 }, delayMs: HOUR } };
+  },
   [`GET ${A}/subscriptions`]: get(`${A}/subscriptions?event=matrix.event`),
   [`PUT ${A}/subscriptions`]: async () => ({ method: 'PUT', path: `${A}/subscriptions`, body: { event: 'matrix.event', taskType: 'test.idle', priority: 1 } }),
   [`DELETE ${A}/subscriptions`]: async (r) => {
