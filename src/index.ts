@@ -37,6 +37,7 @@ export {
   type ScopeOption,
 } from './client/client.js';
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';
+export type { PublishOptions, PublishResult, SubscribeInput, Subscription } from './client/events.js';
 export type { ScheduleApi, ScheduleView } from './client/schedules.js';
 export { MAX_CATCH_UP, type Schedule, type ScheduleInput } from './core/schedule.js';
 export type { UniqueOptions } from './client/unique.js';

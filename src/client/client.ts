@@ -53,6 +53,16 @@ import {
   type FlowRequest,
   type FlowSubmission,
 } from './flows.js';
+import {
+  checkEventName,
+  normalizeSubscription,
+  publishEvent,
+  PUBLISH_OPTION_KEYS,
+  type PublishOptions,
+  type PublishResult,
+  type SubscribeInput,
+  type Subscription,
+} from './events.js';
 
 export interface ClientOptions {
   store: Store;
@@ -127,6 +137,11 @@ const POLICY_FRESH_MS = 1000;
 export interface ClientEvents {
   /** Tasks newly created by a submit (idempotent repeats are not included). */
   submitted: { tasks: Task[] };
+  /**
+   * A publish (client.publish): its event, whether any type subscribes to it, and the tasks it created
+   * (idempotent repeats excluded; they are in `submitted` too).
+   */
+  published: { event: string; subscribed: boolean; created: Task[] };
 }
 
 export class TaskLeaseClient extends Emitter<ClientEvents> {
@@ -312,6 +327,65 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   /**
+   * Fan-out by event (events.ts): one task in every type subscribed to `event`, read and inserted in one
+   * transaction; the payload checked against each subscribed type's schema this client knows. No subscriber:
+   * an empty list. With `idempotencyKey`, a repeat returns the existing tasks (created: false).
+   */
+  async publish(event: string, payload: unknown, options: PublishOptions = {}): Promise<PublishResult> {
+    checkEventName(event);
+    checkKnownKeys('publish', options, PUBLISH_OPTION_KEYS);
+    const { transaction, ...rest } = options;
+    const policies = await this.policyMaxAttempts();
+    // One submit span for the tasks of the transaction that committed (a transaction tried again builds them again).
+    const trace: { current: ReturnType<typeof startSubmitSpan> } = { current: null };
+    const traced = (build: (subscriptions: readonly Subscription[]) => NewTask[]) => (subscriptions: readonly Subscription[]) => {
+      const tasks = build(subscriptions);
+      trace.current?.span.end(null);
+      trace.current = tasks.length > 0 ? startSubmitSpan(tasks) : null;
+      const traceParent = trace.current?.traceParent;
+      if (traceParent) for (const task of tasks) task.traceParent = traceParent;
+      return tasks;
+    };
+    let published: Awaited<ReturnType<typeof publishEvent>>;
+    try {
+      published = await publishEvent(event, payload, rest, {
+        registry: this.registry,
+        limits: { ...this.limits, policyMaxAttempts: policies },
+        subscribedTypes: async () => (await this.store.listSubscriptions({ event })).map((s) => s.taskType),
+        publish: (build) => this.store.publishEvent({ event, build: traced(build), ...(transaction === undefined ? {} : { transaction }) }),
+      });
+    } catch (error) {
+      trace.current?.span.end(error instanceof Error ? error : String(error));
+      throw error;
+    }
+    const { subscriptions, results } = published;
+    const created = results.filter((r) => r.created).map((r) => r.task);
+    trace.current?.span.end(null, { 'tasklease.task.created': created.length });
+    if (created.length > 0) this.emit('submitted', { tasks: created });
+    this.emit('published', { event, subscribed: subscriptions.length > 0, created });
+    return { event, results };
+  }
+
+  /** Subscribes `taskType` to `event` (or changes the subscription's priority / maxAttempts); publishes from now on create its task. */
+  async subscribe(input: SubscribeInput): Promise<Subscription> {
+    return this.store.saveSubscription({ subscription: normalizeSubscription(input) });
+  }
+
+  /** Ends the subscription; false when there was none. A publish that already read it still creates its task (it commits first). */
+  async unsubscribe(input: { event: string; taskType: string }): Promise<boolean> {
+    const { event, taskType } = normalizeSubscription({ event: input?.event, taskType: input?.taskType });
+    return this.store.deleteSubscription({ event, taskType });
+  }
+
+  /** Subscriptions by event, then type; filtered by `event` and / or `taskType`. */
+  async listSubscriptions(options: { event?: string; taskType?: string } = {}): Promise<Subscription[]> {
+    checkKnownKeys('listSubscriptions', options, ['event', 'taskType']);
+    if (options.event !== undefined) checkEventName(options.event);
+    if (options.taskType !== undefined) checkOptionalString('listSubscriptions', 'taskType', options.taskType, 200);
+    return this.store.listSubscriptions({ event: options.event ?? null, taskType: options.taskType ?? null });
+  }
+
+  /**
    * A warning when maxPayloadBytes lets through payloads the database server
    * itself refuses (MySQL max_allowed_packet), else null. A server or worker
    * process logs it at start; such a payload fails at submit with
@@ -357,8 +431,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   override waitFor(id: string, options?: WaitOptions): Promise<Task>;
   override waitFor(idOrEvent: string, options?: WaitOptions | ((event: never) => boolean)): Promise<unknown> {
     // An event name is never a task id (ids are UUIDs): both meanings stay available.
-    if (idOrEvent === 'submitted' && (options === undefined || typeof options === 'function')) {
-      return super.waitFor('submitted', options as ((event: ClientEvents['submitted']) => boolean) | undefined);
+    if ((idOrEvent === 'submitted' || idOrEvent === 'published') && (options === undefined || typeof options === 'function')) {
+      return super.waitFor(idOrEvent as keyof ClientEvents, options as ((event: ClientEvents[keyof ClientEvents]) => boolean) | undefined);
     }
     const waitOptions = (options ?? {}) as WaitOptions;
     const scope = waitOptions.scope ?? Scope.global();

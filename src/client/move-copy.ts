@@ -12,6 +12,7 @@ import type { Store } from '../store/types.js';
 export const MOVED_TABLES = [
   'policies',
   'schedules',
+  'subscriptions',
   'tokens',
   'deadLetters',
   'tasks',
@@ -83,7 +84,7 @@ function keepTargetState(table: MovedTable, rows: TransferRow[], keep: TargetSta
   });
 }
 
-/** Small tables (policies, schedules, the checkpoint) whole. */
+/** Small tables (policies, schedules, subscriptions, the checkpoint) whole. */
 export async function allRows(store: TransferStore, table: TransferTableName): Promise<TransferRow[]> {
   const rows: TransferRow[] = [];
   let after: TransferRow[keyof TransferRow][] | null = null;

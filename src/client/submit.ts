@@ -81,7 +81,7 @@ export function prepareTask(
   });
 }
 
-function buildTask(request: SubmitRequest, definition: AnyTaskDefinition, limits: SubmitLimits, label: string): NewTask {
+export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition, limits: SubmitLimits, label: string): NewTask {
   const payloadJson = serializePayload(request.payload, label);
   const bytes = Buffer.byteLength(payloadJson, 'utf8');
   if (bytes > limits.maxPayloadBytes) throw new PayloadTooLargeError(bytes, limits.maxPayloadBytes);

@@ -24,6 +24,8 @@ export interface MetricSet {
   execution: Histogram<'task_type'>;
   leaseDuration: Histogram<'task_type'>;
   submitted: Counter<'task_type'>;
+  eventsPublished: Counter<'event'>;
+  eventTasks: Counter<'event'>;
   completed: Counter<'status' | 'task_type'>;
   failures: Counter<'task_type' | 'error_code'>;
   retries: Counter<'task_type'>;
@@ -79,6 +81,16 @@ export function defineMetricSet(registry: Registry, sources: MetricSources): Met
       sources.executionBuckets,
     ),
     submitted: counter('async_task_submitted_total', 'Tasks created by attached clients, by type (idempotent repeats excluded).', ['task_type']),
+    // The event label is an event some type subscribes to (operators bound them, in the subscription table);
+    // a publish nobody subscribes to counts under event="" — callers cannot mint series with made-up names.
+    eventsPublished: counter(
+      'async_task_events_published_total',
+      'Publishes by attached clients, by event (event="": publishes of events no type subscribes to).',
+      ['event'],
+    ),
+    eventTasks: counter('async_task_event_tasks_created_total', 'Tasks created by publishes of attached clients (idempotent repeats excluded), by event.', [
+      'event',
+    ]),
     completed,
     failures: counter('async_task_failures_total', 'Failed attempts (retried or not), by task type and error code.', ['task_type', 'error_code']),
     retries: counter('async_task_retries_total', 'Failed attempts scheduled for a retry, by task type.', ['task_type']),

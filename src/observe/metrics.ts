@@ -5,7 +5,8 @@
  * worker stats and the store; nothing here reaches into the worker.
  *
  * Label values are bounded: task types (registered definitions), error codes
- * (the classifier bounds them) and the four terminal statuses. Never task ids,
+ * (the classifier bounds them), the four terminal statuses, and event names
+ * that some type subscribes to (the subscription table; others count as ""). Never task ids,
  * owners or trace ids: each would be a new time series per task.
  */
 import { Registry } from 'prom-client';
@@ -19,6 +20,9 @@ import { hasPoolStats, type PoolStats } from '../store/pool-stats.js';
 import { defineMetricSet, type MetricSet } from './metric-set.js';
 import { RenewalWindow } from './renewal-window.js';
 import { subscribeWorker } from './worker-metrics.js';
+
+/** The event label of a publish no type subscribes to: its name would be any caller's. */
+const UNSUBSCRIBED_EVENT = '';
 
 export { DEFAULT_SECONDS_BUCKETS } from './metric-set.js';
 
@@ -116,12 +120,21 @@ class MetricsHub implements TaskleaseMetrics {
   }
 
   attachClient(client: TaskLeaseClient): () => void {
-    return client.on('submitted', ({ tasks }) => {
+    const offSubmitted = client.on('submitted', ({ tasks }) => {
       const perType = new Map<string, number>();
       for (const task of tasks) perType.set(task.taskType, (perType.get(task.taskType) ?? 0) + 1);
       for (const [type, count] of perType) this.m.submitted.inc({ task_type: type }, count);
       for (const task of tasks) if (task.flowId !== null) this.m.flowNodes.inc({ task_type: task.taskType });
     });
+    const offPublished = client.on('published', ({ event, subscribed, created }) => {
+      const label = { event: subscribed ? event : UNSUBSCRIBED_EVENT };
+      this.m.eventsPublished.inc(label);
+      if (created.length > 0) this.m.eventTasks.inc(label, created.length);
+    });
+    return () => {
+      offSubmitted();
+      offPublished();
+    };
   }
 
   attachStore(store: Store, options: StoreMetricsOptions = {}): () => void {

@@ -11,7 +11,18 @@ import { TaskStatus } from '../core/status.js';
 import { LocalBus } from './local-bus.js';
 import { createdTypes } from './submit-wakeups.js';
 import { pingLocal, watchLocal } from './outcome-watch.js';
-import type { AttemptOutcome, ClaimParams, Dialect, FinishAndClaimResult, PayloadLimit, Store, StoreCapabilities, StoreEvent, StoreListener } from './types.js';
+import type {
+  AttemptOutcome,
+  ClaimParams,
+  Dialect,
+  FinishAndClaimResult,
+  InsertTaskResult,
+  PayloadLimit,
+  Store,
+  StoreCapabilities,
+  StoreEvent,
+  StoreListener,
+} from './types.js';
 
 type Method = Exclude<{ [K in keyof Store]: Store[K] extends (...args: never[]) => unknown ? K : never }[keyof Store], 'close'>;
 type Answer<M extends Method> = Awaited<ReturnType<Store[M]>>;
@@ -38,10 +49,25 @@ const EMPTY_ANSWERS: { [M in Method]?: (params: Params<M>) => Answer<M> | undefi
  * encoding) is stored as the same value with the surrogate escaped.
  */
 const CHECKED_INPUTS: { [M in Method]?: (params: Params<M>) => Params<M> } = {
-  insertTasks: (p) => (p.tasks.every((task, i) => isJsonText(task.payloadJson, i)) ? p : { ...p, tasks: p.tasks.map(jsonTextOf) }),
-  insertFlow: (p) => (p.tasks.every((task, i) => isJsonText(task.payloadJson, i)) ? p : { ...p, tasks: p.tasks.map(jsonTextOf) }),
-  awaitChildren: (p) => (p.children.every((task, i) => isJsonText(task.payloadJson, i)) ? p : { ...p, children: p.children.map(jsonTextOf) }),
+  insertTasks: (p) => {
+    const tasks = checkedPayloads(p.tasks);
+    return tasks === p.tasks ? p : { ...p, tasks };
+  },
+  // The tasks a publish builds are checked as they are built, inside its transaction.
+  publishEvent: (p) => ({ ...p, build: (subscriptions) => checkedPayloads(p.build(subscriptions)) }),
+  insertFlow: (p) => {
+    const tasks = checkedPayloads(p.tasks);
+    return tasks === p.tasks ? p : { ...p, tasks };
+  },
+  awaitChildren: (p) => {
+    const children = checkedPayloads(p.children);
+    return children === p.children ? p : { ...p, children };
+  },
 };
+
+function checkedPayloads<T extends { payloadJson: string }>(tasks: readonly T[]): readonly T[] {
+  return tasks.every((task, i) => isJsonText(task.payloadJson, i)) ? tasks : tasks.map(jsonTextOf);
+}
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -65,12 +91,15 @@ function releasedWakeups(types: readonly string[] | undefined): StoreEvent[] {
 
 const WAKE_ALL: StoreEvent = Object.freeze({ kind: 'submitted', taskTypes: Object.freeze([]) as readonly string[] });
 
+function submittedEvents(results: readonly InsertTaskResult[]): StoreEvent[] {
+  const types = createdTypes(results);
+  return types.length > 0 ? [{ kind: 'submitted', taskTypes: types }] : [];
+}
+
 /** The wake-ups a successful write owes idle workers: new or requeued work, cancel requests. */
 const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
-  insertTasks: (results) => {
-    const types = createdTypes(results);
-    return types.length > 0 ? [{ kind: 'submitted', taskTypes: types }] : [];
-  },
+  insertTasks: (results) => submittedEvents(results),
+  publishEvent: ({ results }) => submittedEvents(results),
   changeStatus: (results) => {
     const cancelled = results.filter((r) => r.applied && r.status === TaskStatus.CANCEL_REQUESTED).map((r) => r.id);
     const events: StoreEvent[] = cancelled.length > 0 ? [{ kind: 'cancelRequested', taskIds: cancelled }] : [];
@@ -149,6 +178,10 @@ const METHODS = [
   'listWorkers',
   'leasedCounts',
   'analysisData',
+  'publishEvent',
+  'saveSubscription',
+  'deleteSubscription',
+  'listSubscriptions',
 ] as const satisfies readonly Method[];
 type Missing = Exclude<Method, (typeof METHODS)[number]>;
 const everyMethodListed: Missing extends never ? true : Missing = true;

@@ -61,6 +61,11 @@ export const TRANSFER_TABLES = {
       updated_at: time,
     },
   },
+  subscriptions: {
+    table: 'system_async_task_subscription',
+    key: ['event_name', 'task_type'],
+    columns: { event_name: text, task_type: text, priority: int, max_attempts: int, created_at: time, updated_at: time },
+  },
   tokens: {
     table: 'system_async_task_api_token',
     key: ['id'],

@@ -123,6 +123,17 @@ export interface ProducerStore<Tx = unknown> {
   /** Newest first (id descending); `cursor` is the last id of the previous page. */
   listTasks(params: ListTasksParams): Promise<TaskPage>;
   countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>>;
+  /**
+   * Fan-out by event: in one transaction, reads the subscriptions of `event`
+   * (locking them: an unsubscribe waits for this publish to commit), hands
+   * them to `build` (task type order) and inserts the tasks it returns
+   * through the insertTasks path (idempotency keys, unique options, wake-ups).
+   * A subscription added or removed concurrently is wholly in or wholly out.
+   * `build` throwing aborts the publish, writing nothing. With `transaction`
+   * (capabilities.transactionalSubmit) the publish joins the caller's
+   * transaction, as insertTasks does.
+   */
+  publishEvent(params: PublishEventParams<Tx>): Promise<PublishEventResult>;
 }
 
 /** What a worker process calls. */
@@ -273,6 +284,12 @@ export interface ControlStore {
   leasedCounts(): Promise<Record<string, number>>;
   /** Raw material for analyze(): the client computes averages and percentiles. */
   analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData>;
+  /** Creates or updates the subscription (event, taskType); a publish after the commit sees it. */
+  saveSubscription(params: { subscription: SubscriptionInput }): Promise<Subscription>;
+  /** Removes the subscription; false when there was none. Waits for publishes that read it to commit. */
+  deleteSubscription(params: { event: string; taskType: string }): Promise<boolean>;
+  /** Subscriptions by event, then task type; filtered by event and / or type when given. */
+  listSubscriptions(params: { event?: string | null; taskType?: string | null }): Promise<Subscription[]>;
 }
 
 /** Every role: what a dialect implements. */
@@ -324,6 +341,36 @@ export interface InsertTaskResult {
   task: Task;
   /** false: an existing task with the same idempotency key was returned. */
   created: boolean;
+}
+
+/** A task type's subscription to an event (system_async_task_subscription). */
+export interface SubscriptionInput {
+  /** The event name (client/events.ts checks it: no ':'). */
+  event: string;
+  taskType: string;
+  /** Priority of the tasks a publish creates; null: the type's definition's, else 0. */
+  priority: number | null;
+  /** maxAttempts of those tasks; null: as a submit's (policy, definition, the client's default). */
+  maxAttempts: number | null;
+}
+
+export interface Subscription extends SubscriptionInput {
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface PublishEventParams<Tx = unknown> {
+  event: string;
+  /** Called inside the publish's transaction with the event's subscriptions; returns the tasks to insert. */
+  build: (subscriptions: readonly Subscription[]) => readonly NewTask[];
+  transaction?: Tx;
+}
+
+export interface PublishEventResult {
+  /** The subscriptions the publish read. */
+  subscriptions: Subscription[];
+  /** One per task `build` returned, in its order. */
+  results: InsertTaskResult[];
 }
 
 export interface ListTasksParams {

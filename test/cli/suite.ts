@@ -524,6 +524,38 @@ export function cliSuite(target: CliTarget): void {
       expect((await tl(['schedule', 'delete', 'cli.nightly'])).code).not.toBe(0);
     });
 
+    it('subscribes types to an event, publishes it (once per key), lists and removes subscriptions', async () => {
+      const added = await tl(['subscriptions', 'add', 'cli.order-placed', 'cli.p', '--priority', '7', '--json']);
+      expect(added.code, added.stderr).toBe(0);
+      expect(added.json()).toMatchObject({ subscription: { event: 'cli.order-placed', taskType: 'cli.p', priority: 7, maxAttempts: null } });
+      expect((await tl(['subscriptions', 'add', 'cli.order-placed', 'cli.echo', '--max-attempts', '2'])).code).toBe(0);
+      expect((await tl(['subscriptions', 'list'])).stdout).toMatch(/^EVENT\s+TYPE\s+PRIORITY\s+MAX ATTEMPTS.*\ncli.order-placed\s+cli.echo\s+-\s+2/);
+      const listed = await tl(['subscriptions', 'list', '--type', 'cli.p', '--json']);
+      expect(listed.json<{ subscriptions: { taskType: string }[] }>().subscriptions.map((s) => s.taskType)).toEqual(['cli.p']);
+
+      const published = await tl(['publish', 'cli.order-placed', '{"order":1}', '--idempotency-key', 'o-1', '--json']);
+      expect(published.code, published.stderr).toBe(0);
+      const { tasks } = published.json<{ tasks: { id: string; taskType: string; created: boolean }[] }>();
+      expect(tasks.map((t) => [t.taskType, t.created])).toEqual([
+        ['cli.echo', true],
+        ['cli.p', true],
+      ]);
+      expect(await get(tasks[1]!.id)).toMatchObject({ priority: 7, payload: { order: 1 }, idempotencyKey: 'event:cli.order-placed:o-1' });
+      const again = await tl(['publish', 'cli.order-placed', '{"order":1}', '--idempotency-key', 'o-1', '--json']);
+      expect(again.json<{ tasks: { created: boolean }[] }>().tasks.map((t) => t.created)).toEqual([false, false]);
+      expect((await tl(['publish', 'cli.nobody-listens'])).stdout).toBe('no task type subscribes to cli.nobody-listens: nothing created\n');
+      const badEvent = await tl(['publish', 'has:colon', '--json']);
+      expect([badEvent.code, badEvent.json()]).toEqual([2, { error: expect.objectContaining({ code: 'VALIDATION', field: 'event' }) }]);
+
+      expect((await tl(['subscriptions', 'remove', 'cli.order-placed', 'cli.p', '--json'])).json()).toEqual({
+        event: 'cli.order-placed',
+        taskType: 'cli.p',
+        removed: true,
+      });
+      const missing = await tl(['subscriptions', 'remove', 'cli.order-placed', 'cli.p']);
+      expect([missing.code, missing.stderr]).toEqual([3, expect.stringMatching(/^error NOT_FOUND: /)]);
+    });
+
     it('cleans up in batches and keeps tasks inside the retention', async () => {
       const id = await submit('cli.echo', {});
       await tl(['cancel', id]);

@@ -140,13 +140,14 @@ export function runMoveSuite(targets: StoreFactory): void {
       return started;
     }
 
-    /** Policy, schedule, token on the source: what a move copies besides tasks. */
+    /** Policy, schedule, token, subscription on the source: what a move copies besides tasks. */
     async function configure(store: Store, defs: Definitions): Promise<void> {
       const client = createClient({ store, tasks: Object.values(defs) });
       await client.policies.update(defs.quick.type, { maxConcurrency: 4, retryBaseDelayMs: 25 });
       await client.schedules.save({ key: 'nightly', taskType: defs.quick.type, cron: '0 3 * * *', payload: { night: true } });
       await client.schedules.save({ key: 'paused-one', taskType: defs.quick.type, cron: '0 4 * * *', enabled: false });
       await client.tokens.create({ name: 'ops', role: 'operator' });
+      await client.subscribe({ event: 'order.created', taskType: defs.quick.type, priority: 2 });
     }
 
     /** Waiting tasks of every kind a worker does not touch: delayed, cancelled, paused. */
@@ -240,6 +241,7 @@ export function runMoveSuite(targets: StoreFactory): void {
       expect(moved.deadLetters!.map((row) => row.original_task_id)).toEqual([doomed]);
       expect(moved.actions!.map((row) => row.action).sort()).toEqual(['CANCEL', 'PAUSE']);
       expect(moved.tokens!.map((row) => row.name)).toEqual(['ops']);
+      expect(moved.subscriptions!.map((row) => [row.event_name, row.priority])).toEqual([['order.created', 2]]);
       expect(await statusOf(target, cancelled)).toBe('CANCELLED');
       expect(await statusOf(target, paused)).toBe('PAUSED');
 

@@ -22,6 +22,7 @@ const TABLES = [
   'system_async_task_worker',
   'system_async_task_action',
   'system_async_task_step',
+  'system_async_task_subscription',
 ];
 
 /** True when the server answers. Throws on CI when it does not; elsewhere prints the one skip line. */

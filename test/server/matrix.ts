@@ -93,6 +93,18 @@ export const EXAMPLES: Record<string, Builder> = {
   'POST /api/v1/flows/:id/resume': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await aliceFlow(r)}/resume` }),
   'POST /api/v1/flows/:id/retry': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await aliceFlow(r)}/retry` }),
   'GET /api/v1/tasks/:id/dependencies': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await aliceTask(r)}/dependencies` }),
+  // A subscribed event: the publish creates a task (the fault suite's refusals check that a refused one creates none).
+  'POST /api/v1/publish': async (r) => {
+    await r.server.client.subscribe({ event: 'matrix.published', taskType: 'test.idle' });
+    return { method: 'POST', path: '/api/v1/publish', body: { event: 'matrix.published', payload: { n: 1 }, delayMs: HOUR } };
+  },
+  [`GET ${A}/subscriptions`]: get(`${A}/subscriptions?event=matrix.event`),
+  [`PUT ${A}/subscriptions`]: async () => ({ method: 'PUT', path: `${A}/subscriptions`, body: { event: 'matrix.event', taskType: 'test.idle', priority: 1 } }),
+  [`DELETE ${A}/subscriptions`]: async (r) => {
+    const taskType = `matrix.${randomUUID()}`;
+    await r.server.client.subscribe({ event: 'matrix.event', taskType });
+    return { method: 'DELETE', path: `${A}/subscriptions?event=matrix.event&taskType=${taskType}` };
+  },
 
   [`POST ${A}/:id/pause`]: async (r) => ({ method: 'POST', path: `${A}/${await aliceTask(r)}/pause` }),
   [`POST ${A}/:id/resume`]: async (r) => ({ method: 'POST', path: `${A}/${await pausedTask(r)}/resume` }),

@@ -367,6 +367,44 @@ export function serverSuite(stores: ServerSuiteStores): void {
     });
   });
 
+  describe('events', () => {
+    it('admins subscribe, operators list, users publish for their own owner; a repeat with the key creates nothing', async () => {
+      const url = `${ADMIN_PREFIX}/subscriptions`;
+      const saved = await running.call('PUT', url, { as: 'admin', body: { event: 'http.order-placed', taskType: 'test.idle', maxAttempts: 2 } });
+      expect([saved.status, saved.body.data.event, saved.body.data.maxAttempts, saved.body.data.priority]).toEqual([200, 'http.order-placed', 2, null]);
+      expect((await running.call('PUT', url, { as: 'operator', body: { event: 'http.order-placed', taskType: 'test.idle' } })).status).toBe(403);
+      const badEvent = await running.call('PUT', url, { as: 'admin', body: { event: 'has:colon', taskType: 'test.idle' } });
+      expect(badEvent.status).toBe(400);
+      const listed = await running.call('GET', `${url}?event=http.order-placed`, { as: 'operator' });
+      expect((listed.body.data as { taskType: string }[]).map((s) => s.taskType)).toEqual(['test.idle']);
+
+      const body = { event: 'http.order-placed', payload: { order: 7 }, idempotencyKey: 'o-7', delayMs: 3_600_000 };
+      const first = await running.call('POST', '/api/v1/publish', { as: 'alice', body });
+      expect(first.status).toBe(202);
+      expect(
+        first.body.results.map((r: { created: boolean; task: { taskType: string; owner: string; maxAttempts: number } }) => [
+          r.created,
+          r.task.taskType,
+          r.task.owner,
+          r.task.maxAttempts,
+        ]),
+      ).toEqual([[true, 'test.idle', 'alice', 2]]);
+      const again = await running.call('POST', '/api/v1/publish', { as: 'alice', body });
+      expect([again.body.results[0].created, again.body.results[0].task.id]).toEqual([false, first.body.results[0].task.id]);
+      // Alice's task: bob does not see it; alice cannot publish for bob.
+      expect((await running.call('GET', `/api/v1/tasks/${first.body.results[0].task.id}`, { as: 'bob' })).status).toBe(404);
+      expect((await running.call('POST', '/api/v1/publish', { as: 'alice', body: { ...body, owner: 'bob' } })).status).toBe(403);
+      const nobody = await running.call('POST', '/api/v1/publish', { as: 'alice', body: { event: 'http.nobody-listens', payload: 1 } });
+      expect([nobody.status, nobody.body]).toEqual([202, { event: 'http.nobody-listens', results: [] }]);
+
+      const removed = await running.call('DELETE', `${url}?event=http.order-placed&taskType=test.idle`, { as: 'admin' });
+      expect(removed.status).toBe(200);
+      const missing = await running.call('DELETE', `${url}?event=http.order-placed&taskType=test.idle`, { as: 'admin' });
+      expect([missing.status, missing.body.code]).toEqual([404, 'NOT_FOUND']);
+      expect((await running.call('POST', '/api/v1/publish', { as: 'alice', body: { ...body, idempotencyKey: 'o-8' } })).body.results).toEqual([]);
+    });
+  });
+
   describe('hostile input', () => {
     const countTasks = async () => (await running.server.client.list({ limit: 1000 })).tasks.length;
 

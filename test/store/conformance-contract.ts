@@ -63,6 +63,10 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   listWorkers: (s) => s.listWorkers({ seenWithinMs: 1000 }),
   leasedCounts: (s) => s.leasedCounts(),
   analysisData: (s) => s.analysisData({ taskType: 'alpha', since: new Date(0), sampleLimit: 10 }),
+  publishEvent: (s) => s.publishEvent({ event: 'e', build: () => [newTask()] }),
+  saveSubscription: (s) => s.saveSubscription({ subscription: { event: 'e', taskType: 'alpha', priority: null, maxAttempts: null } }),
+  deleteSubscription: (s) => s.deleteSubscription({ event: 'e', taskType: 'alpha' }),
+  listSubscriptions: (s) => s.listSubscriptions({}),
 };
 
 /** Subscribes and waits until the store hears its server (PostgreSQL's LISTEN; the others at once), then forgets what came before. */

@@ -13,6 +13,7 @@ import { waitFor } from '../helpers/wait.js';
 import { runActionConformance } from './conformance-actions.js';
 import { runContractConformance } from './conformance-contract.js';
 import { runControlConformance } from './conformance-control.js';
+import { runEventConformance } from './conformance-events.js';
 import { runOwnerConformance } from './conformance-owners.js';
 import { runPlanConformance } from './conformance-plan.js';
 import { runStepConformance } from './conformance-steps.js';
@@ -529,4 +530,5 @@ export function runStoreConformance(factory: StoreFactory): void {
   runPlanConformance(factory);
   runTransferConformance(factory);
   runStepConformance(factory);
+  runEventConformance(factory);
 }

@@ -101,6 +101,8 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       expect(await store.listTaskActions({ taskId: text })).toEqual([]);
       expect(await store.listSteps({ taskId: text })).toEqual([]);
       expect(await store.recordStep({ lease: { taskId: text, workerId: text, attempt: 1, token: text }, name: text, resultJson: null })).toBe(false);
+      expect(await store.listSubscriptions({ event: text, taskType: text })).toEqual([]);
+      expect(await store.publishEvent({ event: text, build: () => [] })).toEqual({ subscriptions: [], results: [] });
     }
     const tables = await database.query(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY table_name`);
     expect(tables.map((t) => t.name)).toEqual([
@@ -115,6 +117,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       'system_async_task_policy',
       'system_async_task_schedule',
       'system_async_task_step',
+      'system_async_task_subscription',
       'system_async_task_wakeup',
       'system_async_task_worker',
       'tasklease_migrations',

@@ -146,6 +146,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'system_async_task_policy',
       'system_async_task_schedule',
       'system_async_task_step',
+      'system_async_task_subscription',
       'system_async_task_worker',
       'tasklease_migrations',
     ]);

@@ -406,6 +406,36 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await context.close();
     });
 
+    it('Subscriptions lists each subscription; an admin adds one and removes it', async () => {
+      const client = rig.server.client;
+      await client.subscribe({ event: 'ui.order-placed', taskType: 'ui.quick', maxAttempts: 2 });
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.getByRole('link', { name: 'Subscriptions' }).click();
+      await page.getByRole('heading', { name: 'Subscriptions' }).waitFor();
+      await page.locator('tr[data-subscription="ui.order-placed ui.quick"]').waitFor();
+      const form = page.getByRole('form', { name: 'Add a subscription' });
+      await form.getByLabel('Event').fill('ui.order-placed');
+      await form.getByLabel('Task type').fill('ui.audit');
+      await form.getByLabel('Priority').fill('5');
+      await form.getByRole('button', { name: 'Subscribe' }).click();
+      await page.getByRole('status').filter({ hasText: 'Subscribed ui.audit to ui.order-placed' }).waitFor();
+      const added = page.locator('tr[data-subscription="ui.order-placed ui.audit"]');
+      await added.waitFor();
+      expect(await added.locator('td').allTextContents()).toEqual(expect.arrayContaining(['ui.audit', '5', '—']));
+      expect((await client.listSubscriptions({ event: 'ui.order-placed' })).map((s) => [s.taskType, s.priority])).toEqual([
+        ['ui.audit', 5],
+        ['ui.quick', null],
+      ]);
+      await shoot(page, `${name}-subscriptions`);
+      await added.getByRole('button', { name: 'Unsubscribe ui.audit on ui.order-placed' }).click();
+      await page.locator('dialog [data-confirm]').click();
+      await page.getByRole('status').filter({ hasText: 'Unsubscribed ui.audit on ui.order-placed' }).waitFor();
+      await added.waitFor({ state: 'detached' });
+      expect((await client.listSubscriptions({ event: 'ui.order-placed' })).map((s) => s.taskType)).toEqual(['ui.quick']);
+      await client.unsubscribe({ event: 'ui.order-placed', taskType: 'ui.quick' });
+      await context.close();
+    });
+
     it('a user sees only its own tasks, no admin pages, and no admin actions; the server refuses them anyway', async () => {
       const client = rig.server.client;
       const mine = (await client.submit('ui.quick', {}, { owner: 'alice', delayMs: 3_600_000 })).task;

@@ -167,6 +167,14 @@ export interface Schedule {
   lastTaskId: string | null;
   nextRuns: string[];
 }
+export interface Subscription {
+  event: string;
+  taskType: string;
+  priority: number | null;
+  maxAttempts: number | null;
+  createdAt: string;
+  updatedAt: string;
+}
 export interface LimitUse {
   running: number;
   limit: number;

@@ -110,3 +110,25 @@ export async function guarded(action: () => Promise<void>): Promise<void> {
     notify((error as Error).message, 'error');
   }
 }
+
+/** A scrolling card holding a table: a header row of `columns`, then `body`. */
+export function tableCard(columns: readonly string[], body: HTMLTableSectionElement): HTMLElement {
+  return h(
+    'div',
+    { class: 'card scroll' },
+    h(
+      'table',
+      {},
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          columns.map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
+      body,
+    ),
+  );
+}

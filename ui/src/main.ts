@@ -14,6 +14,7 @@ import { flowPage } from './pages/flow.js';
 import { deadLettersPage } from './pages/dead-letters.js';
 import { policiesPage } from './pages/policies.js';
 import { schedulesPage } from './pages/schedules.js';
+import { subscriptionsPage } from './pages/subscriptions.js';
 import { workersPage } from './pages/workers.js';
 
 export interface PageContext {
@@ -38,6 +39,7 @@ const ROUTES: Route[] = [
   { name: 'dead-letters', label: 'Dead letters', page: deadLettersPage, operator: true, nav: true },
   { name: 'policies', label: 'Policies', page: policiesPage, operator: true, nav: true },
   { name: 'schedules', label: 'Schedules', page: schedulesPage, operator: true, nav: true },
+  { name: 'subscriptions', label: 'Subscriptions', page: subscriptionsPage, operator: true, nav: true },
   { name: 'workers', label: 'Workers', page: workersPage, operator: true, nav: true },
 ];
 

@@ -11,6 +11,7 @@ import { controlCommands } from './control.js';
 import { diagnoseCommand } from './diagnose.js';
 import { dlqCommand } from './dlq.js';
 import { flowCommand } from './flow.js';
+import { publishCommand, subscriptionsCommand } from './events.js';
 import { getCommand } from './get.js';
 import { listCommand } from './list.js';
 import { migrateCommand } from './migrate.js';
@@ -33,6 +34,7 @@ export const COMMANDS: readonly CliCommand[] = [
   workerCommand,
   submitCommand,
   flowCommand,
+  publishCommand,
   getCommand,
   waitCommand,
   listCommand,
@@ -47,6 +49,7 @@ export const COMMANDS: readonly CliCommand[] = [
   cleanupCommand,
   policyCommand,
   scheduleCommand,
+  subscriptionsCommand,
   workersCommand,
   tokenCommand,
 ];

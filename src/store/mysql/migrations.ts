@@ -357,6 +357,22 @@ ON DUPLICATE KEY UPDATE slot = slot`,
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 15,
+    name: 'event subscriptions',
+    // Fan-out by event (client/events.ts, rules/events.ts): which task types a publish of an event creates a task in.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_subscription (
+  event_name VARCHAR(200) NOT NULL,
+  task_type VARCHAR(255) NOT NULL,
+  priority INT NULL,
+  max_attempts INT NULL,
+  created_at DATETIME(3) NOT NULL,
+  updated_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (event_name, task_type)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

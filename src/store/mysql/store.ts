@@ -43,6 +43,8 @@ import type {
   Policy,
   PolicyInput,
   PayloadLimit,
+  PublishEventParams,
+  PublishEventResult,
   PurgeResult,
   RecoveryResult,
   RenewParams,
@@ -52,6 +54,8 @@ import type {
   Store,
   StoreEvent,
   StoreListener,
+  Subscription,
+  SubscriptionInput,
   TaskActionRecord,
   TaskPage,
   WorkerRecord,
@@ -61,6 +65,7 @@ import { claim, workLeft, type CapCache } from './claim.js';
 import { explainClaim } from './explain.js';
 import { JoinedTransaction, MysqlDatabase, mysqlPoolStats, type Conn, type RunOptions } from './connection.js';
 import * as control from './control.js';
+import * as events from './events.js';
 import { decode } from './encode.js';
 import { finishAttempts } from './finish.js';
 import { finishAndClaim } from './finish-claim.js';
@@ -219,6 +224,13 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.db.transaction((conn) => flows.awaitChildren(this.db, conn, params.lease, params.children, params.onFailure));
   }
 
+  /** Its own transaction (retried whole on a deadlock), or the caller's; wake-ups as for a submit (base.ts, wake()). */
+  publishEvent(params: PublishEventParams<MysqlTransaction>): Promise<PublishEventResult> {
+    const publish = (conn: Conn) => events.publishEvent(this.db, conn, params.event, params.build);
+    if (params.transaction === undefined || params.transaction === null) return this.db.transaction(publish);
+    return this.db.onCallerConnection(callerConnection(params.transaction, 'publishEvent'), publish);
+  }
+
   getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
     return this.db.run((conn) => reads.getTask(this.db, conn, params.id, params.scope));
   }
@@ -364,6 +376,18 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   leasedCounts(): Promise<Record<string, number>> {
     return this.db.run((conn) => control.leasedCounts(this.db, conn));
+  }
+
+  saveSubscription(params: { subscription: SubscriptionInput }): Promise<Subscription> {
+    return this.db.transaction((conn) => events.saveSubscription(this.db, conn, params.subscription));
+  }
+
+  deleteSubscription(params: { event: string; taskType: string }): Promise<boolean> {
+    return this.db.run((conn) => events.deleteSubscription(this.db, conn, params.event, params.taskType));
+  }
+
+  listSubscriptions(params: { event?: string | null; taskType?: string | null }): Promise<Subscription[]> {
+    return this.db.run((conn) => events.listSubscriptions(this.db, conn, params.event ?? null, params.taskType ?? null));
   }
 
   analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData> {

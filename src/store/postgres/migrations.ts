@@ -433,4 +433,21 @@ CREATE TABLE IF NOT EXISTS ${s}.system_async_task_step (
 );
 `,
   },
+  {
+    version: 21,
+    name: 'event subscriptions',
+    // Fan-out by event (client/events.ts, rules/events.ts): which task types a publish of an event creates a task in.
+    // COLLATE "C": listed and published in code-point order, as on SQLite and MySQL (binary collations).
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_subscription (
+  event_name text COLLATE "C" NOT NULL,
+  task_type text COLLATE "C" NOT NULL,
+  priority integer,
+  max_attempts integer,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  PRIMARY KEY (event_name, task_type)
+);
+`,
+  },
 ];

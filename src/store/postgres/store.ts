@@ -48,6 +48,8 @@ import type {
   ListTasksParams,
   Policy,
   PolicyInput,
+  PublishEventParams,
+  PublishEventResult,
   PurgeResult,
   RecoveryResult,
   RenewParams,
@@ -57,6 +59,8 @@ import type {
   Store,
   StoreEvent,
   StoreListener,
+  Subscription,
+  SubscriptionInput,
   TaskActionRecord,
   TaskPage,
   WorkerRecord,
@@ -66,6 +70,7 @@ import { claimTasks } from './claim.js';
 import { explainClaim } from './explain.js';
 import { createContext, limitEachTransaction, pgPoolStats, run, type PgContext, type Queryable } from './connection.js';
 import * as control from './control.js';
+import * as events from './events.js';
 import { dropAndMove } from './history.js';
 import { isConnectTimeout } from './errors.js';
 import { finishAndClaim, finishAttempts } from './finish.js';
@@ -88,7 +93,7 @@ export type PostgresTransaction = pg.ClientBase;
  * Writes that send their own NOTIFY (in their statement, transactional; a submit made beside others of this store right
  * after its commit, coalesced: insertTasks below); the others owe one after they commit.
  */
-const NOTIFIED_IN_STATEMENT: ReadonlySet<StoreMethod> = new Set(['insertTasks', 'changeStatus', 'replayDeadLetters']);
+const NOTIFIED_IN_STATEMENT: ReadonlySet<StoreMethod> = new Set(['insertTasks', 'publishEvent', 'changeStatus', 'replayDeadLetters']);
 
 export class PostgresStore extends StoreBase implements Store<PostgresTransaction> {
   readonly dialect = 'postgres' as const;
@@ -265,6 +270,11 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     }
   }
 
+  /** Its own transaction on a pooled client, or the caller's; the insert NOTIFYs in its statement (sent on commit). */
+  async publishEvent(params: PublishEventParams<PostgresTransaction>): Promise<PublishEventResult> {
+    return events.publishEvent(this.ctx, params.event, params.build, this.executorFor(params.transaction));
+  }
+
   async getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
     return reads.getTask(this.ctx, params.id, params.scope);
   }
@@ -406,6 +416,18 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
 
   async leasedCounts(): Promise<Record<string, number>> {
     return control.leasedCounts(this.ctx);
+  }
+
+  async saveSubscription(params: { subscription: SubscriptionInput }): Promise<Subscription> {
+    return events.saveSubscription(this.ctx, params.subscription);
+  }
+
+  async deleteSubscription(params: { event: string; taskType: string }): Promise<boolean> {
+    return events.deleteSubscription(this.ctx, params.event, params.taskType);
+  }
+
+  async listSubscriptions(params: { event?: string | null; taskType?: string | null }): Promise<Subscription[]> {
+    return events.listSubscriptions(this.ctx, params.event ?? null, params.taskType ?? null);
   }
 
   async analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData> {

@@ -55,7 +55,13 @@ async function debounceHolder(ctx: PgContext, on: Queryable, key: string, task: 
  * caller's transaction, or a single task, needs none).
  */
 export async function atomically<T>(on: Queryable, count: number, body: (on: Queryable) => Promise<T>): Promise<T> {
-  if (count < 2 || !(on instanceof pg.Pool)) return body(on);
+  if (count < 2) return body(on);
+  return inTransaction(on, body);
+}
+
+/** `body` in one transaction: its own on a client of the pool, or the caller's (`on` a client inside BEGIN). */
+export async function inTransaction<T>(on: Queryable, body: (on: Queryable) => Promise<T>): Promise<T> {
+  if (!(on instanceof pg.Pool)) return body(on);
   return withClient(on, 'connecting to submit', async (client, markBroken) => {
     try {
       await run(client, 'submitting tasks', beginOn(on));

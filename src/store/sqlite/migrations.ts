@@ -291,4 +291,20 @@ CREATE TABLE IF NOT EXISTS system_async_task_step (
 );
 `,
   },
+  {
+    version: 14,
+    name: 'event subscriptions',
+    // Fan-out by event (client/events.ts, rules/events.ts): which task types a publish of an event creates a task in.
+    sql: `
+CREATE TABLE IF NOT EXISTS system_async_task_subscription (
+  event_name TEXT NOT NULL,
+  task_type TEXT NOT NULL,
+  priority INTEGER,
+  max_attempts INTEGER,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (event_name, task_type)
+);
+`,
+  },
 ];

@@ -39,6 +39,8 @@ import type {
   Actor,
   Policy,
   PolicyInput,
+  PublishEventParams,
+  PublishEventResult,
   PurgeResult,
   RecoveryResult,
   RenewParams,
@@ -47,6 +49,8 @@ import type {
   StepRecord,
   Store,
   StoreListener,
+  Subscription,
+  SubscriptionInput,
   TaskActionRecord,
   TaskPage,
   WorkerRecord,
@@ -56,6 +60,7 @@ import { claim, leasedByType } from './claim.js';
 import { explainClaim } from './explain.js';
 import { LockWaits, openDatabase, type Db } from './connection.js';
 import * as control from './control.js';
+import * as events from './events.js';
 import { toSqliteTime } from './encode.js';
 import { mapSqliteError } from './errors.js';
 import { finishOutcome } from './finish.js';
@@ -201,6 +206,11 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async getFlow(params: { flowId: string; scope: Scope; limit: number }): Promise<FlowGraph> {
     return this.read(() => flows.getFlow(this.db, params.flowId, params.scope, params.limit));
+  }
+
+  async publishEvent(params: PublishEventParams<SqliteTransaction>): Promise<PublishEventResult> {
+    if (params.transaction !== undefined) throw new InvalidOptionsError('SqliteStore.publishEvent', 'transaction', 'is not supported on SQLite');
+    return this.write(() => events.publishEvent(this.db, params.event, params.build, this.clock()));
   }
 
   async getTask(params: { id: string; scope: Scope }): Promise<Task | null> {
@@ -360,6 +370,18 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async leasedCounts(): Promise<Record<string, number>> {
     return this.read(() => Object.fromEntries(leasedByType(this.db)));
+  }
+
+  async saveSubscription(params: { subscription: SubscriptionInput }): Promise<Subscription> {
+    return this.writeOne(() => events.saveSubscription(this.db, params.subscription, this.nowText()));
+  }
+
+  async deleteSubscription(params: { event: string; taskType: string }): Promise<boolean> {
+    return this.writeOne(() => events.deleteSubscription(this.db, params.event, params.taskType));
+  }
+
+  async listSubscriptions(params: { event?: string | null; taskType?: string | null }): Promise<Subscription[]> {
+    return this.read(() => events.listSubscriptions(this.db, params.event ?? null, params.taskType ?? null));
   }
 
   async analysisData(params: { taskType: string; since: Date; sampleLimit: number }): Promise<AnalysisData> {

@@ -5,7 +5,7 @@
  * API or the CLI (`tasklease schedule set`).
  */
 import { admin, type Schedule } from '../api.js';
-import { clear, confirmAction, every, guarded, h, notify, when } from '../dom.js';
+import { clear, confirmAction, every, guarded, h, notify, tableCard, when } from '../dom.js';
 import type { Page } from '../main.js';
 
 function scheduleRow(schedule: Schedule, isAdmin: boolean, reload: () => Promise<void>): HTMLElement {
@@ -64,24 +64,7 @@ export const schedulesPage: Page = (root, { me }) => {
   root.append(
     h('h1', {}, 'Schedules'),
     h('p', { class: 'muted' }, 'Each tick is submitted once across all workers. Times are shown in your browser’s time zone.'),
-    h(
-      'div',
-      { class: 'card scroll' },
-      h(
-        'table',
-        {},
-        h(
-          'thead',
-          {},
-          h(
-            'tr',
-            {},
-            columns.map((c) => h('th', { scope: 'col' }, c)),
-          ),
-        ),
-        body,
-      ),
-    ),
+    tableCard(columns, body),
     empty,
   );
   const load = async (): Promise<void> => {

@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runEventSuite } from './events-suite.js';
+
+runEventSuite(sqliteFactory);
