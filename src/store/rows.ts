@@ -7,7 +7,21 @@ import { isTaskStatus, TaskStatus } from '../core/status.js';
 import type { NewTask, Task, TaskProgress } from '../core/task.js';
 import { uniqueHoldOf } from './rules/unique.js';
 import { initialStatus } from './rules/flows.js';
-import type { AttemptOutcomeName, AttemptRecord, DeadLetter, FailureRow, Policy, StepRecord, TaskActionName, TaskActionRecord, WorkerRecord } from './types.js';
+import type {
+  AttemptOutcomeName,
+  AttemptRecord,
+  DeadLetter,
+  DependencyLink,
+  DependencyRecord,
+  FailureRow,
+  OnParentFailure,
+  Policy,
+  StepRecord,
+  TaskActionName,
+  TaskActionRecord,
+  TaskDependencies,
+  WorkerRecord,
+} from './types.js';
 
 export interface Decode {
   /** A time column (never null here) to a Date. */
@@ -102,6 +116,31 @@ export function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, u
     startedAt: null,
     finishedAt: null,
   };
+}
+
+/** A dependency edge row (fan_out: a boolean on PostgreSQL, 0/1 elsewhere). */
+export function edgeFromRow(row: Row): DependencyRecord {
+  return {
+    parentId: String(row.parent_id),
+    childId: String(row.child_id),
+    onFailure: row.on_failure as OnParentFailure,
+    fanOut: row.fan_out === true || Number(row.fan_out) === 1,
+    resolution: row.resolved === null || row.resolved === undefined ? null : (String(row.resolved) as DependencyRecord['resolution']),
+  };
+}
+
+/** A task's edges (both ways) split into its parents and children, each with the task at its other end (`others`, by id). */
+export function dependenciesOf(taskId: string, edges: readonly DependencyRecord[], others: ReadonlyMap<string, Task>): TaskDependencies {
+  const link = (edge: DependencyRecord, other: string): DependencyLink => ({ ...edge, task: others.get(other) ?? null });
+  return {
+    parents: edges.filter((edge) => edge.childId === taskId).map((edge) => link(edge, edge.parentId)),
+    children: edges.filter((edge) => edge.parentId === taskId).map((edge) => link(edge, edge.childId)),
+  };
+}
+
+/** The ids at the other end of a task's edges. */
+export function otherEnds(taskId: string, edges: readonly DependencyRecord[]): string[] {
+  return edges.map((edge) => (edge.childId === taskId ? edge.parentId : edge.childId));
 }
 
 export function attemptFromRow(row: Row, decode: Decode): AttemptRecord {

@@ -178,12 +178,7 @@ export interface WorkerStore<Tx = unknown> {
    * child that exists already (idempotency key) is waited for if it has not
    * ended; one that ended settles at once.
    */
-  awaitChildren(params: {
-    lease: Lease;
-    children: readonly NewTask[];
-    onFailure: OnParentFailure;
-    progress: TaskProgress | null;
-  }): Promise<AwaitChildrenResult>;
+  awaitChildren(params: { lease: Lease; children: readonly NewTask[]; onFailure: OnParentFailure }): Promise<AwaitChildrenResult>;
   /**
    * Hands back tasks that were leased but never started (a prefetch buffer
    * when its worker stops): QUEUED again, uncharged (attempt_base + 1; the

@@ -59,7 +59,9 @@ export class FanOut {
    */
   async write(execution: Execution, children: NewTask[], onFailure: TaskAwaitChildren['onChildFailure']): Promise<AttemptOutcome | null> {
     const progress = execution.context?.finalProgress ?? null;
-    const written = await this.store.awaitChildren({ lease: execution.lease, children, onFailure, progress });
+    // The final progress first (fenced as always): a lost lease writes neither.
+    if (progress !== null && !(await this.store.saveProgress({ lease: execution.lease, progress }))) return null;
+    const written = await this.store.awaitChildren({ lease: execution.lease, children, onFailure });
     const created = written.children.filter((r) => r.created).map((r) => r.task);
     return written.applied ? { kind: 'SNOOZED', lease: execution.lease, delayMs: 0, progress, children: created } : null;
   }

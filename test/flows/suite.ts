@@ -268,7 +268,7 @@ export function runFlowSuite(factory: StoreFactory): void {
       // A stale fan-out writes nothing either.
       const [b] = await env.store.claimTasks(claimParams);
       const bLease = { taskId: b!.id, workerId: 'w1', attempt: b!.attemptCount, token: 'stale' };
-      const fan = await env.store.awaitChildren({ lease: bLease, children: [], onFailure: 'CANCEL', progress: null });
+      const fan = await env.store.awaitChildren({ lease: bLease, children: [], onFailure: 'CANCEL' });
       expect(fan.applied).toBe(false);
       expect(await statusOf(env.store, b!.id)).toBe('RUNNING');
     });

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { ADMIN_PREFIX } from '../../src/server/admin-routes.js';
 import { failedTask, type Running } from './harness.js';
+import { waitFor } from '../helpers/wait.js';
 
 export interface ExampleRequest {
   method: string;
@@ -46,6 +47,18 @@ async function aliceFlow(running: Running): Promise<string> {
       { key: 'b', type: 'test.idle', payload: {}, owner: 'alice', dependsOn: ['a'] },
     ],
   });
+  return flow.flowId;
+}
+
+/** A flow of alice's whose first task failed for good (its child cancelled): retryable. */
+async function failedFlow(running: Running): Promise<string> {
+  const flow = await running.server.client.submitFlow({
+    nodes: [
+      { key: 'a', type: 'test.fail', payload: {}, owner: 'alice' },
+      { key: 'b', type: 'test.idle', payload: {}, owner: 'alice', dependsOn: ['a'] },
+    ],
+  });
+  await waitFor(async () => (await running.server.client.get(flow.tasks.b!.id))?.status === 'CANCELLED', 'the flow to fail');
   return flow.flowId;
 }
 
@@ -90,8 +103,12 @@ export const EXAMPLES: Record<string, Builder> = {
   'GET /api/v1/flows/:id': async (r) => ({ method: 'GET', path: `/api/v1/flows/${await aliceFlow(r)}` }),
   'POST /api/v1/flows/:id/cancel': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await aliceFlow(r)}/cancel` }),
   'POST /api/v1/flows/:id/pause': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await aliceFlow(r)}/pause` }),
-  'POST /api/v1/flows/:id/resume': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await aliceFlow(r)}/resume` }),
-  'POST /api/v1/flows/:id/retry': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await aliceFlow(r)}/retry` }),
+  'POST /api/v1/flows/:id/resume': async (r) => {
+    const flowId = await aliceFlow(r);
+    await r.server.client.pauseFlow(flowId);
+    return { method: 'POST', path: `/api/v1/flows/${flowId}/resume` };
+  },
+  'POST /api/v1/flows/:id/retry': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await failedFlow(r)}/retry` }),
   'GET /api/v1/tasks/:id/dependencies': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await aliceTask(r)}/dependencies` }),
   // A subscribed event: the publish creates a task (the fault suite's refusals check that a refused one creates none).
   'POST /api/v1/publish': async (r) => {

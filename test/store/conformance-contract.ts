@@ -30,7 +30,7 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   insertFlow: (s) => s.insertFlow({ tasks: [newTask()], edges: [] }),
   listDependencies: (s) => s.listDependencies({ taskId: 'x', scope: G }),
   getFlow: (s) => s.getFlow({ flowId: 'x', scope: G, limit: 10 }),
-  awaitChildren: (s) => s.awaitChildren({ lease: LEASE, children: [], onFailure: 'CANCEL', progress: null }),
+  awaitChildren: (s) => s.awaitChildren({ lease: LEASE, children: [], onFailure: 'CANCEL' }),
   getTask: (s) => s.getTask({ id: 'x', scope: G }),
   watchOutcome: (s) => s.watchOutcome({ taskId: 'x', listener: () => undefined }),
   listTasks: (s) => s.listTasks({ scope: G, limit: 10 }),

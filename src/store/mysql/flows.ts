@@ -9,7 +9,7 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask } from '../../core/task.js';
-import { taskFromRow, type Row } from '../rows.js';
+import { dependenciesOf, edgeFromRow, otherEnds, taskFromRow, type Row } from '../rows.js';
 import {
   DEPENDENCY_TABLE,
   ENDED_SQL,
@@ -22,7 +22,7 @@ import {
   type OnParentFailure,
   type SettlingChild,
 } from '../rules/index.js';
-import type { AwaitChildrenResult, DependencyEdge, DependencyLink, DependencyRecord, FlowGraph, InsertTaskResult, TaskDependencies } from '../types.js';
+import type { AwaitChildrenResult, DependencyEdge, DependencyRecord, FlowGraph, InsertTaskResult, TaskDependencies } from '../types.js';
 import type { Conn, MysqlDatabase, Statement } from './connection.js';
 import { decode } from './encode.js';
 import { insertTasks } from './insert.js';
@@ -206,17 +206,8 @@ export async function listDependencies(db: MysqlDatabase, conn: Conn, taskId: st
   const edges = (
     await db.rows(conn, `SELECT * FROM ${DEPENDENCY_TABLE} WHERE child_id = ? OR parent_id = ? ORDER BY created_at, parent_id, child_id`, [taskId, taskId])
   ).map(edgeFromRow);
-  const others = await readTasks(
-    db,
-    conn,
-    edges.map((edge) => (edge.childId === taskId ? edge.parentId : edge.childId)),
-    scope,
-  );
-  const link = (edge: DependencyRecord, other: string): DependencyLink => ({ ...edge, task: others.get(other) ?? null });
-  return {
-    parents: edges.filter((edge) => edge.childId === taskId).map((edge) => link(edge, edge.parentId)),
-    children: edges.filter((edge) => edge.parentId === taskId).map((edge) => link(edge, edge.childId)),
-  };
+  const others = await readTasks(db, conn, otherEnds(taskId, edges), scope);
+  return dependenciesOf(taskId, edges, others);
 }
 
 export async function getFlow(db: MysqlDatabase, conn: Conn, flowId: string, scope: Scope, limit: number): Promise<FlowGraph> {
@@ -247,14 +238,4 @@ async function readTasks(db: MysqlDatabase, conn: Conn, ids: readonly string[], 
     owner === null ? [ids] : [ids, owner],
   );
   return new Map(rows.map((row) => [String(row.id), taskFromRow(row, decode)]));
-}
-
-function edgeFromRow(row: Row): DependencyRecord {
-  return {
-    parentId: String(row.parent_id),
-    childId: String(row.child_id),
-    onFailure: row.on_failure as OnParentFailure,
-    fanOut: Number(row.fan_out) === 1,
-    resolution: row.resolved === null || row.resolved === undefined ? null : (String(row.resolved) as DependencyRecord['resolution']),
-  };
 }

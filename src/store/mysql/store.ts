@@ -214,13 +214,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.db.run((conn) => flows.getFlow(this.db, conn, params.flowId, params.scope, params.limit));
   }
 
-  async awaitChildren(params: {
-    lease: Lease;
-    children: readonly NewTask[];
-    onFailure: OnParentFailure;
-    progress: TaskProgress | null;
-  }): Promise<AwaitChildrenResult> {
-    if (params.progress !== null && !(await this.saveProgress({ lease: params.lease, progress: params.progress }))) return { applied: false, children: [] };
+  async awaitChildren(params: { lease: Lease; children: readonly NewTask[]; onFailure: OnParentFailure }): Promise<AwaitChildrenResult> {
     return this.db.transaction((conn) => flows.awaitChildren(this.db, conn, params.lease, params.children, params.onFailure));
   }
 

@@ -158,7 +158,7 @@ attempts AS (DELETE FROM ${attempt} a WHERE a.task_id = ANY (ARRAY(SELECT id FRO
 failures AS (DELETE FROM ${failure} f WHERE f.task_id = ANY (ARRAY(SELECT id FROM deleted)) RETURNING 1),
 actions AS (DELETE FROM ${action} x WHERE x.task_id = ANY (ARRAY(SELECT id FROM deleted))),
 -- a purged child's edges go with it; a purged parent's stay (resolved) for children still kept
-edges AS (DELETE FROM ${ctx.tables.dependency} e WHERE e.child_id = ANY (ARRAY(SELECT id FROM deleted)))
+edges AS (DELETE FROM ${ctx.tables.dependency} e WHERE e.child_id = ANY (ARRAY(SELECT id FROM deleted))),
 steps AS (DELETE FROM ${step} s WHERE s.task_id = ANY (ARRAY(SELECT id FROM deleted)))
 SELECT (SELECT count(*) FROM deleted)::integer AS tasks, (SELECT count(*) FROM attempts)::integer AS attempts,
        (SELECT count(*) FROM failures)::integer AS failures, (SELECT count(*) FROM archived)::integer AS archived`;

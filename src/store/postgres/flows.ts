@@ -12,7 +12,7 @@
 import type { Scope } from '../../core/scope.js';
 import { scopeOwner } from '../../core/scope.js';
 import type { Lease, NewTask } from '../../core/task.js';
-import { taskFromRow, type Row } from '../rows.js';
+import { dependenciesOf, edgeFromRow, otherEnds, taskFromRow, type Row } from '../rows.js';
 import {
   cancelsChildSql,
   ENDED_SQL,
@@ -24,7 +24,7 @@ import {
   STATUS_SQL,
   type OnParentFailure,
 } from '../rules/index.js';
-import type { AwaitChildrenResult, DependencyEdge, DependencyLink, DependencyRecord, FlowGraph, InsertTaskResult, TaskDependencies } from '../types.js';
+import type { AwaitChildrenResult, DependencyEdge, FlowGraph, InsertTaskResult, TaskDependencies } from '../types.js';
 import { run, type PgContext, type Queryable } from './connection.js';
 import { decodePostgres, uuidKey, uuidKeys } from './encode.js';
 import { insertTasks } from './insert.js';
@@ -235,17 +235,8 @@ export async function listDependencies(ctx: PgContext, taskId: string, scope: Sc
       [id],
     )
   ).rows.map(edgeFromRow);
-  const others = await readTasks(
-    ctx,
-    ctx.pool,
-    edges.map((edge) => (edge.childId === taskId ? edge.parentId : edge.childId)),
-    scope,
-  );
-  const link = (edge: DependencyRecord, other: string): DependencyLink => ({ ...edge, task: others.get(other) ?? null });
-  return {
-    parents: edges.filter((edge) => edge.childId === taskId).map((edge) => link(edge, edge.parentId)),
-    children: edges.filter((edge) => edge.parentId === taskId).map((edge) => link(edge, edge.childId)),
-  };
+  const others = await readTasks(ctx, ctx.pool, otherEnds(taskId, edges), scope);
+  return dependenciesOf(taskId, edges, others);
 }
 
 export async function getFlow(ctx: PgContext, flowId: string, scope: Scope, limit: number): Promise<FlowGraph> {
@@ -281,14 +272,4 @@ async function readTasks(ctx: PgContext, on: Queryable, ids: readonly string[], 
     ])
   ).rows;
   return new Map(rows.map((row) => [String(row.id), taskFromRow(row, decodePostgres)]));
-}
-
-function edgeFromRow(row: Row): DependencyRecord {
-  return {
-    parentId: String(row.parent_id),
-    childId: String(row.child_id),
-    onFailure: row.on_failure as OnParentFailure,
-    fanOut: row.fan_out === true,
-    resolution: row.resolved === null || row.resolved === undefined ? null : (String(row.resolved) as DependencyRecord['resolution']),
-  };
 }

@@ -317,13 +317,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return flows.getFlow(this.ctx, params.flowId, params.scope, params.limit);
   }
 
-  async awaitChildren(params: {
-    lease: Lease;
-    children: readonly NewTask[];
-    onFailure: OnParentFailure;
-    progress: TaskProgress | null;
-  }): Promise<AwaitChildrenResult> {
-    if (params.progress !== null && !(await this.saveProgress({ lease: params.lease, progress: params.progress }))) return { applied: false, children: [] };
+  async awaitChildren(params: { lease: Lease; children: readonly NewTask[]; onFailure: OnParentFailure }): Promise<AwaitChildrenResult> {
     return flows.awaitChildren(this.ctx, this.pool, params.lease, params.children, params.onFailure);
   }
 

@@ -7,7 +7,7 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask } from '../../core/task.js';
-import { taskFromRow, type Row } from '../rows.js';
+import { dependenciesOf, edgeFromRow, otherEnds, taskFromRow, type Row } from '../rows.js';
 import {
   DEPENDENCY_TABLE,
   ENDED_SQL,
@@ -21,7 +21,7 @@ import {
   type OnParentFailure,
   type SettlingChild,
 } from '../rules/index.js';
-import type { DependencyEdge, DependencyLink, DependencyRecord, FlowGraph, InsertTaskResult, TaskDependencies } from '../types.js';
+import type { DependencyEdge, FlowGraph, InsertTaskResult, TaskDependencies } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite } from './encode.js';
 import { closeAttempt } from './finish.js';
@@ -190,16 +190,8 @@ export function listDependencies(db: Db, taskId: string, scope: Scope): TaskDepe
   const edges = (
     statement(db, `SELECT * FROM ${DEPENDENCY_TABLE} WHERE child_id = ? OR parent_id = ? ORDER BY created_at, parent_id, child_id`).all(taskId, taskId) as Row[]
   ).map(edgeFromRow);
-  const others = readTasks(
-    db,
-    edges.map((edge) => (edge.childId === taskId ? edge.parentId : edge.childId)),
-    scope,
-  );
-  const link = (edge: DependencyRecord, other: string): DependencyLink => ({ ...edge, task: others.get(other) ?? null });
-  return {
-    parents: edges.filter((edge) => edge.childId === taskId).map((edge) => link(edge, edge.parentId)),
-    children: edges.filter((edge) => edge.parentId === taskId).map((edge) => link(edge, edge.childId)),
-  };
+  const others = readTasks(db, otherEnds(taskId, edges), scope);
+  return dependenciesOf(taskId, edges, others);
 }
 
 export function getFlow(db: Db, flowId: string, scope: Scope, limit: number): FlowGraph {
@@ -224,14 +216,4 @@ function readTasks(db: Db, ids: readonly string[], scope?: Scope): Map<string, R
     ...(owner === null ? [JSON.stringify(ids)] : [JSON.stringify(ids), owner]),
   ) as Row[];
   return new Map(rows.map((row) => [String(row.id), taskFromRow(row, decodeSqlite)]));
-}
-
-function edgeFromRow(row: Row): DependencyRecord {
-  return {
-    parentId: String(row.parent_id),
-    childId: String(row.child_id),
-    onFailure: row.on_failure as OnParentFailure,
-    fanOut: row.fan_out === true || Number(row.fan_out) === 1,
-    resolution: row.resolved === null || row.resolved === undefined ? null : (String(row.resolved) as DependencyRecord['resolution']),
-  };
 }

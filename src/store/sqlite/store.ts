@@ -284,16 +284,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return released.length > 0 ? { applied, deadLetters, released } : { applied, deadLetters };
   }
 
-  async awaitChildren(params: {
-    lease: Lease;
-    children: readonly NewTask[];
-    onFailure: OnParentFailure;
-    progress: TaskProgress | null;
-  }): Promise<AwaitChildrenResult> {
+  async awaitChildren(params: { lease: Lease; children: readonly NewTask[]; onFailure: OnParentFailure }): Promise<AwaitChildrenResult> {
     return this.write(() => {
       const nowMs = this.clock();
       const now = toSqliteTime(nowMs);
-      if (params.progress !== null && !saveProgress(this.db, params.lease, params.progress, now)) return { applied: false, children: [] };
       return flows.awaitChildren(this.db, params.lease, params.children, params.onFailure, nowMs, now);
     });
   }
