@@ -12,7 +12,7 @@
  * Environment: CONCURRENCY (20).
  */
 import pg from 'pg';
-import { createClient, createWorker, defineTask } from '../src/index.js';
+import { createClient, createWorker, defineTask, Scope } from '../src/index.js';
 import type { Store } from '../src/store/types.js';
 import { PG_URL } from './config.js';
 import { createNamespace, dropNamespace, storeSpec, type Dialect, type StoreSpec } from './systems/tasklease-stores.js';
@@ -86,7 +86,7 @@ async function round(dialect: Dialect, withEdges: boolean): Promise<Round & { pl
     }
     const submitMs = performance.now() - started;
     const drainMs = await drain(store, n + 2);
-    const counts = await store.countByStatus({ scope: { kind: 'global' } as never });
+    const counts = await store.countByStatus({ scope: Scope.global() });
     if (counts.SUCCESS !== n + 2) throw new Error(`${dialect}: ${counts.SUCCESS} of ${n + 2} succeeded`);
     const plans = withEdges && spec.dialect === 'postgres' ? await releasePlans(spec.schema) : undefined;
     return { submitMs, drainMs, ...(plans ? { plans } : {}) };

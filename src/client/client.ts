@@ -41,18 +41,7 @@ import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 import { checkNoNul } from '../core/text.js';
-import {
-  checkFlowId,
-  flowOfParents,
-  flowTasks,
-  MAX_FLOW_NODES,
-  planFlow,
-  readFlow,
-  submission,
-  type Flow,
-  type FlowRequest,
-  type FlowSubmission,
-} from './flows.js';
+import { checkFlowId, flowTasks, MAX_FLOW_NODES, planFlow, readFlow, submission, type Flow, type FlowRequest, type FlowSubmission } from './flows.js';
 import {
   checkEventName,
   normalizeSubscription,
@@ -192,12 +181,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     }
     if (!Array.isArray(dependsOn) || dependsOn.length === 0) throw new ValidationError('dependsOn must be a non-empty array of task ids', 'dependsOn');
     const parents = dependsOn.map((id) => ({ taskId: checkFlowId(id, 'dependsOn'), ...(onParentFailure === undefined ? {} : { onParentFailure }) }));
-    const flowId = await flowOfParents(
-      this.store,
-      parents.map((p) => p.taskId),
-      scope ?? Scope.global(),
-    );
-    const flow = await this.submitFlow({ flowId, nodes: [{ ...request, key: 'task', dependsOn: parents }] }, { transaction, scope });
+    // It joins its first parent's flow (flowTasks).
+    const flow = await this.submitFlow({ nodes: [{ ...request, key: 'task', dependsOn: parents }] }, { transaction, scope });
     return { task: flow.tasks.task!, created: flow.created > 0 };
   }
 

@@ -12,7 +12,7 @@ import type { Scope } from '../core/scope.js';
 import type { NewTask, Task } from '../core/task.js';
 import { checkKnownKeys } from '../core/validate.js';
 import { ON_PARENT_FAILURE, type OnParentFailure } from '../store/rules/flows.js';
-import type { DependencyEdge, FlowGraph, InsertTaskResult, Store, TaskDependencies } from '../store/types.js';
+import type { DependencyEdge, FlowGraph, InsertTaskResult, Store } from '../store/types.js';
 import type { SubmitRequest } from './submit.js';
 
 /** A parent given by its key in the same flow, or by the id of a task that exists; with what its failure does. */
@@ -29,7 +29,7 @@ export interface FlowNode extends SubmitRequest {
 
 export interface FlowRequest {
   nodes: readonly FlowNode[];
-  /** The flow's id (a UUID); default a new UUIDv7. */
+  /** The flow's id (a UUID); default: the flow of the first existing task a node depends on (its own id when it has none), else a new UUIDv7. */
   flowId?: string;
   /** The default of every edge: CANCEL (a failed or cancelled parent cancels its children, and theirs) or CONTINUE. */
   onParentFailure?: OnParentFailure;
@@ -66,7 +66,8 @@ export interface PlannedFlow {
   requests: SubmitRequest[];
   /** Per node: its parents as node indexes or existing task ids, with their rule. */
   parents: { node?: number; taskId?: string; onFailure: OnParentFailure }[][];
-  flowId: string;
+  /** Given by the request; else chosen by flowTasks. */
+  flowId: string | undefined;
 }
 
 export function planFlow(request: FlowRequest): PlannedFlow {
@@ -75,7 +76,7 @@ export function planFlow(request: FlowRequest): PlannedFlow {
   if (!Array.isArray(nodes) || nodes.length === 0) throw new ValidationError('submitFlow: nodes must be a non-empty array', 'nodes');
   if (nodes.length > MAX_FLOW_NODES) throw new ValidationError(`a flow holds at most ${MAX_FLOW_NODES} nodes, got ${nodes.length}`, 'nodes');
   const flowDefault = checkOnParentFailure(request.onParentFailure, 'onParentFailure') ?? 'CANCEL';
-  const flowId = request.flowId === undefined ? uuidv7() : checkFlowId(request.flowId);
+  const flowId = request.flowId === undefined ? undefined : checkFlowId(request.flowId);
   const index = new Map<string, number>();
   nodes.forEach((node, i) => {
     const key = (node as FlowNode | undefined)?.key;
@@ -153,12 +154,19 @@ function checkAcyclic(nodes: readonly FlowNode[], parents: PlannedFlow['parents'
 export async function flowTasks(store: Store, plan: PlannedFlow, tasks: NewTask[], scope: Scope): Promise<{ tasks: NewTask[]; edges: DependencyEdge[] }> {
   const edges: DependencyEdge[] = [];
   const existing = [...new Set(plan.parents.flatMap((list) => list.flatMap((p) => (p.taskId === undefined ? [] : [p.taskId]))))];
-  for (const id of existing) if (!(await store.getTask({ id, scope }))) throw new NotFoundError('task', id);
+  const parents: Task[] = [];
+  for (const id of existing) {
+    const parent = await store.getTask({ id, scope });
+    if (!parent) throw new NotFoundError('task', id);
+    parents.push(parent);
+  }
+  // Tasks that wait for tasks that exist join their flow (the first parent's; its own id when it is in none).
+  plan.flowId ??= parents[0] ? (parents[0].flowId ?? parents[0].id) : uuidv7();
   tasks.forEach((task, i) => {
     if (task.unique && plan.parents[i]!.length > 0) {
       throw new ValidationError('a task with parents cannot take a unique option (it holds no key while it waits): use an idempotency key', 'unique');
     }
-    task.flowId = plan.flowId;
+    task.flowId = plan.flowId!;
     task.pendingParents = plan.parents[i]!.length;
     for (const parent of plan.parents[i]!) {
       edges.push({ parentId: parent.taskId ?? tasks[parent.node!]!.id, childId: task.id, onFailure: parent.onFailure });
@@ -167,17 +175,10 @@ export async function flowTasks(store: Store, plan: PlannedFlow, tasks: NewTask[
   return { tasks, edges };
 }
 
-/** The flow a single submit with dependsOn joins: its first parent's (or that parent's own id). */
-export async function flowOfParents(store: Store, parentIds: readonly string[], scope: Scope): Promise<string> {
-  const first = await store.getTask({ id: parentIds[0]!, scope });
-  if (!first) throw new NotFoundError('task', parentIds[0]!);
-  return first.flowId ?? first.id;
-}
-
 export function submission(plan: PlannedFlow, nodes: readonly FlowNode[], results: readonly InsertTaskResult[]): FlowSubmission {
   const tasks: Record<string, Task> = {};
   nodes.forEach((node, i) => (tasks[node.key] = results[i]!.task));
-  const flowId = results[0]!.task.flowId ?? plan.flowId;
+  const flowId = results[0]!.task.flowId ?? plan.flowId!;
   return { flowId, tasks, created: results.filter((r) => r.created).length };
 }
 
@@ -194,8 +195,4 @@ export async function readFlow(store: Store, flowId: string, scope: Scope, limit
   const counts: Partial<Record<Task['status'], number>> = {};
   for (const task of graph.tasks) counts[task.status] = (counts[task.status] ?? 0) + 1;
   return { flowId, ...graph, counts };
-}
-
-export function dependencies(store: Store, taskId: string, scope: Scope): Promise<TaskDependencies> {
-  return store.listDependencies({ taskId, scope });
 }

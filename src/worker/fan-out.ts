@@ -23,7 +23,8 @@ export async function relatedTasks(store: Store, taskId: string): Promise<{ pare
   const view = (link: DependencyLink, otherId: string): RelatedTask => ({
     taskId: otherId,
     taskType: link.task?.taskType ?? '',
-    status: link.task?.status ?? 'SUCCESS',
+    // A task purged by the cleanup had ended: its edge says how.
+    status: link.task?.status ?? (link.resolution === 'FAILED' ? 'FAILED' : 'SUCCESS'),
     result: link.task?.result ?? null,
     lastErrorCode: link.task?.lastErrorCode ?? null,
   });

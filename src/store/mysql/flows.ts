@@ -12,7 +12,7 @@ import type { Lease, NewTask } from '../../core/task.js';
 import { dependenciesOf, edgeFromRow, otherEnds, taskFromRow, type Row } from '../rows.js';
 import {
   DEPENDENCY_TABLE,
-  ENDED_SQL,
+  TERMINAL_SQL,
   PARENT_FAILED_SQL,
   planSettle,
   REVIVABLE_SQL,
@@ -45,7 +45,7 @@ export async function settle(tx: Steps, parentIds: readonly string[]): Promise<s
     const [edgeRows] = (await tx.step([
       {
         sql: `SELECT d.child_id, d.on_failure, p.status AS parent_status FROM ${DEPENDENCY_TABLE} d JOIN system_async_task p ON p.id = d.parent_id
-              WHERE d.parent_id IN (?) AND d.resolved IS NULL AND p.status IN ${ENDED_SQL} ORDER BY d.parent_id, d.child_id FOR UPDATE`,
+              WHERE d.parent_id IN (?) AND d.resolved IS NULL AND p.status IN ${TERMINAL_SQL} ORDER BY d.parent_id, d.child_id FOR UPDATE`,
         values: [ids],
       },
     ])) as Row[][];
@@ -59,7 +59,7 @@ export async function settle(tx: Steps, parentIds: readonly string[]): Promise<s
     const [, childRows] = (await tx.step([
       {
         sql: `UPDATE ${DEPENDENCY_TABLE} d JOIN system_async_task p ON p.id = d.parent_id SET d.resolved = ${resolutionSql('p.status')}
-              WHERE d.parent_id IN (?) AND d.resolved IS NULL AND p.status IN ${ENDED_SQL}`,
+              WHERE d.parent_id IN (?) AND d.resolved IS NULL AND p.status IN ${TERMINAL_SQL}`,
         values: [ids],
       },
       { sql: 'SELECT id, task_type, status, pending_parents FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE', values: [childIds] },

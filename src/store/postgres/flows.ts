@@ -15,7 +15,7 @@ import type { Lease, NewTask } from '../../core/task.js';
 import { dependenciesOf, edgeFromRow, otherEnds, taskFromRow, type Row } from '../rows.js';
 import {
   cancelsChildSql,
-  ENDED_SQL,
+  TERMINAL_SQL,
   fenceSql,
   resolutionSql,
   REVIVABLE_SQL,
@@ -49,7 +49,7 @@ BEGIN
     WITH resolved AS (
       UPDATE ${dependency} d SET resolved = ${resolutionSql('p.status')}
       FROM ${task} p
-      WHERE d.parent_id = ANY (parents) AND d.resolved IS NULL AND p.id = d.parent_id AND p.status IN ${ENDED_SQL}
+      WHERE d.parent_id = ANY (parents) AND d.resolved IS NULL AND p.id = d.parent_id AND p.status IN ${TERMINAL_SQL}
       RETURNING d.child_id, d.resolved, d.on_failure
     ),
     per_child AS (
@@ -128,7 +128,7 @@ export async function insertFlow(
     const joining = mine.filter((edge) => !flowOf.has(edge.parentId) && flowOf.get(edge.childId));
     // One statement: the edges, parents that exist already joining their child's flow, then the settle of the parents
     // that have ended already (it sees the edges: they are written before it is called).
-    const result = await run<{ id: string; status: string }>(
+    await run(
       client,
       'inserting a flow’s edges',
       `WITH edges AS (
@@ -150,7 +150,6 @@ export async function insertFlow(
         joining.map((e) => flowOf.get(e.childId)),
       ],
     );
-    void result;
     // Only a parent that existed before this submit can have ended: then what settling changed is read again.
     if (!mine.some((e) => !flowOf.has(e.parentId))) return results;
     const fresh = await readTasks(ctx, client, [...new Set(mine.map((e) => e.childId))]);

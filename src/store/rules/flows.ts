@@ -17,6 +17,12 @@
  *
  * The same rule as functions (SQLite and MySQL decide in code) and as SQL
  * (PostgreSQL settles inside its outcome function, in the outcome's transaction).
+ *
+ * Every task an edge names is in a flow (flow_id set): a flow's nodes get
+ * theirs at submit, a task that existed joins its new child's flow, a fan-out's
+ * task joins (or starts) the flow of the children it makes. The outcome writes
+ * of SQLite and MySQL rely on it: they settle only the ends of flow tasks, so a
+ * plain drain pays nothing for flows there (PostgreSQL probes the edges' key).
  */
 import { ErrorCode } from '../../core/errors.js';
 import { TERMINAL_STATUSES, type TaskStatus } from '../../core/status.js';
@@ -40,7 +46,6 @@ export function resolutionOf(status: TaskStatus): EdgeResolution | null {
 export function resolutionSql(status: string): string {
   return `CASE WHEN ${status} IN ${statusList(SUCCESS_STATUSES)} THEN ${literal('SUCCEEDED')} WHEN ${status} IN ${statusList(TERMINAL_STATUSES)} THEN ${literal('FAILED')} END`;
 }
-export const ENDED_SQL = statusList(TERMINAL_STATUSES);
 
 /** Whether a resolution on an edge cancels its child. */
 export function cancelsChild(resolution: EdgeResolution, onFailure: OnParentFailure): boolean {
@@ -94,9 +99,6 @@ export function initialStatus(task: { pendingParents?: number }): TaskStatus {
  * again when one of its FAILED edges is re-opened.
  */
 export const REVIVABLE_SQL = `status = ${STATUS_SQL.CANCELLED} AND last_error_code = ${PARENT_FAILED_SQL}`;
-export function isRevivable(task: { status: TaskStatus; lastErrorCode: string | null }): boolean {
-  return task.status === 'CANCELLED' && task.lastErrorCode === ErrorCode.PARENT_FAILED;
-}
 
 /** An unresolved edge whose parent has ended, as a settle round reads it. */
 export interface EndedEdge {

@@ -50,13 +50,13 @@ function finishSql(kind: Kind): string {
   const lastError = lastErrorCodeSql(literal(kind), isFailureKind(kind) ? '@code' : 'NULL');
   return `UPDATE system_async_task SET status = ${status}, finish_time = ${finished}, ${own[kind]} last_error_code = ${lastError},
     attempt_base = ${attemptBaseAfterSql(literal(kind))},
-    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status`;
+    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status, flow_id`;
 }
 
 const STATEMENTS = new Map<Kind, string>();
 
 /** Writes one outcome; false when the lease is gone. A dead letter it makes is added to `deadLetters`. */
-/** `ended`: the ids of the tasks this outcome ended (their flow children settle after the batch). */
+/** `ended`: the ids of the flow tasks this outcome ended (their children settle after the batch). */
 export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowMs: number, deadLetters: DeadLetterRef[], ended: string[]): boolean {
   const { lease } = outcome;
   let sql = STATEMENTS.get(outcome.kind);
@@ -76,13 +76,14 @@ export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowM
   if (hasFailure(outcome)) params.code = outcome.failure.errorCode;
   const delay = delayOf(outcome);
   if (delay !== null) params.availableAt = toSqliteTime(nowMs + delay);
-  const row = statement(db, sql).get(params) as { status: string } | undefined;
+  const row = statement(db, sql).get(params) as { status: string; flow_id: string | null } | undefined;
   if (!row) return false;
   const failure = hasFailure(outcome) ? outcome.failure : null;
   closeAttempt(db, lease.taskId, lease.attempt, attemptOutcomeName(outcome.kind), failure?.errorCode ?? null, now);
   if (failure) insertFailure(db, lease.taskId, lease.attempt, failure, now);
   if (failure && row.status === TaskStatus.FAILED) deadLetters.push({ taskId: lease.taskId, deadLetterId: insertDeadLetter(db, lease.taskId, failure, now) });
-  if (isTerminal(row.status as TaskStatus)) ended.push(lease.taskId);
+  // Only a task in a flow has edges to settle (every task an edge names is in one: flows.ts).
+  if (row.flow_id !== null && isTerminal(row.status as TaskStatus)) ended.push(lease.taskId);
   return true;
 }
 

@@ -10,7 +10,7 @@ import type { Lease, NewTask } from '../../core/task.js';
 import { dependenciesOf, edgeFromRow, otherEnds, taskFromRow, type Row } from '../rows.js';
 import {
   DEPENDENCY_TABLE,
-  ENDED_SQL,
+  TERMINAL_SQL,
   fenceSql,
   planSettle,
   PARENT_FAILED_SQL,
@@ -72,13 +72,13 @@ export function settle(db: Db, parentIds: readonly string[], now: string): strin
   const edgesOf = statement(
     db,
     `SELECT d.child_id, d.on_failure, p.status AS parent_status FROM ${DEPENDENCY_TABLE} d JOIN system_async_task p ON p.id = d.parent_id
-     WHERE d.parent_id IN (${IDS}) AND d.resolved IS NULL AND p.status IN ${ENDED_SQL}`,
+     WHERE d.parent_id IN (${IDS}) AND d.resolved IS NULL AND p.status IN ${TERMINAL_SQL}`,
   );
   const resolve = statement(
     db,
     `UPDATE ${DEPENDENCY_TABLE} SET resolved = (SELECT ${resolutionSql('p.status')} FROM system_async_task p WHERE p.id = parent_id)
      WHERE parent_id IN (${IDS}) AND resolved IS NULL
-       AND EXISTS (SELECT 1 FROM system_async_task p WHERE p.id = parent_id AND p.status IN ${ENDED_SQL})`,
+       AND EXISTS (SELECT 1 FROM system_async_task p WHERE p.id = parent_id AND p.status IN ${TERMINAL_SQL})`,
   );
   const childrenOf = statement(db, `SELECT id, status, pending_parents FROM system_async_task WHERE id IN (${IDS})`);
   const queued: string[] = [];

@@ -280,7 +280,7 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     const deadLetters: DeadLetterRef[] = [];
     const ended: string[] = [];
     const applied = outcomes.map((outcome) => finishOutcome(this.db, outcome, now, nowMs, deadLetters, ended));
-    const released = flows.settle(this.db, ended, now);
+    const released = ended.length > 0 ? flows.settle(this.db, ended, now) : [];
     return released.length > 0 ? { applied, deadLetters, released } : { applied, deadLetters };
   }
 
