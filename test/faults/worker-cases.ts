@@ -189,7 +189,7 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
     const [id] = await env().submit('work', [{ mode: 'hold', ms: 6000, completeAnyway: true }]);
     await stale.until('started', 30_000, id);
     await handlerLogged(env(), 'lost-a');
-    stale.signal('SIGSTOP');
+    await env().freeze(stale);
     const owner = env().worker('lost-b', ['work'], { concurrency: 1 });
     await owner.until('started', RESCUE_MS, id);
     for (let i = 0; i < 5; i += 1) stale.signal('SIGTERM');
@@ -250,7 +250,7 @@ export function workerFaultCases(dialect: FaultDialect, env: () => FaultEnvironm
 
     const [lost] = await env().submit('skewed', [{ mode: 'hold', ms: 600_000, completeAnyway: true, onlyAttempt: 1 }]);
     await behind.until('started', 30_000, lost);
-    behind.signal('SIGSTOP');
+    await env().freeze(behind);
     await waitFor(async () => (await env().attempts(lost!))[0]?.outcome === 'LEASE_EXPIRED', 'the sweep to expire the frozen lease', RESCUE_MS, 100);
     behind.signal('SIGCONT');
     const aborted = await behind.until('aborted', 15_000, lost).catch((error: Error) => {
