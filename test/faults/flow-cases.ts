@@ -24,20 +24,20 @@ function diamond(env: FaultEnvironment, root: Parameters<FaultEnvironment['submi
   ]);
 }
 
-/** Every node ended SUCCESS, each child's first attempt started after its parents had finished, each effect written once. */
-async function expectFlowDone(env: FaultEnvironment, ids: Record<string, string>, parents: Record<string, string[]>): Promise<void> {
-  for (const id of Object.values(ids)) expect(await env.statusOf(id)).toBe('SUCCESS');
-  for (const [child, keys] of Object.entries(parents)) {
-    const [firstStart] = (await env.store.listAttempts({ taskId: ids[child]! })).map((a) => a.startedAt.getTime());
-    for (const key of keys) {
-      const parent = await env.store.getTask({ id: ids[key]!, scope: G });
-      expect(firstStart).toBeGreaterThanOrEqual(parent!.finishedAt!.getTime());
-    }
+/**
+ * Every node ended SUCCESS, each ran one successful attempt, each effect written once. That no child started before
+ * its parents' success was committed is what BLOCKED guarantees (a blocked row is not claimable until the commit that
+ * ends its last parent): the cases assert the children BLOCKED while a parent runs, and the flows suite checks it in the
+ * handler. Timestamps cannot: PostgreSQL's claim reads its clock before its query's snapshot, so a claim made just
+ * after a parent's commit may stamp its start a few milliseconds before the parent's finish_time (seen under load).
+ */
+async function expectFlowDone(env: FaultEnvironment, ids: Record<string, string>): Promise<void> {
+  for (const id of Object.values(ids)) {
+    expect(await env.statusOf(id)).toBe('SUCCESS');
+    expect((await env.attempts(id)).filter((a) => a.outcome === 'SUCCESS')).toHaveLength(1);
   }
   expect(await env.invariants()).toMatchObject({ violations: [], knownGaps: [], figures: { repeatedEffects: 0 } });
 }
-
-const DIAMOND_PARENTS = { left: ['root'], right: ['root'], merge: ['left', 'right'] };
 
 export function flowFaultCases(env: () => FaultEnvironment): void {
   it('kill -9 mid-parent: the parent runs once more elsewhere, then its children, each once; the flow completes', async () => {
@@ -55,7 +55,7 @@ export function flowFaultCases(env: () => FaultEnvironment): void {
       [2, 'flow-b', 'SUCCESS'],
     ]);
     for (const key of ['left', 'right', 'merge']) expect((await env().attempts(ids[key]!)).map((a) => a.outcome)).toEqual(['SUCCESS']);
-    await expectFlowDone(env(), ids, DIAMOND_PARENTS);
+    await expectFlowDone(env(), ids);
     await rescuer.stop();
   }, 90_000);
 
@@ -74,7 +74,7 @@ export function flowFaultCases(env: () => FaultEnvironment): void {
     const rescuer = env().worker('flow-d', ['next']);
     await waitFor(async () => (await env().statusOf(ids.merge!)) === 'SUCCESS', 'the rescuer to finish the flow', RESCUE_MS, 100);
     expect((await env().attempts(ids.root!)).map((a) => a.outcome)).toEqual(['SUCCESS']);
-    await expectFlowDone(env(), ids, DIAMOND_PARENTS);
+    await expectFlowDone(env(), ids);
     await rescuer.stop();
   }, 90_000);
 
@@ -95,7 +95,7 @@ export function flowFaultCases(env: () => FaultEnvironment): void {
     expect(await Promise.all(Object.values(ids).map((id) => env().store.getTask({ id, scope: G })))).toEqual(settled);
     for (const key of ['left', 'right', 'merge']) expect((await env().attempts(ids[key]!)).map((a) => a.outcome)).toEqual(['SUCCESS']);
     expect(settled[0]!.result).toEqual({ by: 'flow-r', attempt: 2 });
-    await expectFlowDone(env(), ids, DIAMOND_PARENTS);
+    await expectFlowDone(env(), ids);
     await rescuer.stop();
   }, 90_000);
 }
