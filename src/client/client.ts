@@ -4,6 +4,7 @@
  * only its own tasks, and another owner's task answers as not found.
  * The HTTP server and the CLI are thin layers over this class.
  */
+import { SequenceApi } from './sequences.js';
 import { InvalidTransitionError, NotFoundError, ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
 import { CANCELLABLE_AT_ONCE, isTaskStatus, isTerminal, type TaskStatus } from '../core/status.js';
@@ -146,6 +147,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly tokens: TokenApi;
   /** Periodic tasks: cron schedules with their next runs; save, enable / disable, delete. */
   readonly schedules: ScheduleApi;
+  /** Sequence keys: which wait and for what, skipping a dead-lettered head, a key's dead-letter policy. */
+  readonly sequences: SequenceApi;
   /** Who this client's operator actions are recorded as when a call names nobody. */
   readonly actor: Actor;
 
@@ -166,6 +169,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     this.deadLetters = new DeadLetterApi(this.store, this.actor);
     this.tokens = new TokenApi(this.store);
     this.schedules = new ScheduleApi(this.store);
+    this.sequences = new SequenceApi(this.store);
   }
 
   /**

@@ -21,6 +21,8 @@ export type CauseCode =
   | 'PAST_DEADLINE'
   | 'PAUSED'
   | 'WAITING_FOR_PARENTS'
+  | 'WAITING_IN_SEQUENCE'
+  | 'SEQUENCE_BLOCKED'
   | 'WAITING_FOR_CHILDREN'
   | 'CANCELLED_BY_PARENT'
   | 'POLICY_DISABLED'
@@ -73,6 +75,22 @@ async function explainBlocked(store: Store, task: Task, add: (code: CauseCode, m
   if (open.length === 0) add('WAITING_FOR_PARENTS', `waits for ${task.pendingParents} parent(s) whose edges are gone`);
 }
 
+/** A waiting task of a sequence waits for its key's head: which, and whether that head waits for an operator. */
+async function explainSequence(store: Store, task: Task, add: (code: CauseCode, message: string) => void): Promise<void> {
+  const [key] = await store.listSequences({ scope: Scope.global(), key: task.sequenceKey!, limit: 1 });
+  const head = key?.head;
+  const behind = `task ${task.sequenceSeq} of sequence ${JSON.stringify(task.sequenceKey)} (${key?.waiting ?? '?'} waiting)`;
+  if (head && key.blocked) {
+    const why =
+      head.status === 'FAILED' ? `dead-lettered (${head.lastErrorCode ?? 'unknown error'}): replay it, or skip it (sequences skip)` : 'paused: resume it';
+    add('SEQUENCE_BLOCKED', `${behind}: its head ${head.id} is ${why}`);
+  } else if (head) {
+    add('WAITING_IN_SEQUENCE', `${behind}: runs after its head ${head.id} (${head.status}) and the tasks before it`);
+  } else {
+    add('WAITING_IN_SEQUENCE', `${behind}: nothing holds the key; it is released by the next end or submit of the key`);
+  }
+}
+
 /** At most five, then how many more. */
 function names(items: readonly string[]): string {
   return items.length <= 5 ? items.join(', ') : `${items.slice(0, 5).join(', ')} and ${items.length - 5} more`;
@@ -102,7 +120,8 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
   }
   switch (task.status) {
     case 'BLOCKED':
-      await explainBlocked(store, task, add);
+      if (task.sequenceKey !== null) await explainSequence(store, task, add);
+      else await explainBlocked(store, task, add);
       break;
     case 'CANCELLED':
       if (task.lastErrorCode === ErrorCode.PARENT_FAILED) {

@@ -163,6 +163,7 @@ export async function flowTasks(store: Store, plan: PlannedFlow, tasks: NewTask[
   // Tasks that wait for tasks that exist join their flow (the first parent's; its own id when it is in none).
   plan.flowId ??= parents[0] ? (parents[0].flowId ?? parents[0].id) : uuidv7();
   tasks.forEach((task, i) => {
+    checkNotSequenced(task);
     if (task.unique && plan.parents[i]!.length > 0) {
       throw new ValidationError('a task with parents cannot take a unique option (it holds no key while it waits): use an idempotency key', 'unique');
     }
@@ -195,4 +196,9 @@ export async function readFlow(store: Store, flowId: string, scope: Scope, limit
   const counts: Partial<Record<Task['status'], number>> = {};
   for (const task of graph.tasks) counts[task.status] = (counts[task.status] ?? 0) + 1;
   return { flowId, ...graph, counts };
+}
+
+/** A task waits for its turn in a sequence or for its parents in a flow, not both (store/rules/sequences.ts). */
+export function checkNotSequenced(task: NewTask): void {
+  if (task.sequenceKey) throw new ValidationError('a task in a flow (dependsOn, submitFlow, a fan-out) cannot take a sequenceKey', 'sequenceKey');
 }

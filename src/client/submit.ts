@@ -10,6 +10,7 @@ import type { AnyTaskDefinition } from '../core/definition.js';
 import { checkKnownKeys, keysOf } from '../core/validate.js';
 import { resolveUnique, type UniqueOptions } from './unique.js';
 import { checkNoNul } from '../core/text.js';
+import { SEQUENCE_ON_DEAD_LETTER } from '../store/rules/sequences.js';
 
 export interface SubmitOptions {
   /** Higher runs first; an integer from -1000 to 1000. Default: the definition's, else 0. */
@@ -30,6 +31,16 @@ export interface SubmitOptions {
   traceId?: string;
   /** One task per key while in given states, per period (throttle) or debounced (client/unique.ts). */
   unique?: UniqueOptions;
+  /**
+   * Tasks with one sequence key run one at a time, in submit order, across every worker (store/rules/sequences.ts):
+   * a task waits (BLOCKED) until the one before it has ended. 1–255 characters.
+   */
+  sequenceKey?: string;
+  /**
+   * What the key's dead-lettered head does to the tasks behind it: BLOCK (they wait until it is replayed or skipped —
+   * a new key's default) or SKIP (the next one runs). Sets the key's policy; absent: the key keeps its own.
+   */
+  sequenceOnDeadLetter?: 'BLOCK' | 'SKIP';
 }
 
 export interface SubmitRequest extends SubmitOptions {
@@ -56,9 +67,11 @@ const REQUEST_KEYS = keysOf<SubmitRequest>({
   idempotencyKey: true,
   traceId: true,
   unique: true,
+  sequenceKey: true,
+  sequenceOnDeadLetter: true,
 });
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
-export const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128 } as const;
+export const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128, sequenceKey: 255 } as const;
 
 /**
  * Synchronous unless the type has a schema (a Standard Schema may validate
@@ -100,8 +113,9 @@ export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition,
   if (request.deadlineAt && request.deadlineAt.getTime() <= Date.now()) {
     throw new ValidationError(`${label}: deadlineAt ${request.deadlineAt.toISOString()} is already past`, 'deadlineAt');
   }
-  for (const field of ['owner', 'idempotencyKey', 'traceId'] as const) checkOptionalString(label, field, request[field], STRING_LIMITS[field]);
+  for (const field of ['owner', 'idempotencyKey', 'traceId', 'sequenceKey'] as const) checkOptionalString(label, field, request[field], STRING_LIMITS[field]);
   const unique = resolveUnique(label, request, { taskType: definition.type, owner: request.owner ?? null, payloadJson });
+  const sequence = sequenceOf(request, label, unique !== null && unique !== undefined);
 
   return {
     id: uuidv7(),
@@ -117,7 +131,24 @@ export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition,
     idempotencyKey: request.idempotencyKey ?? null,
     traceId: request.traceId ?? null,
     ...(unique ? { unique } : {}),
+    ...sequence,
   };
+}
+
+/** The sequence fields of a request, checked: a key (1–255), its policy only with a key, and no unique option beside it. */
+function sequenceOf(request: SubmitRequest, label: string, unique: boolean): Pick<NewTask, 'sequenceKey' | 'sequenceOnDeadLetter'> {
+  const { sequenceKey, sequenceOnDeadLetter } = request;
+  if (sequenceOnDeadLetter !== undefined && !(SEQUENCE_ON_DEAD_LETTER as readonly unknown[]).includes(sequenceOnDeadLetter)) {
+    throw new ValidationError(`${label}: sequenceOnDeadLetter must be one of ${SEQUENCE_ON_DEAD_LETTER.join(', ')}`, 'sequenceOnDeadLetter');
+  }
+  if (sequenceKey === undefined) {
+    if (sequenceOnDeadLetter !== undefined) throw new ValidationError(`${label}: sequenceOnDeadLetter needs a sequenceKey`, 'sequenceOnDeadLetter');
+    return {};
+  }
+  if (unique) {
+    throw new ValidationError(`${label}: a sequenced task cannot take a unique option (it holds no key while it waits): use an idempotency key`, 'unique');
+  }
+  return { sequenceKey, ...(sequenceOnDeadLetter === undefined ? {} : { sequenceOnDeadLetter }) };
 }
 
 function serializePayload(payload: unknown, label: string): string {

@@ -49,6 +49,10 @@ export interface Task<Payload = unknown> {
   flowId: string | null;
   /** Parents (or, for a fan-out waiting on its children, children) not ended yet; 0 outside flows. BLOCKED while > 0. */
   pendingParents: number;
+  /** The sequence it runs in, one at a time in submit order (store/rules/sequences.ts); null: none. */
+  sequenceKey: string | null;
+  /** Its place in the sequence (1, 2, …: submit order under the key); null outside sequences. */
+  sequenceSeq: number | null;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
@@ -92,6 +96,12 @@ export interface NewTask {
   flowId?: string | null;
   /** How many dependency edges insertFlow adds above it: it starts BLOCKED when > 0 (rules/flows.ts initialStatus). */
   pendingParents?: number;
+  /** Runs one at a time, in submit order, with the other tasks of this key (store/rules/sequences.ts); absent or null: none. */
+  sequenceKey?: string | null;
+  /** Sets the key's policy for a dead-lettered head (absent: the key keeps its own, BLOCK for a new key). */
+  sequenceOnDeadLetter?: 'BLOCK' | 'SKIP' | null;
+  /** Given by the store (under the key's lock) before the insert. */
+  sequenceSeq?: number | null;
 }
 
 /** What the store needs of a submit's `unique` option, after the client resolved it. */

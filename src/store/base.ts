@@ -119,6 +119,8 @@ const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
   },
   recover: (result) => (result.requeued + result.retriesDue > 0 ? [WAKE_ALL] : []),
   replayDeadLetters: (results) => (results.some((r) => r.outcome === 'REPLAYED') ? [WAKE_ALL] : []),
+  skipSequenceHead: (result) => releasedWakeups(result.released),
+  setSequencePolicy: (result) => releasedWakeups(result.released),
 };
 
 /**
@@ -182,6 +184,9 @@ const METHODS = [
   'saveSubscription',
   'deleteSubscription',
   'listSubscriptions',
+  'listSequences',
+  'skipSequenceHead',
+  'setSequencePolicy',
 ] as const satisfies readonly Method[];
 type Missing = Exclude<Method, (typeof METHODS)[number]>;
 const everyMethodListed: Missing extends never ? true : Missing = true;

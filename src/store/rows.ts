@@ -7,6 +7,7 @@ import { isTaskStatus, TaskStatus } from '../core/status.js';
 import type { NewTask, Task, TaskProgress } from '../core/task.js';
 import { uniqueHoldOf } from './rules/unique.js';
 import { initialStatus } from './rules/flows.js';
+import { sequenceBlocked, type SequenceOnDeadLetter, type SequenceSummary } from './rules/sequences.js';
 import type {
   AttemptOutcomeName,
   AttemptRecord,
@@ -61,6 +62,8 @@ export function taskFromRow(row: Row, decode: Decode): Task {
     unique: uniqueHoldOf(optionalString(row.unique_key), Number(row.unique_states ?? 0), status, Number(row.attempt_count)),
     flowId: optionalString(row.flow_id),
     pendingParents: Number(row.pending_parents ?? 0),
+    sequenceKey: optionalString(row.sequence_key),
+    sequenceSeq: row.sequence_seq === null || row.sequence_seq === undefined ? null : Number(row.sequence_seq),
     createdAt: decode.time(row.create_time),
     updatedAt: decode.time(row.update_time),
     // start_time / finish_time, not started_at / finished_at: the seed's analyze-performance.sh joins this
@@ -111,6 +114,8 @@ export function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, u
     unique: unique && uniqueHoldOf(unique.key, unique.states, status, 0),
     flowId: input.flowId ?? null,
     pendingParents: input.pendingParents ?? 0,
+    sequenceKey: input.sequenceKey ?? null,
+    sequenceSeq: input.sequenceSeq ?? null,
     createdAt,
     updatedAt: createdAt,
     startedAt: null,
@@ -272,4 +277,21 @@ function optionalString(value: unknown): string | null {
 
 function optionalTime(value: unknown, decode: Decode): Date | null {
   return value === null || value === undefined ? null : decode.time(value);
+}
+
+/** A sequence key's standing as listSequences reads it (key row, waiting count, head columns). */
+export function sequenceFromRow(row: Row, decode: Decode): SequenceSummary {
+  const head =
+    row.id === null || row.id === undefined
+      ? null
+      : { id: String(row.id), taskType: String(row.task_type), status: row.status as TaskStatus, lastErrorCode: optionalString(row.last_error_code) };
+  const waiting = Number(row.waiting);
+  return {
+    sequenceKey: String(row.sequence_key),
+    onDeadLetter: row.on_dead_letter as SequenceOnDeadLetter,
+    head,
+    waiting,
+    blocked: sequenceBlocked(head, waiting),
+    updatedAt: decode.time(row.updated_at),
+  };
 }

@@ -30,6 +30,8 @@ import type { AttemptOutcomeName } from '../core/status.js';
 import type { EdgeResolution, OnParentFailure } from './rules/flows.js';
 
 export type { EdgeResolution, OnParentFailure } from './rules/flows.js';
+import type { SequenceOnDeadLetter, SequenceSummary } from './rules/sequences.js';
+export type { SequenceOnDeadLetter, SequenceSummary } from './rules/sequences.js';
 
 export type { AttemptOutcomeName } from '../core/status.js';
 
@@ -215,6 +217,16 @@ export interface WorkerStore<Tx = unknown> {
 
 /** Operators: status changes, history, dead letters, policies, cleanup, diagnostics. */
 export interface ControlStore {
+  /**
+   * Sequence keys (rules/sequences.ts): `key` one key (whatever it holds),
+   * else the keys with tasks waiting (`blockedOnly`: those whose head is
+   * dead-lettered or paused), in key order; scoped to the owner's tasks.
+   */
+  listSequences(params: { scope: Scope; key?: string; blockedOnly?: boolean; limit: number }): Promise<SequenceSummary[]>;
+  /** The key's dead-lettered head stops holding it (it stays a dead letter, replayable); the next task runs. */
+  skipSequenceHead(params: { key: string }): Promise<{ skipped: string | null; released: string[] }>;
+  /** A key's policy for its dead-lettered head; SKIP behind one lets the next task run at once. */
+  setSequencePolicy(params: { key: string; onDeadLetter: SequenceOnDeadLetter }): Promise<{ found: boolean; released: string[] }>;
   /**
    * Moves every task in `ids` that is in scope and in one of `from` to `to`,
    * atomically per task, with the column rules of rules/

@@ -10,6 +10,7 @@ import { registryOf, type AnyTaskDefinition, type TaskAwaitChildren } from '../c
 import { Scope } from '../core/scope.js';
 import type { NewTask } from '../core/task.js';
 import { prepareTask } from '../client/submit.js';
+import { checkNotSequenced } from '../client/flows.js';
 import type { AttemptOutcome, DependencyLink, Store } from '../store/types.js';
 import type { Execution } from './execution.js';
 
@@ -48,9 +49,11 @@ export class FanOut {
   /** The children as tasks of the parent's owner (a fan-out stays in its owner's scope); throws a ValidationError for a bad one. */
   async prepare(execution: Execution, result: TaskAwaitChildren): Promise<NewTask[]> {
     const owner = execution.task.owner;
-    return Promise.all(
+    const children = await Promise.all(
       result.children.map((child, i) => prepareTask({ ...child, ...(owner === null ? {} : { owner }) }, this.registry, this.limits, `child #${i}`)),
     );
+    children.forEach(checkNotSequenced);
+    return children;
   }
 
   /**

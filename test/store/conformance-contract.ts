@@ -55,6 +55,9 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   savePolicy: (s) =>
     s.savePolicy({ policy: { policyKey: 'GLOBAL', taskType: null, maxConcurrency: 5, maxAttempts: null, retryBaseDelayMs: null, enabled: true } }),
   listPolicies: (s) => s.listPolicies(),
+  listSequences: (s) => s.listSequences({ scope: G, limit: 10 }),
+  skipSequenceHead: (s) => s.skipSequenceHead({ key: 'k' }),
+  setSequencePolicy: (s) => s.setSequencePolicy({ key: 'k', onDeadLetter: 'SKIP' }),
   deletePolicy: (s) => s.deletePolicy({ policyKey: 'GLOBAL' }),
   purgeTerminalTasks: (s) => s.purgeTerminalTasks({ finishedBefore: new Date(), batchSize: 10 }),
   purgeDeadLetters: (s) => s.purgeDeadLetters({ archivedBefore: new Date(), batchSize: 10 }),

@@ -388,6 +388,15 @@ export class MysqlDatabase {
 }
 
 /** The round trips of a transaction as a multi-step write sees them: steps, then the last one. */
+/** What a settle or a release needs of a transaction: a round trip of statements. */
+export interface Steps {
+  step(statements: readonly Statement[]): Promise<unknown[]>;
+}
+
+export function stepsOn(db: MysqlDatabase, conn: Conn): Steps {
+  return { step: (statements) => db.batch(conn, statements) };
+}
+
 export interface TransactionSteps {
   step(statements: readonly Statement[]): Promise<unknown[]>;
   last(statements: readonly Statement[]): Promise<unknown[]>;

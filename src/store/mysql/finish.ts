@@ -63,7 +63,7 @@ export async function finishAttempts(tx: TransactionSteps, outcomes: readonly At
 export function lockOutcomeRows(outcomes: readonly AttemptOutcome[]): Statement {
   const ids = sortedIds(outcomes.map((o) => o.lease.taskId));
   return {
-    sql: `SELECT id, task_type, owner, status, lease_owner, attempt_count, lease_token, flow_id, NOW(3) AS db_now FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE`,
+    sql: `SELECT id, task_type, owner, status, lease_owner, attempt_count, lease_token, flow_id, sequence_key, NOW(3) AS db_now FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE`,
     values: [ids],
   };
 }
@@ -73,7 +73,7 @@ export interface OutcomePlan {
   result: FinishResult;
   /** The rows (from lockOutcomeRows) whose lease the writes end. */
   ended: Row[];
-  /** Tasks of a flow these writes end for good: their children settle before the commit. */
+  /** Tasks of a flow or a sequence these writes end for good: their children (their keys) settle before the commit. */
   flowEnded: string[];
   writes: Statement[];
   /** Throws unless the fenced UPDATEs (the first results of `writes`) changed exactly the rows decided on. */
@@ -136,7 +136,8 @@ export function planOutcomes(outcomes: readonly AttemptOutcome[], rows: readonly
   const flowEnded = [...byTarget]
     .filter(([target]) => TERMINAL_STATUSES.includes(target))
     .flatMap(([, group]) => group.map((o) => o.lease.taskId))
-    .filter((id) => current.get(id)!.flow_id !== null && current.get(id)!.flow_id !== undefined);
+    // Only a task in a flow has edges to settle (every task an edge names is in one), only a sequenced one a key.
+    .filter((id) => current.get(id)!.flow_id != null || current.get(id)!.sequence_key != null);
   return { result, ended: [...taken].map((id) => current.get(id)!), flowEnded, writes, check };
 }
 

@@ -23,23 +23,19 @@ import {
   type SettlingChild,
 } from '../rules/index.js';
 import type { AwaitChildrenResult, DependencyEdge, DependencyRecord, FlowGraph, InsertTaskResult, TaskDependencies } from '../types.js';
-import type { Conn, MysqlDatabase, Statement } from './connection.js';
+import type { Conn, MysqlDatabase, Steps } from './connection.js';
+import { stepsOn } from './connection.js';
 import { decode } from './encode.js';
 import { insertTasks } from './insert.js';
+import { endedKeys, releaseKeys } from './sequences.js';
 import { sortedIds } from './sql.js';
 
-/** What a settle needs of a transaction: a round trip of statements. */
-export interface Steps {
-  step(statements: readonly Statement[]): Promise<unknown[]>;
-}
-
-export function stepsOn(db: MysqlDatabase, conn: Conn): Steps {
-  return { step: (statements) => db.batch(conn, statements) };
-}
+export { stepsOn, type Steps } from './connection.js';
 
 /** The children of `parentIds` that ended settle, round after round; returns the types of the children it queued. */
 export async function settle(tx: Steps, parentIds: readonly string[]): Promise<string[]> {
-  const queued: string[] = [];
+  // The keys whose head ended go on (sequences.ts): sequenced tasks are in no flow, so this is one round.
+  const queued = await releaseKeys(tx, await endedKeys(tx, parentIds));
   let ids = [...new Set(parentIds)];
   while (ids.length > 0) {
     const [edgeRows] = (await tx.step([

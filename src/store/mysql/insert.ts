@@ -15,6 +15,7 @@ import type { InsertTaskResult, PayloadLimit } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { decode, sqlTime, validateNewTask } from './encode.js';
 import { insertUnique } from './unique.js';
+import { insertSequenced } from './sequences.js';
 
 /** Bytes of payload per INSERT statement: well under the 16 MiB max_allowed_packet MariaDB ships with. */
 const MAX_STATEMENT_BYTES = 4 * 1024 * 1024;
@@ -23,11 +24,14 @@ const MAX_STATEMENT_ROWS = 1000;
 const STATEMENT_ROOM_BYTES = 4096;
 
 const COLUMNS = `id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
-  max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states, flow_id, pending_parents`;
+  max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states, flow_id, pending_parents,
+  sequence_key, sequence_seq`;
 
 export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {
   if (tasks.length === 0) return [];
   tasks.forEach(validateNewTask);
+  // Sequenced tasks are numbered under their keys' locks first (sequences.ts), then come back here numbered.
+  if (tasks.some((t) => t.sequenceKey && t.sequenceSeq == null)) return insertSequenced(db, conn, tasks, (numbered) => insertTasks(db, conn, numbered));
   // A statement over max_allowed_packet makes the server drop the connection: refuse the payload before sending it.
   const limit = await payloadLimit(db, conn);
   for (const task of tasks) checkFits(task, limit);
@@ -86,6 +90,8 @@ async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask
       task.unique?.states ?? null,
       task.flowId ?? null,
       task.pendingParents ?? null,
+      task.sequenceKey ?? null,
+      task.sequenceSeq ?? null,
     ]);
     await db.exec(conn, `INSERT INTO system_async_task (${COLUMNS}) VALUES ?${keyed ? ' ON DUPLICATE KEY UPDATE id = id' : ''}`, [rows]);
   }

@@ -373,6 +373,24 @@ ON DUPLICATE KEY UPDATE slot = slot`,
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 17,
+    name: 'sequences',
+    // Sequences (rules/sequences.ts): a task's key and its place in the key (submit order), and one row per key that
+    // numbers its tasks and serializes who runs next (locked FOR UPDATE by a submit and by the end of the key's head).
+    statements: [
+      `ALTER TABLE system_async_task ADD COLUMN sequence_key VARCHAR(255) NULL, ADD COLUMN sequence_seq BIGINT NULL,
+  ADD KEY ix_system_async_task_sequence (sequence_key, sequence_seq)`,
+      `CREATE TABLE IF NOT EXISTS system_async_task_sequence (
+  sequence_key VARCHAR(255) NOT NULL,
+  next_seq BIGINT NOT NULL,
+  on_dead_letter VARCHAR(16) NOT NULL DEFAULT 'BLOCK',
+  skipped_through BIGINT NULL,
+  updated_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (sequence_key)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

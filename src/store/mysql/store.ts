@@ -11,6 +11,8 @@
  * of other processes through the wake-up counters (wakeups.ts).
  */
 import * as flows from './flows.js';
+import * as sequences from './sequences.js';
+import type { SequenceOnDeadLetter, SequenceSummary } from '../rules/sequences.js';
 import type { Connection, PoolConnection } from 'mysql2/promise';
 import type { Connection as CallbackConnection, PoolConnection as CallbackPoolConnection } from 'mysql2';
 import { InvalidOptionsError } from '../../core/errors.js';
@@ -185,7 +187,7 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     // Inside a caller's transaction the rows are not visible yet; an early wake-up only costs the worker one empty claim.
     if (params.transaction === undefined || params.transaction === null) {
       // One task without a unique option is one INSERT: atomic on its own, no transaction around it.
-      const single = params.tasks.length === 1 && !params.tasks[0]!.unique;
+      const single = params.tasks.length === 1 && !params.tasks[0]!.unique && !params.tasks[0]!.sequenceKey;
       const insert = (conn: Conn) => insertTasks(this.db, conn, params.tasks);
       const results = single ? await this.db.run(insert) : await this.db.transaction(insert);
       this.submits.created(results);
@@ -239,6 +241,18 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
     return this.db.transaction((conn) => changeStatus(this.db, conn, params));
+  }
+
+  listSequences(params: { scope: Scope; key?: string; blockedOnly?: boolean; limit: number }): Promise<SequenceSummary[]> {
+    return this.db.run((conn) => sequences.listSequences(this.db, conn, params));
+  }
+
+  skipSequenceHead(params: { key: string }): Promise<{ skipped: string | null; released: string[] }> {
+    return this.db.transaction((conn) => sequences.skipSequenceHead(flows.stepsOn(this.db, conn), params.key));
+  }
+
+  setSequencePolicy(params: { key: string; onDeadLetter: SequenceOnDeadLetter }): Promise<{ found: boolean; released: string[] }> {
+    return this.db.transaction((conn) => sequences.setSequencePolicy(flows.stepsOn(this.db, conn), params.key, params.onDeadLetter));
   }
 
   // ---- workers -------------------------------------------------------------

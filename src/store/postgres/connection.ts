@@ -48,6 +48,7 @@ export interface PgContext {
     awaited: string;
     action: string;
     dependency: string;
+    sequence: string;
     step: string;
     migrations: string;
   };
@@ -108,6 +109,7 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
       awaited: `${schema}.system_async_task_awaited`,
       action: `${schema}.system_async_task_action`,
       dependency: `${schema}.system_async_task_dependency`,
+      sequence: `${schema}.system_async_task_sequence`,
       step: `${schema}.system_async_task_step`,
       migrations: `${schema}.tasklease_migrations`,
     },

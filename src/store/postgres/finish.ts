@@ -148,11 +148,13 @@ END IF;`;
 
 /**
  * After the outcomes, in their transaction: the flow children of the tasks
- * they ended settle (flows.ts). The probe of the edges' primary key keeps the
- * common drain, which has no edges, at one index lookup per outcome.
+ * they ended settle, and the keys of the sequenced ones go on (flows.ts,
+ * sequences.ts). The probes of the edges' and the tasks' primary keys keep
+ * the common drain, which has neither, at two index lookups per outcome.
  */
 function settleAfterFinishSql(ctx: PgContext): string {
-  return `IF EXISTS (SELECT 1 FROM ${ctx.tables.dependency} d WHERE d.parent_id = ANY ($1::uuid[]) AND d.resolved IS NULL) THEN
+  return `IF EXISTS (SELECT 1 FROM ${ctx.tables.dependency} d WHERE d.parent_id = ANY ($1::uuid[]) AND d.resolved IS NULL)
+  OR EXISTS (SELECT 1 FROM ${ctx.tables.task} t WHERE t.id = ANY ($1::uuid[]) AND t.sequence_key IS NOT NULL) THEN
   PERFORM ${settleCallSql(ctx, '$1::uuid[]')};
 END IF;`;
 }

@@ -29,22 +29,26 @@ import { run, type PgContext, type Queryable } from './connection.js';
 import { decodePostgres, uuidKey, uuidKeys } from './encode.js';
 import { insertTasks } from './insert.js';
 import { atomically } from './unique.js';
+import { endedKeysSql, releaseCallSql, sequenceFunctionSql } from './sequences.js';
 
 export const SETTLE_FUNCTION = 'tasklease_settle';
 export const REOPEN_FUNCTION = 'tasklease_reopen';
 
-/** The settle and re-open functions (installed by migrate after the migrations). */
+/** The settle and re-open functions, and the sequences' release the settle calls (installed by migrate after the migrations). */
 export function flowFunctionsSql(ctx: PgContext): string {
   const { task, dependency } = ctx.tables;
   const s = ctx.schema;
   const newStatus = settledStatusSql('c.status', 'COALESCE(c.pending_parents, 0) - l.n', 'l.cancel');
-  return `
+  return `${sequenceFunctionSql(ctx)}
+
 CREATE OR REPLACE FUNCTION ${s}.${SETTLE_FUNCTION}(ended uuid[]) RETURNS text[] LANGUAGE plpgsql VOLATILE AS $settle$
 DECLARE
   parents uuid[] := ended;
   released text[] := '{}';
   round_released text[];
 BEGIN
+  -- The keys whose head ended go on (sequences.ts): sequenced tasks are in no flow, so this is one round.
+  released := ${releaseCallSql(ctx, endedKeysSql(ctx, 'ended'))};
   WHILE cardinality(parents) > 0 LOOP
     WITH resolved AS (
       UPDATE ${dependency} d SET resolved = ${resolutionSql('p.status')}

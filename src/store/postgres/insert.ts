@@ -23,12 +23,17 @@ import { checkNewTask, decodePostgres, storableJson } from './encode.js';
 import { MAX_NOTIFY_BYTES, WAKE_ALL_PAYLOAD } from './wakeups.js';
 import { STATUS_SQL } from '../rules/index.js';
 import { atomically, insertUnique } from './unique.js';
+import { insertSequenced } from './sequences.js';
 
 const MAX_ROUNDS = 3;
 
 /** `channel`: the NOTIFY channel, to notify within the statement; null: the caller wakes the workers after the commit. */
 export async function insertTasks(ctx: PgContext, tasks: readonly NewTask[], on: Queryable, channel: string | null): Promise<InsertTaskResult[]> {
   tasks.forEach(checkNewTask);
+  // Sequenced tasks are numbered under their keys' locks first (sequences.ts), then come back here numbered.
+  if (tasks.some((t) => t.sequenceKey && t.sequenceSeq == null)) {
+    return insertSequenced(ctx, tasks, on, (numbered, client) => insertTasks(ctx, numbered, client, channel));
+  }
   if (tasks.some((t) => t.unique)) return atomically(on, tasks.length, (client) => insertWithUnique(ctx, tasks, client, channel));
   return insertPlain(ctx, tasks, on, channel);
 }
@@ -93,8 +98,8 @@ async function insertBatch(
   unique?: { key: string; states: number },
 ): Promise<Map<string, Task>> {
   const columns: unknown[][] = [[], [], [], [], [], [], [], [], [], [], [], []];
-  // Flow columns only when the batch has a flow node: a plain submit's statement is unchanged.
-  const flow = tasks.some((t) => t.flowId || t.pendingParents);
+  // Flow and sequence columns only when the batch has a flow node or a sequenced task: a plain submit's statement is unchanged.
+  const flow = tasks.some((t) => t.flowId || t.pendingParents || t.sequenceKey);
   for (const t of tasks) {
     const values = [
       t.id,
@@ -112,8 +117,15 @@ async function insertBatch(
     ];
     values.forEach((value, i) => columns[i]!.push(value));
   }
-  // A flow's columns come after every other parameter ($14–15, or $16–17 after a unique key's).
-  const flowValues = flow ? [tasks.map((t) => t.flowId ?? null), tasks.map((t) => t.pendingParents ?? null)] : [];
+  // A flow's columns come after every other parameter ($14–17, or $16–19 after a unique key's).
+  const flowValues = flow
+    ? [
+        tasks.map((t) => t.flowId ?? null),
+        tasks.map((t) => t.pendingParents ?? null),
+        tasks.map((t) => t.sequenceKey ?? null),
+        tasks.map((t) => t.sequenceSeq ?? null),
+      ]
+    : [];
   const suffix = flow ? '_flow' : '';
   if (!unique && !tasks.some((t) => t.idempotencyKey !== null)) {
     // Without idempotency keys nothing can conflict: every row is inserted, so a plain INSERT (no
@@ -140,14 +152,15 @@ async function insertBatch(
 }
 
 /**
- * `unique`: one row carrying $14 unique_key and $15 unique_states; any unique index may refuse it. `flow`: two more
- * arrays, flow_id and pending_parents (rules/flows.ts: a task with parents pending starts BLOCKED).
+ * `unique`: one row carrying $14 unique_key and $15 unique_states; any unique index may refuse it. `flow`: four more
+ * arrays, flow_id, pending_parents (rules/flows.ts: a task with parents pending starts BLOCKED), sequence_key and
+ * sequence_seq (rules/sequences.ts).
  */
 function insertSql(ctx: PgContext, keyed = true, unique = false, flow = false): string {
   const { task } = ctx.tables;
   const f = unique ? 16 : 14;
-  const flowInput = flow ? `, $${f}::uuid[], $${f + 1}::integer[]` : '';
-  const flowNames = flow ? ', flow_id, pending_parents' : '';
+  const flowInput = flow ? `, $${f}::uuid[], $${f + 1}::integer[], $${f + 2}::text[], $${f + 3}::bigint[]` : '';
+  const flowNames = flow ? ', flow_id, pending_parents, sequence_key, sequence_seq' : '';
   const status = flow ? `CASE WHEN COALESCE(pending_parents, 0) > 0 THEN ${STATUS_SQL.BLOCKED} ELSE ${STATUS_SQL.QUEUED} END` : STATUS_SQL.QUEUED;
   const conflict = unique
     ? 'ON CONFLICT DO NOTHING'

@@ -450,4 +450,24 @@ CREATE TABLE IF NOT EXISTS ${s}.system_async_task_subscription (
 );
 `,
   },
+  {
+    version: 23,
+    name: 'sequences',
+    // Sequences (rules/sequences.ts): a task's key and its place in the key (submit order), and one row per key that
+    // numbers its tasks and serializes who runs next. The partial index holds a key's tasks that may still hold it or
+    // wait (not SUCCESS, PARTIAL_SUCCESS or CANCELLED): the release reads the key's head and first waiting task there.
+    sql: (s) => `
+ALTER TABLE ${s}.system_async_task ADD COLUMN sequence_key text COLLATE "C", ADD COLUMN sequence_seq bigint;
+ALTER TABLE ${s}.system_async_task_history ADD COLUMN sequence_key text COLLATE "C", ADD COLUMN sequence_seq bigint;
+CREATE INDEX ix_system_async_task_sequence ON ${s}.system_async_task (sequence_key, sequence_seq)
+  WHERE sequence_key IS NOT NULL AND status NOT IN ('SUCCESS', 'PARTIAL_SUCCESS', 'CANCELLED');
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_sequence (
+  sequence_key text COLLATE "C" PRIMARY KEY,
+  next_seq bigint NOT NULL,
+  on_dead_letter text NOT NULL DEFAULT 'BLOCK',
+  skipped_through bigint,
+  updated_at timestamptz NOT NULL
+);
+`,
+  },
 ];

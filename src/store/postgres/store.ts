@@ -19,6 +19,8 @@
 import pg from 'pg';
 import { ErrorCode, StoreConnectTimeoutError, StoreError, ValidationError } from '../../core/errors.js';
 import * as flows from './flows.js';
+import * as sequences from './sequences.js';
+import type { SequenceOnDeadLetter, SequenceSummary } from '../rules/sequences.js';
 import type { Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Lease, NewTask, Task, TaskProgress } from '../../core/task.js';
@@ -289,6 +291,18 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
 
   async changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
     return changeStatus(this.ctx, params);
+  }
+
+  async listSequences(params: { scope: Scope; key?: string; blockedOnly?: boolean; limit: number }): Promise<SequenceSummary[]> {
+    return sequences.listSequences(this.ctx, params);
+  }
+
+  async skipSequenceHead(params: { key: string }): Promise<{ skipped: string | null; released: string[] }> {
+    return sequences.skipSequenceHead(this.ctx, params.key);
+  }
+
+  async setSequencePolicy(params: { key: string; onDeadLetter: SequenceOnDeadLetter }): Promise<{ found: boolean; released: string[] }> {
+    return sequences.setSequencePolicy(this.ctx, params.key, params.onDeadLetter);
   }
 
   // ---- workers -------------------------------------------------------------

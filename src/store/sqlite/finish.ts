@@ -50,7 +50,7 @@ function finishSql(kind: Kind): string {
   const lastError = lastErrorCodeSql(literal(kind), isFailureKind(kind) ? '@code' : 'NULL');
   return `UPDATE system_async_task SET status = ${status}, finish_time = ${finished}, ${own[kind]} last_error_code = ${lastError},
     attempt_base = ${attemptBaseAfterSql(literal(kind))},
-    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status, flow_id`;
+    lease_owner = NULL, lease_until = NULL, update_time = @now, ${PROGRESS_SET} WHERE ${FENCE} RETURNING status, flow_id, sequence_key`;
 }
 
 const STATEMENTS = new Map<Kind, string>();
@@ -76,14 +76,14 @@ export function finishOutcome(db: Db, outcome: AttemptOutcome, now: string, nowM
   if (hasFailure(outcome)) params.code = outcome.failure.errorCode;
   const delay = delayOf(outcome);
   if (delay !== null) params.availableAt = toSqliteTime(nowMs + delay);
-  const row = statement(db, sql).get(params) as { status: string; flow_id: string | null } | undefined;
+  const row = statement(db, sql).get(params) as { status: string; flow_id: string | null; sequence_key: string | null } | undefined;
   if (!row) return false;
   const failure = hasFailure(outcome) ? outcome.failure : null;
   closeAttempt(db, lease.taskId, lease.attempt, attemptOutcomeName(outcome.kind), failure?.errorCode ?? null, now);
   if (failure) insertFailure(db, lease.taskId, lease.attempt, failure, now);
   if (failure && row.status === TaskStatus.FAILED) deadLetters.push({ taskId: lease.taskId, deadLetterId: insertDeadLetter(db, lease.taskId, failure, now) });
-  // Only a task in a flow has edges to settle (every task an edge names is in one: flows.ts).
-  if (row.flow_id !== null && isTerminal(row.status as TaskStatus)) ended.push(lease.taskId);
+  // Only a task in a flow has edges to settle (every task an edge names is in one: flows.ts), only a sequenced one a key.
+  if ((row.flow_id !== null || row.sequence_key !== null) && isTerminal(row.status as TaskStatus)) ended.push(lease.taskId);
   return true;
 }
 

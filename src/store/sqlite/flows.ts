@@ -26,6 +26,7 @@ import { statement, type Db } from './connection.js';
 import { decodeSqlite } from './encode.js';
 import { closeAttempt } from './finish.js';
 import { insertTasks } from './insert.js';
+import { endedKeys, releaseKeys } from './sequences.js';
 
 const IDS = 'SELECT value FROM json_each(?)';
 
@@ -69,6 +70,12 @@ function insertEdges(db: Db, edges: readonly DependencyEdge[], now: string): voi
  * children it queued (the workers to wake).
  */
 export function settle(db: Db, parentIds: readonly string[], now: string): string[] {
+  // The keys whose head ended go on (sequences.ts): sequenced tasks are in no flow, so this is one round.
+  const released = releaseKeys(db, endedKeys(db, parentIds), now);
+  return [...new Set([...released, ...settleEdges(db, parentIds, now)])];
+}
+
+function settleEdges(db: Db, parentIds: readonly string[], now: string): string[] {
   const edgesOf = statement(
     db,
     `SELECT d.child_id, d.on_failure, p.status AS parent_status FROM ${DEPENDENCY_TABLE} d JOIN system_async_task p ON p.id = d.parent_id

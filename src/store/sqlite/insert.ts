@@ -12,16 +12,19 @@ import { statement, type Db } from './connection.js';
 import { decodeSqlite, toSqliteTime } from './encode.js';
 import { storedUniqueKey } from '../rules/unique.js';
 import { uniqueHolder } from './unique.js';
+import { insertSequenced } from './sequences.js';
 
 export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): InsertTaskResult[] {
   const now = toSqliteTime(nowMs);
+  // Sequenced tasks are numbered under their keys first (sequences.ts), then come back here numbered.
+  if (tasks.some((t) => t.sequenceKey && t.sequenceSeq == null)) return insertSequenced(db, tasks, now, (numbered) => insertTasks(db, numbered, nowMs));
   const findExisting = statement(db, `SELECT * FROM system_async_task WHERE task_type = ? AND COALESCE(owner, '') = COALESCE(?, '') AND idempotency_key = ?`);
   const insert = statement(
     db,
     `INSERT INTO system_async_task (id, task_type, status, priority, payload_json, available_at, deadline_at,
        attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states,
-       flow_id, pending_parents)
-     VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+       flow_id, pending_parents, sequence_key, sequence_seq)
+     VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
   );
   return tasks.map((task): InsertTaskResult => {
     if (task.idempotencyKey !== null) {
@@ -51,6 +54,8 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
       task.unique?.states ?? null,
       task.flowId ?? null,
       task.pendingParents ?? null,
+      task.sequenceKey ?? null,
+      task.sequenceSeq ?? null,
     ) as Row;
     return { task: taskFromRow(row, decodeSqlite), created: true };
   });

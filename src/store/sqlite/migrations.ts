@@ -307,4 +307,24 @@ CREATE TABLE IF NOT EXISTS system_async_task_subscription (
 );
 `,
   },
+  {
+    version: 16,
+    name: 'sequences',
+    // Sequences (rules/sequences.ts): a task's key and its place in the key (submit order), and one row per key that
+    // numbers its tasks and serializes who runs next. The partial index holds a key's tasks that may still hold it or
+    // wait (not SUCCESS, PARTIAL_SUCCESS or CANCELLED): the release reads the key's head and first waiting task there.
+    sql: `
+ALTER TABLE system_async_task ADD COLUMN sequence_key TEXT;
+ALTER TABLE system_async_task ADD COLUMN sequence_seq INTEGER;
+CREATE INDEX ix_system_async_task_sequence ON system_async_task (sequence_key, sequence_seq)
+  WHERE sequence_key IS NOT NULL AND status NOT IN ('SUCCESS', 'PARTIAL_SUCCESS', 'CANCELLED');
+CREATE TABLE IF NOT EXISTS system_async_task_sequence (
+  sequence_key TEXT PRIMARY KEY,
+  next_seq INTEGER NOT NULL,
+  on_dead_letter TEXT NOT NULL DEFAULT 'BLOCK',
+  skipped_through INTEGER,
+  updated_at TEXT NOT NULL
+);
+`,
+  },
 ];

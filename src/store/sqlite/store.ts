@@ -65,6 +65,8 @@ import { toSqliteTime } from './encode.js';
 import { mapSqliteError } from './errors.js';
 import { finishOutcome } from './finish.js';
 import * as flows from './flows.js';
+import * as sequences from './sequences.js';
+import type { SequenceOnDeadLetter, SequenceSummary } from '../rules/sequences.js';
 import { insertTasks } from './insert.js';
 import { recordStep, releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { EXPECTED_SCHEMA_VERSION, migrate, schemaVersion } from './migrate.js';
@@ -227,6 +229,18 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
     return this.write(() => changeStatus(this.db, params, this.nowText()));
+  }
+
+  async listSequences(params: { scope: Scope; key?: string; blockedOnly?: boolean; limit: number }): Promise<SequenceSummary[]> {
+    return this.read(() => sequences.listSequences(this.db, params));
+  }
+
+  async skipSequenceHead(params: { key: string }): Promise<{ skipped: string | null; released: string[] }> {
+    return this.write(() => sequences.skipSequenceHead(this.db, params.key, this.nowText()));
+  }
+
+  async setSequencePolicy(params: { key: string; onDeadLetter: SequenceOnDeadLetter }): Promise<{ found: boolean; released: string[] }> {
+    return this.write(() => sequences.setSequencePolicy(this.db, params.key, params.onDeadLetter, this.nowText()));
   }
 
   // ---- workers -------------------------------------------------------------

@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runSequenceSuite } from './suite.js';
+
+runSequenceSuite(sqliteFactory);
