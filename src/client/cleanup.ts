@@ -7,6 +7,7 @@
  * The cut-off and batch loop are shared with the dead-letter clean.
  */
 import { ValidationError } from '../core/errors.js';
+import { Scope } from '../core/scope.js';
 import type { PurgeResult, Store } from '../store/types.js';
 
 export interface CleanupOptions {
@@ -44,7 +45,19 @@ export async function cleanup(store: Store, options: CleanupOptions): Promise<Pu
     if ((result.historyPartitionsDropped ?? 0) > 0) return Math.max(batchSize, result.tasks);
     return result.tasks + (result.tasksMoved ?? 0);
   });
+  await releaseOrphanedSequences(store);
   return total;
+}
+
+/**
+ * A key whose head was removed (a dead-lettered head past retention) has
+ * nothing left to release its next task: cleanup releases it (rules/sequences.ts).
+ */
+async function releaseOrphanedSequences(store: Store): Promise<void> {
+  for (;;) {
+    const keys = (await store.listSequences({ scope: Scope.global(), limit: 1000 })).filter((s) => s.head === null).map((s) => s.sequenceKey);
+    if (keys.length === 0 || (await store.releaseSequences({ keys })).released.length === 0) return;
+  }
 }
 
 /**

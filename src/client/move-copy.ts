@@ -14,6 +14,7 @@ export const MOVED_TABLES = [
   'schedules',
   'subscriptions',
   'tokens',
+  'sequences',
   'deadLetters',
   'tasks',
   'attempts',

@@ -28,6 +28,7 @@ import { TaskEventHub } from './task-events.js';
 import { dashboardRoutes } from './ui-routes.js';
 import { userRoutes } from './user-routes.js';
 import { flowRoutes } from './flow-routes.js';
+import { sequenceRoutes } from './sequence-routes.js';
 
 export type { ServerOptions, JwtOptions } from './options.js';
 export type { Access, RouteSpec } from './routes.js';
@@ -94,6 +95,7 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
   const routes = [
     ...userRoutes(streams),
     ...flowRoutes(),
+    ...sequenceRoutes(),
     ...adminRoutes(),
     ...adminOpsRoutes(),
     ...scheduleRoutes(),

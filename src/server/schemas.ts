@@ -1,4 +1,5 @@
 /** JSON Schemas shared by routes: validated by Fastify (ajv) and published in the OpenAPI document. */
+import { SEQUENCE_ON_DEAD_LETTER } from '../store/rules/sequences.js';
 import { ALL_STATUSES } from '../core/status.js';
 
 /** Ids are UUIDs (tasks, dead letters, tokens): anything else is a 400 before any query. */
@@ -51,6 +52,11 @@ export const submitRequest = {
     owner: text(255),
     idempotencyKey: text(255),
     traceId: text(128),
+    sequenceKey: {
+      ...text(255),
+      description: 'Run one at a time, in submit order, with the other tasks of this key (a user token: its owner and a colon first)',
+    },
+    sequenceOnDeadLetter: { type: 'string', enum: SEQUENCE_ON_DEAD_LETTER },
     unique: {
       type: 'object',
       additionalProperties: false,

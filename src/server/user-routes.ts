@@ -22,6 +22,10 @@ export function toSubmitRequest(request: FastifyRequest, body: SubmitBody): Subm
   if (principal.role === 'user' && body.owner !== undefined && body.owner !== principal.owner) {
     throw new AccessError('FORBIDDEN', 'a user token submits tasks for its own owner only: leave owner out');
   }
+  if (principal.role === 'user' && body.sequenceKey !== undefined && !body.sequenceKey.startsWith(`${principal.owner}:`)) {
+    // Keys are shared by every owner: a tenant's dead-lettered head must not hold another tenant's key.
+    throw new AccessError('FORBIDDEN', `a user token's sequence keys start with its owner and a colon: ${principal.owner}:…`);
+  }
   const { availableAt, deadlineAt, ...rest } = body;
   return {
     ...rest,

@@ -37,6 +37,7 @@ const EMPTY_ANSWERS: { [M in Method]?: (params: Params<M>) => Answer<M> | undefi
   finishAttempts: (p) => (p.outcomes.length === 0 ? { applied: [], deadLetters: [] } : undefined),
   releaseTasks: (p) => (p.leases.length === 0 ? 0 : undefined),
   changeStatus: (p) => (p.ids.length === 0 ? [] : undefined),
+  releaseSequences: (p) => (p.keys.length === 0 ? { released: [] } : undefined),
   replayDeadLetters: (p) => (p.ids.length === 0 ? [] : undefined),
   archiveDeadLetters: (p) => (p.ids.length === 0 ? 0 : undefined),
 };
@@ -120,6 +121,7 @@ const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
   recover: (result) => (result.requeued + result.retriesDue > 0 ? [WAKE_ALL] : []),
   replayDeadLetters: (results) => (results.some((r) => r.outcome === 'REPLAYED') ? [WAKE_ALL] : []),
   skipSequenceHead: (result) => releasedWakeups(result.released),
+  releaseSequences: (result) => releasedWakeups(result.released),
   setSequencePolicy: (result) => releasedWakeups(result.released),
 };
 
@@ -186,6 +188,7 @@ const METHODS = [
   'listSubscriptions',
   'listSequences',
   'skipSequenceHead',
+  'releaseSequences',
   'setSequencePolicy',
 ] as const satisfies readonly Method[];
 type Missing = Exclude<Method, (typeof METHODS)[number]>;

@@ -126,6 +126,8 @@ export const TRANSFER_TABLES = {
       unique_states: int,
       flow_id: text,
       pending_parents: int,
+      sequence_key: text,
+      sequence_seq: int,
       create_time: time,
       update_time: time,
       start_time: time,
@@ -162,6 +164,11 @@ export const TRANSFER_TABLES = {
     key: ['task_id', 'cycle', 'name'],
     taskColumn: 'task_id',
     columns: { task_id: text, cycle: int, name: text, seq: int, result_json: text, attempt: int, worker_id: text, recorded_at: time },
+  },
+  sequences: {
+    table: 'system_async_task_sequence',
+    key: ['sequence_key'],
+    columns: { sequence_key: text, next_seq: int, on_dead_letter: text, skipped_through: int, updated_at: time },
   },
   moves: {
     table: 'system_async_task_move',

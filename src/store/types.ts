@@ -225,6 +225,11 @@ export interface ControlStore {
   listSequences(params: { scope: Scope; key?: string; blockedOnly?: boolean; limit: number }): Promise<SequenceSummary[]>;
   /** The key's dead-lettered head stops holding it (it stays a dead letter, replayable); the next task runs. */
   skipSequenceHead(params: { key: string }): Promise<{ skipped: string | null; released: string[] }>;
+  /**
+   * The keys' first waiting tasks run where nothing holds their key any more — after a cleanup removed
+   * a key's head (its end released nothing then): what it queued, by type.
+   */
+  releaseSequences(params: { keys: readonly string[] }): Promise<{ released: string[] }>;
   /** A key's policy for its dead-lettered head; SKIP behind one lets the next task run at once. */
   setSequencePolicy(params: { key: string; onDeadLetter: SequenceOnDeadLetter }): Promise<{ found: boolean; released: string[] }>;
   /**

@@ -50,6 +50,22 @@ async function aliceFlow(running: Running): Promise<string> {
   return flow.flowId;
 }
 
+/** A sequence of alice's: two tasks of one key, an hour away (the second waits for the first). */
+async function aliceSequence(running: Running): Promise<string> {
+  const key = `alice:${randomUUID()}`;
+  for (let i = 0; i < 2; i += 1) await running.server.client.submit('test.idle', {}, { owner: 'alice', delayMs: HOUR, sequenceKey: key });
+  return key;
+}
+
+/** A sequence of alice's whose head failed for good: its second task waits (BLOCK) until a skip or a SKIP policy. */
+async function blockedSequence(running: Running): Promise<string> {
+  const key = `alice:${randomUUID()}`;
+  const head = await running.server.client.submit('test.fail', {}, { owner: 'alice', sequenceKey: key });
+  await running.server.client.submit('test.idle', {}, { owner: 'alice', delayMs: HOUR, sequenceKey: key });
+  await waitFor(async () => (await running.server.client.get(head.task.id))?.status === 'FAILED', `sequence head ${head.task.id} FAILED`);
+  return key;
+}
+
 /** A flow of alice's whose first task failed for good (its child cancelled): retryable. */
 async function failedFlow(running: Running): Promise<string> {
   const flow = await running.server.client.submitFlow({
@@ -109,6 +125,14 @@ export const EXAMPLES: Record<string, Builder> = {
     return { method: 'POST', path: `/api/v1/flows/${flowId}/resume` };
   },
   'POST /api/v1/flows/:id/retry': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await failedFlow(r)}/retry` }),
+  'GET /api/v1/sequences': get('/api/v1/sequences'),
+  'GET /api/v1/sequences/:key': async (r) => ({ method: 'GET', path: `/api/v1/sequences/${await aliceSequence(r)}` }),
+  'POST /api/v1/sequences/:key/skip': async (r) => ({ method: 'POST', path: `/api/v1/sequences/${await blockedSequence(r)}/skip` }),
+  'PUT /api/v1/sequences/:key/policy': async (r) => ({
+    method: 'PUT',
+    path: `/api/v1/sequences/${await blockedSequence(r)}/policy`,
+    body: { onDeadLetter: 'SKIP' },
+  }),
   'GET /api/v1/tasks/:id/dependencies': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await aliceTask(r)}/dependencies` }),
   // A subscribed event: the publish creates a task (the fault suite's refusals check that a refused one creates none).
   'POST /api/v1/publish': async (r) => {

@@ -119,6 +119,19 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(listed.body.tasks.length).toBeGreaterThan(0);
       expect(listed.body.tasks.every((t: { owner: string }) => t.owner === 'alice')).toBe(true);
     });
+
+    it("a user's sequence keys start with its owner: another tenant's key is refused, its own key waits in order", async () => {
+      const foreign = await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.idle', payload: {}, sequenceKey: 'bob:ledger' } });
+      expect(foreign.status).toBe(403);
+      expect(foreign.body).toMatchObject({ success: false, code: 'FORBIDDEN' });
+      const body = { type: 'test.idle', payload: {}, delayMs: 3_600_000, sequenceKey: 'alice:ledger' };
+      const first = await running.call('POST', '/api/v1/tasks', { as: 'alice', body });
+      const second = await running.call('POST', '/api/v1/tasks', { as: 'alice', body });
+      expect([first.body.task.status, second.body.task.status]).toEqual(['QUEUED', 'BLOCKED']);
+      const key = await running.call('GET', '/api/v1/sequences/alice:ledger', { as: 'alice' });
+      expect(key.body).toMatchObject({ sequenceKey: 'alice:ledger', waiting: 1, blocked: false, head: { id: first.body.task.id } });
+      expect((await running.call('GET', '/api/v1/sequences/alice:ledger', { as: 'bob' })).status).toBe(404);
+    });
   });
 
   describe('the user API', () => {

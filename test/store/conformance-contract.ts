@@ -57,6 +57,7 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   listPolicies: (s) => s.listPolicies(),
   listSequences: (s) => s.listSequences({ scope: G, limit: 10 }),
   skipSequenceHead: (s) => s.skipSequenceHead({ key: 'k' }),
+  releaseSequences: (s) => s.releaseSequences({ keys: ['k'] }),
   setSequencePolicy: (s) => s.setSequencePolicy({ key: 'k', onDeadLetter: 'SKIP' }),
   deletePolicy: (s) => s.deletePolicy({ policyKey: 'GLOBAL' }),
   purgeTerminalTasks: (s) => s.purgeTerminalTasks({ finishedBefore: new Date(), batchSize: 10 }),

@@ -251,6 +251,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.db.transaction((conn) => sequences.skipSequenceHead(flows.stepsOn(this.db, conn), params.key));
   }
 
+  releaseSequences(params: { keys: readonly string[] }): Promise<{ released: string[] }> {
+    return this.db.transaction(async (conn) => ({ released: await sequences.releaseKeys(flows.stepsOn(this.db, conn), params.keys) }));
+  }
+
   setSequencePolicy(params: { key: string; onDeadLetter: SequenceOnDeadLetter }): Promise<{ found: boolean; released: string[] }> {
     return this.db.transaction((conn) => sequences.setSequencePolicy(flows.stepsOn(this.db, conn), params.key, params.onDeadLetter));
   }

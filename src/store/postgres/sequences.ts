@@ -168,6 +168,10 @@ export async function setSequencePolicy(ctx: PgContext, key: string, onDeadLette
   });
 }
 
+export async function releaseSequences(ctx: PgContext, keys: readonly string[]): Promise<string[]> {
+  return inTransaction(ctx.pool, (client) => release(ctx, client, keys));
+}
+
 /** The types it queued: the store's wake-up after the commit names them (base.ts). */
 async function release(ctx: PgContext, client: Queryable, keys: readonly string[]): Promise<string[]> {
   const result = await run<Row>(client, 'releasing sequences', `SELECT ${releaseCallSql(ctx, '$1::text[]')} AS released`, [keys]);

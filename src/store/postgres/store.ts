@@ -301,6 +301,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return sequences.skipSequenceHead(this.ctx, params.key);
   }
 
+  async releaseSequences(params: { keys: readonly string[] }): Promise<{ released: string[] }> {
+    return { released: await sequences.releaseSequences(this.ctx, params.keys) };
+  }
+
   async setSequencePolicy(params: { key: string; onDeadLetter: SequenceOnDeadLetter }): Promise<{ found: boolean; released: string[] }> {
     return sequences.setSequencePolicy(this.ctx, params.key, params.onDeadLetter);
   }

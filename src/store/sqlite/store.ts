@@ -239,6 +239,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.write(() => sequences.skipSequenceHead(this.db, params.key, this.nowText()));
   }
 
+  async releaseSequences(params: { keys: readonly string[] }): Promise<{ released: string[] }> {
+    return this.write(() => ({ released: sequences.releaseKeys(this.db, params.keys, this.nowText()) }));
+  }
+
   async setSequencePolicy(params: { key: string; onDeadLetter: SequenceOnDeadLetter }): Promise<{ found: boolean; released: string[] }> {
     return this.write(() => sequences.setSequencePolicy(this.db, params.key, params.onDeadLetter, this.nowText()));
   }
