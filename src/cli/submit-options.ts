@@ -24,6 +24,8 @@ export interface SubmitFlags {
   uniqueKey?: string;
   uniquePeriod?: number;
   debounce?: number;
+  sequenceKey?: string;
+  sequenceOnDeadLetter?: 'BLOCK' | 'SKIP';
 }
 
 /** The application's definitions (--tasks), else a schema-less one for the type being submitted. */
@@ -46,6 +48,8 @@ export function submitOptions(ctx: CommandContext, flags: SubmitFlags): SubmitOp
     idempotencyKey: flags.idempotencyKey,
     traceId: flags.traceId,
     unique: uniqueOption(flags),
+    sequenceKey: flags.sequenceKey,
+    sequenceOnDeadLetter: flags.sequenceOnDeadLetter,
   };
   for (const key of Object.keys(options) as (keyof SubmitOptions)[]) if (options[key] === undefined) delete options[key];
   return options;

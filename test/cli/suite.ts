@@ -556,6 +556,27 @@ export function cliSuite(target: CliTarget): void {
       expect([missing.code, missing.stderr]).toEqual([3, expect.stringMatching(/^error NOT_FOUND: /)]);
     });
 
+    it('submits into a sequence: the second task waits; lists, shows, skips and sets the policy of its key', async () => {
+      const key = `cli-seq-${Date.now()}`;
+      const first = await submit('cli.echo', { n: 1 }, '--sequence-key', key, '--delay', '1h');
+      const second = await submit('cli.echo', { n: 2 }, '--sequence-key', key, '--sequence-on-dead-letter', 'SKIP');
+      expect([(await get(first)).status, (await get(second)).status]).toEqual(['QUEUED', 'BLOCKED']);
+      const listed = await tl(['sequences', 'list', '--json']);
+      expect(listed.json<{ sequences: unknown[] }>().sequences).toContainEqual(
+        expect.objectContaining({ sequenceKey: key, waiting: 1, blocked: false, onDeadLetter: 'SKIP', head: expect.objectContaining({ id: first }) }),
+      );
+      expect((await tl(['sequences', 'show', key])).stdout).toMatch(
+        new RegExp(`^KEY\\s+HEAD\\s+HEAD STATUS\\s+WAITING\\s+BLOCKED\\s+ON DEAD LETTER\\n${key}\\s+${first}\\s+QUEUED\\s+1\\s+no\\s+SKIP`),
+      );
+      expect((await tl(['sequences', 'list', '--blocked'])).stdout).not.toContain(key);
+      expect((await tl(['sequences', 'skip', key])).stdout).toBe(`sequence ${key}: its head is not dead-lettered, nothing skipped\n`);
+      expect((await tl(['sequences', 'policy', key, 'block', '--json'])).json()).toMatchObject({ sequenceKey: key, onDeadLetter: 'BLOCK' });
+      const bad = await tl(['sequences', 'policy', key, 'later']);
+      expect(bad.code).toBe(2);
+      const missing = await tl(['sequences', 'show', 'cli-no-such-key']);
+      expect([missing.code, missing.stderr]).toEqual([3, expect.stringMatching(/^error NOT_FOUND: /)]);
+    });
+
     it('cleans up in batches and keeps tasks inside the retention', async () => {
       const id = await submit('cli.echo', {});
       await tl(['cancel', id]);

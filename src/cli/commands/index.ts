@@ -19,6 +19,7 @@ import { moveCommand } from './move.js';
 import { policyCommand } from './policy.js';
 import { rescheduleCommand } from './reschedule.js';
 import { scheduleCommand } from './schedule.js';
+import { sequencesCommand } from './sequences.js';
 import { stepsCommand } from './steps.js';
 import { serveCommands } from './serve.js';
 import { submitCommand } from './submit.js';
@@ -50,6 +51,7 @@ export const COMMANDS: readonly CliCommand[] = [
   policyCommand,
   scheduleCommand,
   subscriptionsCommand,
+  sequencesCommand,
   workersCommand,
   tokenCommand,
 ];

@@ -29,6 +29,13 @@ export const submitCommand: CliCommand = {
       .option('--unique-key <key>', 'one task per type + owner + key while it is not finished (default key with the flags below: the payload)', nonEmpty)
       .option('--unique-period <duration>', 'throttle: one task per key per window of this length: 1m, 1h', duration)
       .option('--debounce <duration>', 'a later submit with the key replaces the waiting task and starts it this much later', duration)
+      .option('--sequence-key <key>', 'run one at a time, in submit order, with the other tasks of this key', nonEmpty)
+      .addOption(
+        new Option('--sequence-on-dead-letter <policy>', "what the key's dead-lettered head does to the tasks behind it (sets the key's policy)").choices([
+          'BLOCK',
+          'SKIP',
+        ]),
+      )
       .option('--tasks <modules...>', 'task modules whose schemas check the payloads')
       .option('-f, --file <path>', 'submit every record of a .jsonl (one payload per line) or .csv (header row) file')
       .option('--type <type>', 'with --file: the task type (or give it as the first argument)', nonEmpty)
