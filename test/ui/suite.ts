@@ -436,6 +436,35 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await context.close();
     });
 
+    it('Sequences lists keys with waiting tasks; an operator skips a dead-lettered head and the next task runs', async () => {
+      const client = rig.server.client;
+      const key = `ui-seq-${Date.now()}`;
+      const broken = rig.controls.broken;
+      rig.controls.broken = true;
+      const head = await client.submit('ui.flaky', {}, { sequenceKey: key });
+      const next = await client.submit('ui.quick', {}, { sequenceKey: key });
+      await waitFor(async () => (await client.get(head.task.id))?.status === 'FAILED', 'the head to fail for good', 20_000);
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.getByRole('link', { name: 'Sequences' }).click();
+      await page.getByRole('heading', { name: 'Sequences' }).waitFor();
+      const row = page.locator(`tr[data-sequence="${key}"][data-blocked="true"]`);
+      await row.waitFor();
+      expect(await row.locator('td').allTextContents()).toEqual(expect.arrayContaining(['1', 'waits for an operator', 'BLOCK']));
+      await page.getByLabel('Only keys waiting for an operator').check();
+      await row.waitFor();
+      await shoot(page, `${name}-sequences`);
+      await row.getByRole('button', { name: `Skip the head of ${key}` }).click();
+      await page.locator('dialog [data-confirm]').click();
+      await page
+        .getByRole('status')
+        .filter({ hasText: `Skipped the head of ${key}` })
+        .waitFor();
+      await waitFor(async () => (await client.get(next.task.id))?.status === 'SUCCESS', 'the next task to run', 20_000);
+      await row.waitFor({ state: 'detached' });
+      rig.controls.broken = broken;
+      await context.close();
+    });
+
     it('a user sees only its own tasks, no admin pages, and no admin actions; the server refuses them anyway', async () => {
       const client = rig.server.client;
       const mine = (await client.submit('ui.quick', {}, { owner: 'alice', delayMs: 3_600_000 })).task;

@@ -175,6 +175,14 @@ export interface Subscription {
   createdAt: string;
   updatedAt: string;
 }
+export interface SequenceSummary {
+  sequenceKey: string;
+  onDeadLetter: 'BLOCK' | 'SKIP';
+  head: { id: string; taskType: string; status: TaskStatus; lastErrorCode: string | null } | null;
+  waiting: number;
+  blocked: boolean;
+  updatedAt: string;
+}
 export interface LimitUse {
   running: number;
   limit: number;

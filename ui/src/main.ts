@@ -15,6 +15,7 @@ import { deadLettersPage } from './pages/dead-letters.js';
 import { policiesPage } from './pages/policies.js';
 import { schedulesPage } from './pages/schedules.js';
 import { subscriptionsPage } from './pages/subscriptions.js';
+import { sequencesPage } from './pages/sequences.js';
 import { workersPage } from './pages/workers.js';
 
 export interface PageContext {
@@ -40,6 +41,7 @@ const ROUTES: Route[] = [
   { name: 'policies', label: 'Policies', page: policiesPage, operator: true, nav: true },
   { name: 'schedules', label: 'Schedules', page: schedulesPage, operator: true, nav: true },
   { name: 'subscriptions', label: 'Subscriptions', page: subscriptionsPage, operator: true, nav: true },
+  { name: 'sequences', label: 'Sequences', page: sequencesPage, operator: false, nav: true },
   { name: 'workers', label: 'Workers', page: workersPage, operator: true, nav: true },
 ];
 
