@@ -252,6 +252,7 @@ export class Worker extends Emitter<WorkerEvents> {
       policies: this.policies,
       onError: (operation, error) => this.announcer.emit('error', { operation, error }),
     });
+    await this.executor.closeSandboxes();
     this.state = 'stopped';
     this.emit('stopped', { workerId: this.workerId });
   }
