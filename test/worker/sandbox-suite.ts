@@ -8,7 +8,7 @@
  * thread for real; what cannot work in a thread (ctx.complete(tx), a result
  * structured clone cannot carry) fails for good.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -158,8 +158,13 @@ export function runSandboxSuite(factory: StoreFactory): void {
       async () => {
         const file = join(scratch, `counter-${factory.dialect}`);
         const counter = sandboxed('sbx.counter', 'counter', {}, { terminateGraceMs: 100 });
-        // Renewals never reach the database (a partition): the lease is given up at its local deadline.
-        const partitioned: Store = Object.create(env.store, { renewLeases: { value: () => Promise.reject(new Error('network partition')) } });
+        // Once the handler writes, renewals never reach the database (a partition): the lease is given up at its local deadline.
+        const partitioned: Store = Object.create(env.store, {
+          renewLeases: {
+            value: (params: Parameters<Store['renewLeases']>[0]) =>
+              existsSync(file) ? Promise.reject(new Error('network partition')) : env.store.renewLeases(params),
+          },
+        });
         const worker = env
           .track(createWorker({ store: partitioned, tasks: [counter], ...FAST_WORKER, leaseMs: 1000, heartbeatIntervalMs: 100, recoveryIntervalMs: 0 }))
           .start();
