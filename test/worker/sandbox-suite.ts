@@ -107,9 +107,9 @@ export function runSandboxSuite(factory: StoreFactory): void {
     it(
       'a busy loop past its timeout is terminated (TIMEOUT) while the worker runs its other tasks and keeps their leases',
       async () => {
-        const busy = sandboxed('sbx.busy', 'busy', { timeoutMs: 1500 }, { terminateGraceMs: 100 });
+        const busy = sandboxed('sbx.busy', 'busy', { timeoutMs: 5000 }, { terminateGraceMs: 100 });
         const quick = defineTask({ type: 'sbx.quick', execute: async () => ({ status: 'SUCCESS' }) });
-        const worker = start([busy, quick], { concurrency: 2, leaseMs: 1000, heartbeatIntervalMs: 100 });
+        const worker = start([busy, quick], { concurrency: 2, leaseMs: 2000, heartbeatIntervalMs: 100 }); // the loop outlives two leases
         const lost: string[] = [];
         worker.on('leaseLost', ({ task }) => lost.push(task.id));
         const busyId = await submit(env.store, busy);
@@ -178,6 +178,22 @@ export function runSandboxSuite(factory: StoreFactory): void {
         // Still the same value after the thread would have written many times more (one write each 10 ms).
         await new Promise((resolve) => setTimeout(resolve, 300));
         expect(Number(readFileSync(file, 'utf8'))).toBe(stopped);
+      },
+      SLOW,
+    );
+
+    it(
+      'stop() past its grace terminates a busy sandboxed handler: the task is handed back (QUEUED), the stop completes',
+      async () => {
+        const busy = sandboxed('sbx.busy-stop', 'busy', {}, { terminateGraceMs: 100 });
+        const worker = start([busy], { shutdownGraceMs: 200, shutdownAbortWaitMs: 5000 });
+        const started: string[] = [];
+        worker.on('started', ({ task }) => started.push(task.id));
+        const id = await submit(env.store, busy);
+        await waitFor(() => started.includes(id), 'the handler to start', SLOW);
+        await worker.stop();
+        expect(worker.stats().active).toBe(0);
+        expect((await env.store.getTask({ id, scope: G }))?.status).toBe('QUEUED');
       },
       SLOW,
     );
