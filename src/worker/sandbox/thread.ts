@@ -29,8 +29,7 @@ interface Run {
 let current: Run | null = null;
 let nextCallId = 1;
 
-function call(run: Run, request: ContextCall): Promise<unknown> {
-  const callId = nextCallId++;
+function call(run: Run, request: ContextCall, callId = nextCallId++): Promise<unknown> {
   return new Promise((resolve, reject) => {
     run.calls.set(callId, { resolve, reject });
     post({ kind: 'call', callId, ...request });
@@ -86,10 +85,10 @@ class ThreadContext implements TaskContext {
 
   async step<T>(name: string, fn: () => T | Promise<T>): Promise<Awaited<T>> {
     // The worker's thread decides whether fn runs (a step recorded by an earlier attempt does not): it asks with runStep.
-    const callId = nextCallId;
+    const callId = nextCallId++;
     this.run.steps.set(callId, fn);
     try {
-      return (await call(this.run, { method: 'step', name })) as Awaited<T>;
+      return (await call(this.run, { method: 'step', name }, callId)) as Awaited<T>;
     } finally {
       this.run.steps.delete(callId);
     }
