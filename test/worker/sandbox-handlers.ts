@@ -75,3 +75,7 @@ export async function complete(ctx: TaskContext): Promise<void> {
 export function unclonable(): unknown {
   return { status: 'SUCCESS', result: { fn: () => 1 } };
 }
+
+export async function unclonableStep(ctx: TaskContext): Promise<void> {
+  await ctx.step('returns-a-function', () => () => 1);
+}

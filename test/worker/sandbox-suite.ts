@@ -214,16 +214,18 @@ export function runSandboxSuite(factory: StoreFactory): void {
     );
 
     it(
-      'what a sandbox cannot do fails for good: ctx.complete(tx) (SANDBOX_UNSUPPORTED), a result with a function (RESULT_NOT_SERIALIZABLE)',
+      'what a sandbox cannot do fails for good: ctx.complete(tx) (SANDBOX_UNSUPPORTED), a result with a function (RESULT_NOT_SERIALIZABLE), a step result with one (SANDBOX_NOT_CLONEABLE)',
       async () => {
         const complete = sandboxed('sbx.complete', 'complete', { maxAttempts: 3 });
         const unclonable = sandboxed('sbx.unclonable', 'unclonable', { maxAttempts: 3 });
         const missing = sandboxed('sbx.missing', 'noSuchExport', { maxAttempts: 1 });
-        start([complete, unclonable, missing]);
-        const [a, b, c] = await Promise.all([complete, unclonable, missing].map(async (t) => ended(await submit(env.store, t))));
+        const step = sandboxed('sbx.unclonable-step', 'unclonableStep', { maxAttempts: 3 });
+        start([complete, unclonable, missing, step]);
+        const [a, b, c, d] = await Promise.all([complete, unclonable, missing, step].map(async (t) => ended(await submit(env.store, t))));
         expect([a!.status, a!.lastErrorCode, a!.attemptCount]).toEqual(['FAILED', 'SANDBOX_UNSUPPORTED', 1]);
         expect([b!.status, b!.lastErrorCode, b!.attemptCount]).toEqual(['FAILED', 'RESULT_NOT_SERIALIZABLE', 1]);
         expect([c!.status, c!.lastErrorCode]).toEqual(['FAILED', 'SANDBOX_MODULE_INVALID']);
+        expect([d!.status, d!.lastErrorCode, d!.attemptCount]).toEqual(['FAILED', 'SANDBOX_NOT_CLONEABLE', 1]);
       },
       SLOW,
     );

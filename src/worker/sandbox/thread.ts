@@ -96,11 +96,24 @@ class ThreadContext implements TaskContext {
 }
 
 async function runStep(run: Run, callId: number): Promise<void> {
+  let value: unknown;
   try {
-    const value = await run.steps.get(callId)!();
-    post({ kind: 'stepDone', callId, ok: true, value });
+    value = await run.steps.get(callId)!();
   } catch (error) {
     post({ kind: 'stepDone', callId, ok: false, error: toWire(error) });
+    return;
+  }
+  try {
+    post({ kind: 'stepDone', callId, ok: true, value });
+  } catch (error) {
+    // Not storable as JSON either: the step fails for good, like a result JSON cannot hold.
+    const message = `the step's result cannot cross from its sandbox: ${(error as Error).message}`;
+    post({
+      kind: 'stepDone',
+      callId,
+      ok: false,
+      error: { kind: 'failure', name: 'SandboxError', message, code: ErrorCode.SANDBOX_NOT_CLONEABLE, retryable: false },
+    });
   }
 }
 
