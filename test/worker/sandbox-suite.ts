@@ -119,6 +119,8 @@ export function runSandboxSuite(factory: StoreFactory): void {
         const task = await ended(busyId);
         expect([task.status, task.lastErrorCode, task.attemptCount]).toEqual(['FAILED', 'TIMEOUT', 1]);
         expect(lost).toEqual([]);
+        // A thread in `for (;;);` never answers: no handler left running means it was terminated.
+        await waitFor(() => worker.stats().active === 0, 'the busy thread to be gone', SLOW);
         // The slot came back once the thread was gone: the next task runs.
         expect((await ended(await submit(env.store, quick))).status).toBe('SUCCESS');
       },
