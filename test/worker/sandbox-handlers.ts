@@ -79,3 +79,8 @@ export function unclonable(): unknown {
 export async function unclonableStep(ctx: TaskContext): Promise<void> {
   await ctx.step('returns-a-function', () => () => 1);
 }
+
+/** FAULTS.md 13's poison pill in a sandbox: process.exit in a worker thread ends that thread only. */
+export function exit(): never {
+  process.exit(3);
+}

@@ -145,12 +145,17 @@ export function runSandboxSuite(factory: StoreFactory): void {
     );
 
     it(
-      'a thread that crashes (an error thrown outside the handler) fails the attempt with SANDBOX_CRASHED',
+      'a thread that crashes (an error thrown outside the handler, process.exit in the thread) fails the attempt with SANDBOX_CRASHED; the process lives on',
       async () => {
-        const crash = sandboxed('sbx.crash', 'crash', { maxAttempts: 2, retry: { baseDelayMs: 10, maxDelayMs: 20, jitter: 0 } });
-        start([crash]);
-        const task = await ended(await submit(env.store, crash));
-        expect([task.status, task.lastErrorCode, task.attemptCount]).toEqual(['FAILED', 'SANDBOX_CRASHED', 2]);
+        const retry = { baseDelayMs: 10, maxDelayMs: 20, jitter: 0 };
+        const crash = sandboxed('sbx.crash', 'crash', { maxAttempts: 2, retry });
+        const exit = sandboxed('sbx.exit', 'exit', { maxAttempts: 2, retry });
+        start([crash, exit]);
+        const [thrown, exited] = await Promise.all([ended(await submit(env.store, crash)), ended(await submit(env.store, exit))]);
+        expect([thrown.status, thrown.lastErrorCode, thrown.attemptCount]).toEqual(['FAILED', 'SANDBOX_CRASHED', 2]);
+        expect([exited.status, exited.lastErrorCode, exited.attemptCount]).toEqual(['FAILED', 'SANDBOX_CRASHED', 2]);
+        const [failure] = await env.store.listFailures({ taskId: exited.id });
+        expect(failure?.message).toContain('exit code 3');
       },
       SLOW,
     );
