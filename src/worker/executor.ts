@@ -63,6 +63,8 @@ export class Executor {
       step: (execution, name, fn) => steps.step(execution, name, fn),
     };
     this.fanOut = new FanOut(options.store, options.tasks, FAN_OUT_LIMITS);
+    // A lost lease's thread is gone within half the safety margin: before the lease can have ended in the database.
+    this.sandboxes = new SandboxPool({ lostLeaseGraceMs: leases.safetyMarginMs / 2 });
     this.contextOptions = {
       flushIntervalMs: options.progressFlushIntervalMs,
       flushThreshold: options.progressFlushThreshold,
@@ -76,7 +78,7 @@ export class Executor {
   private readonly contextOptions: ContextOptions;
   private readonly fanOut: FanOut;
   /** The threads of sandboxed types (sandbox/pool.ts), made on their first task. */
-  private readonly sandboxes = new SandboxPool();
+  private readonly sandboxes: SandboxPool;
 
   /** Ends the sandboxes' threads (the worker's stop, once its handlers have stopped or been given up). */
   closeSandboxes(): Promise<void> {

@@ -44,7 +44,7 @@ export class SandboxThread {
   constructor(
     readonly moduleUrl: string,
     exportName: string,
-    private readonly options: SandboxOptions & { terminateGraceMs: number },
+    private readonly options: SandboxOptions & { terminateGraceMs: number; lostLeaseGraceMs: number },
     /** Called once the thread has exited, for whatever reason. */
     private readonly onExit: (thread: SandboxThread) => void,
   ) {
@@ -98,7 +98,9 @@ export class SandboxThread {
   private abort(running: Running): void {
     const reason = running.execution.abortReason!;
     this.post({ kind: 'abort', code: reason.code as AbortCode, message: reason.message });
-    if (running.graceTimer === undefined) running.graceTimer = setTimeout(() => this.terminate(reason), this.options.terminateGraceMs);
+    // Another worker may own a lost lease's task soon: its thread gets no more grace than the lease has left.
+    const graceMs = reason.code === 'LEASE_LOST' ? Math.min(this.options.terminateGraceMs, this.options.lostLeaseGraceMs) : this.options.terminateGraceMs;
+    if (running.graceTimer === undefined) running.graceTimer = setTimeout(() => this.terminate(reason), graceMs);
   }
 
   private onMessage(message: FromThread): void {

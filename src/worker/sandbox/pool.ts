@@ -21,6 +21,8 @@ export class SandboxPool {
   private readonly all = new Set<SandboxThread>();
   private closed = false;
 
+  constructor(private readonly options: { lostLeaseGraceMs: number }) {}
+
   /** Runs the execution's handler in a thread of its type; settles once the handler answered or its thread is gone. */
   async run(execution: Execution, context: ExecutionContext<Execution>, payload: unknown): Promise<unknown> {
     const thread = this.take(execution.definition);
@@ -71,7 +73,7 @@ export class SandboxPool {
     const started = new SandboxThread(
       moduleUrl(definition.type, sandbox.module),
       sandbox.exportName ?? SANDBOX_DEFAULTS.exportName,
-      { ...sandbox, terminateGraceMs: sandbox.terminateGraceMs ?? SANDBOX_DEFAULTS.terminateGraceMs },
+      { ...sandbox, terminateGraceMs: sandbox.terminateGraceMs ?? SANDBOX_DEFAULTS.terminateGraceMs, lostLeaseGraceMs: this.options.lostLeaseGraceMs },
       (gone) => this.forget(definition.type, gone),
     );
     this.all.add(started);
