@@ -75,6 +75,27 @@ export function runSandboxSuite(factory: StoreFactory): void {
     );
 
     it(
+      'a thread idle past idleTimeoutMs ends: the next task starts a fresh one (its module state anew)',
+      async () => {
+        const echo = sandboxed('sbx.echo-idle', 'default', {}, { idleTimeoutMs: 50 });
+        start([echo], { concurrency: 1 });
+        expect((await ended(await submit(env.store, echo))).result).toMatchObject({ calls: 1 });
+        // Polled, not slept: a later task finds no warm thread once the idle time has run out.
+        const fresh = await waitFor(
+          async () => {
+            await new Promise((resolve) => setTimeout(resolve, 100));
+            const task = await ended(await submit(env.store, echo));
+            return (task.result as { calls: number }).calls === 1 ? task : null;
+          },
+          'a task on a fresh thread',
+          SLOW,
+        );
+        expect(fresh.status).toBe('SUCCESS');
+      },
+      SLOW,
+    );
+
+    it(
       'errors cross with their code and retryability: a TaskFailure and a foreign error with retryable false fail for good',
       async () => {
         const refused = sandboxed('sbx.failure', 'failure', { maxAttempts: 3 });

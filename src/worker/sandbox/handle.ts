@@ -60,13 +60,15 @@ export class SandboxThread {
     this.thread.on('exit', (code) => this.onThreadExit(code));
   }
 
+  /** Neither gone nor being terminated (a thread told to terminate may still answer first: it is not reused). */
   get alive(): boolean {
-    return this.ended === null;
+    return this.ended === null && this.terminatedBy === null;
   }
 
   /** Runs the handler on `payload`; resolves with its result, rejects with its error or with why the thread is gone. */
   run(execution: Execution, context: ExecutionContext<Execution>, payload: unknown): Promise<unknown> {
-    if (this.ended) return Promise.reject(this.ended);
+    if (!this.alive)
+      return Promise.reject(this.ended ?? new SandboxError(ErrorCode.SANDBOX_CRASHED, 'the sandbox thread is being terminated', { retryable: true }));
     return new Promise((resolve, reject) => {
       const running: Running = { execution, context, resolve, reject, offAbort: () => undefined, graceTimer: undefined };
       this.running = running;

@@ -36,7 +36,8 @@ export class SandboxPool {
     } finally {
       off();
     }
-    // Aborted while the thread was starting: the handler never runs, and the thread stays warm for the next task.
+    // Aborted before this run began (the listener above ends only a thread still loading): the handler never runs,
+    // and the thread stays warm for the next task.
     if (execution.abortReason) {
       this.release(execution.definition, thread);
       throw execution.abortReason;
@@ -63,11 +64,12 @@ export class SandboxPool {
   }
 
   private take(definition: AnyTaskDefinition): SandboxThread {
-    const thread = this.idle.get(definition.type)?.pop();
-    if (thread) {
+    const idle = this.idle.get(definition.type) ?? [];
+    // (A thread whose idle time ran out may still be on the list until it has exited: never handed out.)
+    for (let thread = idle.pop(); thread; thread = idle.pop()) {
       clearTimeout(this.idleTimers.get(thread));
       this.idleTimers.delete(thread);
-      return thread;
+      if (thread.alive) return thread;
     }
     const sandbox = definition.sandbox!;
     const started = new SandboxThread(
