@@ -12,6 +12,7 @@ export type * from './store/types.js';
 export { openStore, dialectOfUrl, type OpenStoreOptions } from './store/open.js';
 export { defineTask, TaskResult, type TaskDefinition, type TaskSnooze } from './core/definition.js';
 export type { TaskContext } from './core/context.js';
+export type { SandboxOptions } from './core/sandbox.js';
 export {
   MAX_BATCH_SIZE,
   MAX_BATCH_WAIT_MS,

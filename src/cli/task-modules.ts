@@ -58,10 +58,10 @@ function definitionsIn(exports: Record<string, unknown>): AnyTaskDefinition[] {
   return unique.map((value) => (Object.isFrozen(value) ? value : defineTask(value)));
 }
 
-/** A definition has a string `type` and an `execute` (or `executeBatch`) function or a schema (a producer's module); defineTask checks the rest. */
+/** A definition has a string `type` and an `execute` (or `executeBatch`) function, a sandbox, or a schema (a producer's module); defineTask checks the rest. */
 function looksLikeDefinition(value: unknown): value is AnyTaskDefinition {
   if (typeof value !== 'object' || value === null) return false;
-  const candidate = value as { type?: unknown; execute?: unknown; executeBatch?: unknown; schema?: unknown };
-  const runs = typeof candidate.execute === 'function' || typeof candidate.executeBatch === 'function';
+  const candidate = value as { type?: unknown; execute?: unknown; executeBatch?: unknown; schema?: unknown; sandbox?: unknown };
+  const runs = typeof candidate.execute === 'function' || typeof candidate.executeBatch === 'function' || typeof candidate.sandbox === 'object';
   return typeof candidate.type === 'string' && (runs || typeof candidate.schema === 'object');
 }

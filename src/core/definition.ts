@@ -9,6 +9,7 @@ import { isStandardSchema, type StandardSchemaV1 } from './standard-schema.js';
 import type { TaskContext } from './context.js';
 import { checkBatchDefinition, type BatchHandler, type BatchOptions } from './batch.js';
 import type { TaskResult as ResultShape } from './result.js';
+import { checkSandboxDefinition, type SandboxOptions } from './sandbox.js';
 
 export type { TaskResultStatus } from './result.js';
 /** What a handler returns for a success (result.ts: ctx.complete takes it too, and core/context.ts cannot import this module). */
@@ -127,6 +128,12 @@ export interface TaskDefinition<Payload = unknown> {
   readonly retry?: Partial<RetryOptions>;
   /** Priority for tasks submitted without one. */
   readonly priority?: number;
+  /**
+   * Run the handler in a worker thread of its own (instead of execute), named by its module, with a memory
+   * limit; a timeout, a lost lease or a cancel terminates it for real, and a busy handler blocks only its own
+   * thread (core/sandbox.ts; README "Sandboxed handlers" says what such a handler cannot do).
+   */
+  readonly sandbox?: SandboxOptions;
 }
 
 export type AnyTaskDefinition = TaskDefinition<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -143,6 +150,7 @@ const DEFINITION_KEYS = keysOf<TaskDefinition>({
   timeoutMs: true,
   retry: true,
   priority: true,
+  sandbox: true,
 });
 
 /** Declares a task; checks the definition's shape at once. */
@@ -161,6 +169,7 @@ export function defineTask<Payload>(definition: TaskDefinition<Payload>): TaskDe
     }
   }
   checkBatchDefinition(definition.type, definition);
+  checkSandboxDefinition(definition.type, definition);
   return Object.freeze({ ...definition });
 }
 

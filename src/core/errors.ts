@@ -82,6 +82,16 @@ export const ErrorCode = {
   STEP_RESULT_NOT_SERIALIZABLE: 'STEP_RESULT_NOT_SERIALIZABLE',
   /** ctx.step: more steps in one attempt cycle of a task than the worker's maxStepsPerTask. */
   STEP_LIMIT_EXCEEDED: 'STEP_LIMIT_EXCEEDED',
+  /** A sandboxed handler's thread went over its memory limit (sandbox.maxOldGenerationSizeMb…) and was stopped: retried per the type's policy. */
+  SANDBOX_OUT_OF_MEMORY: 'SANDBOX_OUT_OF_MEMORY',
+  /** A sandboxed handler's thread ended without an answer (an uncaught error, process.exit in the thread): retried per the type's policy. */
+  SANDBOX_CRASHED: 'SANDBOX_CRASHED',
+  /** A sandboxed handler's module could not be loaded, or does not export the handler it names. */
+  SANDBOX_MODULE_INVALID: 'SANDBOX_MODULE_INVALID',
+  /** What a sandboxed handler cannot do (ctx.complete(tx)): fails the task for good. */
+  SANDBOX_UNSUPPORTED: 'SANDBOX_UNSUPPORTED',
+  /** A payload or step result that cannot cross to a sandboxed handler's thread by structured clone: fails the task for good. */
+  SANDBOX_NOT_CLONEABLE: 'SANDBOX_NOT_CLONEABLE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -341,6 +351,22 @@ export class TaskFailure extends Error {
     this.name = 'TaskFailure';
     this.code = options.code ?? ErrorCode.HANDLER_ERROR;
     this.retryable = options.retryable ?? true;
+  }
+}
+
+/**
+ * A sandboxed handler's thread failed (worker/sandbox/): out of memory, crashed, its module unusable, a context
+ * call it cannot make, or data that cannot cross. A TaskFailure, so that its code and retryability become the
+ * failure record as they are.
+ */
+export class SandboxError extends TaskFailure {
+  constructor(
+    code: 'SANDBOX_OUT_OF_MEMORY' | 'SANDBOX_CRASHED' | 'SANDBOX_MODULE_INVALID' | 'SANDBOX_UNSUPPORTED' | 'SANDBOX_NOT_CLONEABLE',
+    message: string,
+    options: { retryable: boolean; cause?: unknown },
+  ) {
+    super(message, { code, ...options });
+    this.name = 'SandboxError';
   }
 }
 

@@ -22,6 +22,7 @@ import { completeInTransaction, completionCommitted } from './tx-complete.js';
 import { StepKeeper } from './steps.js';
 import { startExecuteSpan } from '../observe/tracing.js';
 import type { BatchGatherer } from './batch-gatherer.js';
+import { SandboxPool } from './sandbox/pool.js';
 
 /** The defaults a client applies to a submit, for the children a fan-out makes. */
 const FAN_OUT_LIMITS = { maxPayloadBytes: 1024 * 1024, defaultMaxAttempts: 3 };
@@ -62,6 +63,8 @@ export class Executor {
       step: (execution, name, fn) => steps.step(execution, name, fn),
     };
     this.fanOut = new FanOut(options.store, options.tasks, FAN_OUT_LIMITS);
+    // A lost lease's thread is gone within half the safety margin: before the lease can have ended in the database.
+    this.sandboxes = new SandboxPool({ lostLeaseGraceMs: leases.safetyMarginMs / 2 });
     this.contextOptions = {
       flushIntervalMs: options.progressFlushIntervalMs,
       flushThreshold: options.progressFlushThreshold,
@@ -74,6 +77,13 @@ export class Executor {
   private readonly sink: ProgressSink<Execution>;
   private readonly contextOptions: ContextOptions;
   private readonly fanOut: FanOut;
+  /** The threads of sandboxed types (sandbox/pool.ts), made on their first task. */
+  private readonly sandboxes: SandboxPool;
+
+  /** Ends the sandboxes' threads (the worker's stop, once its handlers have stopped or been given up). */
+  closeSandboxes(): Promise<void> {
+    return this.sandboxes.close();
+  }
 
   /** Starts waiting executions while slots are free; `accepting` false starts none. */
   startWaiting(accepting: boolean): void {
@@ -115,7 +125,7 @@ export class Executor {
   /** COMMITTED: ctx.complete(tx) wrote it and the handler's transaction committed; null: nothing may be written. */
   private async outcomeOf(execution: Execution, context: ExecutionContext<Execution>): Promise<AttemptOutcome | null | typeof COMMITTED | typeof FANNED_OUT> {
     try {
-      const result = await runHandler(execution, context, this.batches);
+      const result = await runHandler(execution, context, this.batches, this.sandboxes);
       await context.settle();
       if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;
       if (isAwaitChildren(result)) return await this.writeFanOut(execution, result);
@@ -177,6 +187,7 @@ async function runHandler(
   execution: Execution,
   context: ExecutionContext<Execution>,
   batches: BatchGatherer,
+  sandboxes: SandboxPool,
 ): Promise<TaskResult | TaskSnooze | TaskAwaitChildren> {
   const { definition, task } = execution;
   const batched = batches.handles(definition);
@@ -197,8 +208,11 @@ async function runHandler(
   }
   const { span } = execution;
   const seat = batched ? batches.join(execution, payload) : null;
-  const work =
-    seat?.result ?? Promise.resolve().then(() => (span ? span.run(() => definition.execute!(context, payload)) : definition.execute!(context, payload)));
+  // A sandboxed handler runs in a thread of its own (sandbox/pool.ts): its work settles once that thread answered or is gone.
+  const execute = definition.sandbox
+    ? () => sandboxes.run(execution, context, payload) as Promise<TaskResult | TaskSnooze | TaskAwaitChildren | void>
+    : () => definition.execute!(context, payload);
+  const work = seat?.result ?? Promise.resolve().then(() => (span ? span.run(execute) : execute()));
   execution.handlerIdle = false;
   const settle = (): void => {
     execution.handlerIdle = true;

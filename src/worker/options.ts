@@ -15,6 +15,7 @@ import { systemClock, type Clock } from '../core/clock.js';
 import type { Logger } from 'pino';
 import { defaultWorkerLogger } from './error-log.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
+import { checkSandboxDefinition } from '../core/sandbox.js';
 import { checkBatchDefinition } from '../core/batch.js';
 import { normalizeSchedule, type ScheduleDefinition, type ScheduleInput } from '../core/schedule.js';
 
@@ -204,10 +205,11 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   checkInteger(c, 'maxStepsPerTask', o.maxStepsPerTask, { min: 1, max: 100_000 });
   if (o.failureClassifier !== null && typeof o.failureClassifier !== 'function') throw new InvalidOptionsError(c, 'failureClassifier', 'must be a function');
   for (const task of o.tasks) {
-    if (typeof task?.execute !== 'function' && typeof task?.executeBatch !== 'function') {
-      throw new InvalidOptionsError(c, 'tasks', `task ${String(task?.type)} has no execute (or executeBatch) function`);
+    if (typeof task?.execute !== 'function' && typeof task?.executeBatch !== 'function' && task?.sandbox === undefined) {
+      throw new InvalidOptionsError(c, 'tasks', `task ${String(task?.type)} has no execute (or executeBatch) function, nor a sandbox module`);
     }
     if (task.executeBatch !== undefined) checkBatchDefinition(task.type, task);
+    if (task.sandbox !== undefined) checkSandboxDefinition(task.type, task);
     if (task.retry) resolveRetryOptions(`task ${task.type}`, { ...o.retry, ...task.retry });
     if (task.timeoutMs !== undefined) checkInteger(`task ${task.type}`, 'timeoutMs', task.timeoutMs, { min: 1 });
   }

@@ -5,6 +5,7 @@
  *
  * - ClaimScheduler: when and how much to claim (prefetch, claim-along, polling)
  * - Executor: runs handlers in free slots and decides their outcome (outcome.ts)
+ *   (a sandboxed type's handler in a worker thread of its own: sandbox/pool.ts)
  * - OutcomeWriter: writes outcomes in batches, fenced by the lease
  * - LeaseKeeper: heartbeats, renewal answers, cancellation, lease loss, local lease deadline
  * - RecoverySweeper: the periodic sweep of expired leases and due retries
@@ -252,6 +253,7 @@ export class Worker extends Emitter<WorkerEvents> {
       policies: this.policies,
       onError: (operation, error) => this.announcer.emit('error', { operation, error }),
     });
+    await this.executor.closeSandboxes();
     this.state = 'stopped';
     this.emit('stopped', { workerId: this.workerId });
   }

@@ -33,6 +33,10 @@ export interface WorkerExtras {
   strictTypes?: string[];
   /** Of the worker's types, those run by a batch handler (fault-child.ts). */
   batchTypes?: string[];
+  /** Of the worker's types, those run in a sandbox (fault-child.ts, sandbox-handler.ts), with these options and timeout. */
+  sandboxTypes?: string[];
+  sandbox?: FaultChildConfig['sandbox'];
+  sandboxTimeoutMs?: number;
   /** The store's server at another address (a proxy in front of it: black-hole.ts); the handler tables stay direct. */
   storeUrl?: string;
 }
@@ -116,6 +120,9 @@ export class FaultEnvironment {
       types,
       strictTypes: extras.strictTypes,
       batchTypes: extras.batchTypes,
+      sandboxTypes: extras.sandboxTypes,
+      sandbox: extras.sandbox,
+      sandboxTimeoutMs: extras.sandboxTimeoutMs,
       clockSkewMs: extras.clockSkewMs,
       worker: { ...TIMING, ...LIMITS, ...worker },
     };

@@ -23,6 +23,10 @@
  * strictTypes: these types check their payload against that shape at run
  * time (fault-payload.ts); a payload that fails it is not the handler's.
  *
+ * sandboxTypes: of `types`, those whose handler runs in a worker thread
+ * (sandbox-handler.ts, core/sandbox.ts) with `sandbox` options and the timeout
+ * `sandboxTimeoutMs`.
+ *
  * clockSkewMs: this process's clocks run that far off — its wall clock
  * (Date.now, what a misconfigured host would show) and the worker's Clock.
  * The store is opened before the skew: its clock is the database's (on
@@ -33,6 +37,7 @@
  * trip), error, sigterm, and on stop `stopped` with the ids it completed.
  */
 import { defineTask } from '../../src/core/definition.js';
+import type { SandboxOptions } from '../../src/core/sandbox.js';
 import type { TaskContext } from '../../src/core/context.js';
 import { systemClock, type Clock } from '../../src/core/clock.js';
 import type { WorkerOptions } from '../../src/worker/options.js';
@@ -50,12 +55,17 @@ export interface FaultChildConfig {
   strictTypes?: string[];
   /** Of `types`, those run by batch handlers (executeBatch, up to 4 tasks a call): each task of a call runs the handler above, its own part. */
   batchTypes?: string[];
+  /** Of `types`, those run in a sandbox (sandbox-handler.ts): each with these sandbox options and timeout. */
+  sandboxTypes?: string[];
+  sandbox?: Omit<SandboxOptions, 'module' | 'exportName'>;
+  sandboxTimeoutMs?: number;
   clockSkewMs?: number;
   worker: Partial<Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'logger' | 'workerId'>>;
 }
 
 export interface FaultPayload {
-  mode?: 'sleep' | 'hold' | 'busy' | 'exit' | 'throw' | 'pool' | 'steps';
+  /** hog: the sandboxed handler's only (sandbox-handler.ts). */
+  mode?: 'sleep' | 'hold' | 'busy' | 'exit' | 'throw' | 'pool' | 'steps' | 'hog';
   ms?: number;
   /** mode steps: how many steps, which one holds, and whether its hold ignores the signal. */
   steps?: number;
@@ -142,20 +152,24 @@ async function execute(ctx: TaskContext, given: FaultPayload): Promise<{ status:
 
 const strict = new Set(config.strictTypes ?? []);
 const batched = new Set(config.batchTypes ?? []);
+const sandboxed = new Set(config.sandboxTypes ?? []);
+const SANDBOX_MODULE = new URL('./sandbox-handler.ts', import.meta.url);
 const tasks = config.types.map((type) =>
-  batched.has(type)
-    ? defineTask({
-        type,
-        batch: { maxSize: 4, maxWaitMs: 500 },
-        // Each task's part with its own context: an aborted part returns its abort (its outcome is the abort's anyway).
-        executeBatch: (_ctx, items) =>
-          Promise.all(items.map((item) => execute(item.ctx, (item.ctx.task.payload ?? {}) as FaultPayload).catch((error: Error) => error))),
-      })
-    : defineTask({
-        type,
-        ...(strict.has(type) ? { schema: FAULT_PAYLOAD_SCHEMA } : {}),
-        execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload),
-      }),
+  sandboxed.has(type)
+    ? defineTask({ type, timeoutMs: config.sandboxTimeoutMs, sandbox: { module: SANDBOX_MODULE, exportName: 'run', ...config.sandbox } })
+    : batched.has(type)
+      ? defineTask({
+          type,
+          batch: { maxSize: 4, maxWaitMs: 500 },
+          // Each task's part with its own context: an aborted part returns its abort (its outcome is the abort's anyway).
+          executeBatch: (_ctx, items) =>
+            Promise.all(items.map((item) => execute(item.ctx, (item.ctx.task.payload ?? {}) as FaultPayload).catch((error: Error) => error))),
+        })
+      : defineTask({
+          type,
+          ...(strict.has(type) ? { schema: FAULT_PAYLOAD_SCHEMA } : {}),
+          execute: (ctx) => execute(ctx, (ctx.task.payload ?? {}) as FaultPayload),
+        }),
 );
 const worker = createWorker({ store, tasks, clock, workerId: config.label, ...config.worker });
 worker.on('started', ({ task }) => say({ event: 'started', id: task.id, attempt: task.attemptCount }));

@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runSandboxSuite } from './sandbox-suite.js';
+
+runSandboxSuite(sqliteFactory);
