@@ -4,12 +4,14 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { runFairnessSuite } from './fairness.js';
+import { runSequenceProcessSuite } from './sequences.js';
+import type { ProcessDialect } from './suite.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tasklease-fair-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 
-runFairnessSuite({
+const dialect: ProcessDialect = {
   name: 'sqlite',
   async create() {
     files += 1;
@@ -17,7 +19,7 @@ runFairnessSuite({
     const store = new SqliteStore({ path, busyTimeoutMs: 10_000 });
     await store.migrate();
     const unsupported = (): never => {
-      throw new Error('not needed by the fairness suite');
+      throw new Error('not needed by the fairness and sequence suites');
     };
     return {
       storeConfig: { dialect: 'sqlite', path },
@@ -28,4 +30,6 @@ runFairnessSuite({
       destroy: () => store.close(),
     };
   },
-});
+};
+runFairnessSuite(dialect);
+runSequenceProcessSuite(dialect);

@@ -8,7 +8,9 @@
  *  - empty: returns at once;
  *  - sleep: waits sleepMs (honouring ctx.signal);
  *  - hold:  waits until ctx.signal aborts (or holdMs), reports `aborted`,
- *           then returns a result anyway — the fenced write must drop it.
+ *           then returns a result anyway — the fenced write must drop it;
+ *  - sequence: waits sleepMs, then fails while the attempt is at most the
+ *           payload's `failAttempts` (an ordinary, retryable error).
  *
  * With `trace`, an in-memory OpenTelemetry SDK is registered and every span
  * that ends is reported as a `span` line.
@@ -22,7 +24,7 @@ export interface ChildConfig {
   label: string;
   store: ChildStoreConfig;
   types: string[];
-  handler: 'empty' | 'sleep' | 'hold';
+  handler: 'empty' | 'sleep' | 'hold' | 'sequence';
   trace?: boolean;
   sleepMs?: number;
   holdMs?: number;
@@ -41,6 +43,7 @@ export interface ChildConfig {
       | 'ownerConcurrency'
       | 'fairOwners'
       | 'shutdownGraceMs'
+      | 'retry'
     >
   >;
 }
@@ -63,8 +66,11 @@ const store = await openChildStore(config.store, config.label);
 const tasks = config.types.map((type) =>
   defineTask({
     type,
-    execute: async (ctx) => {
-      if (config.handler === 'sleep') await wait(config.sleepMs ?? 10, ctx.signal);
+    execute: async (ctx, payload) => {
+      if (config.handler === 'sleep' || config.handler === 'sequence') await wait(config.sleepMs ?? 10, ctx.signal);
+      if (config.handler === 'sequence' && ctx.attempt <= ((payload as { failAttempts?: number } | null)?.failAttempts ?? 0)) {
+        throw new Error(`injected failure of attempt ${ctx.attempt}`);
+      }
       if (config.handler === 'hold') {
         await wait(config.holdMs ?? 60_000, ctx.signal);
         if (ctx.signal.aborted) say({ event: 'aborted', id: ctx.taskId, reason: (ctx.signal.reason as { code?: string })?.code });
