@@ -187,6 +187,26 @@ export function runFlowSuite(factory: StoreFactory): void {
       expect(late.status).toBe('QUEUED');
     });
 
+    it('children submitted with dependsOn while their parent ends are all released: none misses the end', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const parent = defineTask({ type: 'flow.racing-parent', execute: async () => gate.then(() => TaskResult.success({})) });
+      const child = defineTask({ type: 'flow.racing-child', execute: () => TaskResult.success({}) });
+      const client = createClient({ store: env.store, tasks: [parent, child] });
+      const { task: p } = await client.submit(parent, {});
+      await start([parent, child]);
+      await waitFor(async () => (await statusOf(env.store, p.id)) === 'RUNNING', 'the parent to run');
+      // Submits race the parent's outcome: each child must either see it ended or be seen by its settle.
+      const children: Promise<{ task: Task }>[] = [];
+      for (let i = 0; i < 40; i += 1) {
+        if (i === 10) release();
+        children.push(client.submit(child, {}, { dependsOn: [p.id] }));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const ids = (await Promise.all(children)).map((r) => r.task.id);
+      await waitFor(async () => (await Promise.all(ids.map((id) => statusOf(env.store, id)))).every((s) => s === 'SUCCESS'), 'every child to run', 20_000);
+    });
+
     it('fans out from a handler and fans in: the parent waits holding no lease, then runs again and reads its children', async () => {
       const runs: number[] = [];
       const part = defineTask<{ n: number }>({ type: 'flow.part', execute: async (_ctx, { n }) => TaskResult.success({ result: n * n }) });

@@ -130,6 +130,13 @@ export async function insertFlow(
     if (mine.length === 0) return results;
     const flowOf = new Map(tasks.map((t) => [t.id, t.flowId ?? null]));
     const joining = mine.filter((edge) => !flowOf.has(edge.parentId) && flowOf.get(edge.childId));
+    // Parents that exist already, locked first: one that ends meanwhile either commits before this lock is granted
+    // (the statement below, a new snapshot, sees it ended and settles) or waits for this commit (its settle then sees
+    // the edges). Without the lock both could miss each other, and the child would wait forever.
+    const existing = [...new Set(mine.filter((e) => !flowOf.has(e.parentId)).map((e) => e.parentId))].sort();
+    if (existing.length > 0) {
+      await run(client, 'locking a flow’s existing parents', `SELECT 1 FROM ${ctx.tables.task} WHERE id = ANY ($1::uuid[]) ORDER BY id FOR UPDATE`, [existing]);
+    }
     // One statement: the edges, parents that exist already joining their child's flow, then the settle of the parents
     // that have ended already (it sees the edges: they are written before it is called).
     await run(
@@ -155,7 +162,7 @@ export async function insertFlow(
       ],
     );
     // Only a parent that existed before this submit can have ended: then what settling changed is read again.
-    if (!mine.some((e) => !flowOf.has(e.parentId))) return results;
+    if (existing.length === 0) return results;
     const fresh = await readTasks(ctx, client, [...new Set(mine.map((e) => e.childId))]);
     return results.map((r) => (r.created ? { task: fresh.get(r.task.id) ?? r.task, created: true } : r));
   });
