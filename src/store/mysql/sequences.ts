@@ -14,6 +14,7 @@ import { sequenceFromRow, taskFromRow, type Row } from '../rows.js';
 import {
   holdsKeySql,
   numberingPlan,
+  waitingKeysSql,
   releasedStatusSql,
   SEQUENCE_TABLE,
   sequenceHolderSql,
@@ -120,13 +121,13 @@ export async function listSequences(
        FROM ${SEQUENCE_TABLE} k
        LEFT JOIN system_async_task h ON h.id = (SELECT t.id FROM system_async_task t
          WHERE t.sequence_key = k.sequence_key AND ${sequenceLiveSql('t')} AND ${holdsKeySql('t', 'k')} AND ${mine('t')} ORDER BY t.sequence_seq LIMIT 1)
-       WHERE (? IS NULL OR k.sequence_key = ?)
+       WHERE ${params.key === undefined ? `? IS NULL AND k.sequence_key IN (${waitingKeysSql('system_async_task')})` : 'k.sequence_key = ?'}
      ) s
      WHERE (? IS NOT NULL OR s.waiting > 0)
        AND (NOT ? OR (s.waiting > 0 AND s.status IN (${STATUS_SQL.FAILED}, ${STATUS_SQL.PAUSED})))
        AND (? IS NULL OR s.waiting > 0 OR s.id IS NOT NULL)
      ORDER BY s.sequence_key LIMIT ?`,
-    [owner, owner, owner, owner, params.key ?? null, params.key ?? null, params.key ?? null, params.blockedOnly ? 1 : 0, owner, params.limit],
+    [owner, owner, owner, owner, params.key ?? null, params.key ?? null, params.blockedOnly ? 1 : 0, owner, params.limit],
   );
   return rows.map((row) => sequenceFromRow(row, decode));
 }

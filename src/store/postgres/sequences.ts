@@ -19,6 +19,7 @@ import {
   sequenceLiveSql,
   sequenceNextSql,
   numberingPlan,
+  waitingKeysSql,
   sequenceReleaseAssignments,
   STATUS_SQL,
   waitsSql,
@@ -126,7 +127,7 @@ export async function listSequences(ctx: PgContext, params: { scope: Scope; key?
      LEFT JOIN LATERAL (SELECT t.id, t.task_type, t.status, t.last_error_code FROM ${task} t
        WHERE t.sequence_key = k.sequence_key AND ${sequenceLiveSql('t')} AND ${holdsKeySql('t', 'k')} AND ${mine('t')}
        ORDER BY t.sequence_seq LIMIT 1) h ON true
-     WHERE ($1::text IS NULL OR k.sequence_key = $1)
+     WHERE ${params.key === undefined ? `$1::text IS NULL AND k.sequence_key IN (${waitingKeysSql(task)})` : 'k.sequence_key = $1'}
        AND ($1::text IS NOT NULL OR w.waiting > 0)
        AND (NOT $3::boolean OR (w.waiting > 0 AND h.status IN (${STATUS_SQL.FAILED}, ${STATUS_SQL.PAUSED})))
        AND ($2::text IS NULL OR w.waiting > 0 OR h.id IS NOT NULL)

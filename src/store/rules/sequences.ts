@@ -136,3 +136,8 @@ export function numberingPlan(tasks: readonly NewTask[]): NumberingPlan {
     },
   };
 }
+
+/** The keys with tasks waiting, read from the sequence index (not the key table, which keeps every key ever used). */
+export function waitingKeysSql(task: string): string {
+  return `SELECT DISTINCT t.sequence_key FROM ${task} t WHERE t.sequence_key IS NOT NULL AND ${sequenceLiveSql('t')} AND ${waitsSql('t')}`;
+}

@@ -10,6 +10,7 @@ import { sequenceFromRow, taskFromRow, type Row } from '../rows.js';
 import {
   holdsKeySql,
   numberingPlan,
+  waitingKeysSql,
   releasedStatusSql,
   SEQUENCE_TABLE,
   sequenceHolderSql,
@@ -87,7 +88,7 @@ export function listSequences(db: Db, params: { scope: Scope; key?: string; bloc
        FROM ${SEQUENCE_TABLE} k
        LEFT JOIN system_async_task h ON h.id = (SELECT t.id FROM system_async_task t
          WHERE t.sequence_key = k.sequence_key AND ${sequenceLiveSql('t')} AND ${holdsKeySql('t', 'k')} AND ${mine('t')} ORDER BY t.sequence_seq LIMIT 1)
-       WHERE (@key IS NULL OR k.sequence_key = @key)
+       WHERE ${params.key === undefined ? `@key IS NULL AND k.sequence_key IN (${waitingKeysSql('system_async_task')})` : 'k.sequence_key = @key'}
      ) s
      WHERE (@key IS NOT NULL OR s.waiting > 0)
        AND (NOT @blocked OR (s.waiting > 0 AND s.status IN (${STATUS_SQL.FAILED}, ${STATUS_SQL.PAUSED})))
