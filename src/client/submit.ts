@@ -30,6 +30,8 @@ export interface SubmitOptions {
   traceId?: string;
   /** One task per key while in given states, per period (throttle) or debounced (client/unique.ts). */
   unique?: UniqueOptions;
+  /** Its starts count against the rate of policy KEY:<rateKey>, else KEY:<group>:* (group: the part before the first ':'). */
+  rateKey?: string;
 }
 
 export interface SubmitRequest extends SubmitOptions {
@@ -56,9 +58,10 @@ const REQUEST_KEYS = keysOf<SubmitRequest>({
   idempotencyKey: true,
   traceId: true,
   unique: true,
+  rateKey: true,
 });
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
-export const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128 } as const;
+export const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128, rateKey: 255 } as const;
 
 /**
  * Synchronous unless the type has a schema (a Standard Schema may validate
@@ -100,7 +103,8 @@ export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition,
   if (request.deadlineAt && request.deadlineAt.getTime() <= Date.now()) {
     throw new ValidationError(`${label}: deadlineAt ${request.deadlineAt.toISOString()} is already past`, 'deadlineAt');
   }
-  for (const field of ['owner', 'idempotencyKey', 'traceId'] as const) checkOptionalString(label, field, request[field], STRING_LIMITS[field]);
+  for (const field of ['owner', 'idempotencyKey', 'traceId', 'rateKey'] as const) checkOptionalString(label, field, request[field], STRING_LIMITS[field]);
+  if (request.rateKey?.endsWith(':*')) throw new ValidationError(`${label}: rateKey must not end with ':*' (that names a group's policy)`, 'rateKey');
   const unique = resolveUnique(label, request, { taskType: definition.type, owner: request.owner ?? null, payloadJson });
 
   return {
@@ -117,6 +121,7 @@ export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition,
     idempotencyKey: request.idempotencyKey ?? null,
     traceId: request.traceId ?? null,
     ...(unique ? { unique } : {}),
+    ...(request.rateKey !== undefined ? { rateKey: request.rateKey } : {}),
   };
 }
 

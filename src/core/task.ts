@@ -49,6 +49,8 @@ export interface Task<Payload = unknown> {
   flowId: string | null;
   /** Parents (or, for a fan-out waiting on its children, children) not ended yet; 0 outside flows. BLOCKED while > 0. */
   pendingParents: number;
+  /** The rate key it was submitted with (its starts count against policy KEY:<rateKey> or KEY:<group>:*); null: none. */
+  rateKey: string | null;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
@@ -92,6 +94,8 @@ export interface NewTask {
   flowId?: string | null;
   /** How many dependency edges insertFlow adds above it: it starts BLOCKED when > 0 (rules/flows.ts initialStatus). */
   pendingParents?: number;
+  /** Its starts count against the rate policy of this key (core/policy-keys.ts ratePolicyKeys); absent or null: none. */
+  rateKey?: string | null;
 }
 
 /** What the store needs of a submit's `unique` option, after the client resolved it. */

@@ -61,6 +61,7 @@ export function taskFromRow(row: Row, decode: Decode): Task {
     unique: uniqueHoldOf(optionalString(row.unique_key), Number(row.unique_states ?? 0), status, Number(row.attempt_count)),
     flowId: optionalString(row.flow_id),
     pendingParents: Number(row.pending_parents ?? 0),
+    rateKey: optionalString(row.rate_key),
     createdAt: decode.time(row.create_time),
     updatedAt: decode.time(row.update_time),
     // start_time / finish_time, not started_at / finished_at: the seed's analyze-performance.sh joins this
@@ -111,6 +112,7 @@ export function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, u
     unique: unique && uniqueHoldOf(unique.key, unique.states, status, 0),
     flowId: input.flowId ?? null,
     pendingParents: input.pendingParents ?? 0,
+    rateKey: input.rateKey ?? null,
     createdAt,
     updatedAt: createdAt,
     startedAt: null,
@@ -221,6 +223,8 @@ export function policyFromRow(row: Row, decode: Decode): Policy {
     maxAttempts: row.max_attempts === null ? null : Number(row.max_attempts),
     retryBaseDelayMs: row.retry_base_delay_ms === null ? null : Number(row.retry_base_delay_ms),
     enabled: row.enabled === true || Number(row.enabled) === 1,
+    rateLimit: row.rate_limit === null || row.rate_limit === undefined ? null : Number(row.rate_limit),
+    ratePeriodMs: row.rate_period_ms === null || row.rate_period_ms === undefined ? null : Number(row.rate_period_ms),
     updatedAt: decode.time(row.update_time),
   };
 }

@@ -619,6 +619,10 @@ export interface PolicyInput {
   retryBaseDelayMs: number | null;
   /** false: tasks of the type (or all, for GLOBAL) are not claimed; they wait. */
   enabled: boolean;
+  /** At most this many starts (claims) per ratePeriodMs in the policy's scope (rules/rates.ts); null: no rate limit. */
+  rateLimit?: number | null;
+  /** The rate's period in ms; set with rateLimit, null without it. */
+  ratePeriodMs?: number | null;
 }
 
 export interface Policy extends PolicyInput {

@@ -23,7 +23,7 @@ const MAX_STATEMENT_ROWS = 1000;
 const STATEMENT_ROOM_BYTES = 4096;
 
 const COLUMNS = `id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
-  max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states, flow_id, pending_parents`;
+  max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states, flow_id, pending_parents, rate_key`;
 
 export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {
   if (tasks.length === 0) return [];
@@ -86,6 +86,7 @@ async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask
       task.unique?.states ?? null,
       task.flowId ?? null,
       task.pendingParents ?? null,
+      task.rateKey ?? null,
     ]);
     await db.exec(conn, `INSERT INTO system_async_task (${COLUMNS}) VALUES ?${keyed ? ' ON DUPLICATE KEY UPDATE id = id' : ''}`, [rows]);
   }

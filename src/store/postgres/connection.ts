@@ -49,6 +49,7 @@ export interface PgContext {
     action: string;
     dependency: string;
     step: string;
+    rateStart: string;
     migrations: string;
   };
   /** One LISTEN/NOTIFY channel per schema; payloads are JSON (see listener.ts). */
@@ -109,6 +110,7 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
       action: `${schema}.system_async_task_action`,
       dependency: `${schema}.system_async_task_dependency`,
       step: `${schema}.system_async_task_step`,
+      rateStart: `${schema}.system_async_task_rate_start`,
       migrations: `${schema}.tasklease_migrations`,
     },
     // Channel names are identifiers (≤ 63 bytes); a digest keeps any schema name short and distinct.

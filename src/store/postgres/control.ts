@@ -116,13 +116,23 @@ export async function savePolicy(ctx: PgContext, policy: PolicyInput): Promise<P
   const result = await run<Row>(
     ctx.pool,
     'saving a policy',
-    `INSERT INTO ${ctx.tables.policy} (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time)
-     VALUES ($1, $2, $3, $4, $5, $6, now())
+    `INSERT INTO ${ctx.tables.policy} (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time,
+       rate_limit, rate_period_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8)
      ON CONFLICT (policy_key) DO UPDATE SET task_type = excluded.task_type, max_concurrency = excluded.max_concurrency,
        max_attempts = excluded.max_attempts, retry_base_delay_ms = excluded.retry_base_delay_ms, enabled = excluded.enabled,
-       update_time = excluded.update_time
+       update_time = excluded.update_time, rate_limit = excluded.rate_limit, rate_period_ms = excluded.rate_period_ms
      RETURNING *`,
-    [policy.policyKey, policy.taskType, policy.maxConcurrency, policy.maxAttempts, policy.retryBaseDelayMs, policy.enabled],
+    [
+      policy.policyKey,
+      policy.taskType,
+      policy.maxConcurrency,
+      policy.maxAttempts,
+      policy.retryBaseDelayMs,
+      policy.enabled,
+      policy.rateLimit ?? null,
+      policy.ratePeriodMs ?? null,
+    ],
   );
   return policyFromRow(result.rows[0]!, decodePostgres);
 }

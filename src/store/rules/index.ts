@@ -15,3 +15,4 @@ export * from './leases.js';
 export * from './actions.js';
 export * from './flows.js';
 export * from './steps.js';
+export * from './rates.js';

@@ -81,13 +81,24 @@ export function archiveDeadLetters(db: Db, ids: readonly string[], scope: Scope,
 export function savePolicy(db: Db, policy: PolicyInput, now: string): Policy {
   statement(
     db,
-    `INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time)
-     VALUES (?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time,
+       rate_limit, rate_period_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (policy_key) DO UPDATE SET task_type = excluded.task_type, max_concurrency = excluded.max_concurrency,
        max_attempts = excluded.max_attempts, retry_base_delay_ms = excluded.retry_base_delay_ms, enabled = excluded.enabled,
-       update_time = excluded.update_time`,
-  ).run(policy.policyKey, policy.taskType, policy.maxConcurrency, policy.maxAttempts, policy.retryBaseDelayMs, policy.enabled ? 1 : 0, now);
-  return { ...policy, updatedAt: fromSqliteTime(now) };
+       update_time = excluded.update_time, rate_limit = excluded.rate_limit, rate_period_ms = excluded.rate_period_ms`,
+  ).run(
+    policy.policyKey,
+    policy.taskType,
+    policy.maxConcurrency,
+    policy.maxAttempts,
+    policy.retryBaseDelayMs,
+    policy.enabled ? 1 : 0,
+    now,
+    policy.rateLimit ?? null,
+    policy.ratePeriodMs ?? null,
+  );
+  return { ...policy, rateLimit: policy.rateLimit ?? null, ratePeriodMs: policy.ratePeriodMs ?? null, updatedAt: fromSqliteTime(now) };
 }
 
 export function listPolicies(db: Db): Policy[] {

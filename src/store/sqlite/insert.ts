@@ -20,8 +20,8 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
     db,
     `INSERT INTO system_async_task (id, task_type, status, priority, payload_json, available_at, deadline_at,
        attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states,
-       flow_id, pending_parents)
-     VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+       flow_id, pending_parents, rate_key)
+     VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
   );
   return tasks.map((task): InsertTaskResult => {
     if (task.idempotencyKey !== null) {
@@ -51,6 +51,7 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
       task.unique?.states ?? null,
       task.flowId ?? null,
       task.pendingParents ?? null,
+      task.rateKey ?? null,
     ) as Row;
     return { task: taskFromRow(row, decodeSqlite), created: true };
   });
