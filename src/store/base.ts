@@ -160,6 +160,7 @@ const METHODS = [
   'releaseTasks',
   'recordStep',
   'listSteps',
+  'rateWindows',
   'recover',
   'listAttempts',
   'listTaskActions',

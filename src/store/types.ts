@@ -208,6 +208,11 @@ export interface WorkerStore<Tx = unknown> {
    * check (callers read the task in scope first).
    */
   listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]>;
+  /**
+   * The start log of rate scopes (rules/rates.ts): starts in each scope's window (now − periodMs, now] of the
+   * database clock, the oldest of them, and the clock read. For diagnose: one read per scope, no lock.
+   */
+  rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]>;
   /** Upserts this worker's row (last_seen_at = now): diagnostics tell which types have live workers. */
   registerWorker(params: { worker: WorkerRegistration }): Promise<void>;
   unregisterWorker(params: { workerId: string }): Promise<void>;
@@ -605,6 +610,17 @@ export interface ReplayResult {
   /** REPLAYED, or why not: NOT_FOUND (in scope), ALREADY_REPLAYED, ARCHIVED, TASK_NOT_FAILED, TASK_MISSING. */
   outcome: 'REPLAYED' | 'NOT_FOUND' | 'ALREADY_REPLAYED' | 'ARCHIVED' | 'TASK_NOT_FAILED' | 'TASK_MISSING';
   taskId: string | null;
+}
+
+/** A rate scope's window as the start log holds it (Store.rateWindows). */
+export interface RateWindow {
+  scopeKey: string;
+  /** Starts in (now − period, now]. */
+  used: number;
+  /** The oldest of them: the next slot opens one period after it. null: none. */
+  oldestStartAt: Date | null;
+  /** The database clock the window was read at. */
+  now: Date;
 }
 
 export interface PolicyInput {

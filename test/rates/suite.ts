@@ -9,7 +9,9 @@
  * sampler is test/process/rates.test.ts.
  */
 import { describe, expect, it } from 'vitest';
+import { diagnose } from '../../src/client/diagnose.js';
 import { PolicyApi, type PolicyChange, type PolicyTarget } from '../../src/client/policies.js';
+import { Scope } from '../../src/core/scope.js';
 import type { Task } from '../../src/core/task.js';
 import type { Store } from '../../src/store/types.js';
 import type { StoreFactory } from '../helpers/factory.js';
@@ -67,10 +69,10 @@ export function runRateSuite(factory: StoreFactory): void {
     it('a group policy gives every key its own budget; a key policy wins over its group', async () => {
       await policy({ rateKey: 'partner:*' }, { rateLimit: 2, ratePeriodMs: MINUTE });
       await policy({ rateKey: 'partner:b' }, { rateLimit: 1, ratePeriodMs: MINUTE });
-      await submit(3, { rateKey: 'partner:a', priority: 9 } as never);
-      await submit(3, { rateKey: 'partner:b', priority: 8 } as never);
-      await submit(3, { rateKey: 'partner:c', priority: 7 } as never);
-      await submit(2, { rateKey: 'other' } as never);
+      await submit(3, { rateKey: 'partner:a', priority: 9 });
+      await submit(3, { rateKey: 'partner:b', priority: 8 });
+      await submit(3, { rateKey: 'partner:c', priority: 7 });
+      await submit(2, { rateKey: 'other' });
       await submit(2);
       const first = await claim({ limit: 20 });
       expect(countBy(first, (t) => t.rateKey)).toEqual({ 'partner:a': 2, 'partner:b': 1, 'partner:c': 2, other: 2, '-': 2 });
@@ -79,8 +81,8 @@ export function runRateSuite(factory: StoreFactory): void {
 
     it('head of line: an exhausted key does not hide another key behind its backlog', async () => {
       await policy({ rateKey: 'hot' }, { rateLimit: 1, ratePeriodMs: MINUTE });
-      await submit(40, { rateKey: 'hot', priority: 10 } as never);
-      await submit(3, { rateKey: 'cold' } as never);
+      await submit(40, { rateKey: 'hot', priority: 10 });
+      await submit(3, { rateKey: 'cold' });
       const first = await claim({ limit: 2 });
       expect(countBy(first, (t) => t.rateKey)).toEqual({ hot: 1, cold: 1 });
       const second = await claim({ limit: 2 });
@@ -138,6 +140,26 @@ export function runRateSuite(factory: StoreFactory): void {
       }, 'a slot after the period');
       expect(next).toHaveLength(2);
       expect(next[0]!.startedAt!.getTime() - at).toBeGreaterThanOrEqual(800);
+    });
+
+    it('diagnose: a waiting task is RATE_LIMITED, with its scope and when the next slot opens', async () => {
+      await policy({ rateKey: 'partner:*' }, { rateLimit: 1, ratePeriodMs: MINUTE });
+      const [first, second] = (await submit(2, { rateKey: 'partner:x' })).map((r) => r.task);
+      const [started] = await claim();
+      expect(started!.id).toBe(first!.id);
+      const options = { scope: Scope.global(), globalConcurrency: 100, typeConcurrency: 100, workerSeenWithinMs: 60_000 };
+      const diagnosis = await diagnose(current.store, second!.id, options);
+      const cause = diagnosis.causes.find((c) => c.code === 'RATE_LIMITED');
+      expect(cause?.scope).toBe('KEY:partner:x');
+      expect(cause?.nextSlotAt?.getTime()).toBe(started!.startedAt!.getTime() + MINUTE);
+      expect(cause?.message).toMatch(/KEY:partner:x \(policy KEY:partner:\*\) is spent: 1 of 1 starts/);
+      expect(diagnosis.rates).toEqual([
+        { scope: 'KEY:partner:x', policyKey: 'KEY:partner:*', rateLimit: 1, ratePeriodMs: MINUTE, used: 1, nextSlotAt: cause!.nextSlotAt },
+      ]);
+      const other = (await submit(1, { rateKey: 'partner:y' }))[0]!.task;
+      const free = await diagnose(current.store, other.id, options);
+      expect(free.causes.map((c) => c.code)).not.toContain('RATE_LIMITED');
+      expect(free.rates[0]).toMatchObject({ scope: 'KEY:partner:y', used: 0, nextSlotAt: null });
     });
 
     it('rejects half a rate, and a key policy without one', async () => {

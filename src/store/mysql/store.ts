@@ -60,6 +60,7 @@ import type {
   TaskPage,
   WorkerRecord,
   WorkerRegistration,
+  RateWindow,
 } from '../types.js';
 import { claim, workLeft, type CapCache } from './claim.js';
 import { explainClaim } from './explain.js';
@@ -286,6 +287,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {
     return this.db.run((conn) => reads.listSteps(this.db, conn, params.taskId, params.currentCycleOnly));
+  }
+
+  rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]> {
+    return this.db.run((conn) => reads.rateWindows(this.db, conn, params.scopes));
   }
 
   finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: MysqlTransaction }): Promise<FinishResult> {

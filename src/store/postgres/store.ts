@@ -65,6 +65,7 @@ import type {
   TaskPage,
   WorkerRecord,
   WorkerRegistration,
+  RateWindow,
 } from '../types.js';
 import { claimTasks } from './claim.js';
 import { explainClaim } from './explain.js';
@@ -327,6 +328,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
 
   async listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {
     return reads.listSteps(this.ctx, params.taskId, params.currentCycleOnly);
+  }
+
+  async rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]> {
+    return reads.rateWindows(this.ctx, params.scopes);
   }
 
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: PostgresTransaction }): Promise<FinishResult> {

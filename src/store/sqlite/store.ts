@@ -55,6 +55,7 @@ import type {
   TaskPage,
   WorkerRecord,
   WorkerRegistration,
+  RateWindow,
 } from '../types.js';
 import { claim, leasedByType } from './claim.js';
 import { explainClaim } from './explain.js';
@@ -257,6 +258,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {
     return this.read(() => reads.listSteps(this.db, params.taskId, params.currentCycleOnly));
+  }
+
+  async rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]> {
+    return this.read(() => reads.rateWindows(this.db, params.scopes, this.clock()));
   }
 
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: SqliteTransaction }): Promise<FinishResult> {
