@@ -15,6 +15,7 @@ export interface SubmitFlags {
   owner?: string;
   idempotencyKey?: string;
   traceId?: string;
+  rateKey?: string;
   tasks?: string[];
   file?: string;
   type?: string;
@@ -45,6 +46,7 @@ export function submitOptions(ctx: CommandContext, flags: SubmitFlags): SubmitOp
     owner,
     idempotencyKey: flags.idempotencyKey,
     traceId: flags.traceId,
+    rateKey: flags.rateKey,
     unique: uniqueOption(flags),
   };
   for (const key of Object.keys(options) as (keyof SubmitOptions)[]) if (options[key] === undefined) delete options[key];

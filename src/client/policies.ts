@@ -46,9 +46,11 @@ export class PolicyApi {
     const keyPolicy = policyKey.startsWith(KEY_POLICY_PREFIX);
     if (typeof target === 'object' && target !== null) {
       const fields = keyPolicy ? (['maxConcurrency', 'maxAttempts', 'retryBaseDelayMs', 'enabled'] as const) : (['maxAttempts', 'retryBaseDelayMs'] as const);
-      const holds = keyPolicy ? 'rateLimit and ratePeriodMs' : 'maxConcurrency, enabled and a rate';
+      const holds = keyPolicy
+        ? 'a rate key policy holds rateLimit and ratePeriodMs only'
+        : 'an owner policy holds maxConcurrency and enabled only (and a rate)';
       for (const field of fields) {
-        if (input[field] !== undefined) throw new ValidationError(`a ${keyPolicy ? 'rate key' : 'owner'} policy holds ${holds} only, not ${field}`, field);
+        if (input[field] !== undefined) throw new ValidationError(`${holds}, not ${field}`, field);
       }
     }
     const current = (await this.store.listPolicies()).find((p) => p.policyKey === policyKey);

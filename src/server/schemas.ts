@@ -51,6 +51,7 @@ export const submitRequest = {
     owner: text(255),
     idempotencyKey: text(255),
     traceId: text(128),
+    rateKey: text(255),
     unique: {
       type: 'object',
       additionalProperties: false,

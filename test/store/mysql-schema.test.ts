@@ -71,7 +71,8 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
     expect(fields).toContain('trace_parent');
     expect(fields).toContain('lease_token');
     expect(fields).toContain('flow_id');
-    expect(fields).toHaveLength(35);
+    expect(fields).toContain('rate_key');
+    expect(fields).toHaveLength(36);
   });
 
   it('judges time by the database clock in UTC', async () => {
