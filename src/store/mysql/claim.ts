@@ -54,6 +54,7 @@ import {
   typeRooms,
   pickWithinRates,
   RateBudget,
+  ratePolicyOf,
   rateScopesOf,
   ratesByRow,
   type ClaimPolicy,
@@ -167,10 +168,12 @@ async function claimWithinRates(
   if (chosen.length === 0) return [];
   // The log from the rows actually leased (a row locked elsewhere was left out after the pick).
   const log = chosen.flatMap((row) => rateScopesOf(row, state.rates));
-  const prunes = [...new Set(log)].map((scopeKey) => {
-    const { beforeMs } = budget.prunes().find((p) => p.scopeKey === scopeKey) ?? { beforeMs: nowMs - maxPeriod };
-    return { sql: 'DELETE FROM system_async_task_rate_start WHERE scope_key = ? AND started_at <= ?', values: [scopeKey, sqlTime(new Date(beforeMs))] };
-  });
+  const prunes: Statement[] = [...new Set(log)].map((scopeKey) => ({
+    sql: 'DELETE FROM system_async_task_rate_start WHERE scope_key = ? AND started_at <= ?',
+    values: [scopeKey, sqlTime(new Date(nowMs - ratePolicyOf(scopeKey, state.rates)!.periodMs))],
+  }));
+  // Keys that start no more (and scopes without a policy any more) keep no rows past the longest period.
+  prunes.push({ sql: 'DELETE FROM system_async_task_rate_start WHERE started_at <= ?', values: [sqlTime(new Date(nowMs - maxPeriod))] });
   const logRows =
     log.length === 0
       ? []

@@ -378,7 +378,8 @@ ON DUPLICATE KEY UPDATE slot = slot`,
     name: 'rate limits',
     // Rate limits (rules/rates.ts): N starts per period on a policy row (GLOBAL, TYPE:, OWNER:, KEY:), the task's
     // rate key, and the start log every rate-limited claim counts in and appends to (one row per start per scope,
-    // pruned to the scope's period by the claims that write it).
+    // pruned to the scope's period by the claims that write it, and to the longest period whatever the scope: the
+    // time index serves that and the claim's read of the window).
     statements: [
       'ALTER TABLE system_async_task_policy ADD COLUMN rate_limit INT NULL, ADD COLUMN rate_period_ms BIGINT NULL, ADD KEY ix_system_async_task_policy_rate (rate_limit)',
       ...addColumnIfMissing('rate_key', 'VARCHAR(255) NULL'),
@@ -387,7 +388,8 @@ ON DUPLICATE KEY UPDATE slot = slot`,
   scope_key VARCHAR(300) NOT NULL,
   started_at DATETIME(3) NOT NULL,
   PRIMARY KEY (id),
-  KEY ix_system_async_task_rate_start (scope_key, started_at)
+  KEY ix_system_async_task_rate_start (scope_key, started_at),
+  KEY ix_system_async_task_rate_start_time (started_at)
 ) ${TABLE_OPTIONS}`,
     ],
   },

@@ -96,6 +96,8 @@ function claimWithinRates(db: Db, params: ClaimParams, rooms: Map<string, number
   for (const scopeKey of budget.log) log.run(scopeKey, now);
   const prune = statement(db, 'DELETE FROM system_async_task_rate_start WHERE scope_key = ? AND started_at <= ?');
   for (const { scopeKey, beforeMs } of budget.prunes()) prune.run(scopeKey, toSqliteTime(beforeMs));
+  // Keys that start no more (and scopes without a policy any more) keep no rows past the longest period.
+  statement(db, 'DELETE FROM system_async_task_rate_start WHERE started_at <= ?').run(toSqliteTime(nowMs - maxPeriod));
   return tasks;
 }
 
