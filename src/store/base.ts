@@ -161,6 +161,7 @@ const METHODS = [
   'recordStep',
   'listSteps',
   'rateWindows',
+  'listRateStarts',
   'recover',
   'listAttempts',
   'listTaskActions',

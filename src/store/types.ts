@@ -213,6 +213,8 @@ export interface WorkerStore<Tx = unknown> {
    * database clock, the oldest of them, and the clock read. For diagnose: one read per scope, no lock.
    */
   rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]>;
+  /** Every row of the start log newer than now − withinMs (database clock), and the clock read: for the rate gauges. */
+  listRateStarts(params: { withinMs: number }): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }>;
   /** Upserts this worker's row (last_seen_at = now): diagnostics tell which types have live workers. */
   registerWorker(params: { worker: WorkerRegistration }): Promise<void>;
   unregisterWorker(params: { workerId: string }): Promise<void>;

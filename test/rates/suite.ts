@@ -12,6 +12,8 @@ import { describe, expect, it } from 'vitest';
 import { diagnose } from '../../src/client/diagnose.js';
 import { PolicyApi, type PolicyChange, type PolicyTarget } from '../../src/client/policies.js';
 import { Scope } from '../../src/core/scope.js';
+import { createMetrics } from '../../src/observe/metrics.js';
+import { Registry } from 'prom-client';
 import type { Task } from '../../src/core/task.js';
 import type { Store } from '../../src/store/types.js';
 import type { StoreFactory } from '../helpers/factory.js';
@@ -160,6 +162,34 @@ export function runRateSuite(factory: StoreFactory): void {
       const free = await diagnose(current.store, other.id, options);
       expect(free.causes.map((c) => c.code)).not.toContain('RATE_LIMITED');
       expect(free.rates[0]).toMatchObject({ scope: 'KEY:partner:y', used: 0, nextSlotAt: null });
+    });
+
+    it('gauges: spent scopes and window starts by scope kind, never by key', async () => {
+      await policy({ rateKey: 'partner:*' }, { rateLimit: 1, ratePeriodMs: MINUTE });
+      await policy('alpha', { rateLimit: 10, ratePeriodMs: MINUTE });
+      await submit(2, { rateKey: 'partner:a' });
+      await submit(2, { rateKey: 'partner:b' });
+      await submit(1);
+      expect(await claim()).toHaveLength(3);
+      const registry = new Registry();
+      createMetrics({ registry }).attachStore(current.store);
+      const series = async (name: string) =>
+        ((await registry.getMetricsAsJSON()).find((m) => m.name === name)!.values as { labels: Record<string, string>; value: number }[]).map((s) => [
+          s.labels.scope_kind,
+          s.value,
+        ]);
+      expect(await series('async_task_rate_limited_scopes')).toEqual([
+        ['global', 0],
+        ['type', 0],
+        ['owner', 0],
+        ['key', 2],
+      ]);
+      expect(await series('async_task_rate_window_starts')).toEqual([
+        ['global', 0],
+        ['type', 3],
+        ['owner', 0],
+        ['key', 2],
+      ]);
     });
 
     it('rejects half a rate, and a key policy without one', async () => {

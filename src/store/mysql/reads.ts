@@ -101,6 +101,19 @@ export async function rateWindows(db: MysqlDatabase, conn: Conn, scopes: readonl
   return windows;
 }
 
+export async function listRateStarts(
+  db: MysqlDatabase,
+  conn: Conn,
+  withinMs: number,
+): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+  const [clock] = await db.rows(conn, 'SELECT NOW(3) AS now');
+  const now = String(clock!.now);
+  const rows = await db.rows(conn, 'SELECT scope_key, started_at FROM system_async_task_rate_start WHERE started_at > ?', [
+    sqlTime(new Date(decode.time(now).getTime() - withinMs)),
+  ]);
+  return { now: decode.time(now), starts: rows.map((row) => ({ scopeKey: String(row.scope_key), startedAt: decode.time(row.started_at) })) };
+}
+
 export async function listSteps(db: MysqlDatabase, conn: Conn, taskId: string, currentCycleOnly: boolean | undefined): Promise<StepRecord[]> {
   const cycle = currentCycleOnly ? ` AND cycle = ${CURRENT_CYCLE}` : '';
   const rows = await db.rows(conn, `SELECT * FROM system_async_task_step WHERE task_id = ?${cycle} ORDER BY ${STEP_ORDER_SQL}`, [taskId]);

@@ -289,6 +289,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.db.run((conn) => reads.listSteps(this.db, conn, params.taskId, params.currentCycleOnly));
   }
 
+  listRateStarts(params: { withinMs: number }): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+    return this.db.run((conn) => reads.listRateStarts(this.db, conn, params.withinMs));
+  }
+
   rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]> {
     return this.db.run((conn) => reads.rateWindows(this.db, conn, params.scopes));
   }

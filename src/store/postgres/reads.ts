@@ -165,6 +165,22 @@ export async function rateWindows(ctx: PgContext, scopes: readonly { scopeKey: s
   }));
 }
 
+export async function listRateStarts(ctx: PgContext, withinMs: number): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+  const result = await run<Row>(
+    ctx.pool,
+    'reading the rate start log',
+    `SELECT c.now, s.scope_key, s.started_at FROM (SELECT clock_timestamp() AS now) c
+     LEFT JOIN ${ctx.tables.rateStart} s ON s.started_at > c.now - $1 * interval '1 millisecond'`,
+    [withinMs],
+  );
+  return {
+    now: decodePostgres.time(result.rows[0]!.now),
+    starts: result.rows
+      .filter((row) => row.scope_key !== null)
+      .map((row) => ({ scopeKey: String(row.scope_key), startedAt: decodePostgres.time(row.started_at) })),
+  };
+}
+
 export async function listSteps(ctx: PgContext, taskId: string, currentCycleOnly: boolean | undefined): Promise<StepRecord[]> {
   const cycle = currentCycleOnly ? ` AND cycle = ${CURRENT_CYCLE}` : '';
   const result = await run<Row>(ctx.pool, 'listing steps', `SELECT * FROM ${ctx.tables.step} WHERE task_id = $1${cycle} ORDER BY ${STEP_ORDER_SQL}`, [

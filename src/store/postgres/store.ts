@@ -330,6 +330,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return reads.listSteps(this.ctx, params.taskId, params.currentCycleOnly);
   }
 
+  async listRateStarts(params: { withinMs: number }): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+    return reads.listRateStarts(this.ctx, params.withinMs);
+  }
+
   async rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]> {
     return reads.rateWindows(this.ctx, params.scopes);
   }

@@ -94,6 +94,11 @@ export class RateBudget {
     }
   }
 
+  /** Starts in each scope's window (scopes with a policy and at least one start). */
+  usedByScope(): ReadonlyMap<string, number> {
+    return this.used;
+  }
+
   /** Starts left in a scope this period; Infinity without a rate policy. */
   room(scopeKey: string): number {
     const policy = ratePolicyOf(scopeKey, this.policies);

@@ -83,6 +83,11 @@ export function rateWindows(db: Db, scopes: readonly { scopeKey: string; periodM
   });
 }
 
+export function listRateStarts(db: Db, withinMs: number, nowMs: number): { now: Date; starts: { scopeKey: string; startedAt: Date }[] } {
+  const rows = statement(db, 'SELECT scope_key, started_at FROM system_async_task_rate_start WHERE started_at > ?').all(toSqliteTime(nowMs - withinMs)) as Row[];
+  return { now: new Date(nowMs), starts: rows.map((row) => ({ scopeKey: String(row.scope_key), startedAt: decodeSqlite.time(row.started_at) })) };
+}
+
 export function listSteps(db: Db, taskId: string, currentCycleOnly: boolean | undefined): StepRecord[] {
   const cycle = currentCycleOnly ? ` AND cycle = ${CURRENT_CYCLE}` : '';
   const rows = statement(db, `SELECT * FROM system_async_task_step WHERE task_id = ?${cycle} ORDER BY ${STEP_ORDER_SQL}`).all(taskId) as Row[];

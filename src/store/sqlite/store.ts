@@ -260,6 +260,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.read(() => reads.listSteps(this.db, params.taskId, params.currentCycleOnly));
   }
 
+  async listRateStarts(params: { withinMs: number }): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+    return this.read(() => reads.listRateStarts(this.db, params.withinMs, this.clock()));
+  }
+
   async rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]> {
     return this.read(() => reads.rateWindows(this.db, params.scopes, this.clock()));
   }
