@@ -99,7 +99,10 @@
  * Rate limits (rules/rates.ts): while any rate policy exists (an EXISTS on
  * the policy table's partial rate index, read with the other policies: a
  * claim without rate policies reads nothing more), every claim takes the
- * schema's lock alone, and a third query counts the start log in each
+ * schema's lock alone. With GLOBAL and TYPE: rates only, the plain query runs
+ * with each type's room and the claim's cut to what the rates leave, and logs
+ * its starts; with owner or key rates (or owners in play) a third query
+ * counts the start log in each
  * scope's window, leaves out the rows of exhausted keys and owners, ranks
  * the rest per rate key and per owner (a window, as for owners), keeps each
  * within its rooms, and in the same statement leases, logs one start per
@@ -196,6 +199,8 @@ DECLARE
   v_global_enabled boolean;
   v_owners boolean;
   v_rates boolean;
+  -- A rate policy of an owner or a rate key: the candidates must be ranked per key and owner.
+  v_rates_by_row boolean;
   v_limit integer := p_limit;
   -- Side by side (shared locks): what the other claims in a scope's slots may take, counted as taken.
   v_global_reserve integer := 0;
@@ -256,6 +261,12 @@ BEGIN
   -- After the wait: a lease must last leaseMs from when it is granted.
   v_now := clock_timestamp();
   IF v_rates THEN
+    v_rates_by_row := EXISTS (SELECT 1 FROM ${policy} r
+      WHERE r.rate_limit IS NOT NULL AND (starts_with(r.policy_key, ${OWNER_PREFIX_SQL}) OR starts_with(r.policy_key, ${KEY_PREFIX_SQL})));
+  END IF;
+  IF v_rates AND NOT (v_rates_by_row OR v_owners) THEN
+    RETURN QUERY ${plainQuery(ctx, true)};
+  ELSIF v_rates THEN
     RETURN QUERY ${ratesQuery(ctx)};
   ELSIF v_owners THEN
     RETURN QUERY ${ownersQuery(ctx)};
@@ -309,24 +320,50 @@ function roomsSql(ctx: PgContext): string {
   )`;
 }
 
-function plainQuery(ctx: PgContext): string {
+/**
+ * The plain claim; `rated`: with GLOBAL and TYPE: rates only (no owner or key rates, no owners in play), the same
+ * query with each type's and the claim's room cut to what the rates leave, and the starts logged.
+ */
+function plainQuery(ctx: PgContext, rated = false): string {
   const { task } = ctx.tables;
-  return `${roomsSql(ctx)},
+  const big = 2147483647;
+  const typeRate = rated ? `, COALESCE((SELECT n FROM scope_room WHERE policy_key = ${TYPE_POLICY_PREFIX_SQL} || wanted.task_type), ${big})` : '';
+  const globalRate = rated
+    ? `LEAST((SELECT n FROM global_room), COALESCE((SELECT n FROM scope_room WHERE policy_key = ${GLOBAL_POLICY_SQL}), ${big}))`
+    : '(SELECT n FROM global_room)';
+  return `${roomsSql(ctx)},${rated ? rateWindowSql(ctx) : ''}
   candidates AS (
     SELECT c.* FROM wanted CROSS JOIN LATERAL (
       SELECT t.id, t.priority, t.available_at, t.create_time FROM ${task} t
       WHERE t.task_type = wanted.task_type AND t.status IN ${CLAIMABLE_SQL}
         AND t.available_at <= v_now AND (t.deadline_at IS NULL OR t.deadline_at > v_now)
       ORDER BY t.${ORDER.replaceAll(', ', ', t.')}
-      LIMIT GREATEST(0, LEAST(wanted.room, (SELECT n FROM global_room)))
+      LIMIT GREATEST(0, LEAST(wanted.room, ${globalRate}${typeRate}))
       FOR UPDATE SKIP LOCKED
     ) c
     WHERE wanted.room > 0
   ),
   chosen AS (
-    SELECT id FROM candidates ORDER BY ${ORDER} LIMIT (SELECT n FROM global_room)
+    SELECT id FROM candidates ORDER BY ${ORDER} LIMIT ${globalRate}
   ),
-  ${leaseSql(ctx, 'chosen')}`;
+  ${leaseSql(ctx, 'chosen', rated ? rateLogSql(ctx) : '')}`;
+}
+
+/** The rate policies, the starts in each scope's window (now - period, now], and each policy scope's room. */
+function rateWindowSql(ctx: PgContext): string {
+  const { policy, rateStart } = ctx.tables;
+  return `
+  rate_policy AS MATERIALIZED (
+    SELECT p.policy_key, p.rate_limit, p.rate_period_ms FROM ${policy} p WHERE p.rate_limit IS NOT NULL
+  ),
+  rate_used AS MATERIALIZED (
+    SELECT s.scope_key, count(*) AS n FROM ${rateStart} s CROSS JOIN LATERAL ${scopeRatePolicySql('s.scope_key', 'rate_policy')} rp
+    WHERE s.started_at > v_now - rp.rate_period_ms * interval '1 millisecond'
+    GROUP BY s.scope_key
+  ),
+  scope_room AS MATERIALIZED (
+    SELECT p.policy_key, GREATEST(0, p.rate_limit - COALESCE(u.n, 0)) AS n FROM rate_policy p LEFT JOIN rate_used u ON u.scope_key = p.policy_key
+  ),`;
 }
 
 /** Round robin across owners within each owner's room (see claim.ts). */
@@ -364,21 +401,9 @@ function ownersQuery(ctx: PgContext): string {
 
 /** Within every rate's room (see claim.ts, "Rate limits"); round robin across owners when owners are in play. */
 function ratesQuery(ctx: PgContext): string {
-  const { task, policy, rateStart } = ctx.tables;
+  const { task, policy } = ctx.tables;
   const turn = (alias: string) => `CASE WHEN v_owners THEN ${alias}.owner_rank ELSE 0 END`;
-  return `${roomsSql(ctx)},
-  rate_policy AS MATERIALIZED (
-    SELECT p.policy_key, p.rate_limit, p.rate_period_ms FROM ${policy} p WHERE p.rate_limit IS NOT NULL
-  ),
-  rate_used AS MATERIALIZED (
-    -- Starts in each scope's window (now - period, now].
-    SELECT s.scope_key, count(*) AS n FROM ${rateStart} s CROSS JOIN LATERAL ${scopeRatePolicySql('s.scope_key', 'rate_policy')} rp
-    WHERE s.started_at > v_now - rp.rate_period_ms * interval '1 millisecond'
-    GROUP BY s.scope_key
-  ),
-  scope_room AS MATERIALIZED (
-    SELECT p.policy_key, GREATEST(0, p.rate_limit - COALESCE(u.n, 0)) AS n FROM rate_policy p LEFT JOIN rate_used u ON u.scope_key = p.policy_key
-  ),
+  return `${roomsSql(ctx)},${rateWindowSql(ctx)}
   owner_leased AS MATERIALIZED (
     SELECT l.owner, count(*) AS n FROM ${task} l WHERE l.status IN ${LEASED_SQL} AND l.owner IS NOT NULL GROUP BY l.owner
   ),
