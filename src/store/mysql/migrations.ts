@@ -381,7 +381,11 @@ ON DUPLICATE KEY UPDATE slot = slot`,
     // pruned to the scope's period by the claims that write it, and to the longest period whatever the scope: the
     // time index serves that and the claim's read of the window).
     statements: [
-      'ALTER TABLE system_async_task_policy ADD COLUMN rate_limit INT NULL, ADD COLUMN rate_period_ms BIGINT NULL, ADD KEY ix_system_async_task_policy_rate (rate_limit)',
+      // Only when still to do (like addColumnIfMissing): a re-run after a crash before the version row is a no-op.
+      ...ddlIf(
+        `(SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'system_async_task_policy' AND COLUMN_NAME = 'rate_limit') = 0`,
+        'ALTER TABLE system_async_task_policy ADD COLUMN rate_limit INT NULL, ADD COLUMN rate_period_ms BIGINT NULL, ADD KEY ix_system_async_task_policy_rate (rate_limit)',
+      ),
       ...addColumnIfMissing('rate_key', 'VARCHAR(255) NULL'),
       `CREATE TABLE IF NOT EXISTS system_async_task_rate_start (
   id BIGINT NOT NULL AUTO_INCREMENT,
