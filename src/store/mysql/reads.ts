@@ -101,11 +101,7 @@ export async function rateWindows(db: MysqlDatabase, conn: Conn, scopes: readonl
   return windows;
 }
 
-export async function listRateStarts(
-  db: MysqlDatabase,
-  conn: Conn,
-  withinMs: number,
-): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+export async function listRateStarts(db: MysqlDatabase, conn: Conn, withinMs: number): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
   const [clock] = await db.rows(conn, 'SELECT NOW(3) AS now');
   const now = String(clock!.now);
   const rows = await db.rows(conn, 'SELECT scope_key, started_at FROM system_async_task_rate_start WHERE started_at > ?', [

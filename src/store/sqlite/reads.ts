@@ -84,7 +84,9 @@ export function rateWindows(db: Db, scopes: readonly { scopeKey: string; periodM
 }
 
 export function listRateStarts(db: Db, withinMs: number, nowMs: number): { now: Date; starts: { scopeKey: string; startedAt: Date }[] } {
-  const rows = statement(db, 'SELECT scope_key, started_at FROM system_async_task_rate_start WHERE started_at > ?').all(toSqliteTime(nowMs - withinMs)) as Row[];
+  const rows = statement(db, 'SELECT scope_key, started_at FROM system_async_task_rate_start WHERE started_at > ?').all(
+    toSqliteTime(nowMs - withinMs),
+  ) as Row[];
   return { now: new Date(nowMs), starts: rows.map((row) => ({ scopeKey: String(row.scope_key), startedAt: decodeSqlite.time(row.started_at) })) };
 }
 
