@@ -24,6 +24,8 @@ const KEYS = ['acct:1', 'acct:2', 'acct:3', 'acct:4'];
 const PER_KEY = 8;
 const UNKEYED = 18;
 const TOTAL = KEYS.length * PER_KEY + UNKEYED;
+const GLOBAL_RATE = 8;
+const GLOBAL_TOTAL = 32;
 
 /** The most starts any window (end − period, end] holds, every start taken as an end. */
 export function maxInWindow(starts: readonly number[], periodMs: number): number {
@@ -76,6 +78,28 @@ await onEveryStore('test/process/rates.test.ts', 'rate limits across 4 processes
       expect(typeMax).toBe(TYPE_RATE); // the limits were reached, so the test had teeth
       expect(keyMax).toBe(KEY_RATE);
       for (const w of workers) expect(w.count('started')).toBeGreaterThan(0); // every process took part
+    }),
+  );
+
+  it(`a global rate of ${GLOBAL_RATE} / ${PERIOD_MS} ms over two types (no key or owner rate): no window ever holds more`, { timeout: 180_000 }, () =>
+    withArea(async ({ store, childStore }) => {
+      await new PolicyApi(store).update(null, { rateLimit: GLOBAL_RATE, ratePeriodMs: PERIOD_MS });
+      const worker = { concurrency: 4, prefetch: 2, pollIntervalMs: 20, recoveryIntervalMs: 0, globalConcurrency: 100, typeConcurrency: 100 };
+      const types = ['rate.sampled', 'rate.other'];
+      const workers = ['g1', 'g2', 'g3'].map((label) => new ChildWorker({ label, store: childStore as ChildStoreConfig, types, handler: 'empty', worker }));
+      await Promise.all(workers.map((w) => w.until('ready')));
+      const tasks = [...tasksOf(GLOBAL_TOTAL / 2, null), ...tasksOf(GLOBAL_TOTAL / 2, null).map((t) => ({ ...t, taskType: 'rate.other' }))];
+      await store.insertTasks({ tasks });
+      await waitFor(async () => (await store.countByStatus({ scope: Scope.global() })).SUCCESS === GLOBAL_TOTAL, `${GLOBAL_TOTAL} successes`, 120_000, 100);
+      await Promise.all(workers.map((w) => w.stop()));
+      const starts = await startsOf(store);
+      expect(starts).toHaveLength(GLOBAL_TOTAL);
+      const max = maxInWindow(
+        starts.map((s) => s.at),
+        PERIOD_MS,
+      );
+      console.log(`global rate sampler on ${store.dialect}: ${starts.length} starts, max ${max} in any ${PERIOD_MS} ms window`);
+      expect(max).toBe(GLOBAL_RATE); // reached, never passed
     }),
   );
 });
