@@ -14,14 +14,14 @@ import { checkKnownKeys } from '../core/validate.js';
 import type { Policy, PolicyInput, Store } from '../store/types.js';
 import { checkTaskType } from '../core/definition.js';
 import { checkNoNul } from '../core/text.js';
+import { MAX_RATE_PERIOD_MS } from '../store/rules/rates.js';
 
 export { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey };
 
 /** Which policy: null for GLOBAL, a task type, `{ owner }` for a tenant's, `{ rateKey }` for a rate key's (or `<group>:*`). */
 export type PolicyTarget = string | null | { owner: string } | { rateKey: string };
 
-/** The longest rate period: a day (the start log keeps a scope's starts for its period). */
-export const MAX_RATE_PERIOD_MS = 24 * 3600 * 1000;
+export { MAX_RATE_PERIOD_MS };
 
 /** What an operator may change; omitted fields keep their stored value (or the default). */
 export interface PolicyChange {

@@ -19,6 +19,7 @@ import {
   STATUS_SQL,
   TERMINAL_SQL,
 } from '../rules/index.js';
+import { MAX_RATE_PERIOD_MS } from '../rules/rates.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { checkText, decode, sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';
@@ -146,6 +147,8 @@ export async function listPolicies(db: MysqlDatabase, conn: Conn): Promise<Polic
 export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {
   const cutoff = sqlTime(finishedBefore);
   const result: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
+  // Start log rows older than the longest rate period serve no window (rules/rates.ts): keys that start no more, removed policies.
+  await db.exec(conn, 'DELETE FROM system_async_task_rate_start WHERE started_at <= NOW(3) - INTERVAL ? MICROSECOND', [MAX_RATE_PERIOD_MS * 1000]);
   // Locked and re-checked in one step: an operator's retry of a selected task waits, then finds it gone or kept.
   const rows = await db.rows(
     conn,

@@ -405,6 +405,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   }
 
   async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
+    await control.pruneRateStarts(this.ctx);
     if (this.historyMoveAfterMs !== null) return dropAndMove(this.ctx, params.finishedBefore, this.historyMoveAfterMs, params.batchSize);
     return control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
   }

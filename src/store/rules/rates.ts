@@ -31,6 +31,9 @@ import {
 } from '../../core/policy-keys.js';
 import type { Row } from '../rows.js';
 
+/** The longest rate period: a day. No window needs a start older than that, whatever the policies say. */
+export const MAX_RATE_PERIOD_MS = 24 * 3600 * 1000;
+
 export interface RatePolicy {
   limit: number;
   periodMs: number;

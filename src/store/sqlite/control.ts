@@ -20,6 +20,7 @@ import {
   STATUS_SQL,
   TERMINAL_SQL,
 } from '../rules/index.js';
+import { MAX_RATE_PERIOD_MS } from '../rules/rates.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 
@@ -106,8 +107,14 @@ export function listPolicies(db: Db): Policy[] {
   return rows.map((row) => policyFromRow(row, decodeSqlite));
 }
 
+/** Start log rows older than the longest rate period serve no window (rules/rates.ts): keys that start no more, removed policies. */
+function pruneRateStarts(db: Db, now: string): void {
+  statement(db, 'DELETE FROM system_async_task_rate_start WHERE started_at <= ?').run(toSqliteTime(fromSqliteTime(now).getTime() - MAX_RATE_PERIOD_MS));
+}
+
 export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: number, now: string): PurgeResult {
   const cutoff = toSqliteTime(finishedBefore.getTime());
+  pruneRateStarts(db, now);
   const ids = (
     statement(
       db,
