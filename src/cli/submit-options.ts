@@ -15,6 +15,7 @@ export interface SubmitFlags {
   owner?: string;
   idempotencyKey?: string;
   traceId?: string;
+  rateKey?: string;
   tasks?: string[];
   file?: string;
   type?: string;
@@ -47,6 +48,7 @@ export function submitOptions(ctx: CommandContext, flags: SubmitFlags): SubmitOp
     owner,
     idempotencyKey: flags.idempotencyKey,
     traceId: flags.traceId,
+    rateKey: flags.rateKey,
     unique: uniqueOption(flags),
     sequenceKey: flags.sequenceKey,
     sequenceOnDeadLetter: flags.sequenceOnDeadLetter,

@@ -7,6 +7,7 @@ import { ErrorCode, NotFoundError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
 import { isQuarantined, type Task } from '../core/task.js';
 import type { AttemptRecord, FailureRow, Store } from '../store/types.js';
+import { keyPolicyKey, ratePolicyKeys } from '../core/policy-keys.js';
 import { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey } from './policies.js';
 import { stepSummary, type StepSummary } from './steps.js';
 
@@ -17,6 +18,7 @@ export type CauseCode =
   | 'GLOBAL_LIMIT_FULL'
   | 'TYPE_LIMIT_FULL'
   | 'OWNER_LIMIT_FULL'
+  | 'RATE_LIMITED'
   | 'NOT_YET_AVAILABLE'
   | 'PAST_DEADLINE'
   | 'PAUSED'
@@ -38,6 +40,23 @@ export type CauseCode =
 export interface Cause {
   code: CauseCode;
   message: string;
+  /** RATE_LIMITED: the policy key whose rate is spent (GLOBAL, TYPE:…, OWNER:…, KEY:…), and when its next slot opens. */
+  scope?: string;
+  nextSlotAt?: Date;
+}
+
+/** A rate that applies to the task (rules/rates.ts): its policy, the scope its starts count in, and the window now. */
+export interface RateState {
+  /** Where the starts are counted: GLOBAL, TYPE:<type>, OWNER:<owner> or KEY:<rateKey>. */
+  scope: string;
+  /** The policy that sets the rate (for a key: KEY:<rateKey> or its group's KEY:<group>:*). */
+  policyKey: string;
+  rateLimit: number;
+  ratePeriodMs: number;
+  /** Starts in the last period. */
+  used: number;
+  /** When the oldest start of the window leaves it; null while the window has room. */
+  nextSlotAt: Date | null;
 }
 
 export interface Diagnosis {
@@ -48,6 +67,8 @@ export interface Diagnosis {
   lease: { status: LeaseStatus; remainingSeconds: number | null; expiries: number; quarantined: boolean };
   /** Durable steps (ctx.step) the current attempt cycle completed: a retry resumes after the last. */
   steps: StepSummary;
+  /** The rates that apply to a waiting task (QUEUED, RETRY_WAIT), spent or not; empty otherwise. */
+  rates: RateState[];
   /** Most important first; `verdict` is the first one's message. */
   causes: Cause[];
   verdict: string;
@@ -110,7 +131,8 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
   ]);
   const lease = leaseStatus(task, now);
   const causes: Cause[] = [];
-  const add = (code: CauseCode, message: string): void => void causes.push({ code, message });
+  const add = (code: CauseCode, message: string, more: Partial<Cause> = {}): void => void causes.push({ code, message, ...more });
+  let rates: RateState[] = [];
   const expiredAttempts = attempts.filter((a) => a.outcome === 'LEASE_EXPIRED').length;
   if (expiredAttempts >= 2) {
     add(
@@ -159,10 +181,49 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
     case 'RETRY_WAIT': {
       const blocked = waitingCauses(task, now, { policies, leased, workers, options }, add);
       const ownerBlocked = await ownerCauses(store, task, policies, options.scope, add);
-      if (!blocked && !ownerBlocked) add('READY', 'claimable now: a worker should pick it up at its next poll');
+      rates = await rateStates(store, task, policies);
+      for (const rate of rates.filter((r) => r.nextSlotAt !== null)) {
+        add(
+          'RATE_LIMITED',
+          `the rate of ${rate.scope}${rate.policyKey === rate.scope ? '' : ` (policy ${rate.policyKey})`} is spent: ${rate.used} of ${rate.rateLimit} starts in the last ${rate.ratePeriodMs} ms; the next slot opens at ${rate.nextSlotAt!.toISOString()}`,
+          { scope: rate.scope, nextSlotAt: rate.nextSlotAt! },
+        );
+      }
+      if (!blocked && !ownerBlocked && !rates.some((r) => r.nextSlotAt !== null)) add('READY', 'claimable now: a worker should pick it up at its next poll');
     }
   }
-  return { task, attempts, failures, lease, steps: stepSummary(steps), causes, verdict: causes[0]!.message };
+  return { task, attempts, failures, lease, steps: stepSummary(steps), rates, causes, verdict: causes[0]!.message };
+}
+
+/** The rates that apply to a task (the same lookup as the claims': rules/rates.ts) and their windows, read now. */
+async function rateStates(store: Store, task: Task, policies: Awaited<ReturnType<Store['listPolicies']>>): Promise<RateState[]> {
+  const byKey = new Map(policies.filter((p) => p.rateLimit != null && p.ratePeriodMs != null).map((p) => [p.policyKey, p]));
+  if (byKey.size === 0) return [];
+  const scopes: { scope: string; policyKey: string }[] = [GLOBAL_POLICY_KEY, typePolicyKey(task.taskType)]
+    .concat(task.owner === null ? [] : [ownerPolicyKey(task.owner)])
+    .filter((key) => byKey.has(key))
+    .map((key) => ({ scope: key, policyKey: key }));
+  if (task.rateKey !== null) {
+    const policyKey = ratePolicyKeys(task.rateKey).find((key) => byKey.has(key));
+    if (policyKey) scopes.push({ scope: keyPolicyKey(task.rateKey), policyKey });
+  }
+  if (scopes.length === 0) return [];
+  const windows = await store.rateWindows({
+    scopes: scopes.map(({ scope, policyKey }) => ({ scopeKey: scope, periodMs: byKey.get(policyKey)!.ratePeriodMs! })),
+  });
+  return scopes.map(({ scope, policyKey }, i) => {
+    const policy = byKey.get(policyKey)!;
+    const window = windows[i]!;
+    const spent = window.used >= policy.rateLimit! && window.oldestStartAt !== null;
+    return {
+      scope,
+      policyKey,
+      rateLimit: policy.rateLimit!,
+      ratePeriodMs: policy.ratePeriodMs!,
+      used: window.used,
+      nextSlotAt: spent ? new Date(window.oldestStartAt!.getTime() + policy.ratePeriodMs!) : null,
+    };
+  });
 }
 
 function waitingCauses(

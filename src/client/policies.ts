@@ -4,19 +4,24 @@
  * the database and read by every claim — a change applies on every worker in
  * the cluster at its next claim, without a restart. Per-owner (tenant)
  * policies hold a concurrency limit and an enabled flag; while any exists,
- * claims take turns across owners.
+ * claims take turns across owners. Rate limits (rules/rates.ts): any of these
+ * may hold N starts per period, and so may a rate key's policy (`{ rateKey }`:
+ * one key, or `<group>:*` for every key `<group>:…`, each with its own budget).
  */
 import { ValidationError } from '../core/errors.js';
-import { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey } from '../core/policy-keys.js';
+import { GLOBAL_POLICY_KEY, KEY_POLICY_PREFIX, ownerPolicyKey, typePolicyKey } from '../core/policy-keys.js';
 import { checkKnownKeys } from '../core/validate.js';
 import type { Policy, PolicyInput, Store } from '../store/types.js';
 import { checkTaskType } from '../core/definition.js';
 import { checkNoNul } from '../core/text.js';
+import { MAX_RATE_PERIOD_MS } from '../store/rules/rates.js';
 
 export { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey };
 
-/** Which policy: null for GLOBAL, a task type, or `{ owner }` for a tenant's. */
-export type PolicyTarget = string | null | { owner: string };
+/** Which policy: null for GLOBAL, a task type, `{ owner }` for a tenant's, `{ rateKey }` for a rate key's (or `<group>:*`). */
+export type PolicyTarget = string | null | { owner: string } | { rateKey: string };
+
+export { MAX_RATE_PERIOD_MS };
 
 /** What an operator may change; omitted fields keep their stored value (or the default). */
 export interface PolicyChange {
@@ -24,9 +29,12 @@ export interface PolicyChange {
   maxAttempts?: number | null;
   retryBaseDelayMs?: number | null;
   enabled?: boolean;
+  /** At most this many starts per ratePeriodMs in the policy's scope; give both or neither (null clears both). */
+  rateLimit?: number | null;
+  ratePeriodMs?: number | null;
 }
 
-const CHANGE_KEYS = ['maxConcurrency', 'maxAttempts', 'retryBaseDelayMs', 'enabled'] as const;
+const CHANGE_KEYS = ['maxConcurrency', 'maxAttempts', 'retryBaseDelayMs', 'enabled', 'rateLimit', 'ratePeriodMs'] as const;
 
 export class PolicyApi {
   constructor(private readonly store: Store) {}
@@ -35,9 +43,14 @@ export class PolicyApi {
   async update(target: PolicyTarget, change: PolicyChange): Promise<Policy> {
     const input = validateChange(change);
     const { policyKey, taskType } = resolveTarget(target);
+    const keyPolicy = policyKey.startsWith(KEY_POLICY_PREFIX);
     if (typeof target === 'object' && target !== null) {
-      for (const field of ['maxAttempts', 'retryBaseDelayMs'] as const) {
-        if (input[field] !== undefined) throw new ValidationError(`an owner policy holds maxConcurrency and enabled only, not ${field}`, field);
+      const fields = keyPolicy ? (['maxConcurrency', 'maxAttempts', 'retryBaseDelayMs', 'enabled'] as const) : (['maxAttempts', 'retryBaseDelayMs'] as const);
+      const holds = keyPolicy
+        ? 'a rate key policy holds rateLimit and ratePeriodMs only'
+        : 'an owner policy holds maxConcurrency and enabled only (and a rate)';
+      for (const field of fields) {
+        if (input[field] !== undefined) throw new ValidationError(`${holds}, not ${field}`, field);
       }
     }
     const current = (await this.store.listPolicies()).find((p) => p.policyKey === policyKey);
@@ -48,7 +61,11 @@ export class PolicyApi {
       maxAttempts: input.maxAttempts !== undefined ? input.maxAttempts : (current?.maxAttempts ?? null),
       retryBaseDelayMs: input.retryBaseDelayMs !== undefined ? input.retryBaseDelayMs : (current?.retryBaseDelayMs ?? null),
       enabled: input.enabled ?? current?.enabled ?? true,
+      rateLimit: input.rateLimit !== undefined ? input.rateLimit : (current?.rateLimit ?? null),
+      ratePeriodMs: input.ratePeriodMs !== undefined ? input.ratePeriodMs : (current?.ratePeriodMs ?? null),
     };
+    if (keyPolicy && policy.rateLimit === null)
+      throw new ValidationError('a rate key policy needs rateLimit and ratePeriodMs (reset it to remove it)', 'rateLimit');
     return this.store.savePolicy({ policy });
   }
 
@@ -74,6 +91,14 @@ function resolveTarget(target: PolicyTarget): { policyKey: string; taskType: str
     checkTaskType(target);
     return { policyKey: typePolicyKey(target), taskType: target };
   }
+  if (typeof target === 'object' && 'rateKey' in target) {
+    const rateKey = (target as { rateKey?: unknown }).rateKey;
+    if (typeof rateKey !== 'string' || rateKey.length === 0 || rateKey.length > 255) {
+      throw new ValidationError('a rate key policy needs a rateKey: a string of 1 to 255 characters (or <group>:*)', 'rateKey');
+    }
+    checkNoNul('rateKey', rateKey, 'policy');
+    return { policyKey: `${KEY_POLICY_PREFIX}${rateKey}`, taskType: null };
+  }
   const owner = (target as { owner?: unknown } | undefined)?.owner;
   if (typeof owner !== 'string' || owner.length === 0 || owner.length > 255) {
     throw new ValidationError('an owner policy needs an owner: a string of 1 to 255 characters', 'owner');
@@ -97,6 +122,13 @@ function validateChange(change: PolicyChange): PolicyChange {
       throw new ValidationError(`retryBaseDelayMs must be an integer from 0 to 7 days in ms, got ${String(v)}`, 'retryBaseDelayMs');
   }
   if (change.enabled !== undefined && typeof change.enabled !== 'boolean') throw new ValidationError('enabled must be true or false', 'enabled');
+  positiveOrNull(change.rateLimit, 'rateLimit', 1_000_000);
+  positiveOrNull(change.ratePeriodMs, 'ratePeriodMs', MAX_RATE_PERIOD_MS);
+  const limitSet = change.rateLimit !== undefined && change.rateLimit !== null;
+  const periodSet = change.ratePeriodMs !== undefined && change.ratePeriodMs !== null;
+  if (limitSet !== periodSet || (change.rateLimit === null) !== (change.ratePeriodMs === null)) {
+    throw new ValidationError('give rateLimit and ratePeriodMs together (both null clears the rate)', limitSet ? 'ratePeriodMs' : 'rateLimit');
+  }
   return change;
 }
 

@@ -41,6 +41,8 @@ export interface SubmitOptions {
    * a new key's default) or SKIP (the next one runs). Sets the key's policy; absent: the key keeps its own.
    */
   sequenceOnDeadLetter?: 'BLOCK' | 'SKIP';
+  /** Its starts count against the rate of policy KEY:<rateKey>, else KEY:<group>:* (group: the part before the first ':'). */
+  rateKey?: string;
 }
 
 export interface SubmitRequest extends SubmitOptions {
@@ -69,9 +71,10 @@ const REQUEST_KEYS = keysOf<SubmitRequest>({
   unique: true,
   sequenceKey: true,
   sequenceOnDeadLetter: true,
+  rateKey: true,
 });
 const MAX_DELAY_MS = 366 * 24 * 3600 * 1000;
-export const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128, sequenceKey: 255 } as const;
+export const STRING_LIMITS = { owner: 255, idempotencyKey: 255, traceId: 128, sequenceKey: 255, rateKey: 255 } as const;
 
 /**
  * Synchronous unless the type has a schema (a Standard Schema may validate
@@ -113,7 +116,9 @@ export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition,
   if (request.deadlineAt && request.deadlineAt.getTime() <= Date.now()) {
     throw new ValidationError(`${label}: deadlineAt ${request.deadlineAt.toISOString()} is already past`, 'deadlineAt');
   }
-  for (const field of ['owner', 'idempotencyKey', 'traceId', 'sequenceKey'] as const) checkOptionalString(label, field, request[field], STRING_LIMITS[field]);
+  for (const field of ['owner', 'idempotencyKey', 'traceId', 'sequenceKey', 'rateKey'] as const)
+    checkOptionalString(label, field, request[field], STRING_LIMITS[field]);
+  if (request.rateKey?.endsWith(':*')) throw new ValidationError(`${label}: rateKey must not end with ':*' (that names a group's policy)`, 'rateKey');
   const unique = resolveUnique(label, request, { taskType: definition.type, owner: request.owner ?? null, payloadJson });
   const sequence = sequenceOf(request, label, unique !== null && unique !== undefined);
 
@@ -132,6 +137,7 @@ export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition,
     traceId: request.traceId ?? null,
     ...(unique ? { unique } : {}),
     ...sequence,
+    ...(request.rateKey !== undefined ? { rateKey: request.rateKey } : {}),
   };
 }
 

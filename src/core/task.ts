@@ -53,6 +53,8 @@ export interface Task<Payload = unknown> {
   sequenceKey: string | null;
   /** Its place in the sequence (1, 2, …: submit order under the key); null outside sequences. */
   sequenceSeq: number | null;
+  /** The rate key it was submitted with (its starts count against policy KEY:<rateKey> or KEY:<group>:*); null: none. */
+  rateKey: string | null;
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
@@ -102,6 +104,8 @@ export interface NewTask {
   sequenceOnDeadLetter?: 'BLOCK' | 'SKIP' | null;
   /** Given by the store (under the key's lock) before the insert. */
   sequenceSeq?: number | null;
+  /** Its starts count against the rate policy of this key (core/policy-keys.ts ratePolicyKeys); absent or null: none. */
+  rateKey?: string | null;
 }
 
 /** What the store needs of a submit's `unique` option, after the client resolved it. */

@@ -7,6 +7,7 @@ import { Gauge, type Registry } from 'prom-client';
 import type { Dialect } from '../store/types.js';
 import type { PoolStats } from '../store/pool-stats.js';
 import type { WorkerStats } from '../worker/worker.js';
+import { RATE_SCOPE_KINDS, type RateUsage } from '../client/rates.js';
 
 export interface GaugeSources {
   /** Stats of the workers attached now. */
@@ -19,6 +20,8 @@ export interface GaugeSources {
   renewalRate: () => number;
   /** The wake-up state of each attached store that reports one (PostgresStore.wakeups). */
   wakeups: () => string[];
+  /** Rate scopes spent and starts in their windows, by scope kind (client/rates.ts); null keeps the last values. */
+  rates: () => Promise<RateUsage | null>;
 }
 
 const POOL_FIELDS = {
@@ -82,6 +85,31 @@ export function defineGauges(registry: Registry, sources: GaugeSources): void {
       this.set(sources.wakeups().filter((state) => state === 'deaf').length);
     },
   });
+  // Both rate gauges from one read per scrape: the first collect reads, the second takes its answer.
+  let pending: Promise<RateUsage | null> | null = null;
+  const rates = (): Promise<RateUsage | null> => {
+    pending ??= sources.rates().finally(() => setImmediate(() => (pending = null)));
+    return pending;
+  };
+  for (const [field, name, help] of [
+    [
+      'spent',
+      'async_task_rate_limited_scopes',
+      'Rate scopes (rules/rates.ts) whose window holds their limit now: their tasks wait for the next slot, by scope kind (global, type, owner, key).',
+    ],
+    ['starts', 'async_task_rate_window_starts', 'Starts in the windows of the rate scopes, by scope kind (global, type, owner, key).'],
+  ] as const) {
+    new Gauge({
+      name,
+      help,
+      labelNames: ['scope_kind'],
+      registers,
+      async collect() {
+        const usage = await rates();
+        for (const kind of RATE_SCOPE_KINDS) this.set({ scope_kind: kind }, usage === null ? 0 : usage[field][kind]);
+      },
+    });
+  }
   for (const [field, help] of Object.entries(POOL_FIELDS) as [keyof PoolStats, string][]) {
     new Gauge({
       name: `async_task_db_connections_${field}`,

@@ -14,6 +14,7 @@ import { InvalidOptionsError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import type { TaskLeaseClient } from '../client/client.js';
+import { RATE_SCOPE_KINDS, rateUsage, type RateUsage } from '../client/rates.js';
 import type { Store } from '../store/types.js';
 import type { Worker } from '../worker/worker.js';
 import { hasPoolStats, type PoolStats } from '../store/pool-stats.js';
@@ -103,6 +104,7 @@ class MetricsHub implements TaskleaseMetrics {
       pools: () => this.poolStats(),
       renewalRate: () => this.renewals.rate(),
       wakeups: () => [...this.stores.keys()].flatMap((store) => wakeupState(store)),
+      rates: () => this.rateUsage(),
     });
   }
 
@@ -157,6 +159,19 @@ class MetricsHub implements TaskleaseMetrics {
    * value: a scrape must not fail because the database does, and the
    * control-plane health check is where an outage shows).
    */
+  private async rateUsage(): Promise<RateUsage | null> {
+    const usages = await Promise.all([...this.stores.keys()].map((store) => withinScrape(rateUsage(store)).catch(() => undefined)));
+    const sum: RateUsage = { spent: { global: 0, type: 0, owner: 0, key: 0 }, starts: { global: 0, type: 0, owner: 0, key: 0 } };
+    for (const usage of usages) {
+      if (!usage) continue;
+      for (const kind of RATE_SCOPE_KINDS) {
+        sum.spent[kind] += usage.spent[kind];
+        sum.starts[kind] += usage.starts[kind];
+      }
+    }
+    return sum;
+  }
+
   private async countDeadLetters(): Promise<number | null> {
     const counts = await Promise.all([...this.stores].map(([store, scope]) => withinScrape(store.countDeadLetters({ scope })).catch(() => null)));
     if (counts.some((c) => c === null)) return null;

@@ -22,6 +22,7 @@ export const acting = (request: FastifyRequest) => actingAs(principalOf(request)
 
 const typeParams = { type: 'object', required: ['taskType'], properties: { taskType: { type: 'string', minLength: 1, maxLength: 200 } } } as const;
 const ownerParams = { type: 'object', required: ['owner'], properties: { owner: { type: 'string', minLength: 1, maxLength: 255 } } } as const;
+const rateKeyParams = { type: 'object', required: ['rateKey'], properties: { rateKey: { type: 'string', minLength: 1, maxLength: 255 } } } as const;
 // One type list, not anyOf: with the server's coerceTypes, anyOf's integer branch turned null into 0
 // (a null retryBaseDelayMs was stored as 0, switching backoff off); a list that allows null keeps it null.
 const nullableInt = (minimum: number, maximum: number) => ({ type: ['integer', 'null'], minimum, maximum });
@@ -34,6 +35,9 @@ const policyChange = {
     maxAttempts: nullableInt(1, 100),
     retryBaseDelayMs: nullableInt(0, 7 * 24 * 3600 * 1000),
     enabled: { type: 'boolean' },
+    // N starts per period (rules/rates.ts): both or neither; both null clears the rate.
+    rateLimit: nullableInt(1, 1_000_000),
+    ratePeriodMs: nullableInt(1, 24 * 3600 * 1000),
   },
 } as const;
 
@@ -45,7 +49,13 @@ export async function inBatches<T>(ids: readonly string[], work: (batch: string[
 }
 
 function policyRoutes(url: string, target: (request: FastifyRequest) => PolicyTarget, what: string): RouteSpec[] {
-  const schema = url.includes(':taskType') ? { params: typeParams } : url.includes(':owner') ? { params: ownerParams } : {};
+  const schema = url.includes(':taskType')
+    ? { params: typeParams }
+    : url.includes(':owner')
+      ? { params: ownerParams }
+      : url.includes(':rateKey')
+        ? { params: rateKeyParams }
+        : {};
   return [
     {
       method: 'GET',
@@ -195,6 +205,8 @@ export function adminRoutes(): RouteSpec[] {
     ...policyRoutes(`${p}/policy/type/:taskType`, (request) => (request.params as { taskType: string }).taskType, 'per-type'),
     // An owner's (tenant's) concurrency limit and enabled flag; while any owner policy exists, claims take turns across owners.
     ...policyRoutes(`${p}/policy/owner/:owner`, (request) => ({ owner: (request.params as { owner: string }).owner }), 'per-owner'),
+    // A rate key's rate (one key, or `<group>:*`: every key `<group>:…` with a budget of its own); rates only.
+    ...policyRoutes(`${p}/policy/key/:rateKey`, (request) => ({ rateKey: (request.params as { rateKey: string }).rateKey }), 'rate key'),
     {
       method: 'GET',
       url: `${p}/analyze/:taskType`,

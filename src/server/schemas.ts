@@ -57,6 +57,7 @@ export const submitRequest = {
       description: 'Run one at a time, in submit order, with the other tasks of this key (a user token: its owner and a colon first)',
     },
     sequenceOnDeadLetter: { type: 'string', enum: SEQUENCE_ON_DEAD_LETTER },
+    rateKey: text(255),
     unique: {
       type: 'object',
       additionalProperties: false,

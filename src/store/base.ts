@@ -164,6 +164,8 @@ const METHODS = [
   'releaseTasks',
   'recordStep',
   'listSteps',
+  'rateWindows',
+  'listRateStarts',
   'recover',
   'listAttempts',
   'listTaskActions',

@@ -64,6 +64,7 @@ export function taskFromRow(row: Row, decode: Decode): Task {
     pendingParents: Number(row.pending_parents ?? 0),
     sequenceKey: optionalString(row.sequence_key),
     sequenceSeq: row.sequence_seq === null || row.sequence_seq === undefined ? null : Number(row.sequence_seq),
+    rateKey: optionalString(row.rate_key),
     createdAt: decode.time(row.create_time),
     updatedAt: decode.time(row.update_time),
     // start_time / finish_time, not started_at / finished_at: the seed's analyze-performance.sh joins this
@@ -116,6 +117,7 @@ export function newTaskRow(input: NewTask, availableAt: Date, createdAt: Date, u
     pendingParents: input.pendingParents ?? 0,
     sequenceKey: input.sequenceKey ?? null,
     sequenceSeq: input.sequenceSeq ?? null,
+    rateKey: input.rateKey ?? null,
     createdAt,
     updatedAt: createdAt,
     startedAt: null,
@@ -226,6 +228,8 @@ export function policyFromRow(row: Row, decode: Decode): Policy {
     maxAttempts: row.max_attempts === null ? null : Number(row.max_attempts),
     retryBaseDelayMs: row.retry_base_delay_ms === null ? null : Number(row.retry_base_delay_ms),
     enabled: row.enabled === true || Number(row.enabled) === 1,
+    rateLimit: row.rate_limit === null || row.rate_limit === undefined ? null : Number(row.rate_limit),
+    ratePeriodMs: row.rate_period_ms === null || row.rate_period_ms === undefined ? null : Number(row.rate_period_ms),
     updatedAt: decode.time(row.update_time),
   };
 }

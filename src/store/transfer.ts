@@ -38,7 +38,17 @@ export const TRANSFER_TABLES = {
   policies: {
     table: 'system_async_task_policy',
     key: ['policy_key'],
-    columns: { policy_key: text, task_type: text, max_concurrency: int, max_attempts: int, retry_base_delay_ms: int, enabled: bool, update_time: time },
+    columns: {
+      policy_key: text,
+      task_type: text,
+      max_concurrency: int,
+      max_attempts: int,
+      retry_base_delay_ms: int,
+      enabled: bool,
+      update_time: time,
+      rate_limit: int,
+      rate_period_ms: int,
+    },
   },
   schedules: {
     table: 'system_async_task_schedule',
@@ -128,6 +138,7 @@ export const TRANSFER_TABLES = {
       pending_parents: int,
       sequence_key: text,
       sequence_seq: int,
+      rate_key: text,
       create_time: time,
       update_time: time,
       start_time: time,

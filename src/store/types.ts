@@ -210,6 +210,13 @@ export interface WorkerStore<Tx = unknown> {
    * check (callers read the task in scope first).
    */
   listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]>;
+  /**
+   * The start log of rate scopes (rules/rates.ts): starts in each scope's window (now − periodMs, now] of the
+   * database clock, the oldest of them, and the clock read. For diagnose: one read per scope, no lock.
+   */
+  rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]>;
+  /** Every row of the start log newer than now − withinMs (database clock), and the clock read: for the rate gauges. */
+  listRateStarts(params: { withinMs: number }): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }>;
   /** Upserts this worker's row (last_seen_at = now): diagnostics tell which types have live workers. */
   registerWorker(params: { worker: WorkerRegistration }): Promise<void>;
   unregisterWorker(params: { workerId: string }): Promise<void>;
@@ -624,6 +631,17 @@ export interface ReplayResult {
   taskId: string | null;
 }
 
+/** A rate scope's window as the start log holds it (Store.rateWindows). */
+export interface RateWindow {
+  scopeKey: string;
+  /** Starts in (now − period, now]. */
+  used: number;
+  /** The oldest of them: the next slot opens one period after it. null: none. */
+  oldestStartAt: Date | null;
+  /** The database clock the window was read at. */
+  now: Date;
+}
+
 export interface PolicyInput {
   /** `GLOBAL` or `TYPE:<task_type>`. */
   policyKey: string;
@@ -636,6 +654,10 @@ export interface PolicyInput {
   retryBaseDelayMs: number | null;
   /** false: tasks of the type (or all, for GLOBAL) are not claimed; they wait. */
   enabled: boolean;
+  /** At most this many starts (claims) per ratePeriodMs in the policy's scope (rules/rates.ts); null: no rate limit. */
+  rateLimit?: number | null;
+  /** The rate's period in ms; set with rateLimit, null without it. */
+  ratePeriodMs?: number | null;
 }
 
 export interface Policy extends PolicyInput {

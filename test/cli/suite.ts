@@ -488,6 +488,22 @@ export function cliSuite(target: CliTarget): void {
       expect((await tl(['policy', 'get', '--owner', 'acme'])).stdout).toBe("no policy for OWNER:acme: the workers' defaults apply\n");
     });
 
+    it("sets, shows and resets a rate key's rate, and a type's rate with --rate N/period", async () => {
+      const set = await tl(['policy', 'set', '--rate-key', 'partner:*', '--rate', '100/1m', '--json']);
+      expect(set.code, set.stderr).toBe(0);
+      expect(set.json()).toMatchObject({ policy: { policyKey: 'KEY:partner:*', rateLimit: 100, ratePeriodMs: 60_000 } });
+      expect((await tl(['policy', 'get', '--rate-key', 'partner:*'])).stdout).toMatch(/KEY:partner:\*.*100\/60000ms/);
+      const typed = await tl(['policy', 'set', 'cli.p', '--rate', '5/500ms', '--json']);
+      expect(typed.json()).toMatchObject({ policy: { policyKey: 'TYPE:cli.p', rateLimit: 5, ratePeriodMs: 500 } });
+      expect((await tl(['policy', 'set', 'cli.p', '--rate', 'none', '--json'])).json()).toMatchObject({ policy: { rateLimit: null, ratePeriodMs: null } });
+      const bad = await tl(['policy', 'set', 'cli.p', '--rate', '5 per minute']);
+      expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('must be N/period')]);
+      const concurrency = await tl(['policy', 'set', '--rate-key', 'k', '--max-concurrency', '3']);
+      expect([concurrency.code, concurrency.stderr]).toEqual([2, expect.stringContaining('rateLimit and ratePeriodMs only')]);
+      expect((await tl(['policy', 'reset', '--rate-key', 'partner:*', '--json'])).json()).toEqual({ policyKey: 'KEY:partner:*', removed: true });
+      await tl(['policy', 'reset', 'cli.p']);
+    });
+
     it('sets, lists, disables, enables and deletes a schedule; a bad cron or time zone is a typed error', async () => {
       const set = await tl([
         'schedule',

@@ -27,6 +27,7 @@ const TABLES = [
   'system_async_task_action',
   'system_async_task_step',
   'system_async_task_subscription',
+  'system_async_task_rate_start',
   'system_async_task_history',
   'system_async_task_attempt_history',
   'system_async_task_failure_history',

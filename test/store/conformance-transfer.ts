@@ -117,6 +117,8 @@ export function runTransferConformance(factory: StoreFactory): void {
           retry_base_delay_ms: 2 ** 33,
           enabled: false,
           update_time: policy.updatedAt,
+          rate_limit: null,
+          rate_period_ms: null,
         },
       ]);
       await transfer.importRows({ table: 'policies', rows: [{ ...policies[0]!, enabled: true }] });

@@ -72,7 +72,8 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: schema and start-up',
     expect(fields).toContain('lease_token');
     expect(fields).toContain('flow_id');
     expect(fields).toContain('sequence_key');
-    expect(fields).toHaveLength(37);
+    expect(fields).toContain('rate_key');
+    expect(fields).toHaveLength(38);
   });
 
   it('judges time by the database clock in UTC', async () => {

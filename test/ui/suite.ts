@@ -384,6 +384,38 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await context.close();
     });
 
+    it('adds a rate key limit, and sets and clears a type rate on Policies', async () => {
+      const client = rig.server.client;
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/policies`);
+      const form = page.getByRole('form', { name: 'Add a rate key limit' });
+      expect(await form.locator('label').allTextContents()).toEqual(['Rate key', 'Starts', 'Per (ms)']);
+      await form.getByLabel('Rate key').fill('partner:*');
+      await form.getByLabel('Starts').fill('100');
+      await form.getByLabel('Per (ms)').fill('60000');
+      await form.getByRole('button', { name: 'Save rate key limit' }).click();
+      const keyRow = page.locator('tr[data-policy="KEY:partner:*"]');
+      await keyRow.waitFor();
+      expect(await client.policies.get({ rateKey: 'partner:*' })).toMatchObject({ rateLimit: 100, ratePeriodMs: 60_000 });
+      const typeRow = page.locator('tr[data-policy="ui.hold"]');
+      await typeRow.getByLabel('Rate limit of ui.hold').fill('10');
+      await typeRow.getByLabel('Rate period (ms) of ui.hold').fill('2000');
+      await typeRow.getByRole('button', { name: 'Save' }).click();
+      await waitFor(async () => (await client.policies.get('ui.hold'))?.rateLimit === 10, 'the type rate saved');
+      expect(await client.policies.get('ui.hold')).toMatchObject({ rateLimit: 10, ratePeriodMs: 2000 });
+      const saved = page.locator('tr[data-policy="ui.hold"]');
+      await waitFor(async () => (await saved.getByLabel('Rate limit of ui.hold').inputValue()) === '10', 'the row shows the rate');
+      await saved.getByLabel('Rate limit of ui.hold').fill('');
+      await saved.getByRole('button', { name: 'Save' }).click();
+      await waitFor(async () => (await client.policies.get('ui.hold'))?.rateLimit === null, 'the type rate cleared');
+      await keyRow.getByRole('button', { name: 'Remove' }).click();
+      await page.locator('dialog [data-confirm]').click();
+      await page.getByRole('status').filter({ hasText: 'Removed the rate key partner:* policy' }).waitFor();
+      expect(await client.policies.get({ rateKey: 'partner:*' })).toBeNull();
+      await client.policies.reset('ui.hold');
+      await context.close();
+    });
+
     it('Schedules lists each schedule with its next runs; an admin disables and enables one', async () => {
       const client = rig.server.client;
       await client.schedules.save({ key: 'ui-nightly', taskType: 'ui.quick', cron: '0 3 * * *', timeZone: 'Asia/Kolkata', enabled: true });

@@ -155,6 +155,9 @@ export interface Policy {
   maxAttempts: number | null;
   retryBaseDelayMs: number | null;
   enabled: boolean;
+  /** N starts per ratePeriodMs (rate limits); null: none. */
+  rateLimit: number | null;
+  ratePeriodMs: number | null;
 }
 export interface Schedule {
   key: string;

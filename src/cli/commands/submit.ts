@@ -26,6 +26,7 @@ export const submitCommand: CliCommand = {
       .option('--owner <owner>', 'owner of the task(s) (default TASKLEASE_OWNER)', nonEmpty)
       .option('--idempotency-key <key>', 'the same type + owner + key returns the existing task', nonEmpty)
       .option('--trace-id <id>', 'correlates logs and failures', nonEmpty)
+      .option('--rate-key <key>', "starts count against the rate of policy KEY:<key>, else KEY:<group>:* (group: the key's part before ':')", nonEmpty)
       .option('--unique-key <key>', 'one task per type + owner + key while it is not finished (default key with the flags below: the payload)', nonEmpty)
       .option('--unique-period <duration>', 'throttle: one task per key per window of this length: 1m, 1h', duration)
       .option('--debounce <duration>', 'a later submit with the key replaces the waiting task and starts it this much later', duration)

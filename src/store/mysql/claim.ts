@@ -26,6 +26,13 @@
  * SKIP LOCKED) — two more round trips, for owner claims only. Whether owners
  * were in play last time decides what round trip 1 reads.
  *
+ * Rate limits (rules/rates.ts): round trip 1 also reads the rate policies
+ * (an index range on rate_limit: nothing, for a plain claim). With a rate
+ * policy set, one more round trip reads the start log, and the log rows of
+ * the starts go out with the claim's writes; with per-key or per-owner rates
+ * the candidates are ranked per key and owner without the exhausted ones (a
+ * window, locked after, as for owners).
+ *
  * Claim-along (finish-claim.ts): an outcome write may carry the claim in the
  * same transaction. Its leases are still counted in round trip 1 (they end in
  * round trip 2, with the claim's writes), so the claim counts them as free:
@@ -45,12 +52,18 @@ import {
   pickRoundRobin,
   STATUS_SQL,
   typeRooms,
+  pickWithinRates,
+  RateBudget,
+  ratePolicyOf,
+  rateScopesOf,
+  ratesByRow,
   type ClaimPolicy,
+  type RatePolicy,
   type TypeLeases,
 } from '../rules/index.js';
 import type { ClaimParams } from '../types.js';
 import type { Statement, TransactionSteps } from './connection.js';
-import { addMs, decode } from './encode.js';
+import { addMs, decode, sqlTime } from './encode.js';
 
 /** Policy caps (policy_key → max_concurrency) seen by the last claim: only how many candidates to ask for. */
 export type CapCache = Map<string, number | null>;
@@ -100,11 +113,92 @@ export async function claim(tx: ClaimSteps, params: ClaimParams, caps: CapCache)
   const room = Math.min(params.limit, (global?.maxConcurrency ?? params.globalConcurrency) - state.leasedTotal);
   if (room <= 0) return [];
   const rooms = typeRooms(taskTypes, params, (type) => state.policies.get(typePolicyKey(type)), state.leasedByType, state.live);
+  if (state.rates.size > 0) return claimWithinRates(tx, params, state, rooms, room, { owners, guessOwners, ended, taskTypes, asked, candidateSets });
   const chosen = owners
     ? await pickByOwner(tx, params, state, rooms, room, guessOwners, ended)
     : await pickPlain(tx, taskTypes, rooms, room, asked, candidateSets);
   if (chosen.length === 0) return [];
   return lease(tx, params, chosen, state.now);
+}
+
+interface PlainRead {
+  owners: boolean;
+  guessOwners: boolean;
+  ended: readonly EndedLease[];
+  taskTypes: readonly string[];
+  asked: Map<string, number>;
+  candidateSets: Row[][];
+}
+
+/** A claim while a rate policy exists: one more round trip for the start log; the log rows go with the claim's writes. */
+async function claimWithinRates(
+  tx: ClaimSteps,
+  params: ClaimParams,
+  state: ClaimState,
+  rooms: Map<string, number>,
+  claimRoom: number,
+  read: PlainRead,
+): Promise<Task[]> {
+  const maxPeriod = Math.max(...[...state.rates.values()].map((p) => p.periodMs));
+  const [starts] = (await tx.step([
+    {
+      sql: 'SELECT scope_key, started_at FROM system_async_task_rate_start WHERE started_at > @tasklease_now - INTERVAL ? MICROSECOND',
+      values: [maxPeriod * 1000],
+    },
+  ])) as Row[][];
+  const nowMs = decode.time(state.now).getTime();
+  const budget = new RateBudget(
+    state.rates,
+    starts!.map((row) => ({ scopeKey: String(row.scope_key), startedAtMs: decode.time(row.started_at).getTime() })),
+    nowMs,
+  );
+  const room = budget.cutRooms(rooms, claimRoom);
+  if (room <= 0 || rooms.size === 0) return [];
+  let chosen: Row[];
+  if (ratesByRow(state.rates)) {
+    const { owners, rateKeys } = budget.exhausted();
+    const ranked = (taskType: string, perGroup: number) => ratedStatement(taskType, perGroup, rateKeys, owners);
+    chosen = await pickByOwner(tx, params, state, rooms, room, read.guessOwners, read.ended, budget, ranked, !read.owners);
+  } else if (read.owners) {
+    chosen = await pickByOwner(tx, params, state, rooms, room, read.guessOwners, read.ended, budget);
+  } else {
+    const plain = await pickPlain(tx, read.taskTypes, rooms, room, read.asked, read.candidateSets);
+    chosen = pickWithinRates(plain, rooms, room, budget);
+  }
+  if (chosen.length === 0) return [];
+  // The log from the rows actually leased (a row locked elsewhere was left out after the pick).
+  const log = chosen.flatMap((row) => rateScopesOf(row, state.rates));
+  const prunes: Statement[] = [...new Set(log)].map((scopeKey) => ({
+    sql: 'DELETE FROM system_async_task_rate_start WHERE scope_key = ? AND started_at <= ?',
+    values: [scopeKey, sqlTime(new Date(nowMs - ratePolicyOf(scopeKey, state.rates)!.periodMs))],
+  }));
+  // Keys that start no more (and scopes without a policy any more) keep no rows past the longest period.
+  prunes.push({ sql: 'DELETE FROM system_async_task_rate_start WHERE started_at <= ?', values: [sqlTime(new Date(nowMs - maxPeriod))] });
+  const logRows =
+    log.length === 0
+      ? []
+      : [{ sql: 'INSERT INTO system_async_task_rate_start (scope_key, started_at) VALUES ?', values: [log.map((scope) => [scope, state.now])] }];
+  return lease(tx, params, chosen, state.now, [...logRows, ...prunes]);
+}
+
+/**
+ * Each rate key's and owner's first `perGroup` claimable rows of a type (and of the rows with neither), without the exhausted keys and owners
+ * (a window over the type's claimable rows; no locks). '' stands for an empty list: no owner or rate key is ''.
+ */
+function ratedStatement(taskType: string, perGroup: number, rateKeys: readonly string[], owners: readonly string[]): Statement {
+  return {
+    sql: `SELECT id, task_type, owner, rate_key, priority, available_at, create_time FROM (
+      SELECT id, task_type, owner, rate_key, priority, available_at, create_time,
+        ROW_NUMBER() OVER (PARTITION BY rate_key ORDER BY priority DESC, available_at, create_time, id) AS key_rank,
+        ROW_NUMBER() OVER (PARTITION BY owner ORDER BY priority DESC, available_at, create_time, id) AS owner_rank,
+        ROW_NUMBER() OVER (PARTITION BY rate_key IS NULL AND owner IS NULL ORDER BY priority DESC, available_at, create_time, id) AS plain_rank
+      FROM system_async_task FORCE INDEX (ix_system_async_task_claim)
+      WHERE claimable = 1 AND task_type = ? AND available_at <= @tasklease_now AND (deadline_at IS NULL OR deadline_at > @tasklease_now)
+        AND (rate_key IS NULL OR rate_key NOT IN (?)) AND (owner IS NULL OR owner NOT IN (?))
+    ) ranked WHERE (rate_key IS NULL OR key_rank <= ?) AND (owner IS NULL OR owner_rank <= ?)
+      AND (rate_key IS NOT NULL OR owner IS NOT NULL OR plain_rank <= ?)`,
+    values: [taskType, rateKeys.length > 0 ? rateKeys : [''], owners.length > 0 ? owners : [''], perGroup, perGroup, perGroup],
+  };
 }
 
 async function pickPlain(
@@ -142,14 +236,19 @@ async function pickByOwner(
   room: number,
   counted: boolean,
   ended: readonly EndedLease[],
+  rates?: RateBudget,
+  rankedOf: (taskType: string, perGroup: number) => Statement = rankedStatement,
+  claimOrderOnly = false,
 ): Promise<Row[]> {
-  const ranked = [...rooms].map(([taskType, typeRoom]) => rankedStatement(taskType, Math.min(typeRoom, room)));
+  const ranked = [...rooms].map(([taskType, typeRoom]) => rankedOf(taskType, Math.min(typeRoom, room)));
   if (ranked.length === 0) return [];
-  const sets = (await tx.step(counted ? ranked : [ownerLeasedStatement(), ...ranked])) as Row[][];
-  const ownerLeased = counted ? state.leasedByOwner : freeOwners(ownerCounts(sets.shift()!), ended);
+  // Claim order only (no owners in play): no owner counts needed.
+  const countNow = !counted && !claimOrderOnly;
+  const sets = (await tx.step(countNow ? [ownerLeasedStatement(), ...ranked] : ranked)) as Row[][];
+  const ownerLeased = countNow ? freeOwners(ownerCounts(sets.shift()!), ended) : state.leasedByOwner;
   const roomOf = (owner: string): number =>
     ownerRoom(state.ownerPolicies.get(ownerPolicyKey(owner)), params.ownerConcurrency ?? null, ownerLeased.get(owner) ?? 0);
-  const picked = pickRoundRobin(sets.flat(), rooms, roomOf, room);
+  const picked = claimOrderOnly ? pickWithinRates(sets.flat().sort(claimOrder), rooms, room, rates!) : pickRoundRobin(sets.flat(), rooms, roomOf, room, rates);
   if (picked.length === 0) return [];
   // Locked now; a row another transaction holds or changed since is left out (it is claimed next time, or was taken).
   const [locked] = (await tx.step([
@@ -158,7 +257,7 @@ async function pickByOwner(
   return locked!.sort(claimOrder);
 }
 
-async function lease(tx: ClaimSteps, params: ClaimParams, chosen: readonly Row[], now: string): Promise<Task[]> {
+async function lease(tx: ClaimSteps, params: ClaimParams, chosen: readonly Row[], now: string, more: readonly Statement[] = []): Promise<Task[]> {
   const ids = chosen.map((row) => String(row.id));
   const leaseUntil = addMs(now, params.leaseMs);
   const token = newLeaseToken();
@@ -173,6 +272,7 @@ async function lease(tx: ClaimSteps, params: ClaimParams, chosen: readonly Row[]
       sql: 'INSERT INTO system_async_task_attempt (task_id, attempt, worker_id, started_at) VALUES ?',
       values: [chosen.map((row) => [row.id, Number(row.attempt_count) + 1, params.workerId, now])],
     },
+    ...more,
   ]);
   // The rows are locked by us, so what we wrote is exactly the candidate plus these columns: no read-back needed.
   return chosen.map((row) =>
@@ -218,6 +318,8 @@ interface ClaimState {
   leasedTotal: number;
   leasedByOwner: Map<string, number>;
   live: Map<string, number>;
+  /** Rate policies (rules/rates.ts): empty for a claim without any. */
+  rates: Map<string, RatePolicy>;
 }
 
 /**
@@ -233,6 +335,9 @@ function stateStatement(taskTypes: readonly string[], params: ClaimParams, owner
     `SELECT 'policy', policy_key, max_concurrency, enabled FROM system_async_task_policy WHERE policy_key IN (?) OR policy_key LIKE '${OWNER_POLICY_PREFIX}%'`,
     `SELECT 'leased', task_type, COUNT(*), SUM(lease_owner = ?) FROM system_async_task FORCE INDEX (ix_system_async_task_leased)
        WHERE status IN ${LEASED_SQL} GROUP BY task_type`,
+    // An empty range of ix_system_async_task_policy_rate while no rate policy exists.
+    `SELECT 'rate', policy_key, rate_limit, rate_period_ms FROM system_async_task_policy FORCE INDEX (ix_system_async_task_policy_rate)
+       WHERE rate_limit IS NOT NULL`,
   ];
   const values: unknown[] = [[GLOBAL_POLICY_KEY, ...taskTypes.map(typePolicyKey)], params.workerId];
   if (params.liveWithinMs !== undefined) {
@@ -270,6 +375,7 @@ function readState(rows: readonly Row[]): ClaimState {
     leasedTotal: 0,
     leasedByOwner: ownerCounts(rows),
     live: liveByType(rows.filter((row) => row.kind === 'live').map((row) => row.k)),
+    rates: new Map(),
   };
   for (const row of rows) {
     if (row.kind === 'now') state.now = String(row.k);
@@ -277,6 +383,8 @@ function readState(rows: readonly Row[]): ClaimState {
       const key = String(row.k);
       const policy = { maxConcurrency: row.n === null ? null : Number(row.n), enabled: Number(row.m) !== 0 };
       (key.startsWith(OWNER_POLICY_PREFIX) ? state.ownerPolicies : state.policies).set(key, policy);
+    } else if (row.kind === 'rate' && row.m !== null) {
+      state.rates.set(String(row.k), { limit: Number(row.n), periodMs: Number(row.m) });
     } else if (row.kind === 'leased') {
       state.leasedByType.set(String(row.k), { n: Number(row.n), mine: Number(row.m) });
       state.leasedTotal += Number(row.n);

@@ -19,6 +19,7 @@ import {
   STATUS_SQL,
   TERMINAL_SQL,
 } from '../rules/index.js';
+import { MAX_RATE_PERIOD_MS } from '../rules/rates.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { checkText, decode, sqlTime } from './encode.js';
 import { sortedIds } from './sql.js';
@@ -117,14 +118,25 @@ export async function savePolicy(db: MysqlDatabase, conn: Conn, policy: PolicyIn
   checkText(policy.taskType, 'policy.taskType', 255, true);
   await db.exec(
     conn,
-    `INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time)
-     VALUES (?, ?, ?, ?, ?, ?, NOW(3))
+    `INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time,
+       rate_limit, rate_period_ms)
+     VALUES (?, ?, ?, ?, ?, ?, NOW(3), ?, ?)
      ON DUPLICATE KEY UPDATE task_type = VALUES(task_type), max_concurrency = VALUES(max_concurrency), max_attempts = VALUES(max_attempts),
-       retry_base_delay_ms = VALUES(retry_base_delay_ms), enabled = VALUES(enabled), update_time = VALUES(update_time)`,
-    [policy.policyKey, policy.taskType, policy.maxConcurrency, policy.maxAttempts, policy.retryBaseDelayMs, policy.enabled ? 1 : 0],
+       retry_base_delay_ms = VALUES(retry_base_delay_ms), enabled = VALUES(enabled), update_time = VALUES(update_time),
+       rate_limit = VALUES(rate_limit), rate_period_ms = VALUES(rate_period_ms)`,
+    [
+      policy.policyKey,
+      policy.taskType,
+      policy.maxConcurrency,
+      policy.maxAttempts,
+      policy.retryBaseDelayMs,
+      policy.enabled ? 1 : 0,
+      policy.rateLimit ?? null,
+      policy.ratePeriodMs ?? null,
+    ],
   );
   const rows = await db.rows(conn, 'SELECT update_time FROM system_async_task_policy WHERE policy_key = ?', [policy.policyKey]);
-  return { ...policy, updatedAt: decode.time(rows[0]!.update_time) };
+  return { ...policy, rateLimit: policy.rateLimit ?? null, ratePeriodMs: policy.ratePeriodMs ?? null, updatedAt: decode.time(rows[0]!.update_time) };
 }
 
 export async function listPolicies(db: MysqlDatabase, conn: Conn): Promise<Policy[]> {
@@ -135,6 +147,8 @@ export async function listPolicies(db: MysqlDatabase, conn: Conn): Promise<Polic
 export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {
   const cutoff = sqlTime(finishedBefore);
   const result: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
+  // Start log rows older than the longest rate period serve no window (rules/rates.ts): keys that start no more, removed policies.
+  await db.exec(conn, 'DELETE FROM system_async_task_rate_start WHERE started_at <= NOW(3) - INTERVAL ? MICROSECOND', [MAX_RATE_PERIOD_MS * 1000]);
   // Locked and re-checked in one step: an operator's retry of a selected task waits, then finds it gone or kept.
   const rows = await db.rows(
     conn,

@@ -48,6 +48,7 @@ export function validateNewTask(task: NewTask, index: number): void {
   checkText(task.owner, at('owner'), 255, true);
   checkText(task.idempotencyKey, at('idempotencyKey'), 255, true);
   checkText(task.traceId, at('traceId'), 255, true);
+  checkText(task.rateKey ?? null, at('rateKey'), 255, true);
 }
 
 export function checkText(value: unknown, field: string, maxLength: number, nullable: boolean): void {

@@ -25,7 +25,7 @@ const STATEMENT_ROOM_BYTES = 4096;
 
 const COLUMNS = `id, task_type, status, priority, payload_json, available_at, deadline_at, attempt_count, attempt_base,
   max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states, flow_id, pending_parents,
-  sequence_key, sequence_seq`;
+  sequence_key, sequence_seq, rate_key`;
 
 export async function insertTasks(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[]): Promise<InsertTaskResult[]> {
   if (tasks.length === 0) return [];
@@ -92,6 +92,7 @@ async function insertRows(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask
       task.pendingParents ?? null,
       task.sequenceKey ?? null,
       task.sequenceSeq ?? null,
+      task.rateKey ?? null,
     ]);
     await db.exec(conn, `INSERT INTO system_async_task (${COLUMNS}) VALUES ?${keyed ? ' ON DUPLICATE KEY UPDATE id = id' : ''}`, [rows]);
   }

@@ -374,6 +374,30 @@ ON DUPLICATE KEY UPDATE slot = slot`,
     ],
   },
   {
+    version: 16,
+    name: 'rate limits',
+    // Rate limits (rules/rates.ts): N starts per period on a policy row (GLOBAL, TYPE:, OWNER:, KEY:), the task's
+    // rate key, and the start log every rate-limited claim counts in and appends to (one row per start per scope,
+    // pruned to the scope's period by the claims that write it, and to the longest period whatever the scope: the
+    // time index serves that and the claim's read of the window).
+    statements: [
+      // Only when still to do (like addColumnIfMissing): a re-run after a crash before the version row is a no-op.
+      ...ddlIf(
+        `(SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'system_async_task_policy' AND COLUMN_NAME = 'rate_limit') = 0`,
+        'ALTER TABLE system_async_task_policy ADD COLUMN rate_limit INT NULL, ADD COLUMN rate_period_ms BIGINT NULL, ADD KEY ix_system_async_task_policy_rate (rate_limit)',
+      ),
+      ...addColumnIfMissing('rate_key', 'VARCHAR(255) NULL'),
+      `CREATE TABLE IF NOT EXISTS system_async_task_rate_start (
+  id BIGINT NOT NULL AUTO_INCREMENT,
+  scope_key VARCHAR(300) NOT NULL,
+  started_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (id),
+  KEY ix_system_async_task_rate_start (scope_key, started_at),
+  KEY ix_system_async_task_rate_start_time (started_at)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
+  {
     version: 17,
     name: 'sequences',
     // Sequences (rules/sequences.ts): a task's key and its place in the key (submit order), and one row per key that

@@ -7,7 +7,17 @@ import type { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, stepFromRow, taskFromRow } from '../rows.js';
 import { CURRENT_CYCLE, STEP_ORDER_SQL } from '../rules/index.js';
-import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, StepRecord, TaskActionRecord, TaskPage } from '../types.js';
+import type {
+  AttemptRecord,
+  DeadLetter,
+  FailureRow,
+  ListDeadLettersParams,
+  ListTasksParams,
+  RateWindow,
+  StepRecord,
+  TaskActionRecord,
+  TaskPage,
+} from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { decode, sqlTime } from './encode.js';
 
@@ -75,6 +85,29 @@ export async function listTaskActions(db: MysqlDatabase, conn: Conn, taskId: str
     Math.max(0, Math.floor(limit ?? 100)),
   ]);
   return rows.map((row) => actionFromRow(row, decode));
+}
+
+export async function rateWindows(db: MysqlDatabase, conn: Conn, scopes: readonly { scopeKey: string; periodMs: number }[]): Promise<RateWindow[]> {
+  const windows: RateWindow[] = [];
+  for (const { scopeKey, periodMs } of scopes) {
+    const [row] = await db.rows(
+      conn,
+      `SELECT COUNT(*) AS n, MIN(started_at) AS oldest, NOW(3) AS now FROM system_async_task_rate_start
+       WHERE scope_key = ? AND started_at > NOW(3) - INTERVAL ? MICROSECOND`,
+      [scopeKey, Math.round(periodMs) * 1000],
+    );
+    windows.push({ scopeKey, used: Number(row!.n), oldestStartAt: row!.oldest === null ? null : decode.time(row!.oldest), now: decode.time(row!.now) });
+  }
+  return windows;
+}
+
+export async function listRateStarts(db: MysqlDatabase, conn: Conn, withinMs: number): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+  const [clock] = await db.rows(conn, 'SELECT NOW(3) AS now');
+  const now = String(clock!.now);
+  const rows = await db.rows(conn, 'SELECT scope_key, started_at FROM system_async_task_rate_start WHERE started_at > ?', [
+    sqlTime(new Date(decode.time(now).getTime() - withinMs)),
+  ]);
+  return { now: decode.time(now), starts: rows.map((row) => ({ scopeKey: String(row.scope_key), startedAt: decode.time(row.started_at) })) };
 }
 
 export async function listSteps(db: MysqlDatabase, conn: Conn, taskId: string, currentCycleOnly: boolean | undefined): Promise<StepRecord[]> {

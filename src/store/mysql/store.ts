@@ -62,6 +62,7 @@ import type {
   TaskPage,
   WorkerRecord,
   WorkerRegistration,
+  RateWindow,
 } from '../types.js';
 import { claim, workLeft, type CapCache } from './claim.js';
 import { explainClaim } from './explain.js';
@@ -304,6 +305,14 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {
     return this.db.run((conn) => reads.listSteps(this.db, conn, params.taskId, params.currentCycleOnly));
+  }
+
+  listRateStarts(params: { withinMs: number }): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+    return this.db.run((conn) => reads.listRateStarts(this.db, conn, params.withinMs));
+  }
+
+  rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]> {
+    return this.db.run((conn) => reads.rateWindows(this.db, conn, params.scopes));
   }
 
   finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: MysqlTransaction }): Promise<FinishResult> {

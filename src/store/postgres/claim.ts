@@ -95,18 +95,46 @@
  * in turn. A window query cannot lock, so the chosen rows are locked after
  * (SKIP LOCKED, status re-checked) — the advisory lock already keeps other
  * claimers out.
+ *
+ * Rate limits (rules/rates.ts): while any rate policy exists (an EXISTS on
+ * the policy table's partial rate index, read with the other policies: a
+ * claim without rate policies reads nothing more), every claim takes the
+ * schema's lock alone. With GLOBAL and TYPE: rates only, the plain query runs
+ * with each type's room and the claim's cut to what the rates leave, and logs
+ * its starts; with owner or key rates (or owners in play) a third query
+ * counts the start log in each
+ * scope's window, leaves out the rows of exhausted keys and owners, ranks
+ * the rest per rate key and per owner (a window, as for owners), keeps each
+ * within its rooms, and in the same statement leases, logs one start per
+ * row per rated scope and prunes the log to each scope's period (and of
+ * scopes without a policy any more). The per-key and per-owner ranks are
+ * both taken over the candidates before either cut, so where a key's and an
+ * owner's rates bind at once a claim may take fewer rows than it could —
+ * never more.
  */
 import type { Task } from '../../core/task.js';
-import { OWNER_POLICY_PREFIX } from '../../core/policy-keys.js';
+import { KEY_POLICY_PREFIX, OWNER_POLICY_PREFIX } from '../../core/policy-keys.js';
 import { taskFromRow, type Row } from '../rows.js';
 import type { ClaimParams } from '../types.js';
 import { run, type PgContext, statementName } from './connection.js';
 import { decodePostgres } from './encode.js';
 import { CLAIM_LOCK_SCOPE } from './migrations.js';
-import { CLAIMABLE_SQL, GLOBAL_POLICY_SQL, LEASED_SQL, literal, newLeaseToken, STATUS_SQL, TYPE_POLICY_PREFIX_SQL, typeShareSql } from '../rules/index.js';
+import {
+  CLAIMABLE_SQL,
+  GLOBAL_POLICY_SQL,
+  keyGroupPolicySql,
+  LEASED_SQL,
+  literal,
+  newLeaseToken,
+  scopeRatePolicySql,
+  STATUS_SQL,
+  TYPE_POLICY_PREFIX_SQL,
+  typeShareSql,
+} from '../rules/index.js';
 
 const ORDER = 'priority DESC, available_at, create_time, id';
 const OWNER_PREFIX_SQL = literal(OWNER_POLICY_PREFIX);
+const KEY_PREFIX_SQL = literal(KEY_POLICY_PREFIX);
 
 /**
  * The claim's arguments, in order: claimTasks and finishAndClaim pass them from ClaimParams, with a new lease
@@ -170,6 +198,9 @@ DECLARE
   v_global_cap integer;
   v_global_enabled boolean;
   v_owners boolean;
+  v_rates boolean;
+  -- A rate policy of an owner or a rate key: the candidates must be ranked per key and owner.
+  v_rates_by_row boolean;
   v_limit integer := p_limit;
   -- Side by side (shared locks): what the other claims in a scope's slots may take, counted as taken.
   v_global_reserve integer := 0;
@@ -183,12 +214,13 @@ DECLARE
   v_slotted boolean;
 BEGIN
   SELECT g.max_concurrency, g.enabled,
-    p_fair_owners OR p_owner_cap IS NOT NULL OR EXISTS (SELECT 1 FROM ${policy} o WHERE starts_with(o.policy_key, ${OWNER_PREFIX_SQL}))
-  INTO v_global_cap, v_global_enabled, v_owners
+    p_fair_owners OR p_owner_cap IS NOT NULL OR EXISTS (SELECT 1 FROM ${policy} o WHERE starts_with(o.policy_key, ${OWNER_PREFIX_SQL})),
+    EXISTS (SELECT 1 FROM ${policy} r WHERE r.rate_limit IS NOT NULL)
+  INTO v_global_cap, v_global_enabled, v_owners, v_rates
   FROM (SELECT 1) one LEFT JOIN ${policy} g ON g.policy_key = ${GLOBAL_POLICY_SQL};
   IF v_global_enabled IS FALSE THEN RETURN; END IF;
   v_global_cap := COALESCE(v_global_cap, p_global);
-  IF NOT (v_owners OR p_limit > ${SLOT_TASKS} OR v_global_cap < ${reserve}) THEN
+  IF NOT (v_owners OR v_rates OR p_limit > ${SLOT_TASKS} OR v_global_cap < ${reserve}) THEN
     -- The leases by type, read before any lock: whether a limit can bind.
     SELECT COALESCE(sum(c.n), 0), array_agg(c.task_type), array_agg(c.n) INTO v_leased_total, v_leased_types, v_leased_counts
     FROM (SELECT l.task_type, count(*) AS n FROM ${task} l WHERE l.status IN ${LEASED_SQL} GROUP BY l.task_type) c;
@@ -200,6 +232,7 @@ BEGIN
     SELECT max_concurrency, enabled INTO v_global_cap, v_global_enabled FROM ${policy} WHERE policy_key = ${GLOBAL_POLICY_SQL};
     IF v_global_enabled IS FALSE THEN RETURN; END IF;
     v_global_cap := COALESCE(v_global_cap, p_global);
+    v_rates := EXISTS (SELECT 1 FROM ${policy} r WHERE r.rate_limit IS NOT NULL);
   ELSE
     PERFORM pg_advisory_xact_lock_shared(${lockKey});
     ${slotSql(scope)}
@@ -227,7 +260,15 @@ BEGIN
   IF p_async_commit AND current_setting('synchronous_standby_names') = '' THEN PERFORM set_config('synchronous_commit', 'off', true); END IF;
   -- After the wait: a lease must last leaseMs from when it is granted.
   v_now := clock_timestamp();
-  IF v_owners THEN
+  IF v_rates THEN
+    v_rates_by_row := EXISTS (SELECT 1 FROM ${policy} r
+      WHERE r.rate_limit IS NOT NULL AND (starts_with(r.policy_key, ${OWNER_PREFIX_SQL}) OR starts_with(r.policy_key, ${KEY_PREFIX_SQL})));
+  END IF;
+  IF v_rates AND NOT (v_rates_by_row OR v_owners) THEN
+    RETURN QUERY ${plainQuery(ctx, true)};
+  ELSIF v_rates THEN
+    RETURN QUERY ${ratesQuery(ctx)};
+  ELSIF v_owners THEN
     RETURN QUERY ${ownersQuery(ctx)};
   ELSE
     RETURN QUERY ${plainQuery(ctx)};
@@ -279,24 +320,50 @@ function roomsSql(ctx: PgContext): string {
   )`;
 }
 
-function plainQuery(ctx: PgContext): string {
+/**
+ * The plain claim; `rated`: with GLOBAL and TYPE: rates only (no owner or key rates, no owners in play), the same
+ * query with each type's and the claim's room cut to what the rates leave, and the starts logged.
+ */
+function plainQuery(ctx: PgContext, rated = false): string {
   const { task } = ctx.tables;
-  return `${roomsSql(ctx)},
+  const big = 2147483647;
+  const typeRate = rated ? `, COALESCE((SELECT n FROM scope_room WHERE policy_key = ${TYPE_POLICY_PREFIX_SQL} || wanted.task_type), ${big})` : '';
+  const globalRate = rated
+    ? `LEAST((SELECT n FROM global_room), COALESCE((SELECT n FROM scope_room WHERE policy_key = ${GLOBAL_POLICY_SQL}), ${big}))`
+    : '(SELECT n FROM global_room)';
+  return `${roomsSql(ctx)},${rated ? rateWindowSql(ctx) : ''}
   candidates AS (
     SELECT c.* FROM wanted CROSS JOIN LATERAL (
       SELECT t.id, t.priority, t.available_at, t.create_time FROM ${task} t
       WHERE t.task_type = wanted.task_type AND t.status IN ${CLAIMABLE_SQL}
         AND t.available_at <= v_now AND (t.deadline_at IS NULL OR t.deadline_at > v_now)
       ORDER BY t.${ORDER.replaceAll(', ', ', t.')}
-      LIMIT GREATEST(0, LEAST(wanted.room, (SELECT n FROM global_room)))
+      LIMIT GREATEST(0, LEAST(wanted.room, ${globalRate}${typeRate}))
       FOR UPDATE SKIP LOCKED
     ) c
     WHERE wanted.room > 0
   ),
   chosen AS (
-    SELECT id FROM candidates ORDER BY ${ORDER} LIMIT (SELECT n FROM global_room)
+    SELECT id FROM candidates ORDER BY ${ORDER} LIMIT ${globalRate}
   ),
-  ${leaseSql(ctx, 'chosen')}`;
+  ${leaseSql(ctx, 'chosen', rated ? rateLogSql(ctx) : '')}`;
+}
+
+/** The rate policies, the starts in each scope's window (now - period, now], and each policy scope's room. */
+function rateWindowSql(ctx: PgContext): string {
+  const { policy, rateStart } = ctx.tables;
+  return `
+  rate_policy AS MATERIALIZED (
+    SELECT p.policy_key, p.rate_limit, p.rate_period_ms FROM ${policy} p WHERE p.rate_limit IS NOT NULL
+  ),
+  rate_used AS MATERIALIZED (
+    SELECT s.scope_key, count(*) AS n FROM ${rateStart} s CROSS JOIN LATERAL ${scopeRatePolicySql('s.scope_key', 'rate_policy')} rp
+    WHERE s.started_at > v_now - rp.rate_period_ms * interval '1 millisecond'
+    GROUP BY s.scope_key
+  ),
+  scope_room AS MATERIALIZED (
+    SELECT p.policy_key, GREATEST(0, p.rate_limit - COALESCE(u.n, 0)) AS n FROM rate_policy p LEFT JOIN rate_used u ON u.scope_key = p.policy_key
+  ),`;
 }
 
 /** Round robin across owners within each owner's room (see claim.ts). */
@@ -332,8 +399,76 @@ function ownersQuery(ctx: PgContext): string {
   ${leaseSql(ctx, 'chosen')}`;
 }
 
+/** Within every rate's room (see claim.ts, "Rate limits"); round robin across owners when owners are in play. */
+function ratesQuery(ctx: PgContext): string {
+  const { task, policy } = ctx.tables;
+  const turn = (alias: string) => `CASE WHEN v_owners THEN ${alias}.owner_rank ELSE 0 END`;
+  return `${roomsSql(ctx)},${rateWindowSql(ctx)}
+  owner_leased AS MATERIALIZED (
+    SELECT l.owner, count(*) AS n FROM ${task} l WHERE l.status IN ${LEASED_SQL} AND l.owner IS NOT NULL GROUP BY l.owner
+  ),
+  rated AS (
+    SELECT t.id, t.task_type, t.owner, t.rate_key, t.priority, t.available_at, t.create_time,
+      CASE WHEN ke.policy_key IS NOT NULL THEN ke.rate_limit ELSE kg.rate_limit END - COALESCE(ku.n, 0) AS key_room,
+      orp.rate_limit - COALESCE(ou.n, 0) AS owner_rate_room
+    FROM ${task} t JOIN wanted ON wanted.task_type = t.task_type AND wanted.room > 0
+    LEFT JOIN rate_policy ke ON ke.policy_key = ${KEY_PREFIX_SQL} || t.rate_key
+    LEFT JOIN rate_policy kg ON kg.policy_key = ${keyGroupPolicySql('t.rate_key')}
+    LEFT JOIN rate_used ku ON ku.scope_key = ${KEY_PREFIX_SQL} || t.rate_key
+    LEFT JOIN rate_policy orp ON orp.policy_key = ${OWNER_PREFIX_SQL} || t.owner
+    LEFT JOIN rate_used ou ON ou.scope_key = ${OWNER_PREFIX_SQL} || t.owner
+    WHERE t.status IN ${CLAIMABLE_SQL} AND t.available_at <= v_now AND (t.deadline_at IS NULL OR t.deadline_at > v_now)
+  ),
+  ranked AS (
+    -- Exhausted keys and owners left out first: their rows never hide others'.
+    SELECT r.*,
+      row_number() OVER (PARTITION BY r.owner ORDER BY r.${ORDER.replaceAll(', ', ', r.')}) AS owner_rank,
+      row_number() OVER (PARTITION BY r.rate_key ORDER BY r.${ORDER.replaceAll(', ', ', r.')}) AS key_rank
+    FROM rated r WHERE (r.key_room IS NULL OR r.key_room > 0) AND (r.owner_rate_room IS NULL OR r.owner_rate_room > 0)
+  ),
+  fitting AS (
+    SELECT r.*, row_number() OVER (PARTITION BY r.task_type ORDER BY ${turn('r')}, r.${ORDER.replaceAll(', ', ', r.')}) AS type_rank
+    FROM ranked r
+    LEFT JOIN ${policy} op ON op.policy_key = ${OWNER_PREFIX_SQL} || r.owner
+    LEFT JOIN owner_leased ol ON ol.owner = r.owner
+    WHERE (r.key_room IS NULL OR r.rate_key IS NULL OR r.key_rank <= r.key_room)
+      AND (r.owner_rate_room IS NULL OR r.owner_rank <= r.owner_rate_room)
+      AND (r.owner IS NULL
+        OR (op.enabled IS NOT FALSE AND r.owner_rank <= COALESCE(op.max_concurrency, p_owner_cap, 2147483647) - COALESCE(ol.n, 0)))
+  ),
+  picked AS (
+    SELECT f.id FROM fitting f JOIN wanted ON wanted.task_type = f.task_type
+    LEFT JOIN scope_room tr ON tr.policy_key = ${TYPE_POLICY_PREFIX_SQL} || f.task_type
+    WHERE f.type_rank <= LEAST(wanted.room, COALESCE(tr.n, 2147483647))
+    ORDER BY ${turn('f')}, f.${ORDER.replaceAll(', ', ', f.')}
+    LIMIT LEAST((SELECT n FROM global_room), COALESCE((SELECT n FROM scope_room WHERE policy_key = ${GLOBAL_POLICY_SQL}), 2147483647))
+  ),
+  chosen AS (
+    SELECT t.id FROM ${task} t WHERE t.id = ANY (ARRAY(SELECT picked.id FROM picked)) AND t.status IN ${CLAIMABLE_SQL}
+    FOR UPDATE SKIP LOCKED
+  ),
+  ${leaseSql(ctx, 'chosen', rateLogSql(ctx))}`;
+}
+
+/** One start log row per claimed row per rated scope; the log pruned to each scope's period (rows of scopes without a policy go). */
+function rateLogSql(ctx: PgContext): string {
+  const { rateStart } = ctx.tables;
+  return `rate_log AS (
+    INSERT INTO ${rateStart} (scope_key, started_at)
+    SELECT sc.scope_key, v_now FROM claimed c
+    CROSS JOIN LATERAL (VALUES (${GLOBAL_POLICY_SQL}), (${TYPE_POLICY_PREFIX_SQL} || c.task_type), (${OWNER_PREFIX_SQL} || c.owner),
+      (${KEY_PREFIX_SQL} || c.rate_key)) sc(scope_key)
+    WHERE sc.scope_key IS NOT NULL AND EXISTS ${scopeRatePolicySql('sc.scope_key', 'rate_policy')}
+  ),
+  rate_prune AS (
+    DELETE FROM ${rateStart} s
+    WHERE NOT EXISTS (SELECT 1 FROM ${scopeRatePolicySql('s.scope_key', 'rate_policy')} rp
+      WHERE s.started_at > v_now - rp.rate_period_ms * interval '1 millisecond')
+  )`;
+}
+
 /** Leases the rows of `chosen` and inserts their attempt rows; the query's result. */
-function leaseSql(ctx: PgContext, chosen: string): string {
+function leaseSql(ctx: PgContext, chosen: string, more = ''): string {
   const { task, attempt } = ctx.tables;
   return `claimed AS (
     UPDATE ${task} t SET status = ${STATUS_SQL.RUNNING}, lease_owner = p_worker, lease_token = p_token,
@@ -346,7 +481,12 @@ function leaseSql(ctx: PgContext, chosen: string): string {
   attempts AS (
     INSERT INTO ${attempt} (task_id, attempt, worker_id, started_at)
     SELECT claimed.id, claimed.attempt_count, p_worker, v_now FROM claimed
-  )
+  )${
+    more
+      ? `,
+  ${more}`
+      : ''
+  }
   SELECT * FROM claimed ORDER BY claimed.${ORDER.replaceAll(', ', ', claimed.')}`;
 }
 

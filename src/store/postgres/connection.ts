@@ -50,6 +50,7 @@ export interface PgContext {
     dependency: string;
     sequence: string;
     step: string;
+    rateStart: string;
     migrations: string;
   };
   /** One LISTEN/NOTIFY channel per schema; payloads are JSON (see listener.ts). */
@@ -111,6 +112,7 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
       dependency: `${schema}.system_async_task_dependency`,
       sequence: `${schema}.system_async_task_sequence`,
       step: `${schema}.system_async_task_step`,
+      rateStart: `${schema}.system_async_task_rate_start`,
       migrations: `${schema}.tasklease_migrations`,
     },
     // Channel names are identifiers (≤ 63 bytes); a digest keeps any schema name short and distinct.

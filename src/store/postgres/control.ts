@@ -8,6 +8,7 @@ import { isTaskStatus, type TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
 import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { reopenCallSql } from './flows.js';
+import { MAX_RATE_PERIOD_MS } from '../rules/rates.js';
 import { run, type PgContext } from './connection.js';
 import { checkStorableText, decodePostgres, MAX_TASK_TYPE_BYTES, uuidKeys } from './encode.js';
 import { WAKE_ALL_PAYLOAD } from './wakeups.js';
@@ -116,13 +117,23 @@ export async function savePolicy(ctx: PgContext, policy: PolicyInput): Promise<P
   const result = await run<Row>(
     ctx.pool,
     'saving a policy',
-    `INSERT INTO ${ctx.tables.policy} (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time)
-     VALUES ($1, $2, $3, $4, $5, $6, now())
+    `INSERT INTO ${ctx.tables.policy} (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time,
+       rate_limit, rate_period_ms)
+     VALUES ($1, $2, $3, $4, $5, $6, now(), $7, $8)
      ON CONFLICT (policy_key) DO UPDATE SET task_type = excluded.task_type, max_concurrency = excluded.max_concurrency,
        max_attempts = excluded.max_attempts, retry_base_delay_ms = excluded.retry_base_delay_ms, enabled = excluded.enabled,
-       update_time = excluded.update_time
+       update_time = excluded.update_time, rate_limit = excluded.rate_limit, rate_period_ms = excluded.rate_period_ms
      RETURNING *`,
-    [policy.policyKey, policy.taskType, policy.maxConcurrency, policy.maxAttempts, policy.retryBaseDelayMs, policy.enabled],
+    [
+      policy.policyKey,
+      policy.taskType,
+      policy.maxConcurrency,
+      policy.maxAttempts,
+      policy.retryBaseDelayMs,
+      policy.enabled,
+      policy.rateLimit ?? null,
+      policy.ratePeriodMs ?? null,
+    ],
   );
   return policyFromRow(result.rows[0]!, decodePostgres);
 }
@@ -142,6 +153,13 @@ export async function deletePolicy(ctx: PgContext, policyKey: string): Promise<b
  * finish_time on the newest row version, so a task an operator retried
  * since the snapshot is left alone; dead letters are archived, not deleted.
  */
+/** Start log rows older than the longest rate period serve no window (rules/rates.ts): keys that start no more, removed policies. */
+export async function pruneRateStarts(ctx: PgContext): Promise<void> {
+  await run(ctx.pool, 'pruning the rate start log', `DELETE FROM ${ctx.tables.rateStart} WHERE started_at <= now() - $1 * interval '1 millisecond'`, [
+    MAX_RATE_PERIOD_MS,
+  ]);
+}
+
 export async function purgeTerminalTasks(ctx: PgContext, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {
   const { task, attempt, failure, deadLetter, action, step } = ctx.tables;
   const sql = `

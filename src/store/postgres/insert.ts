@@ -126,19 +126,22 @@ async function insertBatch(
         tasks.map((t) => t.sequenceSeq ?? null),
       ]
     : [];
-  const suffix = flow ? '_flow' : '';
+  // Rate keys likewise only when the batch has one, after the flow's.
+  const rated = tasks.some((t) => t.rateKey);
+  if (rated) flowValues.push(tasks.map((t) => t.rateKey ?? null));
+  const suffix = `${flow ? '_flow' : ''}${rated ? '_rate' : ''}`;
   if (!unique && !tasks.some((t) => t.idempotencyKey !== null)) {
     // Without idempotency keys nothing can conflict: every row is inserted, so a plain INSERT (no
     // speculative insertion per row) and one answer row, the statement's clock, instead of one per task.
     const name = `insert_unkeyed${suffix}`;
-    const text = sql(ctx, name, (c) => insertSql(c, false, false, flow));
+    const text = sql(ctx, name, (c) => insertSql(c, false, false, flow, rated));
     const result = await run<Row>(on, 'inserting tasks', text, [...columns, channel, ...flowValues], statementName(ctx, name));
     const createdAt = decodePostgres.time(result.rows[0]!.create_time);
     const created = createdAt.getTime();
     return new Map(tasks.map((t) => [t.id, newTaskRow(t, t.availableAt ?? new Date(created + t.delayMs), createdAt)]));
   }
   const name = `${unique ? 'insert_unique' : 'insert'}${suffix}`;
-  const text = sql(ctx, name, (c) => insertSql(c, true, !!unique, flow));
+  const text = sql(ctx, name, (c) => insertSql(c, true, !!unique, flow, rated));
   const values = unique ? [...columns, channel, unique.key, unique.states, ...flowValues] : [...columns, channel, ...flowValues];
   const result = await run<Row>(on, 'inserting tasks', text, values, statementName(ctx, name));
   // Only the database's own values come back (its clock); the rest of each new row is what we sent.
@@ -154,13 +157,14 @@ async function insertBatch(
 /**
  * `unique`: one row carrying $14 unique_key and $15 unique_states; any unique index may refuse it. `flow`: four more
  * arrays, flow_id, pending_parents (rules/flows.ts: a task with parents pending starts BLOCKED), sequence_key and
- * sequence_seq (rules/sequences.ts).
+ * sequence_seq (rules/sequences.ts). `rated`: one more array after those, rate_key.
  */
-function insertSql(ctx: PgContext, keyed = true, unique = false, flow = false): string {
+function insertSql(ctx: PgContext, keyed = true, unique = false, flow = false, rated = false): string {
   const { task } = ctx.tables;
   const f = unique ? 16 : 14;
-  const flowInput = flow ? `, $${f}::uuid[], $${f + 1}::integer[], $${f + 2}::text[], $${f + 3}::bigint[]` : '';
-  const flowNames = flow ? ', flow_id, pending_parents, sequence_key, sequence_seq' : '';
+  const r = f + (flow ? 4 : 0);
+  const flowInput = `${flow ? `, $${f}::uuid[], $${f + 1}::integer[], $${f + 2}::text[], $${f + 3}::bigint[]` : ''}${rated ? `, $${r}::text[]` : ''}`;
+  const flowNames = `${flow ? ', flow_id, pending_parents, sequence_key, sequence_seq' : ''}${rated ? ', rate_key' : ''}`;
   const status = flow ? `CASE WHEN COALESCE(pending_parents, 0) > 0 THEN ${STATUS_SQL.BLOCKED} ELSE ${STATUS_SQL.QUEUED} END` : STATUS_SQL.QUEUED;
   const conflict = unique
     ? 'ON CONFLICT DO NOTHING'

@@ -451,6 +451,28 @@ CREATE TABLE IF NOT EXISTS ${s}.system_async_task_subscription (
 `,
   },
   {
+    version: 22,
+    name: 'rate limits',
+    // Rate limits (rules/rates.ts): N starts per period on a policy row (GLOBAL, TYPE:, OWNER:, KEY:), the task's
+    // rate key (live table and history: same columns, same order), and the start log every rate-limited claim counts
+    // in and appends to (one row per start per scope, pruned to the scope's period by the claims that write it, and to a
+    // day by cleanup through the time index, whatever the policies). The
+    // partial index answers the claim's "is any rate policy set" (claim.ts) without reading a policy row.
+    sql: (s) => `
+ALTER TABLE ${s}.system_async_task_policy ADD COLUMN rate_limit integer, ADD COLUMN rate_period_ms bigint;
+CREATE INDEX ix_system_async_task_policy_rate ON ${s}.system_async_task_policy (policy_key) WHERE rate_limit IS NOT NULL;
+ALTER TABLE ${s}.system_async_task ADD COLUMN rate_key text;
+ALTER TABLE ${s}.system_async_task_history ADD COLUMN rate_key text;
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_rate_start (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  scope_key text NOT NULL,
+  started_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_rate_start ON ${s}.system_async_task_rate_start (scope_key, started_at);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_rate_start_time ON ${s}.system_async_task_rate_start (started_at);
+`,
+  },
+  {
     version: 23,
     name: 'sequences',
     // Sequences (rules/sequences.ts): a task's key and its place in the key (submit order), and one row per key that

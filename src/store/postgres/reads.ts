@@ -8,7 +8,17 @@ import { isTaskStatus, isTerminal, type TaskStatus } from '../../core/status.js'
 import type { Task } from '../../core/task.js';
 import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, stepFromRow, taskFromRow, type Row } from '../rows.js';
 import { CURRENT_CYCLE, STEP_ORDER_SQL } from '../rules/index.js';
-import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, StepRecord, TaskActionRecord, TaskPage } from '../types.js';
+import type {
+  AttemptRecord,
+  DeadLetter,
+  FailureRow,
+  ListDeadLettersParams,
+  ListTasksParams,
+  RateWindow,
+  StepRecord,
+  TaskActionRecord,
+  TaskPage,
+} from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { decodePostgres, uuidKey } from './encode.js';
 
@@ -135,6 +145,42 @@ export async function listTaskActions(ctx: PgContext, taskId: string, limit: num
 }
 
 /** A task's steps (history.ts deletes them when it moves a task into the history: they are not looked for there). */
+export async function rateWindows(ctx: PgContext, scopes: readonly { scopeKey: string; periodMs: number }[]): Promise<RateWindow[]> {
+  if (scopes.length === 0) return [];
+  const result = await run<Row>(
+    ctx.pool,
+    'reading rate windows',
+    `SELECT u.scope_key, u.ord, count(s.started_at) AS n, min(s.started_at) AS oldest, min(c.now) AS now
+     FROM unnest($1::text[], $2::double precision[]) WITH ORDINALITY AS u(scope_key, period_ms, ord)
+     CROSS JOIN (SELECT clock_timestamp() AS now) c
+     LEFT JOIN ${ctx.tables.rateStart} s ON s.scope_key = u.scope_key AND s.started_at > c.now - u.period_ms * interval '1 millisecond'
+     GROUP BY u.scope_key, u.ord ORDER BY u.ord`,
+    [scopes.map((s) => s.scopeKey), scopes.map((s) => s.periodMs)],
+  );
+  return result.rows.map((row) => ({
+    scopeKey: String(row.scope_key),
+    used: Number(row.n),
+    oldestStartAt: row.oldest === null ? null : decodePostgres.time(row.oldest),
+    now: decodePostgres.time(row.now),
+  }));
+}
+
+export async function listRateStarts(ctx: PgContext, withinMs: number): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+  const result = await run<Row>(
+    ctx.pool,
+    'reading the rate start log',
+    `SELECT c.now, s.scope_key, s.started_at FROM (SELECT clock_timestamp() AS now) c
+     LEFT JOIN ${ctx.tables.rateStart} s ON s.started_at > c.now - $1 * interval '1 millisecond'`,
+    [withinMs],
+  );
+  return {
+    now: decodePostgres.time(result.rows[0]!.now),
+    starts: result.rows
+      .filter((row) => row.scope_key !== null)
+      .map((row) => ({ scopeKey: String(row.scope_key), startedAt: decodePostgres.time(row.started_at) })),
+  };
+}
+
 export async function listSteps(ctx: PgContext, taskId: string, currentCycleOnly: boolean | undefined): Promise<StepRecord[]> {
   const cycle = currentCycleOnly ? ` AND cycle = ${CURRENT_CYCLE}` : '';
   const result = await run<Row>(ctx.pool, 'listing steps', `SELECT * FROM ${ctx.tables.step} WHERE task_id = $1${cycle} ORDER BY ${STEP_ORDER_SQL}`, [

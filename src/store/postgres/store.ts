@@ -67,6 +67,7 @@ import type {
   TaskPage,
   WorkerRecord,
   WorkerRegistration,
+  RateWindow,
 } from '../types.js';
 import { claimTasks } from './claim.js';
 import { explainClaim } from './explain.js';
@@ -347,6 +348,14 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return reads.listSteps(this.ctx, params.taskId, params.currentCycleOnly);
   }
 
+  async listRateStarts(params: { withinMs: number }): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+    return reads.listRateStarts(this.ctx, params.withinMs);
+  }
+
+  async rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]> {
+    return reads.rateWindows(this.ctx, params.scopes);
+  }
+
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: PostgresTransaction }): Promise<FinishResult> {
     return finishAttempts(this.ctx, params.outcomes, params.transaction ? this.executorFor(params.transaction) : null);
   }
@@ -414,6 +423,7 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
   }
 
   async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
+    await control.pruneRateStarts(this.ctx);
     if (this.historyMoveAfterMs !== null) return dropAndMove(this.ctx, params.finishedBefore, this.historyMoveAfterMs, params.batchSize);
     return control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
   }

@@ -7,6 +7,7 @@
  */
 import { claimOrder } from '../claim-order.js';
 import type { Row } from '../rows.js';
+import type { RateBudget } from './rates.js';
 
 export interface TypeShareInput {
   /** The type's limit (policy or default). */
@@ -58,10 +59,16 @@ export function ownerRoom(limit: OwnerLimit | undefined, defaultCap: number | nu
 /**
  * Round robin across owners: every owner's first task, then every owner's
  * second, … (claim order within a round), taking a row only while its type,
- * its owner and the claim have room. Tasks without an owner form one group.
+ * its owner, the claim and (with `rates`) every rate scope of the row have room. Tasks without an owner form one group.
  * Candidates must hold each owner's rows of a type in claim order.
  */
-export function pickRoundRobin(candidates: readonly Row[], typeRoom: Map<string, number>, ownerRoomOf: (owner: string) => number, room: number): Row[] {
+export function pickRoundRobin(
+  candidates: readonly Row[],
+  typeRoom: Map<string, number>,
+  ownerRoomOf: (owner: string) => number,
+  room: number,
+  rates?: RateBudget,
+): Row[] {
   const rank = new Map<string, number>();
   const ranked = [...candidates].sort(claimOrder).map((row) => {
     const group = ownerGroup(row.owner);
@@ -80,6 +87,8 @@ export function pickRoundRobin(candidates: readonly Row[], typeRoom: Map<string,
     const byOwner = takenByOwner.get(group) ?? 0;
     if (byType >= (typeRoom.get(type) ?? 0)) continue;
     if (row.owner !== null && row.owner !== undefined && byOwner >= ownerRoomOf(String(row.owner))) continue;
+    if (rates && !rates.admits(row)) continue;
+    rates?.take(row);
     takenByType.set(type, byType + 1);
     takenByOwner.set(group, byOwner + 1);
     chosen.push(row);

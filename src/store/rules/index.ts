@@ -16,3 +16,4 @@ export * from './actions.js';
 export * from './flows.js';
 export * from './steps.js';
 export * from './sequences.js';
+export * from './rates.js';

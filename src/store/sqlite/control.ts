@@ -20,6 +20,7 @@ import {
   STATUS_SQL,
   TERMINAL_SQL,
 } from '../rules/index.js';
+import { MAX_RATE_PERIOD_MS } from '../rules/rates.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, fromSqliteTime, toSqliteTime } from './encode.js';
 
@@ -81,13 +82,24 @@ export function archiveDeadLetters(db: Db, ids: readonly string[], scope: Scope,
 export function savePolicy(db: Db, policy: PolicyInput, now: string): Policy {
   statement(
     db,
-    `INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time)
-     VALUES (?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO system_async_task_policy (policy_key, task_type, max_concurrency, max_attempts, retry_base_delay_ms, enabled, update_time,
+       rate_limit, rate_period_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (policy_key) DO UPDATE SET task_type = excluded.task_type, max_concurrency = excluded.max_concurrency,
        max_attempts = excluded.max_attempts, retry_base_delay_ms = excluded.retry_base_delay_ms, enabled = excluded.enabled,
-       update_time = excluded.update_time`,
-  ).run(policy.policyKey, policy.taskType, policy.maxConcurrency, policy.maxAttempts, policy.retryBaseDelayMs, policy.enabled ? 1 : 0, now);
-  return { ...policy, updatedAt: fromSqliteTime(now) };
+       update_time = excluded.update_time, rate_limit = excluded.rate_limit, rate_period_ms = excluded.rate_period_ms`,
+  ).run(
+    policy.policyKey,
+    policy.taskType,
+    policy.maxConcurrency,
+    policy.maxAttempts,
+    policy.retryBaseDelayMs,
+    policy.enabled ? 1 : 0,
+    now,
+    policy.rateLimit ?? null,
+    policy.ratePeriodMs ?? null,
+  );
+  return { ...policy, rateLimit: policy.rateLimit ?? null, ratePeriodMs: policy.ratePeriodMs ?? null, updatedAt: fromSqliteTime(now) };
 }
 
 export function listPolicies(db: Db): Policy[] {
@@ -95,8 +107,14 @@ export function listPolicies(db: Db): Policy[] {
   return rows.map((row) => policyFromRow(row, decodeSqlite));
 }
 
+/** Start log rows older than the longest rate period serve no window (rules/rates.ts): keys that start no more, removed policies. */
+function pruneRateStarts(db: Db, now: string): void {
+  statement(db, 'DELETE FROM system_async_task_rate_start WHERE started_at <= ?').run(toSqliteTime(fromSqliteTime(now).getTime() - MAX_RATE_PERIOD_MS));
+}
+
 export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: number, now: string): PurgeResult {
   const cutoff = toSqliteTime(finishedBefore.getTime());
+  pruneRateStarts(db, now);
   const ids = (
     statement(
       db,

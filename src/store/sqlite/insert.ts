@@ -23,8 +23,8 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
     db,
     `INSERT INTO system_async_task (id, task_type, status, priority, payload_json, available_at, deadline_at,
        attempt_count, attempt_base, max_attempts, owner, idempotency_key, trace_id, trace_parent, create_time, update_time, unique_key, unique_states,
-       flow_id, pending_parents, sequence_key, sequence_seq)
-     VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+       flow_id, pending_parents, sequence_key, sequence_seq, rate_key)
+     VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
   );
   return tasks.map((task): InsertTaskResult => {
     if (task.idempotencyKey !== null) {
@@ -56,6 +56,7 @@ export function insertTasks(db: Db, tasks: readonly NewTask[], nowMs: number): I
       task.pendingParents ?? null,
       task.sequenceKey ?? null,
       task.sequenceSeq ?? null,
+      task.rateKey ?? null,
     ) as Row;
     return { task: taskFromRow(row, decodeSqlite), created: true };
   });

@@ -308,6 +308,27 @@ CREATE TABLE IF NOT EXISTS system_async_task_subscription (
 `,
   },
   {
+    version: 15,
+    name: 'rate limits',
+    // Rate limits (rules/rates.ts): N starts per period on a policy row (GLOBAL, TYPE:, OWNER:, KEY:), the task's
+    // rate key, and the start log every rate-limited claim counts in and appends to (one row per start per scope,
+    // pruned to the scope's period by the claims that write it, and to the longest period whatever the scope: the
+    // time index serves that and the claim's read of the window). Null outside rate limits: no byte more per plain task.
+    sql: `
+ALTER TABLE system_async_task_policy ADD COLUMN rate_limit INTEGER;
+ALTER TABLE system_async_task_policy ADD COLUMN rate_period_ms INTEGER;
+ALTER TABLE system_async_task ADD COLUMN rate_key TEXT;
+CREATE TABLE IF NOT EXISTS system_async_task_rate_start (
+  id INTEGER PRIMARY KEY,
+  scope_key TEXT NOT NULL,
+  started_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_rate_start ON system_async_task_rate_start (scope_key, started_at);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_rate_start_time ON system_async_task_rate_start (started_at);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_policy_rate ON system_async_task_policy (policy_key) WHERE rate_limit IS NOT NULL;
+`,
+  },
+  {
     version: 16,
     name: 'sequences',
     // Sequences (rules/sequences.ts): a task's key and its place in the key (submit order), and one row per key that

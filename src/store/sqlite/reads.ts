@@ -7,7 +7,17 @@ import type { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, stepFromRow, taskFromRow, type Row } from '../rows.js';
 import { CURRENT_CYCLE, STEP_ORDER_SQL } from '../rules/index.js';
-import type { AttemptRecord, DeadLetter, FailureRow, ListDeadLettersParams, ListTasksParams, StepRecord, TaskActionRecord, TaskPage } from '../types.js';
+import type {
+  AttemptRecord,
+  DeadLetter,
+  FailureRow,
+  ListDeadLettersParams,
+  ListTasksParams,
+  RateWindow,
+  StepRecord,
+  TaskActionRecord,
+  TaskPage,
+} from '../types.js';
 import { Where } from '../where.js';
 import { statement, type Db } from './connection.js';
 import { decodeSqlite, toSqliteTime } from './encode.js';
@@ -63,6 +73,21 @@ export function listTaskActions(db: Db, taskId: string, limit: number | undefine
     limit ?? 100,
   ) as Row[];
   return rows.map((row) => actionFromRow(row, decodeSqlite));
+}
+
+export function rateWindows(db: Db, scopes: readonly { scopeKey: string; periodMs: number }[], nowMs: number): RateWindow[] {
+  const read = statement(db, 'SELECT COUNT(*) AS n, MIN(started_at) AS oldest FROM system_async_task_rate_start WHERE scope_key = ? AND started_at > ?');
+  return scopes.map(({ scopeKey, periodMs }) => {
+    const row = read.get(scopeKey, toSqliteTime(nowMs - periodMs)) as { n: number; oldest: string | null };
+    return { scopeKey, used: Number(row.n), oldestStartAt: row.oldest === null ? null : decodeSqlite.time(row.oldest), now: new Date(nowMs) };
+  });
+}
+
+export function listRateStarts(db: Db, withinMs: number, nowMs: number): { now: Date; starts: { scopeKey: string; startedAt: Date }[] } {
+  const rows = statement(db, 'SELECT scope_key, started_at FROM system_async_task_rate_start WHERE started_at > ?').all(
+    toSqliteTime(nowMs - withinMs),
+  ) as Row[];
+  return { now: new Date(nowMs), starts: rows.map((row) => ({ scopeKey: String(row.scope_key), startedAt: decodeSqlite.time(row.started_at) })) };
 }
 
 export function listSteps(db: Db, taskId: string, currentCycleOnly: boolean | undefined): StepRecord[] {

@@ -55,6 +55,7 @@ import type {
   TaskPage,
   WorkerRecord,
   WorkerRegistration,
+  RateWindow,
 } from '../types.js';
 import { claim, leasedByType } from './claim.js';
 import { explainClaim } from './explain.js';
@@ -275,6 +276,14 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {
     return this.read(() => reads.listSteps(this.db, params.taskId, params.currentCycleOnly));
+  }
+
+  async listRateStarts(params: { withinMs: number }): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {
+    return this.read(() => reads.listRateStarts(this.db, params.withinMs, this.clock()));
+  }
+
+  async rateWindows(params: { scopes: readonly { scopeKey: string; periodMs: number }[] }): Promise<RateWindow[]> {
+    return this.read(() => reads.rateWindows(this.db, params.scopes, this.clock()));
   }
 
   async finishAttempts(params: { outcomes: readonly AttemptOutcome[]; transaction?: SqliteTransaction }): Promise<FinishResult> {

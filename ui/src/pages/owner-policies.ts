@@ -6,6 +6,7 @@
  */
 import { admin, type Policy } from '../api.js';
 import { confirmAction, guarded, h, notify } from '../dom.js';
+import { rateCell } from './rate-policies.js';
 
 export const OWNER_PREFIX = 'OWNER:';
 
@@ -24,9 +25,14 @@ export function ownerRow(policy: Policy, reload: () => Promise<void>): HTMLEleme
     class: 'narrow',
   });
   const enabled = h('input', { type: 'checkbox', name: 'enabled', checked: policy.enabled, 'aria-label': `${name} enabled` });
+  const rate = rateCell(name, policy);
   const save = () =>
     guarded(async () => {
-      await admin('PUT', ownerPath(owner), { maxConcurrency: limit.value.trim() === '' ? null : Number(limit.value), enabled: enabled.checked });
+      await admin('PUT', ownerPath(owner), {
+        maxConcurrency: limit.value.trim() === '' ? null : Number(limit.value),
+        enabled: enabled.checked,
+        ...rate.value(),
+      });
       notify(`Saved the ${name} policy: workers apply it at their next claim`);
       await reload();
     });
@@ -45,6 +51,7 @@ export function ownerRow(policy: Policy, reload: () => Promise<void>): HTMLEleme
     h('td', {}, limit),
     h('td', { class: 'muted' }, 'per type'),
     h('td', { class: 'muted' }, 'per type'),
+    rate.cell,
     h('td', {}, enabled),
     h(
       'td',

@@ -1,11 +1,13 @@
 /**
  * Policies: the global and per-type limits, attempts, retry delay and the
  * enabled switch, saved live (every worker applies them at its next claim),
- * with what runs against each limit right now; and the per-owner (tenant)
- * limits, with a form to add one.
+ * with what runs against each limit right now; the per-owner (tenant)
+ * limits, with a form to add one; and rates (N starts per period) on any of
+ * them and per rate key (rate-policies.ts).
  */
 import { admin, type LimitUse, type Policy, type Stats } from '../api.js';
 import { OWNER_PREFIX, ownerForm, ownerRow } from './owner-policies.js';
+import { KEY_PREFIX, keyForm, keyRow, rateCell } from './rate-policies.js';
 import { clear, confirmAction, every, guarded, h, notify } from '../dom.js';
 import type { Page } from '../main.js';
 
@@ -27,6 +29,7 @@ function policyRow(name: string, taskType: string | null, policy: Policy | undef
   const attempts = input('maxAttempts', policy?.maxAttempts ?? null, 'Max attempts');
   const delay = input('retryBaseDelayMs', policy?.retryBaseDelayMs ?? null, 'Retry base delay (ms)');
   const enabled = h('input', { type: 'checkbox', name: 'enabled', checked: policy?.enabled ?? true, 'aria-label': `${name} enabled` });
+  const rate = rateCell(name, policy);
   const save = () =>
     guarded(async () => {
       await admin('PUT', path, {
@@ -34,6 +37,7 @@ function policyRow(name: string, taskType: string | null, policy: Policy | undef
         maxAttempts: numberOrNull(attempts),
         retryBaseDelayMs: numberOrNull(delay),
         enabled: enabled.checked,
+        ...rate.value(),
       });
       notify(`Saved the ${name} policy: workers apply it at their next claim`);
       await reload();
@@ -58,6 +62,7 @@ function policyRow(name: string, taskType: string | null, policy: Policy | undef
     h('td', {}, limit),
     h('td', {}, attempts),
     h('td', {}, delay),
+    rate.cell,
     h('td', {}, enabled),
     h(
       'td',
@@ -86,7 +91,9 @@ export const policiesPage: Page = (root) => {
           h(
             'tr',
             {},
-            ['policy', 'running / limit', 'max concurrency', 'max attempts', 'retry base delay (ms)', 'enabled', ''].map((c) => h('th', { scope: 'col' }, c)),
+            ['policy', 'running / limit', 'max concurrency', 'max attempts', 'retry base delay (ms)', 'rate (starts per ms)', 'enabled', ''].map((c) =>
+              h('th', { scope: 'col' }, c),
+            ),
           ),
         ),
         body,
@@ -94,6 +101,7 @@ export const policiesPage: Page = (root) => {
     ),
     uses,
     ownerForm(() => load(true)),
+    keyForm(() => load(true)),
   );
   let editing = false;
   body.addEventListener('focusin', () => {
@@ -130,6 +138,7 @@ export const policiesPage: Page = (root) => {
         ),
       ),
       policies.filter((p) => p.policyKey.startsWith(OWNER_PREFIX)).map((p) => ownerRow(p, reload)),
+      policies.filter((p) => p.policyKey.startsWith(KEY_PREFIX)).map((p) => keyRow(p, reload)),
     );
     uses.textContent = `${stats.workers.live} live worker(s), ${stats.workers.concurrency} slots.`;
   };

@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runRateSuite } from './suite.js';
+
+runRateSuite(sqliteFactory);
