@@ -111,6 +111,12 @@ export async function reopen(tx: Steps, parentIds: readonly string[]): Promise<v
 }
 
 export async function insertFlow(db: MysqlDatabase, conn: Conn, tasks: readonly NewTask[], edges: readonly DependencyEdge[]): Promise<InsertTaskResult[]> {
+  // Parents that exist already, locked first (in id order): concurrent submits of children of one parent take turns
+  // on its row instead of deadlocking between their edges and its flow_id, and a parent that ends meanwhile either
+  // commits first (the settle below reads it ended) or waits for this commit (its settle then reads the edges).
+  const inputIds = new Set(tasks.map((t) => t.id));
+  const parents = sortedIds(edges.filter((e) => !inputIds.has(e.parentId)).map((e) => e.parentId));
+  if (parents.length > 0) await db.rows(conn, 'SELECT id FROM system_async_task WHERE id IN (?) ORDER BY id FOR UPDATE', [parents]);
   const results = await insertTasks(db, conn, tasks);
   const created = new Set(results.filter((r) => r.created).map((r) => r.task.id));
   const mine = edges.filter((edge) => created.has(edge.childId));
