@@ -37,6 +37,7 @@ import { cutPage, windowCursor } from './time-window.js';
 import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
 import { ScheduleApi } from './schedules.js';
+import { AdaptiveApi } from './adaptive.js';
 import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
@@ -146,6 +147,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly tokens: TokenApi;
   /** Periodic tasks: cron schedules with their next runs; save, enable / disable, delete. */
   readonly schedules: ScheduleApi;
+  /** Adaptive limits: per type, the limit follows the failure rate within bounds; set, show, off, override, resume, history. */
+  readonly adaptive: AdaptiveApi;
   /** Who this client's operator actions are recorded as when a call names nobody. */
   readonly actor: Actor;
 
@@ -162,7 +165,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     checkInteger('Client', 'globalConcurrency', this.defaultLimits.globalConcurrency, { min: 1 });
     checkInteger('Client', 'typeConcurrency', this.defaultLimits.typeConcurrency, { min: 1 });
     this.actor = options.actor === undefined ? LIBRARY_ACTOR : checkActor(options.actor, 'Client');
-    this.policies = new PolicyApi(this.store);
+    this.adaptive = new AdaptiveApi(this.store, this.actor);
+    this.policies = new PolicyApi(this.store, this.adaptive);
     this.deadLetters = new DeadLetterApi(this.store, this.actor);
     this.tokens = new TokenApi(this.store);
     this.schedules = new ScheduleApi(this.store);

@@ -10,6 +10,7 @@ import { ValidationError } from '../core/errors.js';
 import { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey } from '../core/policy-keys.js';
 import { checkKnownKeys } from '../core/validate.js';
 import type { Policy, PolicyInput, Store } from '../store/types.js';
+import type { AdaptiveApi, OverrideOptions } from './adaptive.js';
 import { checkTaskType } from '../core/definition.js';
 import { checkNoNul } from '../core/text.js';
 
@@ -29,10 +30,18 @@ export interface PolicyChange {
 const CHANGE_KEYS = ['maxConcurrency', 'maxAttempts', 'retryBaseDelayMs', 'enabled'] as const;
 
 export class PolicyApi {
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** Told of an operator's maxConcurrency on a type: on an adaptive type it is an override (client/adaptive.ts). */
+    private readonly adaptive?: AdaptiveApi,
+  ) {}
 
-  /** Changes the GLOBAL policy (null), a type's or an owner's, merging with what is stored. */
-  async update(target: PolicyTarget, change: PolicyChange): Promise<Policy> {
+  /**
+   * Changes the GLOBAL policy (null), a type's or an owner's, merging with what is stored. A maxConcurrency set on
+   * an adaptive type is an operator override: recorded in its trail (as `options.actor`), adaptation suspended
+   * until resumed — or for `options.overrideForMs`.
+   */
+  async update(target: PolicyTarget, change: PolicyChange, options: OverrideOptions = {}): Promise<Policy> {
     const input = validateChange(change);
     const { policyKey, taskType } = resolveTarget(target);
     if (typeof target === 'object' && target !== null) {
@@ -49,7 +58,10 @@ export class PolicyApi {
       retryBaseDelayMs: input.retryBaseDelayMs !== undefined ? input.retryBaseDelayMs : (current?.retryBaseDelayMs ?? null),
       enabled: input.enabled ?? current?.enabled ?? true,
     };
-    return this.store.savePolicy({ policy });
+    const saved = await this.store.savePolicy({ policy });
+    if (typeof target === 'string' && input.maxConcurrency !== undefined && input.maxConcurrency !== null && this.adaptive)
+      await this.adaptive.noteOverride(target, current?.maxConcurrency ?? null, input.maxConcurrency, options);
+    return saved;
   }
 
   async get(target: PolicyTarget): Promise<Policy | null> {

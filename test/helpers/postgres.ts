@@ -27,6 +27,8 @@ const TABLES = [
   'system_async_task_action',
   'system_async_task_step',
   'system_async_task_subscription',
+  'system_async_task_adaptive',
+  'system_async_task_limit_change',
   'system_async_task_history',
   'system_async_task_attempt_history',
   'system_async_task_failure_history',
