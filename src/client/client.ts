@@ -17,7 +17,6 @@ import type {
   FailureRow,
   InsertTaskResult,
   OnParentFailure,
-  PurgeResult,
   Store,
   TaskDependencies,
   TaskActionName,
@@ -27,7 +26,7 @@ import type {
 } from '../store/types.js';
 import { checkActor, LIBRARY_ACTOR, type Actor, type ActorOption } from './actors.js';
 import { analyze, type Analysis } from './analyze.js';
-import { cleanup, type CleanupOptions } from './cleanup.js';
+import { cleanup, type CleanupResult, type CleanupOptions } from './cleanup.js';
 import { checkIds, DeadLetterApi } from './dead-letters.js';
 import { diagnose, type Diagnosis } from './diagnose.js';
 import { taskStepOf, type TaskStep } from './steps.js';
@@ -38,6 +37,7 @@ import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
 import { ScheduleApi } from './schedules.js';
 import { AdaptiveApi } from './adaptive.js';
+import { estimateTask, type EstimateOptions, type TaskEstimate } from './estimate.js';
 import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
@@ -478,6 +478,16 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     return (await this.store.listSteps({ taskId: id, currentCycleOnly: options.allCycles !== true })).map(taskStepOf);
   }
 
+  /**
+   * When the task will start: its position under every limit that binds it (type, owner, global) and an
+   * estimate from recent throughput, with the reason (estimate.ts). Not waiting: started, ended, blocked or paused.
+   */
+  async estimate(id: string, options: ScopeOption & EstimateOptions = {}): Promise<TaskEstimate> {
+    const { scope, ...rest } = options;
+    const task = await this.require(id, { scope });
+    return estimateTask(this.store, task, this.defaultLimits, rest);
+  }
+
   async attempts(id: string, options: ScopeOption = {}): Promise<AttemptRecord[]> {
     await this.require(id, options);
     return this.store.listAttempts({ taskId: id });
@@ -523,7 +533,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   /** Deletes terminal tasks finished before the cut-off (with attempts and failures; dead letters archived), in batches. */
-  cleanup(options: CleanupOptions): Promise<PurgeResult> {
+  cleanup(options: CleanupOptions): Promise<CleanupResult> {
     return cleanup(this.store, options);
   }
 

@@ -47,6 +47,10 @@ export function runAdaptiveSuite(factory: StoreFactory): void {
       await expect(client.adaptive.set(TYPE, { maxLimit: 3, decreaseFactor: 1 })).rejects.toMatchObject({ field: 'decreaseFactor' });
       await expect(client.adaptive.set(TYPE, { maxLimit: 3, bogus: 1 } as never)).rejects.toMatchObject({ code: ErrorCode.VALIDATION });
       await expect(client.adaptive.disable('adaptive.never')).rejects.toMatchObject({ code: ErrorCode.NOT_FOUND });
+      // Cleanup trims the trail by age, with the tasks' cut-off.
+      const purged = await client.cleanup({ finishedBefore: new Date((await env.store.now()).getTime() + 60_000) });
+      expect(purged.limitChanges).toBe(3);
+      expect(await client.adaptive.history(TYPE)).toEqual([]);
     });
 
     it('the rule: multiplicative decrease at the threshold (counted codes only), additive increase below, within bounds', () => {
