@@ -8,7 +8,7 @@
  * through client.policies.update({ maxConcurrency }) — is written to the
  * trail and suspends adaptation, until `resume` or for `overrideForMs`.
  */
-import { resolveAdaptiveConfig, type AdaptiveConfigInput, type AdaptiveState, type LimitChange } from '../core/adaptive.js';
+import { resolveAdaptiveConfig, type AdaptiveConfigInput, type AdaptiveState, type LimitChange, type LimitChangeKind } from '../core/adaptive.js';
 import { checkTaskType } from '../core/definition.js';
 import { NotFoundError, ValidationError } from '../core/errors.js';
 import { adaptiveStoreOf, type AdaptiveStore } from '../store/adaptive.js';
@@ -31,13 +31,17 @@ export class AdaptiveApi {
   constructor(
     private readonly store: Store,
     private readonly actor: Actor,
+    /** Told of every change this API made (the metrics' counter of limit changes). */
+    private readonly changed: (taskType: string, kind: LimitChangeKind) => void = () => undefined,
   ) {}
 
   /** Turns adaptation on for `type` (or changes its configuration): it starts from the type's policy limit, clamped to the bounds. */
   async set(type: string, config: AdaptiveConfigInput, options: ActorOption = {}): Promise<AdaptiveState> {
     checkTaskType(type);
     const resolved = resolveAdaptiveConfig(type, config);
-    return (await this.adaptive()).saveAdaptive({ config: resolved, actor: this.actorOf(options, 'adaptive.set') });
+    const state = await (await this.adaptive()).saveAdaptive({ config: resolved, actor: this.actorOf(options, 'adaptive.set') });
+    this.changed(type, 'set');
+    return state;
   }
 
   async get(type: string): Promise<AdaptiveState | null> {
@@ -53,7 +57,7 @@ export class AdaptiveApi {
   /** Adaptation off; the limit stays where it is. NOT_FOUND when the type is not adaptive. */
   async disable(type: string, options: ActorOption = {}): Promise<AdaptiveState> {
     const state = await this.current(type);
-    if (state.enabled) await (await this.adaptive()).disable({ state, actor: this.actorOf(options, 'adaptive.disable') });
+    if (state.enabled && (await (await this.adaptive()).disable({ state, actor: this.actorOf(options, 'adaptive.disable') }))) this.changed(type, 'off');
     return (await this.get(type))!;
   }
 
@@ -71,7 +75,7 @@ export class AdaptiveApi {
   /** Adaptation again after an override, from the limit in force. */
   async resume(type: string, options: ActorOption = {}): Promise<AdaptiveState> {
     const state = await this.current(type);
-    if (state.overridden) await (await this.adaptive()).resume({ state, actor: this.actorOf(options, 'adaptive.resume') });
+    if (state.overridden && (await (await this.adaptive()).resume({ state, actor: this.actorOf(options, 'adaptive.resume') }))) this.changed(type, 'resume');
     return (await this.get(type))!;
   }
 
@@ -92,7 +96,11 @@ export class AdaptiveApi {
     const until = await this.overrideEnd(options.overrideForMs);
     const state = await this.get(type);
     if (!state?.enabled) return false;
-    return (await this.adaptive()).override({ taskType: type, from: from ?? state.currentLimit, limit, until, actor: this.actorOf(options, 'override') });
+    const applied = await (
+      await this.adaptive()
+    ).override({ taskType: type, from: from ?? state.currentLimit, limit, until, actor: this.actorOf(options, 'override') });
+    if (applied) this.changed(type, 'override');
+    return applied;
   }
 
   private async overrideEnd(forMs: number | null | undefined): Promise<Date | null> {

@@ -37,6 +37,7 @@ import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
 import { ScheduleApi } from './schedules.js';
 import { AdaptiveApi } from './adaptive.js';
+import type { LimitChangeKind } from '../core/adaptive.js';
 import { estimateTask, type EstimateOptions, type TaskEstimate } from './estimate.js';
 import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
@@ -132,6 +133,8 @@ export interface ClientEvents {
    * (idempotent repeats excluded; they are in `submitted` too).
    */
   published: { event: string; subscribed: boolean; created: Task[] };
+  /** An operator changed an adaptive type's limit or its state (client.adaptive, or a policy write that overrides it). */
+  limitChanged: { taskType: string; kind: LimitChangeKind };
 }
 
 export class TaskLeaseClient extends Emitter<ClientEvents> {
@@ -165,7 +168,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     checkInteger('Client', 'globalConcurrency', this.defaultLimits.globalConcurrency, { min: 1 });
     checkInteger('Client', 'typeConcurrency', this.defaultLimits.typeConcurrency, { min: 1 });
     this.actor = options.actor === undefined ? LIBRARY_ACTOR : checkActor(options.actor, 'Client');
-    this.adaptive = new AdaptiveApi(this.store, this.actor);
+    this.adaptive = new AdaptiveApi(this.store, this.actor, (taskType, kind) => this.emit('limitChanged', { taskType, kind }));
     this.policies = new PolicyApi(this.store, this.adaptive);
     this.deadLetters = new DeadLetterApi(this.store, this.actor);
     this.tokens = new TokenApi(this.store);

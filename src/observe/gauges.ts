@@ -19,6 +19,8 @@ export interface GaugeSources {
   renewalRate: () => number;
   /** The wake-up state of each attached store that reports one (PostgresStore.wakeups). */
   wakeups: () => string[];
+  /** The limit in force of each adaptive type (attached stores); null keeps the last values. */
+  adaptiveLimits: () => Promise<{ taskType: string; limit: number }[] | null>;
 }
 
 const POOL_FIELDS = {
@@ -64,6 +66,18 @@ export function defineGauges(registry: Registry, sources: GaugeSources): void {
     async collect() {
       const size = await sources.deadLetters();
       if (size !== null) this.set(size);
+    },
+  });
+  new Gauge({
+    name: 'async_task_adaptive_limit',
+    help: 'The concurrency limit in force of each adaptive task type (its TYPE policy, which its controller moves), attached stores.',
+    labelNames: ['task_type'],
+    registers,
+    async collect() {
+      const limits = await sources.adaptiveLimits();
+      if (limits === null) return;
+      this.reset(); // a type turned off disappears
+      for (const { taskType, limit } of limits) this.set({ task_type: taskType }, limit);
     },
   });
   new Gauge({

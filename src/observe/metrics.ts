@@ -20,6 +20,7 @@ import { hasPoolStats, type PoolStats } from '../store/pool-stats.js';
 import { defineMetricSet, type MetricSet } from './metric-set.js';
 import { RenewalWindow } from './renewal-window.js';
 import { subscribeWorker } from './worker-metrics.js';
+import { adaptiveStoreOf } from '../store/adaptive.js';
 
 /** The event label of a publish no type subscribes to: its name would be any caller's. */
 const UNSUBSCRIBED_EVENT = '';
@@ -103,6 +104,7 @@ class MetricsHub implements TaskleaseMetrics {
       pools: () => this.poolStats(),
       renewalRate: () => this.renewals.rate(),
       wakeups: () => [...this.stores.keys()].flatMap((store) => wakeupState(store)),
+      adaptiveLimits: () => this.adaptiveLimits(),
     });
   }
 
@@ -131,9 +133,11 @@ class MetricsHub implements TaskleaseMetrics {
       this.m.eventsPublished.inc(label);
       if (created.length > 0) this.m.eventTasks.inc(label, created.length);
     });
+    const offLimits = client.on('limitChanged', ({ taskType, kind }) => this.m.limitChanges.inc({ task_type: taskType, direction: kind }));
     return () => {
       offSubmitted();
       offPublished();
+      offLimits();
     };
   }
 
@@ -157,6 +161,14 @@ class MetricsHub implements TaskleaseMetrics {
    * value: a scrape must not fail because the database does, and the
    * control-plane health check is where an outage shows).
    */
+  /** The limit in force of every adaptive type of the attached stores; null when a read fails or is late (the gauge keeps its values). */
+  private async adaptiveLimits(): Promise<{ taskType: string; limit: number }[] | null> {
+    const read = async (store: Store) => (await adaptiveStoreOf(store)).listAdaptive();
+    const lists = await Promise.all([...this.stores.keys()].map((store) => withinScrape(read(store)).catch(() => null)));
+    if (lists.some((list) => list === null)) return null;
+    return lists.flatMap((list) => (list ?? []).filter((s) => s.enabled).map((s) => ({ taskType: s.taskType, limit: s.currentLimit })));
+  }
+
   private async countDeadLetters(): Promise<number | null> {
     const counts = await Promise.all([...this.stores].map(([store, scope]) => withinScrape(store.countDeadLetters({ scope })).catch(() => null)));
     if (counts.some((c) => c === null)) return null;

@@ -12,6 +12,8 @@ import { ErrorCode, TaskFailure } from '../../src/core/errors.js';
 import { adaptiveStoreOf } from '../../src/store/adaptive.js';
 import { nextLimit } from '../../src/store/rules/adaptive.js';
 import { createWorker } from '../../src/worker/worker.js';
+import { createMetrics } from '../../src/observe/metrics.js';
+import { Registry } from 'prom-client';
 import { AdaptiveController } from '../../src/worker/adaptive-controller.js';
 import { systemClock } from '../../src/core/clock.js';
 import type { StoreFactory } from '../helpers/factory.js';
@@ -191,6 +193,9 @@ export function runAdaptiveSuite(factory: StoreFactory): void {
       const feed = async (n: number) => client.submitMany(Array.from({ length: n }, () => ({ type: TYPE, payload: {} })));
       await feed(4000);
       const worker = env.track(createWorker({ store: env.store, tasks: [call], ...FAST_WORKER, concurrency: 24, adaptiveIntervalMs: 50 })).start();
+      const metrics = createMetrics({ registry: new Registry() });
+      metrics.attachStore(env.store);
+      metrics.attachWorker(worker);
       // Converged: a decrease has happened and the limit has spent its last 6 changes within [CAPACITY/2, CAPACITY+2].
       const trajectory = async () => (await client.adaptive.history(TYPE, { limit: 1000 })).reverse();
       await waitFor(
@@ -207,6 +212,12 @@ export function runAdaptiveSuite(factory: StoreFactory): void {
       const settledAt = Date.now();
       await waitFor(() => outcomes.filter((o) => o.at >= settledAt).length >= 1000, '1000 calls after settling', 60_000, 50);
       await worker.stop();
+      // /metrics: the limit in force per type, and the controller's changes by direction (counted where they were made).
+      const scraped = await metrics.registry.metrics();
+      const gauge = Number(/async_task_adaptive_limit\{task_type="adaptive\.call"\} (\d+)/.exec(scraped)?.[1]);
+      expect(gauge).toBe((await client.adaptive.get(TYPE))!.currentLimit);
+      expect(scraped).toMatch(/async_task_limit_changes_total\{task_type="adaptive\.call",direction="decrease"\} [1-9]/);
+      expect(scraped).toMatch(/async_task_limit_changes_total\{task_type="adaptive\.call",direction="increase"\} [1-9]/);
       const path = (await trajectory()).map((c) => c.toLimit);
       const early = outcomes.slice(0, 60);
       const late = outcomes.filter((o) => o.at >= settledAt);
