@@ -73,9 +73,11 @@ export class PolicyApi {
     return this.store.listPolicies();
   }
 
-  /** Back to the workers' defaults. */
-  async reset(target: PolicyTarget): Promise<boolean> {
-    return this.store.deletePolicy({ policyKey: resolveTarget(target).policyKey });
+  /** Back to the workers' defaults. On an adaptive type this turns adaptation off (recorded): its limit is the policy. */
+  async reset(target: PolicyTarget, options: OverrideOptions = {}): Promise<boolean> {
+    const removed = await this.store.deletePolicy({ policyKey: resolveTarget(target).policyKey });
+    if (typeof target === 'string' && this.adaptive && (await this.adaptive.get(target))?.enabled) await this.adaptive.disable(target, options);
+    return removed;
   }
 }
 

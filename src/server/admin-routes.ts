@@ -74,7 +74,8 @@ function policyRoutes(url: string, target: (request: FastifyRequest) => PolicyTa
       tags,
       summary: `Reset the ${what} policy to the workers' defaults`,
       schema,
-      handler: async (request, _reply, { client }) => ok({ reset: await client.policies.reset(target(request)) }),
+      // On an adaptive type a reset turns adaptation off: the caller is its actor in the trail.
+      handler: async (request, _reply, { client }) => ok({ reset: await client.policies.reset(target(request), { actor: acting(request).actor }) }),
     },
   ];
 }

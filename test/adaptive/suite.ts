@@ -152,6 +152,10 @@ export function runAdaptiveSuite(factory: StoreFactory): void {
       }, 'the override to expire');
       const kinds = (await client.adaptive.history(TYPE)).map((c) => c.kind);
       expect(kinds.slice(0, 3)).toEqual(['resume', 'override', 'resume']);
+      // A reset of the policy (back to the workers' default) turns adaptation off: the limit it moved is gone.
+      await client.policies.reset(TYPE);
+      expect(await client.adaptive.get(TYPE)).toMatchObject({ enabled: false });
+      expect((await client.adaptive.history(TYPE))[0]).toMatchObject({ kind: 'off', actor: 'token:1' });
       // A non-adaptive type's policy change records nothing.
       await client.policies.update('plain.type', { maxConcurrency: 4 });
       expect(await client.adaptive.history('plain.type')).toEqual([]);
