@@ -126,7 +126,7 @@ export function runEstimateSuite(factory: StoreFactory): void {
           ` — error median ${median(absolute).toFixed(2)} s / ${(median(relative) * 100).toFixed(0)} %, max ${Math.max(...absolute).toFixed(2)} s / ${(Math.max(...relative) * 100).toFixed(0)} %`,
       );
       for (const e of errors) expect(e.predictedS).toBeGreaterThan(0);
-      // A model of a steady drain (measured 5–13 % median, 6–26 % max error); the load of a shared machine moves the
+      // A model of a steady drain (measured 4–13 % median, 6–26 % max error); the load of a shared machine moves the
       // real pace while it drains, so the bound is loose: the median within a factor of two of the real wait.
       expect(median(relative)).toBeLessThan(1);
     }, 180_000);
