@@ -36,7 +36,8 @@ type WorkerField =
   | 'globalConcurrency'
   | 'typeConcurrency'
   | 'ownerConcurrency'
-  | 'scheduleRefreshMs';
+  | 'scheduleRefreshMs'
+  | 'adaptiveIntervalMs';
 
 interface FieldSpec {
   /** Path in the config file; also the key of a flag override. */
@@ -67,6 +68,7 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'worker.ownerConcurrency', env: 'TASKLEASE_OWNER_CONCURRENCY', kind: 'integer', min: 1, max: 100_000 },
   { key: 'worker.fairOwners', env: 'TASKLEASE_FAIR_OWNERS', kind: 'boolean' },
   { key: 'worker.scheduleRefreshMs', env: 'TASKLEASE_SCHEDULE_REFRESH_MS', kind: 'integer', min: 0, max: DAY_MS },
+  { key: 'worker.adaptiveIntervalMs', env: 'TASKLEASE_ADAPTIVE_INTERVAL_MS', kind: 'integer', min: 0, max: 3_600_000 },
 ];
 
 /** Environment and file spellings of a boolean; anything else fails with the field named. */

@@ -4,10 +4,12 @@
  * PostgreSQL with historyMoveAfterMs, older days of the partitioned history
  * are dropped and finished tasks moved there (store/postgres/history.ts).
  * Safe while workers run: only terminal rows are touched, re-checked at delete.
+ * The trail of adaptive limit changes older than the cut-off goes too.
  * The cut-off and batch loop are shared with the dead-letter clean.
  */
 import { ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
+import { adaptiveStoreOf } from '../store/adaptive.js';
 import type { PurgeResult, Store } from '../store/types.js';
 
 export interface CleanupOptions {
@@ -23,14 +25,19 @@ export interface CleanupOptions {
   onBatch?: (total: PurgeResult) => void;
 }
 
-export async function cleanup(store: Store, options: CleanupOptions): Promise<PurgeResult> {
+/** What a cleanup removed: the purge's totals, and the adaptive limits' trail rows (absent: none). */
+export interface CleanupResult extends PurgeResult {
+  limitChanges?: number;
+}
+
+export async function cleanup(store: Store, options: CleanupOptions): Promise<CleanupResult> {
   const cutoff = await retentionCutoff(store, options?.retentionDays, options?.finishedBefore, {
     name: 'cleanup',
     before: 'finishedBefore',
     minDays: 1,
     why: 'a retention of 0 would delete tasks that just finished',
   });
-  const total: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
+  const total: CleanupResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
   await inBatches(options, async (batchSize) => {
     const result = await store.purgeTerminalTasks({ finishedBefore: cutoff, batchSize });
     total.tasks += result.tasks;
@@ -46,6 +53,9 @@ export async function cleanup(store: Store, options: CleanupOptions): Promise<Pu
     return result.tasks + (result.tasksMoved ?? 0);
   });
   await releaseOrphanedSequences(store);
+  // The adaptive limits' trail (a row per change, not per task) ages out with the same cut-off, in one statement.
+  const limitChanges = await (await adaptiveStoreOf(store)).purgeLimitChanges({ before: cutoff });
+  if (limitChanges > 0) total.limitChanges = limitChanges;
   return total;
 }
 

@@ -18,7 +18,6 @@ import type {
   FailureRow,
   InsertTaskResult,
   OnParentFailure,
-  PurgeResult,
   Store,
   TaskDependencies,
   TaskActionName,
@@ -28,7 +27,7 @@ import type {
 } from '../store/types.js';
 import { checkActor, LIBRARY_ACTOR, type Actor, type ActorOption } from './actors.js';
 import { analyze, type Analysis } from './analyze.js';
-import { cleanup, type CleanupOptions } from './cleanup.js';
+import { cleanup, type CleanupResult, type CleanupOptions } from './cleanup.js';
 import { checkIds, DeadLetterApi } from './dead-letters.js';
 import { diagnose, type Diagnosis } from './diagnose.js';
 import { taskStepOf, type TaskStep } from './steps.js';
@@ -38,6 +37,9 @@ import { cutPage, windowCursor } from './time-window.js';
 import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
 import { ScheduleApi } from './schedules.js';
+import { AdaptiveApi } from './adaptive.js';
+import type { LimitChangeKind } from '../core/adaptive.js';
+import { estimateTask, type EstimateOptions, type TaskEstimate } from './estimate.js';
 import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
@@ -132,6 +134,8 @@ export interface ClientEvents {
    * (idempotent repeats excluded; they are in `submitted` too).
    */
   published: { event: string; subscribed: boolean; created: Task[] };
+  /** An operator changed an adaptive type's limit or its state (client.adaptive, or a policy write that overrides it). */
+  limitChanged: { taskType: string; kind: LimitChangeKind };
 }
 
 export class TaskLeaseClient extends Emitter<ClientEvents> {
@@ -149,6 +153,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly schedules: ScheduleApi;
   /** Sequence keys: which wait and for what, skipping a dead-lettered head, a key's dead-letter policy. */
   readonly sequences: SequenceApi;
+  /** Adaptive limits: per type, the limit follows the failure rate within bounds; set, show, off, override, resume, history. */
+  readonly adaptive: AdaptiveApi;
   /** Who this client's operator actions are recorded as when a call names nobody. */
   readonly actor: Actor;
 
@@ -165,7 +171,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     checkInteger('Client', 'globalConcurrency', this.defaultLimits.globalConcurrency, { min: 1 });
     checkInteger('Client', 'typeConcurrency', this.defaultLimits.typeConcurrency, { min: 1 });
     this.actor = options.actor === undefined ? LIBRARY_ACTOR : checkActor(options.actor, 'Client');
-    this.policies = new PolicyApi(this.store);
+    this.adaptive = new AdaptiveApi(this.store, this.actor, (taskType, kind) => this.emit('limitChanged', { taskType, kind }));
+    this.policies = new PolicyApi(this.store, this.adaptive);
     this.deadLetters = new DeadLetterApi(this.store, this.actor);
     this.tokens = new TokenApi(this.store);
     this.schedules = new ScheduleApi(this.store);
@@ -478,6 +485,16 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     return (await this.store.listSteps({ taskId: id, currentCycleOnly: options.allCycles !== true })).map(taskStepOf);
   }
 
+  /**
+   * When the task will start: its position under every limit that binds it (type, owner, global) and an
+   * estimate from recent throughput, with the reason (estimate.ts). Not waiting: started, ended, blocked or paused.
+   */
+  async estimate(id: string, options: ScopeOption & EstimateOptions = {}): Promise<TaskEstimate> {
+    const { scope, ...rest } = options;
+    const task = await this.require(id, { scope });
+    return estimateTask(this.store, task, this.defaultLimits, rest);
+  }
+
   async attempts(id: string, options: ScopeOption = {}): Promise<AttemptRecord[]> {
     await this.require(id, options);
     return this.store.listAttempts({ taskId: id });
@@ -523,7 +540,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   /** Deletes terminal tasks finished before the cut-off (with attempts and failures; dead letters archived), in batches. */
-  cleanup(options: CleanupOptions): Promise<PurgeResult> {
+  cleanup(options: CleanupOptions): Promise<CleanupResult> {
     return cleanup(this.store, options);
   }
 

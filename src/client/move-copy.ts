@@ -13,6 +13,8 @@ export const MOVED_TABLES = [
   'policies',
   'schedules',
   'subscriptions',
+  'adaptive',
+  'limitChanges',
   'tokens',
   'sequences',
   'deadLetters',

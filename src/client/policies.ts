@@ -12,6 +12,7 @@ import { ValidationError } from '../core/errors.js';
 import { GLOBAL_POLICY_KEY, KEY_POLICY_PREFIX, ownerPolicyKey, typePolicyKey } from '../core/policy-keys.js';
 import { checkKnownKeys } from '../core/validate.js';
 import type { Policy, PolicyInput, Store } from '../store/types.js';
+import type { AdaptiveApi, OverrideOptions } from './adaptive.js';
 import { checkTaskType } from '../core/definition.js';
 import { checkNoNul } from '../core/text.js';
 import { MAX_RATE_PERIOD_MS } from '../store/rules/rates.js';
@@ -37,10 +38,18 @@ export interface PolicyChange {
 const CHANGE_KEYS = ['maxConcurrency', 'maxAttempts', 'retryBaseDelayMs', 'enabled', 'rateLimit', 'ratePeriodMs'] as const;
 
 export class PolicyApi {
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    /** Told of an operator's maxConcurrency on a type: on an adaptive type it is an override (client/adaptive.ts). */
+    private readonly adaptive?: AdaptiveApi,
+  ) {}
 
-  /** Changes the GLOBAL policy (null), a type's or an owner's, merging with what is stored. */
-  async update(target: PolicyTarget, change: PolicyChange): Promise<Policy> {
+  /**
+   * Changes the GLOBAL policy (null), a type's or an owner's, merging with what is stored. A maxConcurrency set on
+   * an adaptive type is an operator override: recorded in its trail (as `options.actor`), adaptation suspended
+   * until resumed — or for `options.overrideForMs`.
+   */
+  async update(target: PolicyTarget, change: PolicyChange, options: OverrideOptions = {}): Promise<Policy> {
     const input = validateChange(change);
     const { policyKey, taskType } = resolveTarget(target);
     const keyPolicy = policyKey.startsWith(KEY_POLICY_PREFIX);
@@ -66,7 +75,10 @@ export class PolicyApi {
     };
     if (keyPolicy && policy.rateLimit === null)
       throw new ValidationError('a rate key policy needs rateLimit and ratePeriodMs (reset it to remove it)', 'rateLimit');
-    return this.store.savePolicy({ policy });
+    const saved = await this.store.savePolicy({ policy });
+    if (typeof target === 'string' && input.maxConcurrency !== undefined && input.maxConcurrency !== null && this.adaptive)
+      await this.adaptive.noteOverride(target, current?.maxConcurrency ?? null, input.maxConcurrency, options);
+    return saved;
   }
 
   async get(target: PolicyTarget): Promise<Policy | null> {
@@ -78,9 +90,11 @@ export class PolicyApi {
     return this.store.listPolicies();
   }
 
-  /** Back to the workers' defaults. */
-  async reset(target: PolicyTarget): Promise<boolean> {
-    return this.store.deletePolicy({ policyKey: resolveTarget(target).policyKey });
+  /** Back to the workers' defaults. On an adaptive type this turns adaptation off (recorded): its limit is the policy. */
+  async reset(target: PolicyTarget, options: OverrideOptions = {}): Promise<boolean> {
+    const removed = await this.store.deletePolicy({ policyKey: resolveTarget(target).policyKey });
+    if (typeof target === 'string' && this.adaptive && (await this.adaptive.get(target))?.enabled) await this.adaptive.disable(target, options);
+    return removed;
   }
 }
 

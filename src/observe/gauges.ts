@@ -22,6 +22,8 @@ export interface GaugeSources {
   wakeups: () => string[];
   /** Rate scopes spent and starts in their windows, by scope kind (client/rates.ts); null keeps the last values. */
   rates: () => Promise<RateUsage | null>;
+  /** The limit in force of each adaptive type (attached stores); null keeps the last values. */
+  adaptiveLimits: () => Promise<{ taskType: string; limit: number }[] | null>;
 }
 
 const POOL_FIELDS = {
@@ -67,6 +69,18 @@ export function defineGauges(registry: Registry, sources: GaugeSources): void {
     async collect() {
       const size = await sources.deadLetters();
       if (size !== null) this.set(size);
+    },
+  });
+  new Gauge({
+    name: 'async_task_adaptive_limit',
+    help: 'The concurrency limit in force of each adaptive task type (its TYPE policy, which its controller moves), attached stores.',
+    labelNames: ['task_type'],
+    registers,
+    async collect() {
+      const limits = await sources.adaptiveLimits();
+      if (limits === null) return;
+      this.reset(); // a type turned off disappears
+      for (const { taskType, limit } of limits) this.set({ task_type: taskType }, limit);
     },
   });
   new Gauge({

@@ -43,6 +43,7 @@ export interface MetricSet {
   leasesLost: Counter<'reason'>;
   renewalWait: Histogram;
   batchSize: Histogram<'task_type'>;
+  limitChanges: Counter<'task_type' | 'direction'>;
 }
 
 export interface MetricSources extends GaugeSources {
@@ -140,5 +141,10 @@ export function defineMetricSet(registry: Registry, sources: MetricSources): Met
       buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 5000, 10_000],
       registers,
     }),
+    limitChanges: counter(
+      'async_task_limit_changes_total',
+      "Changes of adaptive limits made through this process (its workers' steps, its clients' operator actions), by task type and direction: decrease, increase (the controller), override, resume, set, off.",
+      ['task_type', 'direction'],
+    ),
   };
 }

@@ -21,6 +21,7 @@ import { hasPoolStats, type PoolStats } from '../store/pool-stats.js';
 import { defineMetricSet, type MetricSet } from './metric-set.js';
 import { RenewalWindow } from './renewal-window.js';
 import { subscribeWorker } from './worker-metrics.js';
+import { adaptiveStoreOf } from '../store/adaptive.js';
 
 /** The event label of a publish no type subscribes to: its name would be any caller's. */
 const UNSUBSCRIBED_EVENT = '';
@@ -105,6 +106,7 @@ class MetricsHub implements TaskleaseMetrics {
       renewalRate: () => this.renewals.rate(),
       wakeups: () => [...this.stores.keys()].flatMap((store) => wakeupState(store)),
       rates: () => this.rateUsage(),
+      adaptiveLimits: () => this.adaptiveLimits(),
     });
   }
 
@@ -133,9 +135,11 @@ class MetricsHub implements TaskleaseMetrics {
       this.m.eventsPublished.inc(label);
       if (created.length > 0) this.m.eventTasks.inc(label, created.length);
     });
+    const offLimits = client.on('limitChanged', ({ taskType, kind }) => this.m.limitChanges.inc({ task_type: taskType, direction: kind }));
     return () => {
       offSubmitted();
       offPublished();
+      offLimits();
     };
   }
 
@@ -170,6 +174,14 @@ class MetricsHub implements TaskleaseMetrics {
       }
     }
     return sum;
+  }
+
+  /** The limit in force of every adaptive type of the attached stores; null when a read fails or is late (the gauge keeps its values). */
+  private async adaptiveLimits(): Promise<{ taskType: string; limit: number }[] | null> {
+    const read = async (store: Store) => (await adaptiveStoreOf(store)).listAdaptive();
+    const lists = await Promise.all([...this.stores.keys()].map((store) => withinScrape(read(store)).catch(() => null)));
+    if (lists.some((list) => list === null)) return null;
+    return lists.flatMap((list) => (list ?? []).filter((s) => s.enabled).map((s) => ({ taskType: s.taskType, limit: s.currentLimit })));
   }
 
   private async countDeadLetters(): Promise<number | null> {

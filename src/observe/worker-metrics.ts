@@ -70,6 +70,7 @@ export function subscribeWorker(worker: Worker, m: MetricSet, renewals: RenewalW
     }),
     worker.on('deadLettered', ({ task, failure }) => m.deadLettered.inc({ task_type: task.taskType, error_code: failure.errorCode })),
     worker.on('timedOut', () => m.timeouts.inc()),
+    worker.on('limitChanged', ({ taskType, kind }) => m.limitChanges.inc({ task_type: taskType, direction: kind })),
     worker.on('cancelled', ({ task, durationMs }) => {
       ended(task, durationMs); // a prefetched task cancelled before it started is not an execution
       m.completed.inc({ status: 'CANCELLED', task_type: task.taskType });

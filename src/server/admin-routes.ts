@@ -71,9 +71,11 @@ function policyRoutes(url: string, target: (request: FastifyRequest) => PolicyTa
       url,
       access: 'operator',
       tags,
-      summary: `Change the ${what} policy (fields left out keep their value)`,
+      summary: `Change the ${what} policy (fields left out keep their value; maxConcurrency on an adaptive type overrides adaptation)`,
       schema: { ...schema, body: policyChange },
-      handler: async (request, _reply, { client }) => ok(await client.policies.update(target(request), request.body as PolicyChange)),
+      // The caller is the override's actor in an adaptive type's trail.
+      handler: async (request, _reply, { client }) =>
+        ok(await client.policies.update(target(request), request.body as PolicyChange, { actor: acting(request).actor })),
     },
     {
       method: 'DELETE',
@@ -82,7 +84,8 @@ function policyRoutes(url: string, target: (request: FastifyRequest) => PolicyTa
       tags,
       summary: `Reset the ${what} policy to the workers' defaults`,
       schema,
-      handler: async (request, _reply, { client }) => ok({ reset: await client.policies.reset(target(request)) }),
+      // On an adaptive type a reset turns adaptation off: the caller is its actor in the trail.
+      handler: async (request, _reply, { client }) => ok({ reset: await client.policies.reset(target(request), { actor: acting(request).actor }) }),
     },
   ];
 }

@@ -17,6 +17,7 @@ import { createWorker, type Worker } from '../worker/worker.js';
 import { adminOpsRoutes } from './admin-ops-routes.js';
 import { adminRoutes } from './admin-routes.js';
 import { scheduleRoutes } from './schedule-routes.js';
+import { limitRoutes } from './limit-routes.js';
 import { eventRoutes } from './event-routes.js';
 import { buildApp } from './app.js';
 import { Authenticator, FailureLimiter } from './auth.js';
@@ -99,6 +100,7 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
     ...adminRoutes(),
     ...adminOpsRoutes(),
     ...scheduleRoutes(),
+    ...limitRoutes(),
     ...eventRoutes(),
     ...probeRoutes({ publicMetrics: options.publicMetrics ?? false }),
     ...dashboardRoutes({ authenticator, limiter }),

@@ -15,7 +15,8 @@ import type { Store } from './types.js';
 
 export type TransferValue = string | number | boolean | Date | null;
 export type TransferRow = Record<string, TransferValue>;
-export type ColumnKind = 'text' | 'int' | 'time' | 'bool';
+/** `num`: a number that may have a fraction (an adaptive limit's threshold and factor). */
+export type ColumnKind = 'text' | 'int' | 'num' | 'time' | 'bool';
 
 export interface TransferTable {
   readonly table: string;
@@ -32,6 +33,7 @@ const time = 'time' as const;
 const text = 'text' as const;
 const int = 'int' as const;
 const bool = 'bool' as const;
+const num = 'num' as const;
 
 /** Every table a move copies, in the order it copies them; `moves` is the move's own checkpoint. */
 export const TRANSFER_TABLES = {
@@ -75,6 +77,33 @@ export const TRANSFER_TABLES = {
     table: 'system_async_task_subscription',
     key: ['event_name', 'task_type'],
     columns: { event_name: text, task_type: text, priority: int, max_attempts: int, created_at: time, updated_at: time },
+  },
+  adaptive: {
+    table: 'system_async_task_adaptive',
+    key: ['task_type'],
+    columns: {
+      task_type: text,
+      min_limit: int,
+      max_limit: int,
+      window_ms: int,
+      min_samples: int,
+      failure_threshold: num,
+      codes_json: text,
+      decrease_factor: num,
+      increase_step: int,
+      cooldown_ms: int,
+      enabled: int,
+      overridden: int,
+      override_until: time,
+      current_limit: int,
+      changed_at: time,
+      updated_at: time,
+    },
+  },
+  limitChanges: {
+    table: 'system_async_task_limit_change',
+    key: ['id'],
+    columns: { id: text, task_type: text, from_limit: int, to_limit: int, cause_kind: text, cause: text, actor: text, actor_name: text, changed_at: time },
   },
   tokens: {
     table: 'system_async_task_api_token',
@@ -374,7 +403,7 @@ export function transferValues(
       if (kind === 'time') return fromTime(value);
       if (kind === 'bool') return value === true || Number(value) === 1;
       // PostgreSQL's bigint arrives as text.
-      if (kind === 'int') return Number(value);
+      if (kind === 'int' || kind === 'num') return Number(value);
       // MySQL may hand LONGTEXT as a Buffer.
       return Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
     },

@@ -45,6 +45,8 @@ export interface WorkerEvents {
   recoveryBatch: { result: RecoveryResult };
   /** This worker's scheduler claimed due ticks of a schedule (oldest first) and created these tasks. */
   scheduled: { scheduleKey: string; ticks: Date[]; tasks: Task[] };
+  /** This worker's adaptive controller changed a type's limit (or resumed it after an override's end): the trail has the row. */
+  limitChanged: { taskType: string; from: number; to: number; kind: 'decrease' | 'increase' | 'resume'; cause: string };
   /**
    * A heartbeat's renewal answered: `waitMs` it waited for a connection (the lease pool's queue; the local
    * lease deadline does not count it), `roundTripMs` it took from then.

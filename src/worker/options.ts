@@ -47,6 +47,8 @@ export interface WorkerOptions {
   schedules?: readonly ScheduleInput[];
   /** The scheduler of periodic tasks wakes at each due tick and at least this often to read the schedules; 0 disables it in this worker. Default 30000. */
   scheduleRefreshMs?: number;
+  /** Adaptive limits (client.adaptive): how often this worker evaluates the adaptive types it serves; 0: never. Default 1000. */
+  adaptiveIntervalMs?: number;
   /** Abort an attempt after this long (TIMEOUT); 0 = no limit. A definition's timeoutMs wins. Default 0. */
   maxExecutionMs?: number;
   /** Emit `slow` for attempts longer than this; 0 = off. Default 0. */
@@ -111,6 +113,7 @@ const KNOWN = [
   'recoveryBatchSize',
   'schedules',
   'scheduleRefreshMs',
+  'adaptiveIntervalMs',
   'maxExecutionMs',
   'slowTaskThresholdMs',
   'shutdownGraceMs',
@@ -152,6 +155,7 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     recoveryBatchSize: input.recoveryBatchSize ?? 100,
     schedules: resolveSchedules(c, input.schedules),
     scheduleRefreshMs: input.scheduleRefreshMs ?? 30_000,
+    adaptiveIntervalMs: input.adaptiveIntervalMs ?? 1000,
     maxExecutionMs: input.maxExecutionMs ?? 0,
     slowTaskThresholdMs: input.slowTaskThresholdMs ?? 0,
     shutdownGraceMs: input.shutdownGraceMs ?? 30_000,
@@ -189,6 +193,7 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   checkInteger(c, 'recoveryIntervalMs', o.recoveryIntervalMs, { min: 0 });
   checkInteger(c, 'recoveryBatchSize', o.recoveryBatchSize, { min: 1, max: 100_000 });
   checkInteger(c, 'scheduleRefreshMs', o.scheduleRefreshMs, { min: 0 });
+  checkInteger(c, 'adaptiveIntervalMs', o.adaptiveIntervalMs, { min: 0, max: 3_600_000 });
   if (o.scheduleRefreshMs === 0 && o.schedules.length > 0)
     throw new InvalidOptionsError(c, 'scheduleRefreshMs', 'must not be 0 (no scheduler) when schedules are declared');
   for (const field of ['maxExecutionMs', 'slowTaskThresholdMs', 'shutdownGraceMs', 'shutdownAbortWaitMs'] as const) {

@@ -11,6 +11,7 @@
  * - RecoverySweeper: the periodic sweep of expired leases and due retries
  * - PolicyCache: the runtime policies (retry options, effective limits) and the registry row
  * - PeriodicScheduler: submits the due ticks of schedules (periodic tasks), once across all workers
+ * - AdaptiveController: steps the limits of adaptive types from their failure rate, once per cooldown across all workers
  * - BatchGatherer: gathers the started tasks of batch types (executeBatch) into one call each
  */
 import { registryOf, type AnyTaskDefinition } from '../core/definition.js';
@@ -29,6 +30,7 @@ import { OutcomeWriter, type PendingOutcome } from './outcome-writer.js';
 import { PolicyCache, type EffectiveLimits } from './policy-cache.js';
 import { RecoverySweeper } from './recovery-sweeper.js';
 import { PeriodicScheduler } from './periodic-scheduler.js';
+import { AdaptiveController } from './adaptive-controller.js';
 import { stopGracefully } from './shutdown.js';
 import { WorkerLog, type StoreProblem } from './error-log.js';
 import { BatchGatherer } from './batch-gatherer.js';
@@ -72,6 +74,7 @@ export class Worker extends Emitter<WorkerEvents> {
   private readonly executor: Executor;
   private readonly sweeper: RecoverySweeper;
   private readonly scheduler: PeriodicScheduler;
+  private readonly adaptive: AdaptiveController;
   private readonly batches: BatchGatherer;
   private state: WorkerState = 'idle';
   private unsubscribe: (() => void) | null = null;
@@ -118,6 +121,7 @@ export class Worker extends Emitter<WorkerEvents> {
     );
     this.sweeper = new RecoverySweeper(store, clock, events, o);
     this.scheduler = new PeriodicScheduler(store, clock, events, o, (types) => this.onStoreEvent({ kind: 'submitted', taskTypes: types }));
+    this.adaptive = new AdaptiveController(store, clock, events, this.taskTypes, o);
   }
 
   get taskTypes(): string[] {
@@ -156,6 +160,7 @@ export class Worker extends Emitter<WorkerEvents> {
     );
     this.sweeper.start();
     this.scheduler.start();
+    this.adaptive.start();
     return this;
   }
 
@@ -242,6 +247,7 @@ export class Worker extends Emitter<WorkerEvents> {
     this.unsubscribe?.();
     this.batches.flushAll(); // what batches gathered run now, within the grace period
     await this.scheduler.stop();
+    await this.adaptive.stop();
     await stopGracefully({
       options: this.options,
       table: this.table,

@@ -504,6 +504,33 @@ export function cliSuite(target: CliTarget): void {
       await tl(['policy', 'reset', 'cli.p']);
     });
 
+    it('adaptive set, show, override (a policy set overrides too), resume, history, off; estimate of a waiting task', async () => {
+      const set = await tl(['adaptive', 'set', 'cli.a', '--max', '12', '--min', '2', '--codes', 'HTTP_429,HTTP_503', '--cooldown', '5s', '--json']);
+      expect(set.code, set.stderr).toBe(0);
+      expect(set.json()).toMatchObject({ adaptive: { taskType: 'cli.a', currentLimit: 12, minLimit: 2, codes: ['HTTP_429', 'HTTP_503'], cooldownMs: 5000 } });
+      expect((await tl(['adaptive', 'show', 'cli.a'])).stdout).toMatch(/\ncli\.a\s+adaptive: 12 \(2\.\.12\)\s+0\.2 of HTTP_429,HTTP_503/);
+      const override = await tl(['adaptive', 'override', 'cli.a', '4', '--for', '1h', '--json']);
+      expect(override.json()).toMatchObject({ adaptive: { overridden: true, currentLimit: 4 } });
+      expect((await tl(['adaptive', 'resume', 'cli.a', '--json'])).json()).toMatchObject({ adaptive: { overridden: false } });
+      await tl(['policy', 'set', 'cli.a', '--max-concurrency', '6']);
+      expect((await tl(['adaptive', 'show', 'cli.a'])).stdout).toContain('adaptive: 6 (2..12), overridden until resumed');
+      const history = (await tl(['adaptive', 'history', 'cli.a', '--json'])).json<{ changes: { kind: string; actor: string }[] }>().changes;
+      expect(history.map((c) => c.kind)).toEqual(['override', 'resume', 'override', 'set']);
+      expect(history[0]!.actor).toMatch(/^cli:/);
+      expect((await tl(['adaptive', 'history', 'cli.a'])).stdout).toMatch(/^AT\s+KIND\s+LIMIT\s+ACTOR\s+CAUSE\n\S+\s+override\s+4 → 6\s+cli:/);
+      expect((await tl(['adaptive', 'off', 'cli.a', '--json'])).json()).toMatchObject({ adaptive: { enabled: false, currentLimit: 6 } });
+      const none = await tl(['adaptive', 'off', 'cli.none']);
+      expect(none.code).toBe(3);
+      const bad = await tl(['adaptive', 'set', 'cli.a', '--max', '3', '--min', '5']);
+      expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining('minLimit (5) must not exceed maxLimit (3)')]);
+      const waiting = await submit('cli.nobody', {});
+      const estimate = await tl(['estimate', waiting, '--json']);
+      expect(estimate.code, estimate.stderr).toBe(0);
+      expect(estimate.json()).toMatchObject({ estimate: { taskId: waiting, state: 'WAITING', binds: [{ kind: 'type' }, { kind: 'global' }] } });
+      expect((await tl(['estimate', waiting])).stdout).toMatch(/state\s+WAITING[\s\S]*LIMIT\s+POSITION\s+OF LIMIT\s+PACE\s+WAIT\s+REASON\ntype\s+1\s/);
+      expect((await tl(['estimate', UNKNOWN_ID])).code).toBe(3);
+    });
+
     it('sets, lists, disables, enables and deletes a schedule; a bad cron or time zone is a typed error', async () => {
       const set = await tl([
         'schedule',

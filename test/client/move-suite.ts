@@ -148,6 +148,8 @@ export function runMoveSuite(targets: StoreFactory): void {
       await client.schedules.save({ key: 'paused-one', taskType: defs.quick.type, cron: '0 4 * * *', enabled: false });
       await client.tokens.create({ name: 'ops', role: 'operator' });
       await client.subscribe({ event: 'order.created', taskType: defs.quick.type, priority: 2 });
+      // A type no worker here serves: its limit stays as set, on both sides.
+      await client.adaptive.set('move.adaptive', { minLimit: 2, maxLimit: 9, codes: ['HTTP_503'], failureThreshold: 0.25 });
     }
 
     /** Waiting tasks of every kind a worker does not touch: delayed, cancelled, paused. */
@@ -242,6 +244,8 @@ export function runMoveSuite(targets: StoreFactory): void {
       expect(moved.actions!.map((row) => row.action).sort()).toEqual(['CANCEL', 'PAUSE']);
       expect(moved.tokens!.map((row) => row.name)).toEqual(['ops']);
       expect(moved.subscriptions!.map((row) => [row.event_name, row.priority])).toEqual([['order.created', 2]]);
+      expect(moved.adaptive!.map((row) => [row.task_type, row.failure_threshold, row.current_limit])).toEqual([['move.adaptive', 0.25, 9]]);
+      expect(moved.limitChanges!.map((row) => row.cause_kind)).toEqual(['set']);
       expect(await statusOf(target, cancelled)).toBe('CANCELLED');
       expect(await statusOf(target, paused)).toBe('PAUSED');
 

@@ -24,6 +24,9 @@ const TABLES = [
   'system_async_task_step',
   'system_async_task_subscription',
   'system_async_task_rate_start',
+  'system_async_task_sequence',
+  'system_async_task_adaptive',
+  'system_async_task_limit_change',
 ];
 
 /** True when the server answers. Throws on CI when it does not; elsewhere prints the one skip line. */

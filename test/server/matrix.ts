@@ -78,6 +78,14 @@ async function failedFlow(running: Running): Promise<string> {
   return flow.flowId;
 }
 
+/** A type of its own made adaptive (no worker serves it: nothing adapts it behind the test's back). */
+async function adaptiveType(running: Running, overridden = false): Promise<string> {
+  const type = `matrix.adaptive-${randomUUID()}`;
+  await running.server.client.adaptive.set(type, { maxLimit: 8 });
+  if (overridden) await running.server.client.adaptive.override(type, 3);
+  return type;
+}
+
 /** A disabled yearly schedule: nothing it does can submit a task during the test. */
 async function schedule(running: Running): Promise<string> {
   const key = `matrix-${randomUUID()}`;
@@ -201,6 +209,22 @@ export const EXAMPLES: Record<string, Builder> = {
   [`POST ${A}/schedules/:key/enable`]: async (r) => ({ method: 'POST', path: `${A}/schedules/${await schedule(r)}/enable` }),
   [`POST ${A}/schedules/:key/disable`]: async (r) => ({ method: 'POST', path: `${A}/schedules/${await schedule(r)}/disable` }),
   [`DELETE ${A}/schedules/:key`]: async (r) => ({ method: 'DELETE', path: `${A}/schedules/${await schedule(r)}` }),
+  [`GET ${A}/adaptive`]: get(`${A}/adaptive`),
+  [`GET ${A}/adaptive/:taskType`]: async (r) => ({ method: 'GET', path: `${A}/adaptive/${await adaptiveType(r)}` }),
+  [`GET ${A}/adaptive/:taskType/history`]: async (r) => ({ method: 'GET', path: `${A}/adaptive/${await adaptiveType(r)}/history?limit=10` }),
+  [`PUT ${A}/adaptive/:taskType`]: async () => ({
+    method: 'PUT',
+    path: `${A}/adaptive/matrix.adaptive-${randomUUID()}`,
+    body: { minLimit: 2, maxLimit: 12, codes: ['HTTP_503'], failureThreshold: 0.25 },
+  }),
+  [`POST ${A}/adaptive/:taskType/off`]: async (r) => ({ method: 'POST', path: `${A}/adaptive/${await adaptiveType(r)}/off` }),
+  [`POST ${A}/adaptive/:taskType/override`]: async (r) => ({
+    method: 'POST',
+    path: `${A}/adaptive/${await adaptiveType(r)}/override`,
+    body: { limit: 2, overrideForMs: HOUR },
+  }),
+  [`POST ${A}/adaptive/:taskType/resume`]: async (r) => ({ method: 'POST', path: `${A}/adaptive/${await adaptiveType(r, true)}/resume` }),
+  'GET /api/v1/tasks/:id/estimate': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await aliceTask(r)}/estimate` }),
 
   'GET /actuator/health': get('/actuator/health'),
   'GET /actuator/health/liveness': get('/actuator/health/liveness'),

@@ -380,6 +380,35 @@ export function serverSuite(stores: ServerSuiteStores): void {
     });
   });
 
+  describe('adaptive limits and start estimates', () => {
+    it('an admin turns adaptation on, an operator policy write overrides it (in the trail, with the caller), a bad bound is a typed 400', async () => {
+      const url = `${ADMIN_PREFIX}/adaptive/http.adaptive`;
+      const saved = await running.call('PUT', url, { as: 'admin', body: { minLimit: 2, maxLimit: 9, codes: ['HTTP_503'] } });
+      expect([saved.status, saved.body.data.currentLimit, saved.body.data.enabled]).toEqual([200, 9, true]);
+      expect((await running.call('PUT', url, { as: 'operator', body: { maxLimit: 4 } })).status).toBe(403);
+      const policy = await running.call('PUT', `${ADMIN_PREFIX}/policy/type/http.adaptive`, { as: 'operator', body: { maxConcurrency: 4 } });
+      expect(policy.status).toBe(200);
+      const state = await running.call('GET', url, { as: 'operator' });
+      expect([state.body.data.overridden, state.body.data.currentLimit]).toEqual([true, 4]);
+      const history = await running.call('GET', `${url}/history?limit=5`, { as: 'operator' });
+      expect((history.body.data as { kind: string; actor: string }[]).map((c) => c.kind)).toEqual(['override', 'set']);
+      expect((history.body.data as { actor: string }[])[0]!.actor).toMatch(/^token:/);
+      const resumed = await running.call('POST', `${url}/resume`, { as: 'admin' });
+      expect([resumed.status, resumed.body.data.overridden]).toEqual([200, false]);
+      const bad = await running.call('PUT', url, { as: 'admin', body: { minLimit: 5, maxLimit: 3 } });
+      expect([bad.status, bad.body.code]).toEqual([400, 'VALIDATION']);
+      expect((await running.call('GET', `${ADMIN_PREFIX}/adaptive/http.never`, { as: 'operator' })).status).toBe(404);
+    });
+
+    it('a user asks when its own task will start; another owner hears 404', async () => {
+      const id = await aliceTask(running);
+      const answer = await running.call('GET', `/api/v1/tasks/${id}/estimate`, { as: 'alice' });
+      expect([answer.status, answer.body.state, answer.body.taskId]).toEqual([200, 'WAITING', id]);
+      expect((answer.body.binds as { kind: string }[]).map((b) => b.kind)).toContain('type');
+      expect((await running.call('GET', `/api/v1/tasks/${id}/estimate`, { as: 'bob' })).status).toBe(404);
+    });
+  });
+
   describe('events', () => {
     it('admins subscribe, operators list, users publish for their own owner; a repeat with the key creates nothing', async () => {
       const url = `${ADMIN_PREFIX}/subscriptions`;

@@ -108,11 +108,13 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
     expect(tables.map((t) => t.name)).toEqual([
       'system_async_task',
       'system_async_task_action',
+      'system_async_task_adaptive',
       'system_async_task_api_token',
       'system_async_task_attempt',
       'system_async_task_dead_letter',
       'system_async_task_dependency',
       'system_async_task_failure',
+      'system_async_task_limit_change',
       'system_async_task_move',
       'system_async_task_policy',
       'system_async_task_schedule',

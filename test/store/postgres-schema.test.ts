@@ -8,6 +8,7 @@ import { describeOnServer } from '../helpers/factory.js';
 import { ErrorCode, TaskLeaseError } from '../../src/core/errors.js';
 import { Scope } from '../../src/core/scope.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
+import { PG_MIGRATIONS } from '../../src/store/postgres/migrations.js';
 import { createTestSchema, PG_URL, postgresAvailable, uniqueSchemaName, type TestSchema } from '../helpers/postgres.js';
 import { claimParams, newTask } from './fixtures.js';
 
@@ -29,7 +30,8 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: migrations', () => {
     try {
       await Promise.all(stores.map((s) => s.migrate()));
       const versions = await schema.query<{ version: number }>(`SELECT version FROM "${schema.name}".tasklease_migrations ORDER BY version`);
-      expect(versions.map((v) => v.version)).toEqual(Array.from({ length: stores[0]!.expectedSchemaVersion }, (_, i) => i + 1));
+      // The versions the list holds (gaps are allowed: numbers are reserved per feature), each once.
+      expect(versions.map((v) => v.version)).toEqual(PG_MIGRATIONS.map((m) => m.version));
       expect(await stores[0]!.schemaVersion()).toBe(stores[0]!.expectedSchemaVersion);
       await stores[1]!.insertTasks({ tasks: [newTask()] });
       expect(await stores[2]!.claimTasks(claimParams())).toHaveLength(1);

@@ -358,6 +358,32 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await context.close();
     });
 
+    it('an adaptive type\'s policy row says "adaptive: 4 (2..9)" and why it holds, its trail follows; a task page shows its start estimate', async () => {
+      const client = rig.server.client;
+      await client.adaptive.set('ui.quick', { minLimit: 2, maxLimit: 9 });
+      await client.adaptive.override('ui.quick', 4);
+      const { task } = await client.submit('ui.quick', {}, { delayMs: 3_600_000 });
+      try {
+        const { context, page } = await rig.open(rig.tokens.admin);
+        await page.goto(`${rig.url}/ui/#/policies`);
+        const label = page.locator('tr[data-policy="ui.quick"] [data-adaptive="ui.quick"]');
+        await label.filter({ hasText: 'adaptive: 4 (2..9), overridden until resumed' }).waitFor({ timeout: 15_000 });
+        const trail = page.getByRole('region', { name: 'Adaptive limit changes' });
+        await trail.locator('tr[data-change="override"]').filter({ hasText: '9 → 4' }).waitFor();
+        await trail.locator('tr[data-change="set"]').waitFor();
+        await shoot(page, `${name}-adaptive`);
+        await page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
+        const card = page.locator('section[data-estimate="WAITING"]');
+        await card.locator('tr[data-bind="type"]').waitFor({ timeout: 15_000 });
+        expect(await card.locator('p.muted').textContent()).toContain('not due until');
+        await context.close();
+      } finally {
+        await client.adaptive.disable('ui.quick');
+        await client.policies.reset('ui.quick');
+        await client.requestCancellation(task.id);
+      }
+    });
+
     it('adds, changes and removes an owner limit on Policies', async () => {
       const client = rig.server.client;
       const { context, page } = await rig.open(rig.tokens.admin);

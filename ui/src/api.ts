@@ -159,6 +159,50 @@ export interface Policy {
   rateLimit: number | null;
   ratePeriodMs: number | null;
 }
+export interface AdaptiveState {
+  taskType: string;
+  minLimit: number;
+  maxLimit: number;
+  enabled: boolean;
+  overridden: boolean;
+  overrideUntil: string | null;
+  currentLimit: number;
+  changedAt: string;
+}
+
+export interface LimitChange {
+  id: string;
+  taskType: string;
+  fromLimit: number | null;
+  toLimit: number | null;
+  kind: string;
+  cause: string;
+  actor: string;
+  actorName: string | null;
+  changedAt: string;
+}
+
+export interface LimitBind {
+  kind: string;
+  position: number;
+  ahead: number;
+  aheadAtLeast: boolean;
+  limit: number | null;
+  running: number;
+  throughputPerSecond: number | null;
+  waitMs: number | null;
+  reason: string;
+}
+
+export interface TaskEstimate {
+  taskId: string;
+  state: 'WAITING' | 'STARTED' | 'ENDED' | 'BLOCKED' | 'PAUSED';
+  binds: LimitBind[];
+  startsAt: string | null;
+  startedAt: string | null;
+  reason: string;
+}
+
 export interface Schedule {
   key: string;
   taskType: string;

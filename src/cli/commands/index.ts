@@ -4,6 +4,8 @@
  */
 import type { CliCommand } from '../command.js';
 import { actionsCommand } from './actions.js';
+import { adaptiveCommand } from './adaptive.js';
+import { estimateCommand } from './estimate.js';
 import { analyzeCommand } from './analyze.js';
 import { cancelCommand } from './cancel.js';
 import { cleanupCommand } from './cleanup.js';
@@ -43,12 +45,14 @@ export const COMMANDS: readonly CliCommand[] = [
   controlCommands,
   rescheduleCommand,
   diagnoseCommand,
+  estimateCommand,
   actionsCommand,
   stepsCommand,
   analyzeCommand,
   dlqCommand,
   cleanupCommand,
   policyCommand,
+  adaptiveCommand,
   scheduleCommand,
   subscriptionsCommand,
   sequencesCommand,

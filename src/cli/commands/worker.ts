@@ -23,6 +23,7 @@ interface WorkerFlags {
   ownerConcurrency?: number;
   fairOwners?: boolean;
   scheduleRefresh?: number;
+  adaptiveInterval?: number;
   workerId?: string;
   logLevel?: string;
 }
@@ -52,6 +53,7 @@ export const workerCommand: CliCommand = {
         'the scheduler of periodic tasks reads the schedules at least this often; 0s: no scheduler in this worker (default 30s)',
         duration,
       )
+      .option('--adaptive-interval <duration>', 'how often this worker evaluates the adaptive types it serves; 0s: never (default 1s)', duration)
       .option('--worker-id <id>', 'unique per process; the lease owner (default host-pid-random)', nonEmpty)
       .addOption(new Option('--log-level <level>', 'log level (default info)').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']))
       .action(action(ctx, (modules: string[], flags: WorkerFlags) => runWorker(ctx, modules, flags)));
@@ -71,6 +73,7 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
     'worker.ownerConcurrency': flags.ownerConcurrency,
     'worker.fairOwners': flags.fairOwners,
     'worker.scheduleRefreshMs': flags.scheduleRefresh,
+    'worker.adaptiveIntervalMs': flags.adaptiveInterval,
     logLevel: flags.logLevel,
   });
   const { tasks, schedules } = await loadWorkerModules(modules, ctx.io.cwd);

@@ -415,6 +415,48 @@ ON DUPLICATE KEY UPDATE slot = slot`,
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 18,
+    name: 'adaptive limits',
+    // Adaptive limits (client/adaptive.ts, store/rules/adaptive.ts): per type, the controller's bounds and state; it writes
+    // the type's policy max_concurrency (what the claim reads) in the transaction of its compare-and-set on
+    // current_limit and changed_at. Every change of the limit, with its cause and actor, goes to the limit-change trail.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_adaptive (
+  task_type VARCHAR(255) NOT NULL,
+  min_limit INT NOT NULL,
+  max_limit INT NOT NULL,
+  window_ms BIGINT NOT NULL,
+  min_samples INT NOT NULL,
+  failure_threshold DOUBLE NOT NULL,
+  codes_json TEXT NULL,
+  decrease_factor DOUBLE NOT NULL,
+  increase_step INT NOT NULL,
+  cooldown_ms BIGINT NOT NULL,
+  enabled TINYINT NOT NULL,
+  overridden TINYINT NOT NULL DEFAULT 0,
+  override_until DATETIME(3) NULL,
+  current_limit INT NOT NULL,
+  changed_at DATETIME(3) NOT NULL,
+  updated_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (task_type)
+) ${TABLE_OPTIONS}`,
+      `CREATE TABLE IF NOT EXISTS system_async_task_limit_change (
+  id VARCHAR(64) NOT NULL,
+  task_type VARCHAR(255) NOT NULL,
+  from_limit INT NULL,
+  to_limit INT NULL,
+  cause_kind VARCHAR(32) NOT NULL,
+  cause VARCHAR(1000) NOT NULL,
+  actor VARCHAR(255) NOT NULL,
+  actor_name VARCHAR(255) NULL,
+  changed_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (id),
+  KEY ix_system_async_task_limit_change_type (task_type, changed_at),
+  KEY ix_system_async_task_limit_change_at (changed_at)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

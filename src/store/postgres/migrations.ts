@@ -492,4 +492,44 @@ CREATE TABLE IF NOT EXISTS ${s}.system_async_task_sequence (
 );
 `,
   },
+  {
+    version: 24,
+    name: 'adaptive limits',
+    // Adaptive limits (client/adaptive.ts, store/rules/adaptive.ts): per type, the controller's bounds and state; it writes
+    // the type's policy max_concurrency (what the claim reads) in the transaction of its compare-and-set on
+    // current_limit and changed_at. Every change of the limit, with its cause and actor, goes to the limit-change trail.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_adaptive (
+  task_type text PRIMARY KEY,
+  min_limit integer NOT NULL,
+  max_limit integer NOT NULL,
+  window_ms bigint NOT NULL,
+  min_samples integer NOT NULL,
+  failure_threshold double precision NOT NULL,
+  codes_json text,
+  decrease_factor double precision NOT NULL,
+  increase_step integer NOT NULL,
+  cooldown_ms bigint NOT NULL,
+  enabled smallint NOT NULL,
+  overridden smallint NOT NULL DEFAULT 0,
+  override_until timestamptz,
+  current_limit integer NOT NULL,
+  changed_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_limit_change (
+  id text PRIMARY KEY,
+  task_type text NOT NULL,
+  from_limit integer,
+  to_limit integer,
+  cause_kind text NOT NULL,
+  cause text NOT NULL,
+  actor text NOT NULL,
+  actor_name text,
+  changed_at timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_limit_change_type ON ${s}.system_async_task_limit_change (task_type, changed_at);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_limit_change_at ON ${s}.system_async_task_limit_change (changed_at);
+`,
+  },
 ];

@@ -348,4 +348,44 @@ CREATE TABLE IF NOT EXISTS system_async_task_sequence (
 );
 `,
   },
+  {
+    version: 17,
+    name: 'adaptive limits',
+    // Adaptive limits (client/adaptive.ts, store/rules/adaptive.ts): per type, the controller's bounds and state; it writes
+    // the type's policy max_concurrency (what the claim reads) in the transaction of its compare-and-set on
+    // current_limit and changed_at. Every change of the limit, with its cause and actor, goes to the limit-change trail.
+    sql: `
+CREATE TABLE IF NOT EXISTS system_async_task_adaptive (
+  task_type TEXT PRIMARY KEY,
+  min_limit INTEGER NOT NULL,
+  max_limit INTEGER NOT NULL,
+  window_ms INTEGER NOT NULL,
+  min_samples INTEGER NOT NULL,
+  failure_threshold REAL NOT NULL,
+  codes_json TEXT,
+  decrease_factor REAL NOT NULL,
+  increase_step INTEGER NOT NULL,
+  cooldown_ms INTEGER NOT NULL,
+  enabled INTEGER NOT NULL,
+  overridden INTEGER NOT NULL DEFAULT 0,
+  override_until TEXT,
+  current_limit INTEGER NOT NULL,
+  changed_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS system_async_task_limit_change (
+  id TEXT PRIMARY KEY,
+  task_type TEXT NOT NULL,
+  from_limit INTEGER,
+  to_limit INTEGER,
+  cause_kind TEXT NOT NULL,
+  cause TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  actor_name TEXT,
+  changed_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_limit_change_type ON system_async_task_limit_change (task_type, changed_at);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_limit_change_at ON system_async_task_limit_change (changed_at);
+`,
+  },
 ];

@@ -3,9 +3,12 @@
  * enabled switch, saved live (every worker applies them at its next claim),
  * with what runs against each limit right now; the per-owner (tenant)
  * limits, with a form to add one; and rates (N starts per period) on any of
- * them and per rate key (rate-policies.ts).
+ * them and per rate key (rate-policies.ts). An adaptive type's row says so
+ * ("adaptive: 7 (2..20)"; a limit saved here is an operator override) and
+ * the trail of its limit changes follows the table.
  */
-import { admin, type LimitUse, type Policy, type Stats } from '../api.js';
+import { admin, type AdaptiveState, type LimitUse, type Policy, type Stats } from '../api.js';
+import { adaptiveLabel, adaptiveTrail } from './adaptive.js';
 import { OWNER_PREFIX, ownerForm, ownerRow } from './owner-policies.js';
 import { KEY_PREFIX, keyForm, keyRow, rateCell } from './rate-policies.js';
 import { clear, confirmAction, every, guarded, h, notify } from '../dom.js';
@@ -13,7 +16,14 @@ import type { Page } from '../main.js';
 
 const numberOrNull = (input: HTMLInputElement): number | null => (input.value.trim() === '' ? null : Number(input.value));
 
-function policyRow(name: string, taskType: string | null, policy: Policy | undefined, use: LimitUse, reload: () => Promise<void>): HTMLElement {
+function policyRow(
+  name: string,
+  taskType: string | null,
+  policy: Policy | undefined,
+  use: LimitUse,
+  reload: () => Promise<void>,
+  adaptive?: AdaptiveState,
+): HTMLElement {
   const path = taskType === null ? '/policy/global' : `/policy/type/${encodeURIComponent(taskType)}`;
   const input = (field: string, value: number | null, label: string) =>
     h('input', {
@@ -59,7 +69,7 @@ function policyRow(name: string, taskType: string | null, policy: Policy | undef
       h('meter', { min: 0, max: use.limit, value: use.running, 'aria-label': `${use.running} running of ${use.limit}` }),
       h('span', { 'data-running': use.running }, ` ${use.running} / ${use.limit}`),
     ),
-    h('td', {}, limit),
+    h('td', {}, limit, adaptive ? adaptiveLabel(adaptive) : null),
     h('td', {}, attempts),
     h('td', {}, delay),
     rate.cell,
@@ -76,6 +86,7 @@ function policyRow(name: string, taskType: string | null, policy: Policy | undef
 export const policiesPage: Page = (root) => {
   const body = h('tbody');
   const uses = h('p', { class: 'muted' });
+  const trail = h('div');
   root.append(
     h('h1', {}, 'Policies'),
     h('p', { class: 'muted' }, "Empty fields use the workers' defaults. Changes apply across the cluster at each worker's next claim."),
@@ -100,6 +111,7 @@ export const policiesPage: Page = (root) => {
       ),
     ),
     uses,
+    trail,
     ownerForm(() => load(true)),
     keyForm(() => load(true)),
   );
@@ -111,7 +123,11 @@ export const policiesPage: Page = (root) => {
     editing = false;
   });
   const load = async (force = false): Promise<void> => {
-    const [policies, stats] = await Promise.all([admin<Policy[]>('GET', '/policies'), admin<Stats>('GET', '/stats')]);
+    const [policies, stats, adaptive] = await Promise.all([
+      admin<Policy[]>('GET', '/policies'),
+      admin<Stats>('GET', '/stats'),
+      admin<AdaptiveState[]>('GET', '/adaptive'),
+    ]);
     const reload = () => load(true);
     // Typing in a field must not be undone by the refresh: while one has focus, only the use figures move.
     if (editing && !force) {
@@ -135,12 +151,14 @@ export const policiesPage: Page = (root) => {
           policies.find((p) => p.taskType === type.taskType),
           type,
           reload,
+          adaptive.find((a) => a.taskType === type.taskType),
         ),
       ),
       policies.filter((p) => p.policyKey.startsWith(OWNER_PREFIX)).map((p) => ownerRow(p, reload)),
       policies.filter((p) => p.policyKey.startsWith(KEY_PREFIX)).map((p) => keyRow(p, reload)),
     );
     uses.textContent = `${stats.workers.live} live worker(s), ${stats.workers.concurrency} slots.`;
+    clear(trail, await adaptiveTrail(adaptive));
   };
   return every(2000, () => load());
 };

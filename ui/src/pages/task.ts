@@ -22,6 +22,7 @@ import {
 } from '../api.js';
 import { clear, confirmAction, duration, every, guarded, h, notify, shortId, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
+import { estimateCard } from './adaptive.js';
 
 const WAITING = ['QUEUED', 'RETRY_WAIT', 'PAUSED', 'BLOCKED'];
 
@@ -244,6 +245,7 @@ export const taskPage: Page = (root, { me, path }) => {
   let history: TaskAction[] = [];
   let links: { parents: Link[]; children: Link[] } = { parents: [], children: [] };
   let steps: TaskStep[] = [];
+  let estimate: HTMLElement | null = null;
   const header = h('div', { class: 'row spread' });
   const progress = h('section', { class: 'card', 'aria-label': 'Progress' });
   const actions = h('div', { class: 'row actions', role: 'group', 'aria-label': 'Actions' });
@@ -292,6 +294,7 @@ export const taskPage: Page = (root, { me, path }) => {
       h('section', { class: 'card' }, h('h2', {}, 'Details'), facts(task, diagnosis)),
       h('section', { class: 'card' }, h('h2', {}, 'Timeline'), timeline(task, diagnosis, history, steps)),
       flowView(task, links),
+      estimate,
       diagnosis
         ? h(
             'section',
@@ -318,6 +321,7 @@ export const taskPage: Page = (root, { me, path }) => {
     history = (await api<{ actions: TaskAction[] }>('GET', `/api/v1/tasks/${id}/actions`)).actions;
     links = await api<{ parents: Link[]; children: Link[] }>('GET', `/api/v1/tasks/${id}/dependencies`);
     steps = (await api<{ steps: TaskStep[] }>('GET', `/api/v1/tasks/${id}/steps?allCycles=true`)).steps;
+    estimate = await estimateCard(id);
     if (isOperator(me)) diagnosis = await admin<Diagnosis>('GET', `/${id}/diagnose`);
     draw();
   };

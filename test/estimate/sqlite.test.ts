@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runEstimateSuite } from './suite.js';
+
+runEstimateSuite(sqliteFactory);
