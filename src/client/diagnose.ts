@@ -3,11 +3,11 @@
  * its attempts, its last failures, its lease status, its durable steps, and a plain-language
  * verdict for the causes in the seed's troubleshooting guide.
  */
+import { rateStates, type RateState } from './rates.js';
 import { ErrorCode, NotFoundError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
 import { isQuarantined, type Task } from '../core/task.js';
 import type { AttemptRecord, FailureRow, Store } from '../store/types.js';
-import { keyPolicyKey, ratePolicyKeys } from '../core/policy-keys.js';
 import { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey } from './policies.js';
 import { stepSummary, type StepSummary } from './steps.js';
 
@@ -46,18 +46,8 @@ export interface Cause {
 }
 
 /** A rate that applies to the task (rules/rates.ts): its policy, the scope its starts count in, and the window now. */
-export interface RateState {
-  /** Where the starts are counted: GLOBAL, TYPE:<type>, OWNER:<owner> or KEY:<rateKey>. */
-  scope: string;
-  /** The policy that sets the rate (for a key: KEY:<rateKey> or its group's KEY:<group>:*). */
-  policyKey: string;
-  rateLimit: number;
-  ratePeriodMs: number;
-  /** Starts in the last period. */
-  used: number;
-  /** When the oldest start of the window leaves it; null while the window has room. */
-  nextSlotAt: Date | null;
-}
+
+export type { RateState };
 
 export interface Diagnosis {
   task: Task;
@@ -193,37 +183,6 @@ export async function diagnose(store: Store, id: string, options: DiagnoseOption
     }
   }
   return { task, attempts, failures, lease, steps: stepSummary(steps), rates, causes, verdict: causes[0]!.message };
-}
-
-/** The rates that apply to a task (the same lookup as the claims': rules/rates.ts) and their windows, read now. */
-async function rateStates(store: Store, task: Task, policies: Awaited<ReturnType<Store['listPolicies']>>): Promise<RateState[]> {
-  const byKey = new Map(policies.filter((p) => p.rateLimit != null && p.ratePeriodMs != null).map((p) => [p.policyKey, p]));
-  if (byKey.size === 0) return [];
-  const scopes: { scope: string; policyKey: string }[] = [GLOBAL_POLICY_KEY, typePolicyKey(task.taskType)]
-    .concat(task.owner === null ? [] : [ownerPolicyKey(task.owner)])
-    .filter((key) => byKey.has(key))
-    .map((key) => ({ scope: key, policyKey: key }));
-  if (task.rateKey !== null) {
-    const policyKey = ratePolicyKeys(task.rateKey).find((key) => byKey.has(key));
-    if (policyKey) scopes.push({ scope: keyPolicyKey(task.rateKey), policyKey });
-  }
-  if (scopes.length === 0) return [];
-  const windows = await store.rateWindows({
-    scopes: scopes.map(({ scope, policyKey }) => ({ scopeKey: scope, periodMs: byKey.get(policyKey)!.ratePeriodMs! })),
-  });
-  return scopes.map(({ scope, policyKey }, i) => {
-    const policy = byKey.get(policyKey)!;
-    const window = windows[i]!;
-    const spent = window.used >= policy.rateLimit! && window.oldestStartAt !== null;
-    return {
-      scope,
-      policyKey,
-      rateLimit: policy.rateLimit!,
-      ratePeriodMs: policy.ratePeriodMs!,
-      used: window.used,
-      nextSlotAt: spent ? new Date(window.oldestStartAt!.getTime() + policy.ratePeriodMs!) : null,
-    };
-  });
 }
 
 function waitingCauses(

@@ -17,13 +17,15 @@ import { GLOBAL_POLICY_KEY, ownerPolicyKey, typePolicyKey } from '../core/policy
 import { ValidationError } from '../core/errors.js';
 import { estimateStoreOf, type AheadScope, type EstimateStore } from '../store/estimates.js';
 import type { Policy, Store } from '../store/types.js';
+import { Scope } from '../core/scope.js';
+import { rateStates } from './rates.js';
 
-/** WAITING: QUEUED or RETRY_WAIT (estimated); the others answer without an estimate. */
+/** WAITING: QUEUED or RETRY_WAIT, or BLOCKED for its sequence's turn (estimated); the others answer without an estimate. */
 export type EstimateState = 'WAITING' | 'STARTED' | 'ENDED' | 'BLOCKED' | 'PAUSED';
 
 /** One limit's view of the task. */
 export interface LimitBind {
-  /** 'type' | 'owner' | 'global' here; more kinds as they are added (LIMIT_KINDS). */
+  /** 'type' | 'owner' | 'global' | 'rate' | 'sequence' (LIMIT_KINDS; a sequence binds a task waiting its turn). */
   kind: string;
   /** 1 + ahead: the task's place among the scope's waiting tasks in claim order. */
   position: number;
@@ -122,8 +124,76 @@ const globalKind: LimitKind = {
   },
 };
 
+/**
+ * A rate (N starts per period) on the task's type, owner, rate key or all: its scope's tasks ahead take the room
+ * its window has left, then N per period. The slowest of the task's rates binds.
+ */
+const rateKind: LimitKind = {
+  kind: 'rate',
+  async bind(ctx) {
+    const states = await rateStates(ctx.store, ctx.task, [...ctx.policies.values()]);
+    let slowest: LimitBind | null = null;
+    for (const state of states) {
+      const scope: AheadScope =
+        state.scope === GLOBAL_POLICY_KEY ? 'global' : state.scope.startsWith('TYPE:') ? 'type' : state.scope.startsWith('OWNER:') ? 'owner' : 'rateKey';
+      const ahead = await ctx.reads.countAhead({ taskId: ctx.task.id, scope, dueBy: ctx.dueBy, cap: AHEAD_CAP });
+      const free = Math.max(0, state.rateLimit - state.used);
+      const nextSlotMs = state.nextSlotAt === null ? 0 : Math.max(0, state.nextSlotAt.getTime() - ctx.now.getTime());
+      const waitMs = ahead < free ? 0 : nextSlotMs + Math.floor((ahead - free) / state.rateLimit) * state.ratePeriodMs;
+      const bind: LimitBind = {
+        kind: 'rate',
+        position: ahead + 1,
+        ahead,
+        aheadAtLeast: ahead >= AHEAD_CAP,
+        limit: state.rateLimit,
+        running: state.used,
+        throughputPerSecond: state.rateLimit / (state.ratePeriodMs / 1000),
+        waitMs,
+        reason: `rate ${state.policyKey}${state.scope !== state.policyKey ? ` (${state.scope})` : ''}: ${state.used} of ${state.rateLimit} starts in the last ${seconds(state.ratePeriodMs)} s, ${ahead} ahead${waitMs === 0 ? ': room now' : ` → ~${seconds(waitMs)} s`}`,
+      };
+      if (slowest === null || waitMs > slowest.waitMs!) slowest = bind;
+    }
+    return slowest;
+  },
+};
+
+/**
+ * A sequenced task waiting for its turn (BLOCKED): the tasks of its key before it run one at a time, each about
+ * as long as the type's recent attempts; a head waiting for an operator (dead-lettered, paused) makes it unknown.
+ */
+const sequenceKind: LimitKind = {
+  kind: 'sequence',
+  async bind(ctx) {
+    const key = ctx.task.sequenceKey;
+    if (key === null || ctx.task.pendingParents === 0) return null;
+    const [summary] = await ctx.store.listSequences({ scope: Scope.global(), key, limit: 1 });
+    const ahead = await ctx.reads.sequenceAhead({ taskId: ctx.task.id });
+    const meanRunMs = await ctx.reads.meanRunMs({ since: new Date(ctx.now.getTime() - ctx.windowMs), taskType: ctx.task.taskType });
+    const label = `sequence ${JSON.stringify(key)}`;
+    const base = {
+      kind: 'sequence',
+      position: ahead + 1,
+      ahead,
+      aheadAtLeast: false,
+      limit: 1,
+      running: summary?.head?.status === 'RUNNING' ? 1 : 0,
+      throughputPerSecond: meanRunMs === null || meanRunMs <= 0 ? null : 1000 / meanRunMs,
+    };
+    if (summary?.blocked && summary.head)
+      return { ...base, waitMs: null, reason: `${label}: its head ${summary.head.id} is ${summary.head.status}: the key waits for an operator` };
+    if (meanRunMs === null)
+      return {
+        ...base,
+        waitMs: null,
+        reason: `${label}: ${ahead} ahead, and no attempt of ${ctx.task.taskType} finished in the last ${seconds(ctx.windowMs)} s to estimate from`,
+      };
+    const waitMs = Math.round(ahead * meanRunMs);
+    return { ...base, waitMs, reason: `${label}: ${ahead} ahead, one at a time, ~${seconds(Math.round(meanRunMs))} s each → ~${seconds(waitMs)} s` };
+  },
+};
+
 /** The limits a waiting task is estimated under, in this order; add a kind here (see the module comment). */
-export const LIMIT_KINDS: LimitKind[] = [typeKind, ownerKind, globalKind];
+export const LIMIT_KINDS: LimitKind[] = [typeKind, ownerKind, globalKind, rateKind];
 
 async function scopeBind(
   ctx: EstimateContext,
@@ -190,6 +260,8 @@ export async function estimateTask(
     case 'CANCEL_REQUESTED':
       return { ...answer, state: 'STARTED', startedAt: task.startedAt, reason: `started: attempt ${task.attemptCount} is running` };
     case 'BLOCKED':
+      // A sequenced task waits for its key's turn: estimated under the sequence alone (the other limits apply once it is queued).
+      if (task.sequenceKey !== null) return estimateUnder(store, task, defaults, windowMs, now, answer, [sequenceKind]);
       return { ...answer, state: 'BLOCKED', reason: 'waits for its parents (or the children it made) to end: no estimate until then' };
     case 'PAUSED':
       return { ...answer, state: 'PAUSED', reason: 'paused by an operator: it waits until resumed' };
@@ -199,6 +271,18 @@ export async function estimateTask(
     default:
       return { ...answer, state: 'ENDED', reason: `ended ${task.status}` };
   }
+  return estimateUnder(store, task, defaults, windowMs, now, answer, kinds);
+}
+
+async function estimateUnder(
+  store: Store,
+  task: Task,
+  defaults: EstimateContext['defaults'],
+  windowMs: number,
+  now: Date,
+  answer: Omit<TaskEstimate, 'state' | 'reason'>,
+  kinds: readonly LimitKind[],
+): Promise<TaskEstimate> {
   const dueBy = new Date(Math.max(now.getTime(), task.availableAt.getTime()));
   const policies = new Map((await store.listPolicies()).map((p) => [p.policyKey, p]));
   const ctx: EstimateContext = { task, now, dueBy, windowMs, policies, defaults, reads: await estimateStoreOf(store), store };

@@ -4,7 +4,8 @@
  * windows hold. Counts by kind only, never by key or owner value: the rate
  * gauges' labels stay bounded however many keys there are.
  */
-import { GLOBAL_POLICY_KEY, KEY_POLICY_PREFIX, OWNER_POLICY_PREFIX } from '../core/policy-keys.js';
+import { GLOBAL_POLICY_KEY, KEY_POLICY_PREFIX, keyPolicyKey, OWNER_POLICY_PREFIX, ownerPolicyKey, ratePolicyKeys, typePolicyKey } from '../core/policy-keys.js';
+import type { Task } from '../core/task.js';
 import { RateBudget, ratePolicies } from '../store/rules/rates.js';
 import type { Store } from '../store/types.js';
 
@@ -45,4 +46,48 @@ export async function rateUsage(store: Store): Promise<RateUsage | null> {
     if (budget.room(scopeKey) === 0) usage.spent[kind] += 1;
   }
   return usage;
+}
+
+export interface RateState {
+  /** Where the starts are counted: GLOBAL, TYPE:<type>, OWNER:<owner> or KEY:<rateKey>. */
+  scope: string;
+  /** The policy that sets the rate (for a key: KEY:<rateKey> or its group's KEY:<group>:*). */
+  policyKey: string;
+  rateLimit: number;
+  ratePeriodMs: number;
+  /** Starts in the last period. */
+  used: number;
+  /** When the oldest start of the window leaves it; null while the window has room. */
+  nextSlotAt: Date | null;
+}
+
+/** The rates that apply to a task (the same lookup as the claims': rules/rates.ts) and their windows, read now. */
+export async function rateStates(store: Store, task: Task, policies: Awaited<ReturnType<Store['listPolicies']>>): Promise<RateState[]> {
+  const byKey = new Map(policies.filter((p) => p.rateLimit != null && p.ratePeriodMs != null).map((p) => [p.policyKey, p]));
+  if (byKey.size === 0) return [];
+  const scopes: { scope: string; policyKey: string }[] = [GLOBAL_POLICY_KEY, typePolicyKey(task.taskType)]
+    .concat(task.owner === null ? [] : [ownerPolicyKey(task.owner)])
+    .filter((key) => byKey.has(key))
+    .map((key) => ({ scope: key, policyKey: key }));
+  if (task.rateKey !== null) {
+    const policyKey = ratePolicyKeys(task.rateKey).find((key) => byKey.has(key));
+    if (policyKey) scopes.push({ scope: keyPolicyKey(task.rateKey), policyKey });
+  }
+  if (scopes.length === 0) return [];
+  const windows = await store.rateWindows({
+    scopes: scopes.map(({ scope, policyKey }) => ({ scopeKey: scope, periodMs: byKey.get(policyKey)!.ratePeriodMs! })),
+  });
+  return scopes.map(({ scope, policyKey }, i) => {
+    const policy = byKey.get(policyKey)!;
+    const window = windows[i]!;
+    const spent = window.used >= policy.rateLimit! && window.oldestStartAt !== null;
+    return {
+      scope,
+      policyKey,
+      rateLimit: policy.rateLimit!,
+      ratePeriodMs: policy.ratePeriodMs!,
+      used: window.used,
+      nextSlotAt: spent ? new Date(window.oldestStartAt!.getTime() + policy.ratePeriodMs!) : null,
+    };
+  });
 }

@@ -27,6 +27,20 @@ export class EstimateStore {
     return Number(rows[0]?.n ?? 0);
   }
 
+  /** Tasks of the task's sequence key that run before it (the head and those waiting ahead). */
+  async sequenceAhead({ taskId }: { taskId: string }): Promise<number> {
+    const rows = await this.sql.rows('counting a sequence’s tasks ahead', rules.sequenceAheadSql(this.sql), [taskId]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  /** The mean run time (start to finish) of the last attempts of a type started since `since`; null: none finished. */
+  async meanRunMs(params: { since: Date; taskType: string }): Promise<number | null> {
+    const rows = await this.sql.rows('reading recent run times', rules.recentRunsSql(this.sql), [this.sql.time(params.since), params.taskType]);
+    if (rows.length === 0) return null;
+    const total = rows.reduce((sum, row) => sum + (this.sql.readTime(row.finished_at).getTime() - this.sql.readTime(row.started_at).getTime()), 0);
+    return total / rows.length;
+  }
+
   async leasedOfOwner({ owner }: { owner: string }): Promise<number> {
     const rows = await this.sql.rows('counting an owner’s leased tasks', rules.leasedOfOwnerSql(this.sql), [owner]);
     return Number(rows[0]?.n ?? 0);

@@ -80,6 +80,41 @@ export function runEstimateSuite(factory: StoreFactory): void {
       await expect(client.estimate(later.task.id, { windowMs: 10 })).rejects.toMatchObject({ field: 'windowMs' });
     });
 
+    it("a rate binds a waiting task by its scope's room and N per period; a sequenced task waits its key's turn", async () => {
+      let release: () => void = () => undefined;
+      let gate = new Promise<void>((resolve) => (release = resolve));
+      const job = defineTask<{ n: number }>({ type: TYPE, execute: () => gate });
+      const client = createClient({ store: env.store, tasks: [job], typeConcurrency: 100, globalConcurrency: 100 });
+      // A rate of 2 per hour on the type: with 5 queued, the 5th has 4 ahead and 2 of room: two more periods after this one.
+      await client.policies.update(TYPE, { rateLimit: 2, ratePeriodMs: 3_600_000 });
+      const queued = await client.submitMany([1, 2, 3, 4, 5].map((n) => ({ type: TYPE, payload: { n } })));
+      const fifth = await client.estimate(queued[4]!.task.id);
+      expect(fifth.binds.find((b) => b.kind === 'rate')).toMatchObject({ position: 5, ahead: 4, limit: 2, running: 0, waitMs: 3_600_000 });
+      expect(fifth.binds.find((b) => b.kind === 'rate')!.reason).toContain('TYPE:estimate.job');
+      expect((await client.estimate(queued[0]!.task.id)).binds.find((b) => b.kind === 'rate')).toMatchObject({ ahead: 0, waitMs: 0 });
+      await client.policies.update(TYPE, { rateLimit: null, ratePeriodMs: null });
+      await client.cancelMany(queued.map((r) => r.task.id));
+
+      // A key of four: the head runs once, then the fourth waits for three at the type's recent pace.
+      const keyed: Awaited<ReturnType<typeof client.submit>>[] = [];
+      for (let n = 1; n <= 4; n += 1) keyed.push(await client.submit(TYPE, { n }, { sequenceKey: 'est-key' }));
+      const noPace = await client.estimate(keyed[3]!.task.id);
+      expect(noPace).toMatchObject({ state: 'WAITING', startsAt: null });
+      expect(noPace.binds).toEqual([expect.objectContaining({ kind: 'sequence', ahead: 3, position: 4, limit: 1 })]);
+      release();
+      env.track(createWorker({ store: env.store, tasks: [job], ...FAST_WORKER })).start();
+      await waitFor(async () => (await client.get(keyed[0]!.task.id))?.status === 'SUCCESS', 'the head to run');
+      gate = new Promise<void>((resolve) => (release = resolve));
+      await waitFor(async () => (await client.get(keyed[1]!.task.id))?.status === 'RUNNING', 'the second to run');
+      const fourth = await client.estimate(keyed[3]!.task.id);
+      const bind = fourth.binds[0]!;
+      expect(bind).toMatchObject({ kind: 'sequence', ahead: 2, running: 1 });
+      expect(bind.waitMs).not.toBeNull();
+      expect(fourth.startsAt).not.toBeNull();
+      expect(bind.reason).toContain('one at a time');
+      release();
+    });
+
     it('estimates against a real drain: a backlog at a steady pace, estimates at several positions, then when they really started', async () => {
       const LIMIT = 4;
       const job = defineTask<{ n: number }>({ type: TYPE, execute: () => new Promise<void>((resolve) => setTimeout(resolve, 25)) });

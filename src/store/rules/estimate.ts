@@ -10,13 +10,15 @@
  */
 import type { SideSql } from '../side-sql.js';
 import { CLAIMABLE_SQL, LEASED_SQL } from './sql.js';
+import { holdsKeySql, SEQUENCE_TABLE, sequenceLiveSql, waitsSql } from './sequences.js';
 
-export type AheadScope = 'type' | 'owner' | 'global';
+export type AheadScope = 'type' | 'owner' | 'global' | 'rateKey';
 
 const SCOPE_FILTER: Record<AheadScope, string> = {
   type: ' AND t.task_type = me.task_type',
   owner: ' AND t.owner = me.owner',
   global: '',
+  rateKey: ' AND t.rate_key = me.rate_key',
 };
 
 /** Params: the task's id, the moment it is due by (max(now, its available_at)). */
@@ -45,4 +47,21 @@ export function finishedSinceSql(sql: SideSql, filter: string): string {
   return `SELECT COUNT(*) AS n, MIN(a.finished_at) AS first_finish, MAX(a.finished_at) AS last_finish
     FROM ${sql.table('system_async_task_attempt')} a JOIN ${sql.table('system_async_task')} t ON t.id = a.task_id
     WHERE a.started_at >= ? AND a.finished_at IS NOT NULL${filter ? ` AND ${filter}` : ''}`;
+}
+
+/**
+ * Tasks of the task's sequence key before it that hold the key or wait for it (rules/sequences.ts): the key runs
+ * them one at a time before this one. Param: the task's id.
+ */
+export function sequenceAheadSql(sql: SideSql): string {
+  const tasks = sql.table('system_async_task');
+  return `SELECT COUNT(*) AS n FROM ${tasks} t JOIN ${tasks} me ON me.id = ? JOIN ${sql.table(SEQUENCE_TABLE)} k ON k.sequence_key = me.sequence_key
+    WHERE t.sequence_key = me.sequence_key AND t.sequence_seq < me.sequence_seq AND ${sequenceLiveSql('t')}
+      AND (${holdsKeySql('t', 'k')} OR ${waitsSql('t')})`;
+}
+
+/** Start and finish of the last finished attempts of a type started since `?` (at most 200): their mean run time. */
+export function recentRunsSql(sql: SideSql): string {
+  return `SELECT a.started_at, a.finished_at FROM ${sql.table('system_async_task_attempt')} a JOIN ${sql.table('system_async_task')} t ON t.id = a.task_id
+    WHERE a.started_at >= ? AND a.finished_at IS NOT NULL AND t.task_type = ? ORDER BY a.started_at DESC LIMIT 200`;
 }
