@@ -7,7 +7,8 @@ export default defineConfig({
     globalSetup: ['test/ui/build-ui.ts'],
     // The fault suite's slow cases run under vitest.faults.config.ts (npm run test:faults); its fast subset
     // (test/faults/*.fast.test.ts) runs here. test/faults/pending/ is where a case waits for the fix it names (PENDING=1 with vitest.faults.config.ts runs one).
-    exclude: [...configDefaults.exclude, 'test/faults/**/*.slow.test.ts', 'test/faults/pending/**'],
+    // Multi-process samplers run under vitest.samplers.config.ts (npm run test:samplers).
+    exclude: [...configDefaults.exclude, 'test/faults/**/*.slow.test.ts', 'test/faults/pending/**', 'test/**/*.sampler.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

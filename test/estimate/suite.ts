@@ -82,8 +82,9 @@ export function runEstimateSuite(factory: StoreFactory): void {
 
     it("a rate binds a waiting task by its scope's room and N per period; a sequenced task waits its key's turn", async () => {
       let release: () => void = () => undefined;
-      let gate = new Promise<void>((resolve) => (release = resolve));
-      const job = defineTask<{ n: number }>({ type: TYPE, execute: () => gate });
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      // The first of the key runs at once; the others wait at the gate (a task released later cannot pass an old one).
+      const job = defineTask<{ n: number }>({ type: TYPE, execute: (_ctx, { n }) => (n === 1 ? undefined : gate) });
       const client = createClient({ store: env.store, tasks: [job], typeConcurrency: 100, globalConcurrency: 100 });
       // A rate of 2 per hour on the type: with 5 queued, the 5th has 4 ahead and 2 of room: two more periods after this one.
       await client.policies.update(TYPE, { rateLimit: 2, ratePeriodMs: 3_600_000 });
@@ -101,10 +102,8 @@ export function runEstimateSuite(factory: StoreFactory): void {
       const noPace = await client.estimate(keyed[3]!.task.id);
       expect(noPace).toMatchObject({ state: 'WAITING', startsAt: null });
       expect(noPace.binds).toEqual([expect.objectContaining({ kind: 'sequence', ahead: 3, position: 4, limit: 1 })]);
-      release();
       env.track(createWorker({ store: env.store, tasks: [job], ...FAST_WORKER })).start();
       await waitFor(async () => (await client.get(keyed[0]!.task.id))?.status === 'SUCCESS', 'the head to run');
-      gate = new Promise<void>((resolve) => (release = resolve));
       await waitFor(async () => (await client.get(keyed[1]!.task.id))?.status === 'RUNNING', 'the second to run');
       const fourth = await client.estimate(keyed[3]!.task.id);
       const bind = fourth.binds[0]!;

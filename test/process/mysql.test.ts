@@ -3,7 +3,6 @@ import { MysqlStore } from '../../src/store/mysql/store.js';
 import { createTestDatabase, mysqlAvailable } from '../helpers/mysql.js';
 import { mysqlChildUser } from './child-store.js';
 import { runFairnessSuite } from './fairness.js';
-import { runSequenceProcessSuite } from './sequences.js';
 import { runProcessSuite, type AttemptRow, type ProcessDialect } from './suite.js';
 
 const available = await mysqlAvailable('test/process/mysql.test.ts');
@@ -46,7 +45,6 @@ if (available) {
   };
   runProcessSuite(dialect);
   runFairnessSuite(dialect);
-  runSequenceProcessSuite(dialect);
 } else {
   skipWithoutServer('worker processes on mysql', 'MySQL/MariaDB');
 }

@@ -3,7 +3,6 @@ import { PostgresStore } from '../../src/store/postgres/store.js';
 import { createTestSchema, PG_URL, postgresAvailable } from '../helpers/postgres.js';
 import { childApplicationName } from './child-store.js';
 import { runFairnessSuite } from './fairness.js';
-import { runSequenceProcessSuite } from './sequences.js';
 import { runProcessSuite, type AttemptRow, type ProcessDialect } from './suite.js';
 
 const available = await postgresAvailable('test/process/postgres.test.ts');
@@ -37,7 +36,6 @@ if (available) {
   };
   runProcessSuite(dialect);
   runFairnessSuite(dialect);
-  runSequenceProcessSuite(dialect);
 } else {
   skipWithoutServer('worker processes on postgres', 'PostgreSQL');
 }

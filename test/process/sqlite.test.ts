@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { SqliteStore } from '../../src/store/sqlite/store.js';
 import { runFairnessSuite } from './fairness.js';
-import { runSequenceProcessSuite } from './sequences.js';
 import type { ProcessDialect } from './suite.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tasklease-fair-'));
@@ -32,4 +31,3 @@ const dialect: ProcessDialect = {
   },
 };
 runFairnessSuite(dialect);
-runSequenceProcessSuite(dialect);

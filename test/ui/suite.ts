@@ -533,7 +533,8 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       expect(await page.locator(`tr[data-id="${bobs.id}"]`).count()).toBe(0);
       const owners = await page.locator('tbody tr[data-id] td:nth-child(6)').allTextContents();
       expect(new Set(owners)).toEqual(new Set(['alice']));
-      expect(await page.getByRole('navigation', { name: 'Pages' }).getByRole('link').allTextContents()).toEqual(['Tasks']);
+      // A user sees its tasks and its sequence keys (the Sequences page lists only its own; its actions are operators').
+      expect(await page.getByRole('navigation', { name: 'Pages' }).getByRole('link').allTextContents()).toEqual(['Tasks', 'Sequences']);
       expect(await page.getByLabel('Owner').count()).toBe(0);
       await shoot(page, `${name}-user-tasks-phone`);
       await page.goto(`${rig.url}/ui/#/policies`);

@@ -41,7 +41,7 @@ export function maxInWindow(starts: readonly number[], periodMs: number): number
 
 afterEach(killAllChildren);
 
-await onEveryStore('test/process/rates.test.ts', 'rate limits across 4 processes', (withArea) => {
+await onEveryStore('test/process/rates.sampler.test.ts', 'rate limits across 4 processes', (withArea) => {
   it(`type ${TYPE_RATE} / ${PERIOD_MS} ms and per key ${KEY_RATE} / ${PERIOD_MS} ms: no window ever holds more`, { timeout: 180_000 }, () =>
     withArea(async ({ store, childStore }) => {
       const policies = new PolicyApi(store);

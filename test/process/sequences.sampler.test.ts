@@ -5,7 +5,7 @@
  * tasks succeed in submit order, and a key with many tasks does not crowd
  * out keys with few (a binding type limit makes them compete for slots).
  */
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { defineTask } from '../../src/core/definition.js';
 import { typePolicyKey } from '../../src/core/policy-keys.js';
@@ -13,8 +13,9 @@ import { Scope } from '../../src/core/scope.js';
 import type { Task } from '../../src/core/task.js';
 import type { AttemptRecord } from '../../src/store/types.js';
 import { waitFor } from '../helpers/wait.js';
+import { onEveryStore } from './areas.js';
+import type { ChildStoreConfig } from './child-store.js';
 import { ChildWorker, killAllChildren } from './harness.js';
-import type { ProcessDialect, ProcessTarget } from './suite.js';
 
 const G = Scope.global();
 const TYPE = 'seq.proc';
@@ -24,18 +25,12 @@ interface Run {
   attempts: AttemptRecord[];
 }
 
-export function runSequenceProcessSuite(dialect: ProcessDialect): void {
-  describe(`sequences across worker processes on ${dialect.name}`, () => {
-    let target: ProcessTarget;
-    beforeEach(async () => {
-      target = await dialect.create();
-    });
-    afterEach(async () => {
-      await killAllChildren();
-      await target?.destroy();
-    });
+afterEach(killAllChildren);
 
-    it('4 processes: each key one at a time in submit order through injected head failures; cold keys are not starved by a hot one', async () => {
+await onEveryStore('test/process/sequences.sampler.test.ts', 'sequences across 4 worker processes', (withArea) => {
+  it('4 processes: each key one at a time in submit order through injected head failures; cold keys are not starved by a hot one', { timeout: 180_000 }, () =>
+    withArea(async ({ store, childStore }) => {
+      const target = { store, storeConfig: childStore as ChildStoreConfig };
       // Two slots for the whole type across the four processes: keys compete for them.
       await target.store.savePolicy({
         policy: { policyKey: typePolicyKey(TYPE), taskType: TYPE, maxConcurrency: 2, maxAttempts: null, retryBaseDelayMs: null, enabled: true },
@@ -110,6 +105,6 @@ export function runSequenceProcessSuite(dialect: ProcessDialect): void {
       // Every process ran some of it.
       const workers = new Set(runs.flatMap((r) => r.attempts.map((a) => a.workerId)));
       expect(workers.size).toBeGreaterThan(1);
-    }, 180_000);
-  });
-}
+    }),
+  );
+});
