@@ -431,9 +431,18 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       expect(await client.policies.get('ui.hold')).toMatchObject({ rateLimit: 10, ratePeriodMs: 2000 });
       const saved = page.locator('tr[data-policy="ui.hold"]');
       await waitFor(async () => (await saved.getByLabel('Rate limit of ui.hold').inputValue()) === '10', 'the row shows the rate');
-      await saved.getByLabel('Rate limit of ui.hold').fill('');
-      await saved.getByRole('button', { name: 'Save' }).click();
-      await waitFor(async () => (await client.policies.get('ui.hold'))?.rateLimit === null, 'the type rate cleared');
+      // The page re-renders its rows every few seconds when no field has focus: a re-render between the clearing and
+      // the click would save the old rate again, so clear and save until it took.
+      await waitFor(
+        async () => {
+          await saved.getByLabel('Rate limit of ui.hold').fill('');
+          await saved.getByRole('button', { name: 'Save' }).click();
+          return (await client.policies.get('ui.hold'))?.rateLimit === null;
+        },
+        'the type rate cleared',
+        20_000,
+        250,
+      );
       await keyRow.getByRole('button', { name: 'Remove' }).click();
       await page.locator('dialog [data-confirm]').click();
       await page.getByRole('status').filter({ hasText: 'Removed the rate key partner:* policy' }).waitFor();
