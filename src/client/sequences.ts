@@ -40,7 +40,7 @@ export class SequenceApi {
   /**
    * The key's dead-lettered head stops holding it: the next task runs. The head stays a dead letter (replayable,
    * and then it runs beside the key's new head: replay a skipped task only when its order no longer matters).
-   * CONFLICT-free: answers null when the key's head is not dead-lettered (nothing skipped).
+   * `skipped` is null when the key's head is not dead-lettered: nothing is skipped, nothing changes.
    */
   async skip(key: string): Promise<{ skipped: string | null }> {
     const { skipped } = await this.store.skipSequenceHead({ key: checkKey(key) });

@@ -41,18 +41,19 @@ export async function insertSequenced(
   insert: (tasks: readonly NewTask[]) => Promise<InsertTaskResult[]>,
 ): Promise<InsertTaskResult[]> {
   const plan = numberingPlan(tasks);
-  const next = new Map<string, number>();
-  for (const [i, key] of plan.keys.entries()) {
-    const [, rows] = (await db.batch(conn, [
+  // Every key's upsert (which locks its row, keys in order) and read back, in one round trip.
+  const answers = await db.batch(
+    conn,
+    plan.keys.flatMap((key, i) => [
       {
         sql: `INSERT INTO ${SEQUENCE_TABLE} (sequence_key, next_seq, on_dead_letter, updated_at) VALUES (?, ? + 1, COALESCE(?, 'BLOCK'), NOW(3))
               ON DUPLICATE KEY UPDATE next_seq = next_seq + VALUES(next_seq) - 1, on_dead_letter = COALESCE(?, on_dead_letter), updated_at = NOW(3)`,
         values: [key, plan.counts[i], plan.policies[i], plan.policies[i]],
       },
       { sql: `SELECT next_seq FROM ${SEQUENCE_TABLE} WHERE sequence_key = ?`, values: [key] },
-    ])) as [unknown, Row[]];
-    next.set(key, Number(rows[0]!.next_seq));
-  }
+    ]),
+  );
+  const next = new Map(plan.keys.map((key, i) => [key, Number((answers[2 * i + 1] as Row[])[0]!.next_seq)]));
   const results = await insert(plan.assign((key, count) => next.get(key)! - count));
   await releaseKeys(stepsOn(db, conn), plan.keys);
   const created = results.filter((r) => r.created && r.task.sequenceKey !== null).map((r) => r.task.id);

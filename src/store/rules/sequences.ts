@@ -39,7 +39,7 @@ export type SequenceOnDeadLetter = 'BLOCK' | 'SKIP';
 export const SEQUENCE_ON_DEAD_LETTER: readonly SequenceOnDeadLetter[] = ['BLOCK', 'SKIP'];
 
 /** Statuses a task can wait in (pending_parents > 0): BLOCKED, or PAUSED by an operator while it waited. */
-export const WAITING_STATUSES: readonly TaskStatus[] = ['BLOCKED', 'PAUSED'];
+const WAITING_STATUSES: readonly TaskStatus[] = ['BLOCKED', 'PAUSED'];
 const WAITING_SQL = statusList(WAITING_STATUSES);
 const ENDED_SQL = statusList(TERMINAL_STATUSES);
 
@@ -57,12 +57,7 @@ export function waitsSql(t: string): string {
   return `(${t}.pending_parents > 0 AND ${t}.status IN ${WAITING_SQL})`;
 }
 
-/** The statuses of a waiting task once released: BLOCKED runs, PAUSED stays paused (and holds the key). */
-export function releasedStatus(current: TaskStatus): TaskStatus {
-  return current === 'BLOCKED' ? 'QUEUED' : current;
-}
-
-/** releasedStatus as SQL over a status column. */
+/** The status of a waiting task once released, over a status column: BLOCKED runs, PAUSED stays paused (and holds the key). */
 export function releasedStatusSql(status: string): string {
   return `CASE WHEN ${status} = ${STATUS_SQL.BLOCKED} THEN ${STATUS_SQL.QUEUED} ELSE ${status} END`;
 }
