@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
  * Multi-process samplers (npm run test:samplers): worker processes against
  * one database on every store, checking a guarantee over every start — rate
  * limits never exceeded in any window, sequences one at a time in submit
- * order and fair. Too long for `npm test` on two cores (about 2 minutes); the
+ * order and fair. Too long for `npm test` on two cores (about 80 s); the
  * per-store suites there check the same rules in one process.
  */
 export default defineConfig({
