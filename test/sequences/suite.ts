@@ -178,8 +178,11 @@ export function runSequenceSuite(factory: StoreFactory): void {
     it('under SKIP a dead-lettered head lets the next task run; a policy turned to SKIP behind one releases at once', async () => {
       const steps = recorder('seq.skip', { fail: (s) => s.n === 1, maxAttempts: 1 });
       const client = createClient({ store: env.store, tasks: [steps.definition] });
-      const skipping = await Promise.all([1, 2].map((n) => client.submit('seq.skip', { key: 'k1', n }, { sequenceKey: 'k1', sequenceOnDeadLetter: 'SKIP' })));
-      const blocking = await Promise.all([1, 2].map((n) => client.submit('seq.skip', { key: 'k2', n }, { sequenceKey: 'k2' })));
+      // One after another: submits made at once take the key in whichever order their locks are granted.
+      const skipping: { task: { id: string } }[] = [];
+      const blocking: { task: { id: string } }[] = [];
+      for (const n of [1, 2]) skipping.push(await client.submit('seq.skip', { key: 'k1', n }, { sequenceKey: 'k1', sequenceOnDeadLetter: 'SKIP' }));
+      for (const n of [1, 2]) blocking.push(await client.submit('seq.skip', { key: 'k2', n }, { sequenceKey: 'k2' }));
       await start([steps.definition]);
       await waitFor(
         async () =>
