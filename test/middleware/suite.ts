@@ -164,6 +164,31 @@ export function runMiddlewareSuite(factory: StoreFactory): void {
       expect(ran).toEqual([2]);
     });
 
+    it('a batch type: a task the middleware answers itself leaves the batch; the rest reach executeBatch with their changed payloads', async () => {
+      const calls: number[][] = [];
+      const type = defineTask<{ n: number }>({
+        type: 'mw.batch',
+        batch: { maxSize: 10, maxWaitMs: 200 },
+        executeBatch: async (_ctx, items) => {
+          calls.push(items.map((i) => i.payload.n).sort((a, b) => a - b));
+          return items.map((i) => ({ status: 'SUCCESS' as const, result: { n: i.payload.n } }));
+        },
+      });
+      const skipOdd: Middleware = {
+        name: 'skip-odd',
+        execute: async (call, next) => {
+          const { n } = call.payload as { n: number };
+          return n % 2 === 1 ? TaskResult.success({ result: { skipped: n } }) : next({ n: n * 10 });
+        },
+      };
+      const client = createClient({ store: env.store, tasks: [type] });
+      const submitted = await client.submitMany([1, 2, 3, 4].map((n) => ({ type: 'mw.batch', payload: { n } })));
+      env.track(createWorker({ store: env.store, tasks: [type], ...FAST_WORKER, concurrency: 10, middleware: [skipOdd] })).start();
+      const results = await Promise.all(submitted.map(async (r) => (await finished(r.task.id)).result));
+      expect(results).toEqual([{ skipped: 1 }, { n: 20 }, { skipped: 3 }, { n: 40 }]);
+      expect(calls.flat().sort((a, b) => a - b)).toEqual([20, 40]);
+    });
+
     it('a typed failure thrown by an execute middleware fails the attempt with its code (not retried when it says so)', async () => {
       const ran: number[] = [];
       const type = defineTask<{ n: number }>({ type: 'mw.deny', maxAttempts: 3, execute: async (_ctx, p) => void ran.push(p.n) });
