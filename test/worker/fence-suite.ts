@@ -3,8 +3,8 @@
  * retries, a hand-back, a lease expiry swept and taken by another worker, an
  * operator's retry and a dead letter's replay (new cycles); it costs one
  * durable renewal on the first call of an attempt and none after; a lease
- * lost at the database rejects with LEASE_LOST; a sandboxed handler gets it
- * through the worker's thread.
+ * lost at the database rejects with LEASE_LOST, a cancelled attempt with
+ * CANCELLED; a sandboxed handler gets it through the worker's thread.
  */
 import { describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
@@ -166,6 +166,29 @@ export function runFenceSuite(factory: StoreFactory): void {
       expect(counted.durable.filter((p) => p.leases[0]!.attempt === 1)).toHaveLength(1);
       await worker.stop();
       expect((await env.store.listAttempts({ taskId: task.id }))[0]).toMatchObject({ attempt: 1, outcome: 'LEASE_EXPIRED' });
+    });
+
+    it('a cancellation requested before the fence rejects it with CANCELLED: an attempt being cancelled starts no outside write', async () => {
+      let go: () => void = () => undefined;
+      const released = new Promise<void>((resolve) => (go = resolve));
+      const answers: unknown[] = [];
+      const t = defineTask({
+        type: 'fenced',
+        execute: async (ctx: TaskContext) => {
+          await released;
+          answers.push(await ctx.fence().catch((error: unknown) => error));
+        },
+      });
+      const worker = env.track(createWorker({ store: env.store, tasks: [t], ...options }));
+      const client = createClient({ store: env.store, tasks: [t] });
+      const { task } = await client.submit(t, {});
+      worker.start();
+      await waitFor(async () => (await env.store.getTask({ id: task.id, scope: G }))?.status === 'RUNNING', 'the task to start');
+      await client.requestCancellation(task.id);
+      go();
+      await waitFor(async () => (await env.store.getTask({ id: task.id, scope: G }))?.status === 'CANCELLED', 'the task to end cancelled');
+      await worker.stop();
+      expect(answers).toEqual([expect.objectContaining({ name: 'TaskAbortedError', code: 'CANCELLED' })]);
     });
 
     it('a sandboxed handler gets its fence through the worker’s thread (one durable renewal)', async () => {
