@@ -481,7 +481,7 @@ export interface RenewParams {
   leaseMs: number;
   onSent?: OnSent;
   /**
-   * The renewal's commit must be on disk before it answers (ctx.fence, worker/fence-keeper.ts): on PostgreSQL its
+   * The renewal's commit must be on disk before it answers (ctx.fence, worker/fence.ts): on PostgreSQL its
    * transaction commits with synchronous_commit on whatever the session's setting (raised from off or local), which
    * also flushes the claim it confirms (a claim commits without waiting for its flush: postgres/claim.ts); on SQLite
    * with synchronous = FULL for that one transaction (the store runs NORMAL); on MySQL a commit is durable already

@@ -10,8 +10,9 @@
  * retry, a dead letter's replay) starts from attempt_base = attempt_count
  * (store/rules/outcomes.ts, changes.ts). One exception makes the durable
  * confirmation below necessary: a claim on PostgreSQL commits without waiting
- * for its WAL flush (store/postgres/claim.ts), and so does nothing on SQLite's
- * synchronous = NORMAL against a power loss. A database crash may lose such a
+ * for its WAL flush (store/postgres/claim.ts), and SQLite's commits under
+ * synchronous = NORMAL are not synced either (a power loss may undo them).
+ * A database crash may lose such a
  * claim after its handler started — and the next claim of the task then gets
  * the same attempt number again. Inside the task store the lease token keeps
  * the two apart (store/rules/leases.ts), but an outside system sees only the
