@@ -12,9 +12,8 @@
  * confirmation below necessary: a claim on PostgreSQL commits without waiting
  * for its WAL flush (store/postgres/claim.ts), and SQLite's commits under
  * synchronous = NORMAL are not synced either (a power loss may undo them).
- * A database crash may lose such a
- * claim after its handler started — and the next claim of the task then gets
- * the same attempt number again. Inside the task store the lease token keeps
+ * A database crash may lose such a claim after its handler started — and the
+ * next claim of the task then gets the same attempt number again. Inside the task store the lease token keeps
  * the two apart (store/rules/leases.ts), but an outside system sees only the
  * number: if the first handler had handed out N, the second would hand out N
  * too, and its writes would not win over the zombie's.
