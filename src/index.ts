@@ -12,6 +12,16 @@ export type * from './store/types.js';
 export { openStore, dialectOfUrl, type OpenStoreOptions } from './store/open.js';
 export { defineTask, TaskResult, type TaskDefinition, type TaskSnooze } from './core/definition.js';
 export type { TaskContext } from './core/context.js';
+export {
+  FENCE_HEADER,
+  FenceGate,
+  checkFence,
+  fenceHeader,
+  parseFenceHeader,
+  writeFencedObject,
+  type ConditionalObjectStore,
+  type Fence,
+} from './core/fence.js';
 export type { SandboxOptions } from './core/sandbox.js';
 export {
   MAX_BATCH_SIZE,

@@ -63,4 +63,20 @@ export interface TaskContext {
    * which fails the task without a retry.
    */
   step<T>(name: string, fn: () => T | Promise<T>): Promise<Awaited<T>>;
+  /**
+   * This lease's fencing token for systems outside the task store: a whole
+   * number that strictly grows with every lease of the task that handed one
+   * out — across workers, retries, lease expiries, hand-backs, an operator's
+   * retry and a dead letter's replay (it is the attempt number). Send it with
+   * every write to another database, object store or API, and have that
+   * side accept a write only with a fence greater than the last it accepted
+   * (core/fence.ts; README "Fencing tokens for outside systems"): a zombie
+   * attempt's late write is then refused there.
+   * It resolves only after one fenced write of the lease whose commit is on
+   * disk (worker/fence.ts says why): one round trip on the first call of the
+   * attempt, none after. Rejects with TaskAbortedError (LEASE_LOST, or the
+   * reason the attempt was aborted, e.g. CANCELLED) when the lease does not
+   * hold; a store error rejects this call only (the next one asks again).
+   */
+  fence(): Promise<number>;
 }

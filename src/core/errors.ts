@@ -102,6 +102,10 @@ export const ErrorCode = {
   MIDDLEWARE_NEXT_TWICE: 'MIDDLEWARE_NEXT_TWICE',
   /** A submit middleware passed on another number of requests than it got. */
   MIDDLEWARE_CHANGED_REQUESTS: 'MIDDLEWARE_CHANGED_REQUESTS',
+  /** A fence (ctx.fence) or fence header that is not a task id and a whole number ≥ 1 (core/fence.ts). */
+  FENCE_INVALID: 'FENCE_INVALID',
+  /** A write refused by a fence check: a newer attempt of the task (or holder of the resource) wrote already (core/fence.ts). */
+  FENCE_STALE: 'FENCE_STALE',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
@@ -382,4 +386,18 @@ export class SandboxError extends TaskFailure {
 
 export function truncate(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
+/**
+ * A fencing token refused at the receiving end (core/fence.ts): FENCE_INVALID for one that cannot be read,
+ * FENCE_STALE for one not newer than the last accepted (`lastFence`) — an attempt that lost its lease.
+ */
+export class FenceError extends TaskLeaseError {
+  constructor(
+    code: 'FENCE_INVALID' | 'FENCE_STALE',
+    message: string,
+    readonly lastFence: number | null = null,
+  ) {
+    super(code, message);
+  }
 }

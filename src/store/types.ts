@@ -480,6 +480,14 @@ export interface RenewParams {
   leases: readonly Lease[];
   leaseMs: number;
   onSent?: OnSent;
+  /**
+   * The renewal's commit must be on disk before it answers (ctx.fence, worker/fence.ts): on PostgreSQL its
+   * transaction commits with synchronous_commit on whatever the session's setting (raised from off or local), which
+   * also flushes the claim it confirms (a claim commits without waiting for its flush: postgres/claim.ts); on SQLite
+   * with synchronous = FULL for that one transaction (the store runs NORMAL); on MySQL a commit is durable already
+   * (innodb_flush_log_at_trx_commit = 1, the default). A renewal that changes no row writes nothing to flush.
+   */
+  durable?: boolean;
 }
 
 export interface ClaimParams {

@@ -1,8 +1,8 @@
 /**
  * What a handler sees of its execution: identity, an AbortSignal, progress
  * reporting throttled by time and count, a cancellation check, the
- * completion inside the handler's own transaction (tx-complete.ts) and
- * durable steps (steps.ts).
+ * completion inside the handler's own transaction (tx-complete.ts),
+ * durable steps (steps.ts) and the fence for outside systems (fence.ts).
  */
 import type { RelatedTask, TaskContext } from '../core/context.js';
 import type { TaskResult } from '../core/definition.js';
@@ -28,6 +28,8 @@ export interface ProgressSink<Source extends AbortSource> {
   dependencies(taskId: string): Promise<{ parents: RelatedTask[]; children: RelatedTask[] }>;
   /** A durable step (ctx.step, steps.ts). */
   step<T>(source: Source, name: string, fn: () => T | Promise<T>): Promise<Awaited<T>>;
+  /** The lease's fence once a durable fenced write confirmed it (ctx.fence, fence.ts). */
+  fence(source: Source): Promise<number>;
 }
 
 /** One per worker, shared by every context. */
@@ -146,6 +148,16 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
 
   step<T>(name: string, fn: () => T | Promise<T>): Promise<Awaited<T>> {
     return this.sink.step(this.abortSource, name, fn);
+  }
+
+  private fenced: Promise<number> | null = null;
+  fence(): Promise<number> {
+    // One confirmation per attempt: a fence stays valid for the attempt (a lost lease is the receiver's to refuse).
+    this.fenced ??= this.sink.fence(this.abortSource).catch((error: unknown) => {
+      this.fenced = null;
+      throw error;
+    });
+    return this.fenced;
   }
 
   throwIfAborted(): void {

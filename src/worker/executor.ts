@@ -20,6 +20,7 @@ import { failureOutcome, successOutcome } from './outcome.js';
 import type { PolicyCache } from './policy-cache.js';
 import { completeInTransaction, completionCommitted } from './tx-complete.js';
 import { StepKeeper } from './steps.js';
+import { takeFence } from './fence.js';
 import { startExecuteSpan } from '../observe/tracing.js';
 import type { BatchGatherer } from './batch-gatherer.js';
 import { SandboxPool } from './sandbox/pool.js';
@@ -64,6 +65,7 @@ export class Executor {
       complete: (execution, transaction, result) => completeInTransaction(execution, services, transaction, result),
       dependencies: (taskId) => relatedTasks(options.store, taskId, stack),
       step: (execution, name, fn) => steps.step(execution, name, fn),
+      fence: (execution) => takeFence(execution, leases),
     };
     this.fanOut = new FanOut(options.store, options.tasks, { ...FAN_OUT_LIMITS, encode: (taskType, payload) => stack.encode('payload', taskType, payload) });
     // A lost lease's thread is gone within half the safety margin: before the lease can have ended in the database.

@@ -161,6 +161,17 @@ export class LeaseKeeper {
     return this.checkRound;
   }
 
+  /**
+   * One lease renewed in a commit that is on disk before it answers (ctx.fence: fence.ts), its answer applied as a
+   * heartbeat's (a lost lease is lost, a cancellation request cancels); true when the lease held.
+   */
+  async confirmDurably(execution: Execution): Promise<boolean> {
+    const answer = await this.renew([execution.lease], true);
+    this.apply(answer);
+    const id = execution.task.id;
+    return answer.sent.length === 1 && (answer.result.renewed.includes(id) || answer.result.cancelRequested.includes(id));
+  }
+
   async saveProgress(execution: Execution, progress: TaskProgress): Promise<boolean> {
     const ok = await this.store.saveProgress({ lease: execution.lease, progress });
     if (ok) this.events.emit('progress', { task: execution.task, progress });
@@ -217,7 +228,7 @@ export class LeaseKeeper {
    * timer ran first. (A committing execution is asked about only by confirm,
    * once its handler's transaction is over.)
    */
-  private async renew(leases: readonly Lease[]): Promise<Renewal> {
+  private async renew(leases: readonly Lease[], durable = false): Promise<Renewal> {
     this.expireUnconfirmed();
     const sent = leases.filter((lease) => this.table.holderOf(lease)?.isFinal === false);
     const queuedAt = this.clock.now();
@@ -226,7 +237,7 @@ export class LeaseKeeper {
     const result: RenewResult =
       sent.length === 0
         ? { renewed: [], cancelRequested: [], lost: [] }
-        : await this.store.renewLeases({ leases: sent, leaseMs: this.options.leaseMs, onSent: anchor.onSent });
+        : await this.store.renewLeases({ leases: sent, leaseMs: this.options.leaseMs, onSent: anchor.onSent, ...(durable ? { durable } : {}) });
     const sentAt = anchor.at;
     if (sent.length < leases.length) for (const lease of leases) if (!sent.includes(lease)) result.lost.push(lease.taskId);
     const roundTripMs = this.clock.now() - sentAt;

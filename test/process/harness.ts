@@ -31,6 +31,10 @@ export interface ChildEvent {
   roundTripMs?: number;
   /** A `batch` line: the tasks of one batch handler call. */
   size?: number;
+  /** fence-child.ts: a `fenced` line's fence (ctx.fence), a `foreignWrite` line's rows changed by each conditional write. */
+  fence?: number;
+  updated?: number;
+  upserted?: number;
 }
 
 const running = new Set<ChildWorker>();

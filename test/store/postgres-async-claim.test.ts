@@ -4,11 +4,14 @@
  * (postgres/claim.ts). What makes that safe is the lease token, tested on
  * every store by the conformance suite; here: the claim function turns
  * synchronous_commit off for its own transaction only when asked, and the
- * store asks exactly on the claim-only path.
+ * store asks exactly on the claim-only path. And the renewal behind ctx.fence
+ * (worker/fence.ts) turns it on for its own, which flushes the claim with it.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { claimArgs } from '../../src/store/postgres/claim.js';
+import { createContext } from '../../src/store/postgres/connection.js';
+import { renewSql } from '../../src/store/postgres/leases.js';
 import { PostgresStore } from '../../src/store/postgres/store.js';
 import { describeOnServer } from '../helpers/factory.js';
 import { createTestSchema, PG_URL, postgresAvailable, type TestSchema } from '../helpers/postgres.js';
@@ -131,5 +134,39 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: claims alone commit witho
     } finally {
       await client.end();
     }
+  });
+
+  /** synchronous_commit at the end of a renewal's transaction, on a session whose own setting is `session`. */
+  async function commitModeAfterRenewal(durable: boolean, session: string): Promise<{ mode: string; renewed: number }> {
+    const [task] = await store.claimTasks(claimParams({ taskTypes: ['renewed'], limit: 1 }));
+    const client = new pg.Client({ connectionString: PG_URL, options: `-c synchronous_commit=${session}` });
+    await client.connect();
+    try {
+      await client.query('BEGIN');
+      const lease = leaseOf(task!);
+      const ctx = createContext(pool, leasePool, schema.name);
+      const renewed = await client.query(renewSql(ctx, durable), [[lease.taskId], [lease.workerId], [lease.attempt], [lease.token], 30_000]);
+      const mode = (await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0]!.synchronous_commit;
+      await client.query('ROLLBACK');
+      return { mode, renewed: renewed.rowCount ?? 0 };
+    } finally {
+      await client.end();
+    }
+  }
+
+  it('a durable renewal (ctx.fence) commits waiting for its flush whatever the session says; a plain one keeps the session’s mode', async () => {
+    await store.insertTasks({ tasks: Array.from({ length: 5 }, () => newTask({ taskType: 'renewed' })) });
+    expect(await commitModeAfterRenewal(true, 'off')).toEqual({ mode: 'on', renewed: 1 });
+    expect(await commitModeAfterRenewal(true, 'local')).toEqual({ mode: 'on', renewed: 1 });
+    // Stricter than on is kept (synchronous replicas: the operator's choice).
+    expect(await commitModeAfterRenewal(true, 'remote_apply')).toEqual({ mode: 'remote_apply', renewed: 1 });
+    expect(await commitModeAfterRenewal(false, 'off')).toEqual({ mode: 'off', renewed: 1 });
+    // Through the store: the durable renewal renews like any other.
+    const [task] = await store.claimTasks(claimParams({ taskTypes: ['renewed'], limit: 1 }));
+    expect(await store.renewLeases({ leases: [leaseOf(task!)], leaseMs: 30_000, durable: true })).toEqual({
+      renewed: [task!.id],
+      cancelRequested: [],
+      lost: [],
+    });
   });
 });

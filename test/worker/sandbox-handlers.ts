@@ -28,6 +28,11 @@ export async function steps(ctx: TaskContext): Promise<unknown> {
   return { status: 'SUCCESS', result: { first, second, parents: (await ctx.parents()).length } };
 }
 
+/** ctx.fence twice: the worker's thread confirms the lease once and keeps the answer. */
+export async function fenced(ctx: TaskContext): Promise<unknown> {
+  return { status: 'SUCCESS', result: { fence: await ctx.fence(), again: await ctx.fence() } };
+}
+
 export function failure(): never {
   throw new TaskFailure('refused on purpose', { code: 'REFUSED', retryable: false });
 }

@@ -77,21 +77,39 @@ export function leaseArrays(leases: readonly Lease[]): [(string | null)[], strin
   return [sorted.map((l) => uuidKey(l.taskId)), sorted.map((l) => l.workerId), sorted.map((l) => l.attempt), sorted.map((l) => l.token)];
 }
 
-export async function renewLeases(ctx: PgContext, { leases, leaseMs, onSent }: RenewParams): Promise<RenewResult> {
-  const text = sql(
+/**
+ * The renewal; `durable` (ctx.fence): its transaction commits with synchronous_commit raised to on (from off or
+ * local; a stricter setting such as remote_apply is kept), so that it answers only once its commit — and with it
+ * every WAL record before it, the claim it confirms among them — is flushed. set_config(…, true) lasts until the
+ * end of the statement's own transaction (no session state: PgBouncer-safe), and is evaluated by joining its
+ * one-row CTE to the locked leases: with none locked nothing is written, and nothing needs to wait for a flush.
+ */
+export function renewSql(ctx: PgContext, durable: boolean): string {
+  return sql(
     ctx,
-    'renew',
-    () => `WITH ${lockLeasesSql(ctx, true)}
+    durable ? 'renew_durable' : 'renew',
+    () => `WITH ${lockLeasesSql(ctx, true)}${
+      durable
+        ? `,
+durable AS MATERIALIZED (
+  SELECT set_config('synchronous_commit',
+    CASE WHEN current_setting('synchronous_commit') IN ('off', 'local') THEN 'on' ELSE current_setting('synchronous_commit') END, true) AS mode
+)`
+        : ''
+    }
 UPDATE ${ctx.tables.task} t SET lease_until = now() + $5 * interval '1 millisecond', update_time = now()
-FROM locked WHERE t.id = locked.id
+FROM locked${durable ? ' CROSS JOIN durable' : ''} WHERE t.id = locked.id
 RETURNING t.id, t.status, t.lease_owner, t.attempt_count, t.lease_token`,
   );
+}
+
+export async function renewLeases(ctx: PgContext, { leases, leaseMs, onSent, durable = false }: RenewParams): Promise<RenewResult> {
   const updated = await run<{ id: string; status: string; lease_owner: string; attempt_count: number; lease_token: string }>(
     ctx.leasePool,
-    'renewing leases',
-    text,
+    durable ? 'confirming a lease durably' : 'renewing leases',
+    renewSql(ctx, durable),
     [...leaseArrays(leases), leaseMs],
-    statementName(ctx, 'renew'),
+    statementName(ctx, durable ? 'renew_durable' : 'renew'),
     onSent,
   );
   return renewalAnswer(leases, new Map(updated.rows.map((row) => [leaseKey(row.id, row.lease_owner, row.attempt_count, row.lease_token), row.status])));

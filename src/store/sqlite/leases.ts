@@ -31,6 +31,21 @@ export function renewLeases(db: Db, leases: readonly Lease[], leaseUntil: string
   return renewalAnswer(leases, new Map(rows.map((row) => [leaseKey(row.id, row.owner, row.attempt, row.token), row.status])));
 }
 
+/**
+ * Runs one write with synchronous = FULL (ctx.fence: the store runs NORMAL, whose commits in WAL mode survive a
+ * crash of the process but may be rolled back by a power loss or an OS crash). FULL syncs the WAL at this commit,
+ * and with it every frame before it — the claim this write confirms, whichever process wrote it. The setting is
+ * the connection's own, and better-sqlite3 runs `work` synchronously: no other statement of this store meets it.
+ */
+export function durably<T>(db: Db, work: () => T): T {
+  db.pragma('synchronous = FULL');
+  try {
+    return work();
+  } finally {
+    db.pragma('synchronous = NORMAL');
+  }
+}
+
 export function saveProgress(db: Db, lease: Lease, progress: TaskProgress, now: string): boolean {
   const info = statement(
     db,

@@ -69,7 +69,7 @@ import * as flows from './flows.js';
 import * as sequences from './sequences.js';
 import type { SequenceOnDeadLetter, SequenceSummary } from '../rules/sequences.js';
 import { insertTasks } from './insert.js';
-import { recordStep, releaseTasks, renewLeases, saveProgress } from './leases.js';
+import { durably, recordStep, releaseTasks, renewLeases, saveProgress } from './leases.js';
 import { EXPECTED_SCHEMA_VERSION, migrate, schemaVersion } from './migrate.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './options.js';
 import * as reads from './reads.js';
@@ -262,7 +262,8 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.writeOne(() => {
       params.onSent?.();
       const nowMs = this.clock();
-      return renewLeases(this.db, params.leases, toSqliteTime(nowMs + params.leaseMs), toSqliteTime(nowMs));
+      const renew = () => renewLeases(this.db, params.leases, toSqliteTime(nowMs + params.leaseMs), toSqliteTime(nowMs));
+      return params.durable ? durably(this.db, renew) : renew();
     });
   }
 

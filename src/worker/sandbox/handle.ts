@@ -2,8 +2,8 @@
  * One sandboxed handler's thread, seen from the worker's thread: started
  * (spawn.ts), ready once its module loaded, then running one execution at a
  * time. It answers the thread's context calls with the execution's own
- * context (so progress, steps and cancellation checks go through the worker's
- * fenced writes), passes an abort on, and terminates the thread for real when
+ * context (so progress, steps, fences and cancellation checks go through the
+ * worker's fenced writes), passes an abort on, and terminates the thread for real when
  * the handler has not stopped within the grace period. A run settles only
  * once its handler has answered or its thread is gone: the executor frees the
  * slot then, never while a thread still burns a core.
@@ -137,6 +137,7 @@ export class SandboxThread {
       if (call.method === 'checkCancellation') value = await context.checkCancellation();
       else if (call.method === 'parents') value = await context.parents();
       else if (call.method === 'children') value = await context.children();
+      else if (call.method === 'fence') value = await context.fence();
       else value = await context.step(call.name, () => this.runStep(call.callId));
       if (this.running === running) this.post({ kind: 'reply', callId: call.callId, ok: true, value });
     } catch (error) {

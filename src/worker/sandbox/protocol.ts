@@ -25,7 +25,8 @@ export interface WireError {
 }
 
 /** The context calls the thread asks the worker's thread to make for it. */
-export type ContextCall = { method: 'checkCancellation' } | { method: 'parents' } | { method: 'children' } | { method: 'step'; name: string };
+export type ContextCall =
+  { method: 'checkCancellation' } | { method: 'parents' } | { method: 'children' } | { method: 'step'; name: string } | { method: 'fence' };
 
 export type ToThread =
   | { kind: 'run'; task: Task; payload: unknown }

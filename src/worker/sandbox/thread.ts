@@ -2,7 +2,7 @@
  * The entry of a sandboxed handler's thread (pool.ts starts it): loads the
  * handler's module once, then runs one task at a time with a context that
  * lives here and asks the worker's thread for what only it can do (progress,
- * the cancellation check, a step's record, the flow's edges). The worker's
+ * the cancellation check, a step's record, the flow's edges, the fence). The worker's
  * thread writes everything, fenced by the lease as always; this thread never
  * touches the store. ctx.complete(tx) cannot work here (the caller's
  * transaction lives in the worker's thread): it throws SANDBOX_UNSUPPORTED.
@@ -81,6 +81,11 @@ class ThreadContext implements TaskContext {
 
   async children(): Promise<RelatedTask[]> {
     return (await call(this.run, { method: 'children' })) as RelatedTask[];
+  }
+
+  /** The worker's thread takes the fence (its durable confirmation) and keeps it for the attempt. */
+  async fence(): Promise<number> {
+    return (await call(this.run, { method: 'fence' })) as number;
   }
 
   async step<T>(name: string, fn: () => T | Promise<T>): Promise<Awaited<T>> {

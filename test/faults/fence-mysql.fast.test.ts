@@ -1,0 +1,4 @@
+import { describeOnStore } from './describe-store.js';
+import { fenceFaultCases } from './fence-cases.js';
+
+await describeOnStore('mysql', 'fencing tokens against a second database', (env) => fenceFaultCases(env));
