@@ -9,6 +9,7 @@ import type { TaskResult } from '../core/definition.js';
 import type { TaskAbortedError } from '../core/errors.js';
 import type { Task, TaskProgress } from '../core/task.js';
 import { replaceNul } from '../core/text.js';
+import type { TaskLogger, TaskLogLevel } from '../core/logs.js';
 
 /** What a context needs of its execution's abort state; the AbortSignal itself is made only when a handler asks for it. */
 export interface AbortSource {
@@ -28,6 +29,10 @@ export interface ProgressSink<Source extends AbortSource> {
   dependencies(taskId: string): Promise<{ parents: RelatedTask[]; children: RelatedTask[] }>;
   /** A durable step (ctx.step, steps.ts). */
   step<T>(source: Source, name: string, fn: () => T | Promise<T>): Promise<Awaited<T>>;
+  /** A ctx.log line (logs.ts): bounded, redacted, buffered. */
+  log(source: Source, level: TaskLogLevel, message: unknown, fields: unknown): void;
+  /** Writes the buffered lines (fenced); `final`: the attempt's end. Never throws. */
+  flushLogs(source: Source, final: boolean): Promise<void>;
 }
 
 /** One per worker, shared by every context. */
@@ -50,6 +55,7 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
   private flushing: Promise<void> | null = null;
   private dirty = false;
   private lastCancelCheck = 0;
+  private logger: TaskLogger | null = null;
 
   constructor(
     readonly task: Task,
@@ -68,6 +74,16 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
 
   get signal(): AbortSignal {
     return this.abortSource.signal;
+  }
+
+  /** ctx.log: made on first use (a handler that never logs costs nothing). */
+  get log(): TaskLogger {
+    this.logger ??= {
+      info: (message, fields) => this.sink.log(this.abortSource, 'info', message, fields),
+      warn: (message, fields) => this.sink.log(this.abortSource, 'warn', message, fields),
+      error: (message, fields) => this.sink.log(this.abortSource, 'error', message, fields),
+    };
+    return this.logger;
   }
 
   /** The last progress reported, for the final write with the outcome. */
@@ -93,6 +109,7 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
       return;
     }
     const progress = this.latest;
+    void this.sink.flushLogs(this.abortSource, false);
     this.lastFlushAt = this.options.clock.now();
     this.lastFlushedProcessed = progress.processed;
     this.flushing = this.sink
@@ -107,10 +124,11 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
       });
   }
 
-  /** Waits for any progress write in flight (the outcome write carries the final progress). */
+  /** Waits for any progress write in flight (the outcome write carries the final progress), then writes the buffered log lines. */
   async settle(): Promise<void> {
     this.dirty = false;
     while (this.flushing) await this.flushing;
+    await this.sink.flushLogs(this.abortSource, true);
   }
 
   async checkCancellation(): Promise<void> {

@@ -20,6 +20,7 @@ import { failureOutcome, successOutcome } from './outcome.js';
 import type { PolicyCache } from './policy-cache.js';
 import { completeInTransaction, completionCommitted } from './tx-complete.js';
 import { StepKeeper } from './steps.js';
+import { LogKeeper } from './logs.js';
 import { startExecuteSpan } from '../observe/tracing.js';
 import type { BatchGatherer } from './batch-gatherer.js';
 import { SandboxPool } from './sandbox/pool.js';
@@ -55,12 +56,19 @@ export class Executor {
   ) {
     const services = { store: options.store, table, leases };
     const steps = new StepKeeper(options.store, options, leases, events);
+    const logs = new LogKeeper(options.store, { ...options, clock }, events);
     this.sink = {
       save: (execution, progress) => leases.saveProgress(execution, progress),
       pollCancellation: (execution) => leases.check(execution),
-      complete: (execution, transaction, result) => completeInTransaction(execution, services, transaction, result),
+      // The lines logged so far go first: once the handler's transaction commits, the attempt's fence is gone.
+      complete: async (execution, transaction, result) => {
+        await logs.flush(execution, false);
+        return completeInTransaction(execution, services, transaction, result);
+      },
       dependencies: (taskId) => relatedTasks(options.store, taskId),
       step: (execution, name, fn) => steps.step(execution, name, fn),
+      log: (execution, level, message, fields) => logs.log(execution, level, message, fields),
+      flushLogs: (execution, final) => logs.flush(execution, final),
     };
     this.fanOut = new FanOut(options.store, options.tasks, FAN_OUT_LIMITS);
     // A lost lease's thread is gone within half the safety margin: before the lease can have ended in the database.

@@ -115,6 +115,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       'system_async_task_dependency',
       'system_async_task_failure',
       'system_async_task_limit_change',
+      'system_async_task_log',
       'system_async_task_move',
       'system_async_task_policy',
       'system_async_task_rate_start',

@@ -144,6 +144,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'system_async_task_failure_history',
       'system_async_task_history',
       'system_async_task_limit_change',
+      'system_async_task_log',
       'system_async_task_move',
       'system_async_task_policy',
       'system_async_task_rate_start',
