@@ -3,6 +3,7 @@
  * task row is locked while the fence is judged (FOR UPDATE re-reads its newest version), so a sweep that takes the
  * lease waits for this commit or makes it write nothing. The listing.
  */
+import { replaceNul } from '../../core/text.js';
 import { logFromRow } from '../rows.js';
 import {
   boundLogBatch,
@@ -57,7 +58,8 @@ export async function appendTaskLogs(ctx: PgContext, params: AppendTaskLogsParam
           lease.attempt,
           plan.seqs,
           batch.lines.map((line) => line.level),
-          batch.lines.map((line) => line.message),
+          // Run-time text: a NUL (which text cannot hold) becomes U+FFFD, as in progress messages (core/text.ts).
+          batch.lines.map((line) => replaceNul(line.message)),
           batch.lines.map((line) => line.fieldsJson),
           batch.lines.map((line) => line.loggedAt),
         ],
