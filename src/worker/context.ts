@@ -31,8 +31,8 @@ export interface ProgressSink<Source extends AbortSource> {
   step<T>(source: Source, name: string, fn: () => T | Promise<T>): Promise<Awaited<T>>;
   /** A ctx.log line (logs.ts): bounded, redacted, buffered. */
   log(source: Source, level: TaskLogLevel, message: unknown, fields: unknown): void;
-  /** Writes the buffered lines (fenced); `final`: the attempt's end. Never throws. */
-  flushLogs(source: Source, final: boolean): Promise<void>;
+  /** Writes the buffered lines (fenced); `final`: the attempt's end. Never throws; null: nothing was ever logged. */
+  flushLogs(source: Source, final: boolean): Promise<void> | null;
 }
 
 /** One per worker, shared by every context. */
@@ -128,7 +128,9 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
   async settle(): Promise<void> {
     this.dirty = false;
     while (this.flushing) await this.flushing;
-    await this.sink.flushLogs(this.abortSource, true);
+    // Only a handler that logged waits here: the others' end costs no extra tick.
+    const logs = this.sink.flushLogs(this.abortSource, true);
+    if (logs) await logs;
   }
 
   async checkCancellation(): Promise<void> {

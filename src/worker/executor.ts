@@ -62,7 +62,7 @@ export class Executor {
       pollCancellation: (execution) => leases.check(execution),
       // The lines logged so far go first: once the handler's transaction commits, the attempt's fence is gone.
       complete: async (execution, transaction, result) => {
-        await logs.flush(execution, false);
+        await logs.flush(execution, false, true);
         return completeInTransaction(execution, services, transaction, result);
       },
       dependencies: (taskId) => relatedTasks(options.store, taskId),

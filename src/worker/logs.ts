@@ -67,8 +67,9 @@ export class LogKeeper {
   log(execution: Execution, level: TaskLogLevel, message: unknown, fields: unknown): void {
     const { line, fields: redacted } = makeLogLine(level, message, fields, this.redaction, this.bounds, new Date());
     if (this.events.listening('logged')) this.events.emit('logged', { task: execution.task, level, message: line.message, fields: redacted });
-    // A line logged after the attempt's end (or its lease) has nowhere to go but the process log.
-    if (execution.isFinal || execution.state === 'finishing' || execution.abortReason?.code === 'LEASE_LOST') return;
+    // A line logged after the attempt's end, its lease, or its ctx.complete(tx) (the handler's transaction holds the
+    // task row and the fence ends with its commit) has nowhere to go but the process log.
+    if (execution.state !== 'running' || execution.abortReason?.code === 'LEASE_LOST') return;
     const buffer = (execution.logs ??= { pending: [], dropped: 0, writing: null, lastWriteAt: this.options.clock.now() });
     buffer.pending.push(line);
     if (buffer.pending.length > this.options.maxLogLinesPerAttempt) {
@@ -79,11 +80,15 @@ export class LogKeeper {
     if (buffer.pending.length >= LOG_FLUSH_LINES || due) void this.flush(execution, false);
   }
 
-  /** Writes what waits (after any batch in flight); `final`: the attempt's end. Never throws. */
-  flush(execution: Execution, final: boolean): Promise<void> {
+  /**
+   * Writes what waits, after any batch in flight; `final`: the attempt's end (the fence alone). A mid-attempt flush
+   * leaves what was logged meanwhile to the next one unless `all` (before ctx.complete(tx) writes the outcome).
+   * Never throws; null: the handler never logged.
+   */
+  flush(execution: Execution, final: boolean, all = final): Promise<void> | null {
     const buffer = execution.logs;
-    if (!buffer) return Promise.resolve();
-    if (!final && buffer.writing) return buffer.writing; // the batch in flight is followed by the next flush
+    if (!buffer) return null;
+    if (!all && buffer.writing) return buffer.writing; // the batch in flight is followed by the next flush
     const previous = buffer.writing ?? Promise.resolve();
     const tracked: Promise<void> = previous
       .then(() => this.write(execution, buffer, final))
