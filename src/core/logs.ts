@@ -125,7 +125,10 @@ export function boundedText(text: string, maxBytes: number): string {
   clean = clean.replace(LONE_SURROGATE, '\uFFFD');
   if (Buffer.byteLength(clean, 'utf8') <= maxBytes) return clean;
   const room = Math.max(0, maxBytes - Buffer.byteLength(TRUNCATED, 'utf8'));
-  const cut = Buffer.from(clean, 'utf8').subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
+  const cut = Buffer.from(clean, 'utf8')
+    .subarray(0, room)
+    .toString('utf8')
+    .replace(/\uFFFD$/, '');
   return cut + TRUNCATED;
 }
 
@@ -141,7 +144,9 @@ export function makeLogLine(
   const text = boundedText(typeof message === 'string' ? message : String(message), bounds.maxMessageBytes);
   if (fields === undefined || fields === null) return { line: { level, message: text, fieldsJson: null, loggedAt }, fields: undefined };
   const redacted =
-    typeof fields === 'object' && !Array.isArray(fields) ? redactFields(fields as Record<string, unknown>, redaction) : { value: redactValue(fields, redaction, 0, new Set()) };
+    typeof fields === 'object' && !Array.isArray(fields)
+      ? redactFields(fields as Record<string, unknown>, redaction)
+      : { value: redactValue(fields, redaction, 0, new Set()) };
   let json: string;
   try {
     json = JSON.stringify(redacted) ?? 'null';

@@ -15,14 +15,7 @@
  *   (mid-attempt: a live lease too); a worker that lost its lease writes no
  *   line, and a batch the store refuses is not tried again.
  */
-import {
-  makeLogLine,
-  logRedaction,
-  type LogLineBounds,
-  type LogRedaction,
-  type TaskLogLevel,
-  type TaskLogLine,
-} from '../core/logs.js';
+import { makeLogLine, logRedaction, type LogLineBounds, type LogRedaction, type TaskLogLevel, type TaskLogLine } from '../core/logs.js';
 import type { WorkerStore } from '../store/types.js';
 import type { Announcer } from './events.js';
 import type { Execution } from './execution.js';

@@ -94,7 +94,13 @@ export function runLogSuite(factory: StoreFactory): void {
       const counted = counting(env.store);
       const worker = env.track(createWorker({ store: counted.store, tasks: [t], ...options }));
       const client = createClient({ store: env.store, tasks: [t] });
-      const ids = (await client.submitMany([{ type: t.type, payload: {} }, { type: t.type, payload: {} }, { type: t.type, payload: {} }])).map((r) => r.task.id);
+      const ids = (
+        await client.submitMany([
+          { type: t.type, payload: {} },
+          { type: t.type, payload: {} },
+          { type: t.type, payload: {} },
+        ])
+      ).map((r) => r.task.id);
       worker.start();
       for (const id of ids) await finished(id);
       await worker.stop();

@@ -184,7 +184,9 @@ export function serverSuite(stores: ServerSuiteStores): void {
       await waitFor(async () => (await running.server.client.get(task.id))?.status === 'SUCCESS', 'the logged task to succeed');
       const answer = await running.call('GET', `/api/v1/tasks/${task.id}/logs`, { as: 'alice' });
       expect(answer.status).toBe(200);
-      expect(answer.body.logs.map((l: { level: string; message: string; fields: unknown; attempt: number }) => [l.attempt, l.level, l.message, l.fields])).toEqual([
+      expect(
+        answer.body.logs.map((l: { level: string; message: string; fields: unknown; attempt: number }) => [l.attempt, l.level, l.message, l.fields]),
+      ).toEqual([
         [1, 'info', 'fetched page', { page: 1, token: '[REDACTED]' }],
         [1, 'warn', 'slow upstream', { ms: 900 }],
       ]);
@@ -668,7 +670,10 @@ export function serverSuite(stores: ServerSuiteStores): void {
 
     it("answers the seed's worker document and metric look-ups, Prometheus text and OpenAPI", async () => {
       const worker = await running.call('GET', '/actuator/health/asyncTaskWorker', { as: 'operator' });
-      expect(worker.body).toMatchObject({ status: 'UP', details: { max_concurrency: 8, registered_task_types: ['test.idle', 'test.fail', 'test.gated', 'test.logged'] } });
+      expect(worker.body).toMatchObject({
+        status: 'UP',
+        details: { max_concurrency: 8, registered_task_types: ['test.idle', 'test.fail', 'test.gated', 'test.logged'] },
+      });
       expect(worker.body.details.utilization).toMatch(/^\d+\.\d\d%$/);
       const types = await running.call('GET', '/actuator/metrics/async.task.registered.types', { as: 'operator' });
       expect(types.body.measurements[0].value).toBe(4);

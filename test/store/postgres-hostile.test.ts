@@ -101,7 +101,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
   it('keeps a log line a direct caller wrote with a NUL (as U+FFFD, like a progress message); a hostile id reads and writes nothing', async () => {
     await store.insertTasks({ tasks: [newTask({ taskType: 'logged' })] });
     const [task] = await store.claimTasks(claimParams({ taskTypes: ['logged'] }));
-    const lines = [{ level: 'info' as const, message: "nul\u0000; DROP TABLE x; --", fieldsJson: '{"v":"\\u0000"}', loggedAt: new Date() }];
+    const lines = [{ level: 'info' as const, message: 'nul\u0000; DROP TABLE x; --', fieldsJson: '{"v":"\\u0000"}', loggedAt: new Date() }];
     const bounds = { bufferDropped: 0, final: false, maxLinesPerAttempt: 10, maxLinesPerTask: 10 };
     expect(await store.appendTaskLogs({ lease: leaseOf(task!), lines, ...bounds })).toBe(true);
     expect((await store.listTaskLogs({ taskId: task!.id, limit: 10 })).map((l) => [l.message, l.fieldsJson])).toEqual([

@@ -242,9 +242,7 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
         await page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
         const section = page.getByRole('region', { name: 'Logs' });
         await section.locator('tr[data-log-level="warn"]').waitFor();
-        const rows = await section.locator('tbody tr').evaluateAll((trs) =>
-          trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')),
-        );
+        const rows = await section.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
         expect(rows.map((cells) => cells.slice(1))).toEqual([
           ['1', 'INFO', 'fetched rows', '{"rows":2,"apiKey":"[REDACTED]"}'],
           ['1', 'WARN', 'store was slow', '{"ms":1200}'],

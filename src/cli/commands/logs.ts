@@ -32,7 +32,9 @@ export const logsCommand: CliCommand = {
       .option('--limit <n>', `most lines (default ${DEFAULT_LOG_READ_LIMIT})`, integer(1, MAX_LOG_READ_LIMIT))
       .action(
         action(ctx, async (id: string, flags: { attempt?: number; afterSeq?: number; limit?: number }) => {
-          const logs = await (await ctx.client()).logs(id, {
+          const logs = await (
+            await ctx.client()
+          ).logs(id, {
             ...(flags.attempt !== undefined ? { attempt: flags.attempt } : {}),
             ...(flags.afterSeq !== undefined ? { afterSeq: flags.afterSeq } : {}),
             ...(flags.limit !== undefined ? { limit: flags.limit } : {}),

@@ -68,7 +68,18 @@ export async function appendTaskLogs(db: MysqlDatabase, conn: Conn, params: Appe
     through = Math.max(through, Number(marker?.seq ?? 0));
     if (marker) await db.exec(conn, 'DELETE FROM system_async_task_log WHERE task_id = ? AND attempt = ? AND dropped > 0', [lease.taskId, drop.attempt]);
     await db.exec(conn, insert, [
-      [[lease.taskId, through, drop.attempt, LOG_MARKER_LEVEL, logMarkerMessage(drop.attempt, dropped), logMarkerFieldsJson(dropped), dropped, sqlTime(new Date())]],
+      [
+        [
+          lease.taskId,
+          through,
+          drop.attempt,
+          LOG_MARKER_LEVEL,
+          logMarkerMessage(drop.attempt, dropped),
+          logMarkerFieldsJson(dropped),
+          dropped,
+          sqlTime(new Date()),
+        ],
+      ],
     ]);
   }
   return true;

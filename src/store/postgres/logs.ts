@@ -84,10 +84,12 @@ export async function appendTaskLogs(ctx: PgContext, params: AppendTaskLogsParam
           ]);
         }
       }
-      const old = await run<Row>(client, 'bounding task logs', `DELETE FROM ${log} WHERE task_id = $1 AND attempt = $2 AND dropped > 0 RETURNING seq, dropped`, [
-        id,
-        drop.attempt,
-      ]);
+      const old = await run<Row>(
+        client,
+        'bounding task logs',
+        `DELETE FROM ${log} WHERE task_id = $1 AND attempt = $2 AND dropped > 0 RETURNING seq, dropped`,
+        [id, drop.attempt],
+      );
       const marker = old.rows[0];
       const dropped = Number(marker?.dropped ?? 0) + drop.oldest + drop.phantom;
       through = Math.max(through, Number(marker?.seq ?? 0));

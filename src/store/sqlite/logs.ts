@@ -51,10 +51,11 @@ export function appendTaskLogs(db: Db, params: AppendTaskLogsParams, now: string
   for (const drop of plan.drops) {
     let through = drop.phantomThroughSeq;
     if (drop.oldest > 0) {
-      const last = statement(
-        db,
-        'SELECT seq FROM system_async_task_log WHERE task_id = ? AND attempt = ? AND dropped = 0 ORDER BY seq LIMIT 1 OFFSET ?',
-      ).get(lease.taskId, drop.attempt, drop.oldest - 1) as Row | undefined;
+      const last = statement(db, 'SELECT seq FROM system_async_task_log WHERE task_id = ? AND attempt = ? AND dropped = 0 ORDER BY seq LIMIT 1 OFFSET ?').get(
+        lease.taskId,
+        drop.attempt,
+        drop.oldest - 1,
+      ) as Row | undefined;
       if (last) {
         through = Math.max(through, Number(last.seq));
         statement(db, 'DELETE FROM system_async_task_log WHERE task_id = ? AND attempt = ? AND dropped = 0 AND seq <= ?').run(

@@ -212,7 +212,15 @@ function logsView(logs: readonly TaskLog[]): HTMLElement {
     h(
       'table',
       { 'data-logs': String(logs.length) },
-      h('thead', {}, h('tr', {}, ['time', 'attempt', 'level', 'message', 'fields'].map((c) => h('th', { scope: 'col' }, c)))),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['time', 'attempt', 'level', 'message', 'fields'].map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
       h(
         'tbody',
         {},
