@@ -17,9 +17,8 @@ import {
   type LogAttemptStats,
 } from '../rules/index.js';
 import type { AppendTaskLogsParams, TaskLogRecord } from '../types.js';
-import { run, type PgContext } from './connection.js';
+import { beginOn, run, withClient, type PgContext, type Queryable } from './connection.js';
 import { decodePostgres, uuidKey } from './encode.js';
-import { inTransaction } from './unique.js';
 
 type Row = Record<string, unknown>;
 
@@ -28,7 +27,7 @@ export async function appendTaskLogs(ctx: PgContext, params: AppendTaskLogsParam
   const id = uuidKey(lease.taskId);
   if (id === null) return false;
   const log = ctx.tables.log;
-  return inTransaction(ctx.leasePool, async (client) => {
+  return inLogTransaction(ctx, async (client) => {
     const held = await run(
       client,
       'writing task logs',
@@ -101,6 +100,21 @@ export async function appendTaskLogs(ctx: PgContext, params: AppendTaskLogsParam
       );
     }
     return true;
+  });
+}
+
+/** One transaction on the lease pool (a write about a held lease, like progress and steps), rolled back on error. */
+function inLogTransaction<T>(ctx: PgContext, body: (client: Queryable) => Promise<T>): Promise<T> {
+  return withClient(ctx.leasePool, 'writing task logs', async (client, markBroken) => {
+    try {
+      await run(client, 'writing task logs', beginOn(ctx.leasePool));
+      const result = await body(client);
+      await run(client, 'writing task logs', 'COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(markBroken);
+      throw error;
+    }
   });
 }
 
