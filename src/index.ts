@@ -34,6 +34,16 @@ export {
 } from './core/batch.js';
 export { StepError, MAX_STEP_NAME_LENGTH, DEFAULT_MAX_STEP_RESULT_BYTES, DEFAULT_MAX_STEPS_PER_TASK } from './core/steps.js';
 export type { TaskStep, StepSummary } from './client/steps.js';
+export {
+  DEFAULT_MAX_LOG_LINES_PER_ATTEMPT,
+  DEFAULT_MAX_LOG_LINES_PER_TASK,
+  DEFAULT_MAX_LOG_MESSAGE_BYTES,
+  DEFAULT_MAX_LOG_FIELDS_BYTES,
+  DEFAULT_REDACT_KEYS,
+  type TaskLogger,
+  type TaskLogLevel,
+} from './core/logs.js';
+export type { TaskLogEntry, LogReadOptions } from './client/logs.js';
 export type { WorkerEvents } from './worker/events.js';
 export { Worker, createWorker, type WorkerStats, type WorkerState } from './worker/worker.js';
 export type { WorkerOptions } from './worker/options.js';

@@ -31,6 +31,7 @@ import { cleanup, type CleanupResult, type CleanupOptions } from './cleanup.js';
 import { checkIds, DeadLetterApi } from './dead-letters.js';
 import { diagnose, type Diagnosis } from './diagnose.js';
 import { taskStepOf, type TaskStep } from './steps.js';
+import { checkLogReadOptions, taskLogEntryOf, type LogReadOptions, type TaskLogEntry } from './logs.js';
 import { GLOBAL_POLICY_KEY, PolicyApi, typePolicyKey } from './policies.js';
 import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core/definition.js';
 import { cutPage, windowCursor } from './time-window.js';
@@ -537,6 +538,17 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   async steps(id: string, options: ScopeOption & { allCycles?: boolean } = {}): Promise<TaskStep[]> {
     await this.require(id, options);
     return (await this.store.listSteps({ taskId: id, currentCycleOnly: options.allCycles !== true })).map(taskStepOf);
+  }
+
+  /**
+   * The lines the task's handler logged (ctx.log), oldest first, fields parsed: every attempt's, or one
+   * attempt's; `afterSeq` pages (pass the last line's seq). A marker line (`dropped` > 0) stands for older lines
+   * the bounds dropped. Scoped like get(): a task out of scope is NOT_FOUND.
+   */
+  async logs(id: string, options: ScopeOption & LogReadOptions = {}): Promise<TaskLogEntry[]> {
+    const read = checkLogReadOptions(options);
+    await this.require(id, options);
+    return (await this.store.listTaskLogs({ taskId: id, ...read })).map(taskLogEntryOf);
   }
 
   /**

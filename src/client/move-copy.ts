@@ -24,11 +24,12 @@ export const MOVED_TABLES = [
   'actions',
   'dependencies',
   'steps',
+  'logs',
 ] as const satisfies readonly TransferTableName[];
 export type MovedTable = (typeof MOVED_TABLES)[number];
 
 /** The tables whose rows a move copies while the source still runs, only those of finished tasks. */
-const TASK_TABLES: ReadonlySet<MovedTable> = new Set(['tasks', 'attempts', 'failures', 'actions', 'dependencies', 'steps']);
+const TASK_TABLES: ReadonlySet<MovedTable> = new Set(['tasks', 'attempts', 'failures', 'actions', 'dependencies', 'steps', 'logs']);
 
 export interface CopySides {
   source: TransferStore;

@@ -2,6 +2,7 @@
 import type { TaskResult } from './result.js';
 import type { Task, TaskProgress } from './task.js';
 import type { TaskStatus } from './status.js';
+import type { TaskLogger } from './logs.js';
 
 /** A task at the other end of a dependency edge, as a handler reads it. */
 export interface RelatedTask {
@@ -25,6 +26,16 @@ export interface TaskContext {
   readonly task: Task;
   /** Fires on cancellation, timeout, lease loss and forced shutdown; its reason is a TaskAbortedError. */
   readonly signal: AbortSignal;
+  /**
+   * Per-task logs: a line persisted with this attempt (shown on the task page, by `tasklease logs <id>` and
+   * GET /api/v1/tasks/:id/logs) and written to the process log (attachLogger). Buffered and written in batches with
+   * the progress writes and at the attempt's end, fenced by the lease. Bounded: a message of at most the worker's
+   * maxLogMessageBytes (4 KiB), fields of at most maxLogFieldsBytes as JSON (8 KiB), the newest
+   * maxLogLinesPerAttempt (200) lines of an attempt and maxLogLinesPerTask (1,000) of a task (a marker line says
+   * how many older ones were dropped). Fields named like secrets (password, token, authorization, …, and the
+   * worker's logRedactKeys) or `payload` are stored as "[REDACTED]"; an Error keeps its name only.
+   */
+  readonly log: TaskLogger;
   /** Records progress; written at most every flush interval or count threshold, and once more at the end. */
   reportProgress(progress: Partial<TaskProgress>): void;
   /** Throws the abort reason if the signal fired or a cancellation was requested (asks the store at most once per interval). */

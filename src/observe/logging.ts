@@ -10,6 +10,10 @@
  * unless the worker's exposeErrorMessages is on, but even then their message
  * stays out of the logs unless this logger opts in too.
  *
+ * Per-task logs: a handler's ctx.log lines come here too (event `logged`), at their own level, with their
+ * fields under `fields` as the worker stored them: bounded and redacted (core/logs.ts: secret-like names and
+ * `payload` replaced by "[REDACTED]", an Error's message withheld unless the worker's exposeErrorMessages).
+ *
  * Levels: trace heartbeat/progress; debug claimed/started/retry delay/submitted;
  * info completed/cancelled/released/stopped/recovery; warn attempt failed
  * (will retry)/slow/lost renewals/expired leases recovered; error dead
@@ -54,6 +58,8 @@ export function attachLogger(worker: Worker, logger: Logger = pino(), options: L
     worker.on('claimed', ({ count }) => log.debug({ count }, 'tasks claimed')),
     worker.on('started', ({ task, queueWaitMs }) => log.debug({ ...taskFields(task), queueWaitMs, ...payloadOf(task) }, 'task started')),
     worker.on('progress', ({ task, progress }) => log.trace({ ...taskFields(task), processed: progress.processed, total: progress.total }, 'task progress')),
+    // ctx.log lines, with the fields the worker stored (bounded, redacted by core/logs.ts: the same rule as the payloads here).
+    worker.on('logged', ({ task, level, message, fields }) => log[level]({ ...taskFields(task), ...(fields === undefined ? {} : { fields }) }, message)),
     worker.on('completed', ({ task, durationMs }) => log.info({ ...taskFields(task), durationMs }, 'task completed')),
     worker.on('failed', ({ task, failure, durationMs, willRetry }) => {
       const fields = { ...taskFields(task), ...failureFields(failure), durationMs, willRetry, ...payloadOf(task) };

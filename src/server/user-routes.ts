@@ -3,6 +3,7 @@
  * streams. A `user` acts on its own tasks only (owner scope: another owner's
  * task answers 404 exactly like a missing one); admin and operator see all.
  */
+import { DEFAULT_LOG_READ_LIMIT, MAX_LOG_READ_LIMIT } from '../client/logs.js';
 import type { FastifyRequest } from 'fastify';
 import { AccessError, ErrorCode, NotFoundError, ValidationError, WaitError } from '../core/errors.js';
 import type { TaskStatus } from '../core/status.js';
@@ -199,6 +200,31 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
         const { allCycles } = request.query as { allCycles: boolean };
         const steps = await client.steps(id(request), { ...scope(request), allCycles });
         return { steps: steps.map((step) => stepView(principalOf(request), step)) };
+      },
+    },
+    {
+      method: 'GET',
+      url: '/api/v1/tasks/:id/logs',
+      access: 'user',
+      ownTask: true,
+      summary:
+        "The lines the task's handler logged (ctx.log), oldest first: every attempt's, or one attempt's; afterSeq pages (the last line's seq). A line with dropped > 0 is a marker for that many older lines the bounds dropped; fields are as stored (redacted)",
+      tags,
+      schema: {
+        params: idParams,
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            attempt: { type: 'integer', minimum: 1 },
+            afterSeq: { type: 'integer', minimum: 0 },
+            limit: { type: 'integer', minimum: 1, maximum: MAX_LOG_READ_LIMIT, default: DEFAULT_LOG_READ_LIMIT },
+          },
+        },
+      },
+      async handler(request, _reply, { client }) {
+        const { attempt, afterSeq, limit } = request.query as { attempt?: number; afterSeq?: number; limit: number };
+        return { logs: await client.logs(id(request), { ...scope(request), attempt, afterSeq, limit }) };
       },
     },
     {

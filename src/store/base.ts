@@ -164,6 +164,8 @@ const METHODS = [
   'releaseTasks',
   'recordStep',
   'listSteps',
+  'appendTaskLogs',
+  'listTaskLogs',
   'rateWindows',
   'listRateStarts',
   'recover',
@@ -320,4 +322,12 @@ export type { Method as StoreMethod };
  * them, and the wake-ups they owe, there — never on the main pool, which
  * handlers may hold (issue 11, B2).
  */
-export const LEASE_METHODS: ReadonlySet<Method> = new Set(['renewLeases', 'saveProgress', 'recordStep', 'finishAttempts', 'finishAndClaim', 'releaseTasks']);
+export const LEASE_METHODS: ReadonlySet<Method> = new Set([
+  'renewLeases',
+  'saveProgress',
+  'recordStep',
+  'appendTaskLogs',
+  'finishAttempts',
+  'finishAndClaim',
+  'releaseTasks',
+]);

@@ -5,6 +5,7 @@
  */
 import { isTaskStatus, TaskStatus } from '../core/status.js';
 import type { NewTask, Task, TaskProgress } from '../core/task.js';
+import type { TaskLogLevel } from '../core/logs.js';
 import { uniqueHoldOf } from './rules/unique.js';
 import { initialStatus } from './rules/flows.js';
 import { sequenceBlocked, type SequenceOnDeadLetter, type SequenceSummary } from './rules/sequences.js';
@@ -18,6 +19,7 @@ import type {
   OnParentFailure,
   Policy,
   StepRecord,
+  TaskLogRecord,
   TaskActionName,
   TaskActionRecord,
   TaskDependencies,
@@ -186,6 +188,19 @@ export function stepFromRow(row: Row, decode: Decode): StepRecord {
     attempt: Number(row.attempt),
     workerId: String(row.worker_id),
     recordedAt: decode.time(row.recorded_at),
+  };
+}
+
+export function logFromRow(row: Row, decode: Decode): TaskLogRecord {
+  return {
+    taskId: String(row.task_id),
+    seq: Number(row.seq),
+    attempt: Number(row.attempt),
+    level: String(row.level) as TaskLogLevel,
+    message: String(row.message),
+    fieldsJson: optionalString(row.fields_json),
+    dropped: Number(row.dropped),
+    loggedAt: decode.time(row.logged_at),
   };
 }
 

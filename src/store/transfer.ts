@@ -205,6 +205,12 @@ export const TRANSFER_TABLES = {
     taskColumn: 'task_id',
     columns: { task_id: text, cycle: int, name: text, seq: int, result_json: text, attempt: int, worker_id: text, recorded_at: time },
   },
+  logs: {
+    table: 'system_async_task_log',
+    key: ['task_id', 'seq'],
+    taskColumn: 'task_id',
+    columns: { task_id: text, seq: int, attempt: int, level: text, message: text, fields_json: text, dropped: int, logged_at: time },
+  },
   sequences: {
     table: 'system_async_task_sequence',
     key: ['sequence_key'],

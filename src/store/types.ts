@@ -26,6 +26,7 @@
 import type { Scope } from '../core/scope.js';
 import type { TaskStatus } from '../core/status.js';
 import type { FailureRecord, Lease, NewTask, Task, TaskProgress } from '../core/task.js';
+import type { TaskLogLevel, TaskLogLine } from '../core/logs.js';
 import type { AttemptOutcomeName } from '../core/status.js';
 import type { EdgeResolution, OnParentFailure } from './rules/flows.js';
 
@@ -210,6 +211,15 @@ export interface WorkerStore<Tx = unknown> {
    * check (callers read the task in scope first).
    */
   listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]>;
+  /**
+   * Writes a batch of a handler's log lines (ctx.log, rules/logs.ts) for its attempt, fenced by the lease (with an
+   * unexpired lease unless `final`: the attempt's end, as the outcome), then applies the bounds (oldest dropped, a
+   * marker per attempt that lost lines). `bufferDropped`: lines the worker dropped before writing them. false: the
+   * lease is gone and nothing was written.
+   */
+  appendTaskLogs(params: AppendTaskLogsParams): Promise<boolean>;
+  /** A task's log lines, by seq (markers included); no scope check (callers read the task in scope first). */
+  listTaskLogs(params: { taskId: string; attempt?: number | null; afterSeq?: number | null; limit: number }): Promise<TaskLogRecord[]>;
   /**
    * The start log of rate scopes (rules/rates.ts): starts in each scope's window (now − periodMs, now] of the
    * database clock, the oldest of them, and the clock read. For diagnose: one read per scope, no lock.
@@ -598,6 +608,31 @@ export interface StepRecord {
   workerId: string;
   /** The database clock. */
   recordedAt: Date;
+}
+
+export interface AppendTaskLogsParams {
+  lease: Lease;
+  lines: readonly TaskLogLine[];
+  bufferDropped: number;
+  final: boolean;
+  maxLinesPerAttempt: number;
+  maxLinesPerTask: number;
+}
+
+/** A line a handler logged (ctx.log), as stored in system_async_task_log. */
+export interface TaskLogRecord {
+  taskId: string;
+  /** Its place in the task's log (1, 2, … across attempts). */
+  seq: number;
+  attempt: number;
+  level: TaskLogLevel;
+  message: string;
+  /** The redacted fields as JSON text; null when none. */
+  fieldsJson: string | null;
+  /** > 0: a marker standing for that many older lines of its attempt that the bounds dropped. */
+  dropped: number;
+  /** The worker's wall clock at the ctx.log call. */
+  loggedAt: Date;
 }
 
 export interface FailureRow extends FailureRecord {

@@ -9,6 +9,7 @@ import type { TaskResult } from '../core/definition.js';
 import type { TaskAbortedError } from '../core/errors.js';
 import type { Task, TaskProgress } from '../core/task.js';
 import { replaceNul } from '../core/text.js';
+import type { TaskLogger, TaskLogLevel } from '../core/logs.js';
 
 /** What a context needs of its execution's abort state; the AbortSignal itself is made only when a handler asks for it. */
 export interface AbortSource {
@@ -30,6 +31,10 @@ export interface ProgressSink<Source extends AbortSource> {
   step<T>(source: Source, name: string, fn: () => T | Promise<T>): Promise<Awaited<T>>;
   /** The lease's fence once a durable fenced write confirmed it (ctx.fence, fence.ts). */
   fence(source: Source): Promise<number>;
+  /** A ctx.log line (logs.ts): bounded, redacted, buffered. */
+  log(source: Source, level: TaskLogLevel, message: unknown, fields: unknown): void;
+  /** Writes the buffered lines (fenced); `final`: the attempt's end. Never throws; null: nothing was ever logged. */
+  flushLogs(source: Source, final: boolean): Promise<void> | null;
 }
 
 /** One per worker, shared by every context. */
@@ -52,6 +57,7 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
   private flushing: Promise<void> | null = null;
   private dirty = false;
   private lastCancelCheck = 0;
+  private logger: TaskLogger | null = null;
 
   constructor(
     readonly task: Task,
@@ -70,6 +76,16 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
 
   get signal(): AbortSignal {
     return this.abortSource.signal;
+  }
+
+  /** ctx.log: made on first use (a handler that never logs costs nothing). */
+  get log(): TaskLogger {
+    this.logger ??= {
+      info: (message, fields) => this.sink.log(this.abortSource, 'info', message, fields),
+      warn: (message, fields) => this.sink.log(this.abortSource, 'warn', message, fields),
+      error: (message, fields) => this.sink.log(this.abortSource, 'error', message, fields),
+    };
+    return this.logger;
   }
 
   /** The last progress reported, for the final write with the outcome. */
@@ -95,6 +111,7 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
       return;
     }
     const progress = this.latest;
+    void this.sink.flushLogs(this.abortSource, false);
     this.lastFlushAt = this.options.clock.now();
     this.lastFlushedProcessed = progress.processed;
     this.flushing = this.sink
@@ -109,10 +126,13 @@ export class ExecutionContext<Source extends AbortSource = AbortSource> implemen
       });
   }
 
-  /** Waits for any progress write in flight (the outcome write carries the final progress). */
+  /** Waits for any progress write in flight (the outcome write carries the final progress), then writes the buffered log lines. */
   async settle(): Promise<void> {
     this.dirty = false;
     while (this.flushing) await this.flushing;
+    // Only a handler that logged waits here: the others' end costs no extra tick.
+    const logs = this.sink.flushLogs(this.abortSource, true);
+    if (logs) await logs;
   }
 
   async checkCancellation(): Promise<void> {

@@ -4,6 +4,7 @@
  */
 import type { FailureRecord, Task, TaskProgress } from '../core/task.js';
 import type { AttemptOutcome, RecoveryResult } from '../store/types.js';
+import type { TaskLogLevel } from '../core/logs.js';
 
 /**
  * Why a lease is gone: the store said so on renewal or on a fenced write, or
@@ -23,6 +24,8 @@ export interface WorkerEvents {
   progress: { task: Task; progress: TaskProgress };
   /** ctx.step: a durable step was recorded (`replayed` false: fn ran) or its stored result handed back (`replayed` true: fn did not run). */
   step: { task: Task; name: string; replayed: boolean };
+  /** ctx.log: a handler logged a line (message bounded, fields redacted: as stored); attachLogger writes it to the process log. */
+  logged: { task: Task; level: TaskLogLevel; message: string; fields: Record<string, unknown> | undefined };
   completed: { task: Task; status: 'SUCCESS' | 'PARTIAL_SUCCESS'; durationMs: number };
   /** Every failed attempt, retried or not. */
   failed: { task: Task; failure: FailureRecord; durationMs: number; willRetry: boolean };

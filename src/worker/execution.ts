@@ -25,6 +25,7 @@ import type { TimerHandle } from '../core/clock.js';
 import type { TaskSpan } from '../observe/tracing.js';
 import type { AttemptOutcome } from '../store/types.js';
 import type { AbortSource, ExecutionContext } from './context.js';
+import type { LogBuffer } from './logs.js';
 
 export type AbortCode = ConstructorParameters<typeof TaskAbortedError>[0];
 
@@ -68,6 +69,8 @@ export class Execution implements AbortSource {
   completion: AttemptOutcome | null = null;
   /** Durable steps of this execution (steps.ts): made on the first ctx.step call. */
   steps: StepJournal | null = null;
+  /** ctx.log lines not yet written (logs.ts): made on the first ctx.log call. */
+  logs: LogBuffer | null = null;
   private reason: TaskAbortedError | null = null;
   private controller: AbortController | null = null;
   private readonly abortListeners = new Set<() => void>();

@@ -21,6 +21,7 @@ import type { PolicyCache } from './policy-cache.js';
 import { completeInTransaction, completionCommitted } from './tx-complete.js';
 import { StepKeeper } from './steps.js';
 import { takeFence } from './fence.js';
+import { LogKeeper } from './logs.js';
 import { startExecuteSpan } from '../observe/tracing.js';
 import type { BatchGatherer } from './batch-gatherer.js';
 import { SandboxPool } from './sandbox/pool.js';
@@ -59,13 +60,20 @@ export class Executor {
     this.encodeResult = (taskType, value) => (stack.hasCodec ? stack.encode('result', taskType, value) : value);
     const services = { store: options.store, table, leases, encodeResult: this.encodeResult };
     const steps = new StepKeeper(options.store, options, leases, events);
+    const logs = new LogKeeper(options.store, { ...options, clock }, events);
     this.sink = {
       save: (execution, progress) => leases.saveProgress(execution, progress),
       pollCancellation: (execution) => leases.check(execution),
-      complete: (execution, transaction, result) => completeInTransaction(execution, services, transaction, result),
+      // The lines logged so far go first: once the handler's transaction commits, the attempt's fence is gone.
+      complete: async (execution, transaction, result) => {
+        await logs.flush(execution, false, true);
+        return completeInTransaction(execution, services, transaction, result);
+      },
       dependencies: (taskId) => relatedTasks(options.store, taskId, stack),
       step: (execution, name, fn) => steps.step(execution, name, fn),
       fence: (execution) => takeFence(execution, leases),
+      log: (execution, level, message, fields) => logs.log(execution, level, message, fields),
+      flushLogs: (execution, final) => logs.flush(execution, final),
     };
     this.fanOut = new FanOut(options.store, options.tasks, { ...FAN_OUT_LIMITS, encode: (taskType, payload) => stack.encode('payload', taskType, payload) });
     // A lost lease's thread is gone within half the safety margin: before the lease can have ended in the database.

@@ -5,6 +5,12 @@
  */
 import { MiddlewareStack, type Middleware } from '../client/middleware.js';
 import { DEFAULT_MAX_STEP_RESULT_BYTES, DEFAULT_MAX_STEPS_PER_TASK } from '../core/steps.js';
+import {
+  DEFAULT_MAX_LOG_FIELDS_BYTES,
+  DEFAULT_MAX_LOG_LINES_PER_ATTEMPT,
+  DEFAULT_MAX_LOG_LINES_PER_TASK,
+  DEFAULT_MAX_LOG_MESSAGE_BYTES,
+} from '../core/logs.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { InvalidOptionsError } from '../core/errors.js';
@@ -78,6 +84,16 @@ export interface WorkerOptions {
   maxStepResultBytes?: number;
   /** Most durable steps one task may record in one attempt cycle; one more fails the task (STEP_LIMIT_EXCEEDED). Default 1000. */
   maxStepsPerTask?: number;
+  /** ctx.log: lines of one attempt kept (the oldest dropped beyond it, a marker says how many). Default 200. */
+  maxLogLinesPerAttempt?: number;
+  /** ctx.log: lines of one task kept across its attempts (the oldest attempts' dropped first). Default 1000. */
+  maxLogLinesPerTask?: number;
+  /** ctx.log: longest message as UTF-8, in bytes; a longer one is cut ("…[truncated]"). Default 4096. */
+  maxLogMessageBytes?: number;
+  /** ctx.log: largest fields as JSON, in bytes; larger ones are stored as { truncated: true, bytes }. Default 8192. */
+  maxLogFieldsBytes?: number;
+  /** ctx.log: field names redacted ("[REDACTED]") on top of the defaults (password, token, secret, authorization, cookie, apiKey, payload, …). Default none. */
+  logRedactKeys?: readonly string[];
   /** Store raw exception messages of unexpected errors (they may hold payload data). Default false. */
   exposeErrorMessages?: boolean;
   /** Maps foreign errors (driver timeouts, HTTP 503…) to an error code and retryability without wrapping them in a TaskFailure. Default: none. */
@@ -132,6 +148,11 @@ const KNOWN = [
   'cancelCheckIntervalMs',
   'maxStepResultBytes',
   'maxStepsPerTask',
+  'maxLogLinesPerAttempt',
+  'maxLogLinesPerTask',
+  'maxLogMessageBytes',
+  'maxLogFieldsBytes',
+  'logRedactKeys',
   'exposeErrorMessages',
   'failureClassifier',
   'clock',
@@ -175,6 +196,11 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     cancelCheckIntervalMs: input.cancelCheckIntervalMs ?? 1000,
     maxStepResultBytes: input.maxStepResultBytes ?? DEFAULT_MAX_STEP_RESULT_BYTES,
     maxStepsPerTask: input.maxStepsPerTask ?? DEFAULT_MAX_STEPS_PER_TASK,
+    maxLogLinesPerAttempt: input.maxLogLinesPerAttempt ?? DEFAULT_MAX_LOG_LINES_PER_ATTEMPT,
+    maxLogLinesPerTask: input.maxLogLinesPerTask ?? DEFAULT_MAX_LOG_LINES_PER_TASK,
+    maxLogMessageBytes: input.maxLogMessageBytes ?? DEFAULT_MAX_LOG_MESSAGE_BYTES,
+    maxLogFieldsBytes: input.maxLogFieldsBytes ?? DEFAULT_MAX_LOG_FIELDS_BYTES,
+    logRedactKeys: input.logRedactKeys ?? [],
     exposeErrorMessages: input.exposeErrorMessages ?? false,
     failureClassifier: input.failureClassifier ?? null,
     clock: input.clock ?? systemClock,
@@ -214,6 +240,16 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
   checkInteger(c, 'cancelCheckIntervalMs', o.cancelCheckIntervalMs, { min: 0 });
   checkInteger(c, 'maxStepResultBytes', o.maxStepResultBytes, { min: 4, max: 64 * 1024 * 1024 });
   checkInteger(c, 'maxStepsPerTask', o.maxStepsPerTask, { min: 1, max: 100_000 });
+  checkInteger(c, 'maxLogLinesPerAttempt', o.maxLogLinesPerAttempt, { min: 1, max: 100_000 });
+  checkInteger(c, 'maxLogLinesPerTask', o.maxLogLinesPerTask, { min: 1, max: 1_000_000 });
+  if (o.maxLogLinesPerAttempt > o.maxLogLinesPerTask) {
+    throw new InvalidOptionsError(c, 'maxLogLinesPerAttempt', `must be at most maxLogLinesPerTask (${o.maxLogLinesPerTask})`);
+  }
+  checkInteger(c, 'maxLogMessageBytes', o.maxLogMessageBytes, { min: 64, max: 1024 * 1024 });
+  checkInteger(c, 'maxLogFieldsBytes', o.maxLogFieldsBytes, { min: 64, max: 1024 * 1024 });
+  if (!Array.isArray(o.logRedactKeys) || o.logRedactKeys.some((key) => typeof key !== 'string' || key.length === 0)) {
+    throw new InvalidOptionsError(c, 'logRedactKeys', 'must be an array of non-empty field names');
+  }
   if (o.failureClassifier !== null && typeof o.failureClassifier !== 'function') throw new InvalidOptionsError(c, 'failureClassifier', 'must be a function');
   for (const task of o.tasks) {
     if (typeof task?.execute !== 'function' && typeof task?.executeBatch !== 'function' && task?.sandbox === undefined) {

@@ -369,6 +369,19 @@ export function cliSuite(target: CliTarget): void {
         expect((await tl(['diagnose', stepped])).stdout).toMatch(/=== Steps ===\n2 steps completed, last: store at \S+ \(attempt 1\)/);
         expect((await tl(['steps', UNKNOWN_ID])).code).toBe(3);
 
+        // Per-task logs (ctx.log): `logs`, as JSON and as a table; one attempt's; an unknown task.
+        const logs = await tl(['logs', stepped, '--json']);
+        expect(logs.code, logs.stderr).toBe(0);
+        expect(logs.json<{ logs: Record<string, unknown>[] }>().logs.map((l) => [l.seq, l.attempt, l.level, l.message, l.fields])).toEqual([
+          [1, 1, 'info', 'fetched rows', { rows: 3, password: '[REDACTED]' }],
+        ]);
+        const logTable = (await tl(['logs', stepped])).stdout.split('\n');
+        expect(logTable[0]).toMatch(/^TIME\s+ATTEMPT\s+LEVEL\s+MESSAGE\s+FIELDS/);
+        expect(logTable[1]).toMatch(/^\S+\s+1\s+INFO\s+fetched rows\s+\{"rows":3,"password":"\[REDACTED\]"\}$/);
+        expect((await tl(['logs', stepped, '--attempt', '2', '--json'])).json()).toEqual({ logs: [] });
+        expect((await tl(['logs', stepped, '--attempt', '0'])).code).not.toBe(0);
+        expect((await tl(['logs', UNKNOWN_ID])).code).toBe(3);
+
         const failed = (await tl(['diagnose', failing, '--json'])).json<Record<string, unknown>>();
         expect(failed).toMatchObject({
           task: { status: 'FAILED', lastErrorCode: 'FIXTURE_BROKEN' },

@@ -63,6 +63,7 @@ function definitions(runs: Runs, slowGate: Promise<void>) {
       retry: { baseDelayMs: HOUR, maxDelayMs: HOUR, jitter: 0 },
       execute: (ctx) => {
         runs.start(ctx);
+        ctx.log.warn('flaky attempt', { attempt: ctx.attempt }); // per-task logs move with their task
         if (ctx.attempt === 1) throw new TaskFailure('first try fails', { code: 'FLAKY' });
         return runs.succeed(ctx);
       },
@@ -230,6 +231,7 @@ export function runMoveSuite(targets: StoreFactory): void {
 
       // Every row arrived as it is on the source, history too.
       const moved = await tables(target);
+      expect(moved.logs!.map((row) => row.message)).toContain('flaky attempt');
       expect(moved).toEqual(
         asMoved(
           await tables(source),

@@ -39,6 +39,7 @@ export interface HandlerTables {
 const TASK_TABLES = [
   'system_async_task',
   'system_async_task_step',
+  'system_async_task_log',
   'system_async_task_attempt',
   'system_async_task_failure',
   'system_async_task_dead_letter',

@@ -26,6 +26,7 @@ const TABLES = [
   'system_async_task_worker',
   'system_async_task_action',
   'system_async_task_step',
+  'system_async_task_log',
   'system_async_task_subscription',
   'system_async_task_rate_start',
   'system_async_task_sequence',

@@ -44,6 +44,13 @@ export const TEST_TASKS = [
       await gate.pass();
     },
   }),
+  defineTask({
+    type: 'test.logged',
+    execute: (ctx) => {
+      ctx.log.info('fetched page', { page: 1, token: 'secret-token' });
+      ctx.log.warn('slow upstream', { ms: 900 });
+    },
+  }),
 ];
 
 export type Role = 'admin' | 'operator' | 'alice' | 'bob';

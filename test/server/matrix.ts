@@ -111,6 +111,7 @@ export const EXAMPLES: Record<string, Builder> = {
   'POST /api/v1/tasks/:id/resume': async (r) => ({ method: 'POST', path: `/api/v1/tasks/${await pausedTask(r)}/resume` }),
   'GET /api/v1/tasks/:id/actions': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await pausedTask(r)}/actions` }),
   'GET /api/v1/tasks/:id/steps': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await aliceTask(r)}/steps?allCycles=true` }),
+  'GET /api/v1/tasks/:id/logs': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await aliceTask(r)}/logs?attempt=1&limit=10` }),
   'GET /api/v1/tasks/:id/wait': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await cancelledTask(r)}/wait?timeoutMs=5000` }),
   'GET /api/v1/tasks/:id/events': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await cancelledTask(r)}/events` }),
   'GET /api/v1/events': async () => ({ method: 'GET', path: '/api/v1/events', stream: true }),

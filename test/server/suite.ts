@@ -179,6 +179,25 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect((await running.call('GET', `/api/v1/tasks/${id}/wait?timeoutMs=0`, { as: 'alice' })).status).toBe(400);
     });
 
+    it("reads a task's logs (ctx.log) in the owner's scope: fields redacted, by attempt, a bad limit is a typed 400, another owner 404", async () => {
+      const { task } = await running.server.client.submit('test.logged', {}, { owner: 'alice' });
+      await waitFor(async () => (await running.server.client.get(task.id))?.status === 'SUCCESS', 'the logged task to succeed');
+      const answer = await running.call('GET', `/api/v1/tasks/${task.id}/logs`, { as: 'alice' });
+      expect(answer.status).toBe(200);
+      expect(
+        answer.body.logs.map((l: { level: string; message: string; fields: unknown; attempt: number }) => [l.attempt, l.level, l.message, l.fields]),
+      ).toEqual([
+        [1, 'info', 'fetched page', { page: 1, token: '[REDACTED]' }],
+        [1, 'warn', 'slow upstream', { ms: 900 }],
+      ]);
+      expect(typeof answer.body.logs[0].loggedAt).toBe('string');
+      const paged = await running.call('GET', `/api/v1/tasks/${task.id}/logs?afterSeq=${answer.body.logs[0].seq}&attempt=1`, { as: 'operator' });
+      expect(paged.body.logs.map((l: { message: string }) => l.message)).toEqual(['slow upstream']);
+      expect((await running.call('GET', `/api/v1/tasks/${task.id}/logs?attempt=2`, { as: 'alice' })).body).toEqual({ logs: [] });
+      expect((await running.call('GET', `/api/v1/tasks/${task.id}/logs?limit=0`, { as: 'alice' })).status).toBe(400);
+      expect((await running.call('GET', `/api/v1/tasks/${task.id}/logs`, { as: 'bob' })).status).toBe(404);
+    });
+
     it('submits with a unique option: the second submit answers the first task', async () => {
       const body = { type: 'test.idle', payload: {}, delayMs: 3_600_000, unique: { key: `u-${randomUUID()}` } };
       const first = await running.call('POST', '/api/v1/tasks', { as: 'alice', body });
@@ -651,10 +670,13 @@ export function serverSuite(stores: ServerSuiteStores): void {
 
     it("answers the seed's worker document and metric look-ups, Prometheus text and OpenAPI", async () => {
       const worker = await running.call('GET', '/actuator/health/asyncTaskWorker', { as: 'operator' });
-      expect(worker.body).toMatchObject({ status: 'UP', details: { max_concurrency: 8, registered_task_types: ['test.idle', 'test.fail', 'test.gated'] } });
+      expect(worker.body).toMatchObject({
+        status: 'UP',
+        details: { max_concurrency: 8, registered_task_types: ['test.idle', 'test.fail', 'test.gated', 'test.logged'] },
+      });
       expect(worker.body.details.utilization).toMatch(/^\d+\.\d\d%$/);
       const types = await running.call('GET', '/actuator/metrics/async.task.registered.types', { as: 'operator' });
-      expect(types.body.measurements[0].value).toBe(3);
+      expect(types.body.measurements[0].value).toBe(4);
       const size = await running.call('GET', '/actuator/metrics/async.task.dead.letter.queue.size', { as: 'operator' });
       expect(size.body.measurements[0].value).toBe(await running.server.client.deadLetters.size());
       const rate = await running.call('GET', '/actuator/metrics/async.task.lease.renewal.success.rate', { as: 'operator' });

@@ -44,6 +44,8 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   releaseTasks: (s) => s.releaseTasks({ leases: [LEASE] }),
   recordStep: (s) => s.recordStep({ lease: LEASE, name: 'a', resultJson: null }),
   listSteps: (s) => s.listSteps({ taskId: 'x' }),
+  appendTaskLogs: (s) => s.appendTaskLogs({ lease: LEASE, lines: [], bufferDropped: 0, final: true, maxLinesPerAttempt: 10, maxLinesPerTask: 10 }),
+  listTaskLogs: (s) => s.listTaskLogs({ taskId: 'x', limit: 10 }),
   rateWindows: (s) => s.rateWindows({ scopes: [{ scopeKey: 'GLOBAL', periodMs: 1000 }] }),
   listRateStarts: (s) => s.listRateStarts({ withinMs: 1000 }),
   recover: (s) => s.recover({ batchSize: 10 }),

@@ -101,6 +101,10 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       expect(await store.listTaskActions({ taskId: text })).toEqual([]);
       expect(await store.listSteps({ taskId: text })).toEqual([]);
       expect(await store.recordStep({ lease: { taskId: text, workerId: text, attempt: 1, token: text }, name: text, resultJson: null })).toBe(false);
+      expect(await store.listTaskLogs({ taskId: text, limit: 10 })).toEqual([]);
+      const lines = [{ level: 'info' as const, message: text, fieldsJson: null, loggedAt: new Date() }];
+      const lease = { taskId: text, workerId: text, attempt: 1, token: text };
+      expect(await store.appendTaskLogs({ lease, lines, bufferDropped: 0, final: true, maxLinesPerAttempt: 10, maxLinesPerTask: 10 })).toBe(false);
       expect(await store.listSubscriptions({ event: text, taskType: text })).toEqual([]);
       expect(await store.publishEvent({ event: text, build: () => [] })).toEqual({ subscriptions: [], results: [] });
     }
@@ -115,6 +119,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       'system_async_task_dependency',
       'system_async_task_failure',
       'system_async_task_limit_change',
+      'system_async_task_log',
       'system_async_task_move',
       'system_async_task_policy',
       'system_async_task_rate_start',

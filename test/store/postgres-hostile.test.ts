@@ -98,6 +98,19 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
     expect((await store.listSteps({ taskId: task!.id })).map((s) => [s.name, s.resultJson])).toEqual([["o'brien; DROP TABLE x; --", '{"v":"\\u0000"}']]);
   });
 
+  it('keeps a log line a direct caller wrote with a NUL (as U+FFFD, like a progress message); a hostile id reads and writes nothing', async () => {
+    await store.insertTasks({ tasks: [newTask({ taskType: 'logged' })] });
+    const [task] = await store.claimTasks(claimParams({ taskTypes: ['logged'] }));
+    const lines = [{ level: 'info' as const, message: 'nul\u0000; DROP TABLE x; --', fieldsJson: '{"v":"\\u0000"}', loggedAt: new Date() }];
+    const bounds = { bufferDropped: 0, final: false, maxLinesPerAttempt: 10, maxLinesPerTask: 10 };
+    expect(await store.appendTaskLogs({ lease: leaseOf(task!), lines, ...bounds })).toBe(true);
+    expect((await store.listTaskLogs({ taskId: task!.id, limit: 10 })).map((l) => [l.message, l.fieldsJson])).toEqual([
+      ['nul\uFFFD; DROP TABLE x; --', '{"v":"\\u0000"}'],
+    ]);
+    expect(await store.listTaskLogs({ taskId: "x' OR 1=1 --", limit: 10 })).toEqual([]);
+    expect(await store.appendTaskLogs({ lease: { ...leaseOf(task!), taskId: "x' OR 1=1 --" }, lines, ...bounds })).toBe(false);
+  });
+
   it('makes hostile run-time text storable: error and progress messages with NUL and lone surrogates', async () => {
     await store.insertTasks({ tasks: [newTask({ taskType: 'runtime' }), newTask({ taskType: 'runtime' })] });
     const [a, b] = await store.claimTasks(claimParams({ taskTypes: ['runtime'] }));
@@ -144,6 +157,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'system_async_task_failure_history',
       'system_async_task_history',
       'system_async_task_limit_change',
+      'system_async_task_log',
       'system_async_task_move',
       'system_async_task_policy',
       'system_async_task_rate_start',

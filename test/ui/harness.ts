@@ -55,7 +55,9 @@ export function uiTasks(controls: Controls) {
       type: 'ui.durable',
       execute: async (ctx) => {
         const fetched = await ctx.step('fetch-rows', () => ({ rows: 2 }));
+        ctx.log.info('fetched rows', { rows: fetched.rows, apiKey: 'k-secret' });
         await ctx.step('store-rows', () => ({ stored: fetched.rows }));
+        ctx.log.warn('store was slow', { ms: 1200 });
       },
     }),
     defineTask({ type: 'ui.hold', execute: async (ctx) => void (await Promise.race([controls.holds.pass(), aborted(ctx.signal)])) }),

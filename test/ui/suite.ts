@@ -233,6 +233,34 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await user.context.close();
     });
 
+    it('shows the lines a task logged (ctx.log) in its Logs section: time, attempt, level, message, redacted fields; to its owner too', async () => {
+      const client = rig.server.client;
+      const { task } = await client.submit('ui.durable', {}, { owner: 'alice' });
+      await waitFor(async () => (await client.get(task.id))?.status === 'SUCCESS', 'the logging task to succeed');
+      for (const token of [rig.tokens.admin, rig.tokens.alice]) {
+        const { context, page } = await rig.open(token);
+        await page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
+        const section = page.getByRole('region', { name: 'Logs' });
+        await section.locator('tr[data-log-level="warn"]').waitFor();
+        const rows = await section.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent ?? '')));
+        expect(rows.map((cells) => cells.slice(1))).toEqual([
+          ['1', 'INFO', 'fetched rows', '{"rows":2,"apiKey":"[REDACTED]"}'],
+          ['1', 'WARN', 'store was slow', '{"ms":1200}'],
+        ]);
+        for (const cells of rows) expect(cells[0]).not.toBe('');
+        expect(await section.locator('time').first().getAttribute('datetime')).toMatch(/^\d{4}-\d\d-\d\dT/);
+        if (token === rig.tokens.admin) await shoot(page, `${name}-task-logs`);
+        await context.close();
+      }
+      // A task whose handler logged nothing says so.
+      const { task: quiet } = await client.submit('ui.quick', {});
+      await waitFor(async () => (await client.get(quiet.id))?.status === 'SUCCESS', 'the quiet task to succeed');
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks/${quiet.id}`);
+      await page.locator('[data-logs="none"]').waitFor();
+      await context.close();
+    });
+
     it('one search box: an idempotency key lists its tasks (even a key shaped like an id), a task id opens the task', async () => {
       const client = rig.server.client;
       const idShapedKey = randomUUID();

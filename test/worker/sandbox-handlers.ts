@@ -15,9 +15,10 @@ export default function echo(ctx: TaskContext, payload: unknown): unknown {
   return { status: 'SUCCESS', result: { payload, attempt: ctx.attempt, taskId: ctx.taskId, calls } };
 }
 
-/** Progress, two durable steps (the second one fails on attempt 1), a cancellation check, the flow's edges. */
+/** Progress, a ctx.log line, two durable steps (the second one fails on attempt 1), a cancellation check, the flow's edges. */
 export async function steps(ctx: TaskContext): Promise<unknown> {
   ctx.reportProgress({ total: 2, processed: 1, message: 'half' });
+  ctx.log.info('sandboxed line', { attempt: ctx.attempt, secret: 's3cret', run: () => 'not cloneable' });
   const first = await ctx.step('first', () => ({ attempt: ctx.attempt }));
   await ctx.checkCancellation();
   const second = await ctx.step('second', () => {

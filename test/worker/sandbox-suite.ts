@@ -111,7 +111,7 @@ export function runSandboxSuite(factory: StoreFactory): void {
     );
 
     it(
-      'progress, durable steps and cancellation checks go through the worker: a retry replays the recorded step',
+      'progress, ctx.log lines, durable steps and cancellation checks go through the worker: a retry replays the recorded step',
       async () => {
         const steps = sandboxed('sbx.steps', 'steps', { maxAttempts: 2 });
         start([steps]);
@@ -121,6 +121,13 @@ export function runSandboxSuite(factory: StoreFactory): void {
         expect(task.result).toEqual({ first: { attempt: 1 }, second: 2, parents: 0 }); // step 'first' recorded by attempt 1
         expect(task.progress).toMatchObject({ total: 2, processed: 2, message: 'done' });
         expect((await env.store.listFailures({ taskId: task.id }))[0]).toMatchObject({ errorCode: 'STEP_ONCE', attempt: 1 });
+        // ctx.log lines are posted to the worker's thread, kept per attempt and redacted there (fields structured clone
+        // cannot carry keep what JSON keeps of them).
+        const logs = await env.store.listTaskLogs({ taskId: task.id, limit: 10 });
+        expect(logs.map((l) => [l.attempt, l.level, l.message, JSON.parse(l.fieldsJson!)])).toEqual([
+          [1, 'info', 'sandboxed line', { attempt: 1, secret: '[REDACTED]' }],
+          [2, 'info', 'sandboxed line', { attempt: 2, secret: '[REDACTED]' }],
+        ]);
       },
       SLOW,
     );

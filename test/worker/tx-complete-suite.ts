@@ -137,6 +137,34 @@ export function runTxCompleteSuite(factory: StoreFactory): void {
   describe(`ctx.complete(tx) on ${factory.dialect}`, () => {
     const env = perTestStore(factory);
 
+    it('keeps the ctx.log lines logged before ctx.complete(tx): they are written first, while the lease still fences them; later ones go to the process log only', async () => {
+      const kit = kitFor(env.store);
+      await kit.createEffects();
+      const t = defineTask({
+        type: 'tx-logged',
+        execute: (ctx: TaskContext) =>
+          kit.inTransaction(async (tx) => {
+            ctx.log.info('inserting the effect', { attempt: ctx.attempt });
+            await tx.insertEffect(ctx.taskId, ctx.attempt);
+            ctx.log.warn('completing in my transaction');
+            await ctx.complete(tx.handle, { status: 'SUCCESS' });
+            ctx.log.info('after complete: the process log only'); // the task row is the handler's until it commits
+          }),
+      });
+      const worker = env.track(createWorker({ store: env.store, tasks: [t], ...options }));
+      const processLog: string[] = [];
+      worker.on('logged', ({ message }) => processLog.push(message));
+      const { task } = await createClient({ store: env.store, tasks: [t] }).submit(t, {});
+      worker.start();
+      await waitFor(async () => (await env.store.getTask({ id: task.id, scope: G }))?.status === 'SUCCESS', 'the task to succeed');
+      await worker.stop();
+      expect((await env.store.listTaskLogs({ taskId: task.id, limit: 10 })).map((l) => [l.attempt, l.level, l.message])).toEqual([
+        [1, 'info', 'inserting the effect'],
+        [1, 'warn', 'completing in my transaction'],
+      ]);
+      expect(processLog).toEqual(['inserting the effect', 'completing in my transaction', 'after complete: the process log only']);
+    });
+
     it('commits the effect and SUCCESS together; the worker writes no second outcome and still reports the completion (event, metric)', async () => {
       const kit = kitFor(env.store);
       await kit.createEffects();

@@ -120,6 +120,16 @@ export interface TaskStep {
   recordedAt: string;
   result?: unknown;
 }
+/** A line the task's handler logged (GET /api/v1/tasks/:id/logs): fields as stored (redacted); dropped > 0: a marker. */
+export interface TaskLog {
+  seq: number;
+  attempt: number;
+  level: 'info' | 'warn' | 'error';
+  message: string;
+  fields?: Record<string, unknown>;
+  dropped: number;
+  loggedAt: string;
+}
 export interface Failure {
   attempt: number;
   errorCode: string;

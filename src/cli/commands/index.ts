@@ -23,6 +23,7 @@ import { rescheduleCommand } from './reschedule.js';
 import { scheduleCommand } from './schedule.js';
 import { sequencesCommand } from './sequences.js';
 import { stepsCommand } from './steps.js';
+import { logsCommand } from './logs.js';
 import { serveCommands } from './serve.js';
 import { submitCommand } from './submit.js';
 import { tokenCommand } from './token.js';
@@ -48,6 +49,7 @@ export const COMMANDS: readonly CliCommand[] = [
   estimateCommand,
   actionsCommand,
   stepsCommand,
+  logsCommand,
   analyzeCommand,
   dlqCommand,
   cleanupCommand,

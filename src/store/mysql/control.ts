@@ -167,6 +167,7 @@ export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finished
   // A purged child's edges go with it; a purged parent's stay (resolved) for children still kept.
   await db.exec(conn, 'DELETE FROM system_async_task_dependency WHERE child_id IN (?)', [ids]);
   await db.exec(conn, 'DELETE FROM system_async_task_step WHERE task_id IN (?)', [ids]);
+  await db.exec(conn, 'DELETE FROM system_async_task_log WHERE task_id IN (?)', [ids]);
   result.tasks = (await db.exec(conn, 'DELETE FROM system_async_task WHERE id IN (?)', [ids])).affectedRows;
   return result;
 }

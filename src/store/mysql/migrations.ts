@@ -457,6 +457,27 @@ ON DUPLICATE KEY UPDATE slot = slot`,
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 19,
+    name: 'task logs',
+    // Per-task logs (ctx.log, worker/logs.ts, rules/logs.ts): the lines a handler logged, per attempt, written fenced by
+    // the lease in batches with the progress flush and at the attempt's end. seq: the line's place in the task (task-wide,
+    // counted under the task row's lock). A row with dropped > 0 is a drop marker: that many older lines of its attempt
+    // were dropped by the bounds; its seq is that of the newest line it stands for. Written only by handlers that log.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_log (
+  task_id VARCHAR(64) NOT NULL,
+  seq INT NOT NULL,
+  attempt INT NOT NULL,
+  level VARCHAR(16) NOT NULL,
+  message TEXT NOT NULL,
+  fields_json MEDIUMTEXT NULL,
+  dropped INT NOT NULL DEFAULT 0,
+  logged_at DATETIME(3) NOT NULL,
+  PRIMARY KEY (task_id, seq)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

@@ -53,6 +53,8 @@ import type {
   RenewResult,
   ReplayResult,
   StepRecord,
+  AppendTaskLogsParams,
+  TaskLogRecord,
   Store,
   StoreEvent,
   StoreListener,
@@ -74,6 +76,7 @@ import { finishAttempts } from './finish.js';
 import { finishAndClaim } from './finish-claim.js';
 import { insertTasks, payloadLimit } from './insert.js';
 import { recordStep, releaseTasks, renewLeases, saveProgress } from './leases.js';
+import * as logs from './logs.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { MYSQL_MIGRATIONS } from './migrations.js';
 import { lockName, resolveMysqlOptions, type MysqlStoreOptions } from './options.js';
@@ -303,6 +306,14 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   recordStep(params: { lease: Lease; name: string; resultJson: string | null }): Promise<boolean> {
     return this.leaseDb.transaction((conn) => recordStep(this.leaseDb, conn, params.lease, params.name, params.resultJson));
+  }
+
+  async appendTaskLogs(params: AppendTaskLogsParams): Promise<boolean> {
+    return this.leaseDb.transaction((conn) => logs.appendTaskLogs(this.leaseDb, conn, params));
+  }
+
+  async listTaskLogs(params: { taskId: string; attempt?: number | null; afterSeq?: number | null; limit: number }): Promise<TaskLogRecord[]> {
+    return this.db.run((conn) => logs.listTaskLogs(this.db, conn, params));
   }
 
   listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {

@@ -50,6 +50,7 @@ export interface PgContext {
     dependency: string;
     sequence: string;
     step: string;
+    log: string;
     rateStart: string;
     migrations: string;
   };
@@ -112,6 +113,7 @@ export function createContext(pool: pg.Pool, leasePool: pg.Pool, schemaName: str
       dependency: `${schema}.system_async_task_dependency`,
       sequence: `${schema}.system_async_task_sequence`,
       step: `${schema}.system_async_task_step`,
+      log: `${schema}.system_async_task_log`,
       rateStart: `${schema}.system_async_task_rate_start`,
       migrations: `${schema}.tasklease_migrations`,
     },

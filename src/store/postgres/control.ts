@@ -161,7 +161,7 @@ export async function pruneRateStarts(ctx: PgContext): Promise<void> {
 }
 
 export async function purgeTerminalTasks(ctx: PgContext, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {
-  const { task, attempt, failure, deadLetter, action, step } = ctx.tables;
+  const { task, attempt, failure, deadLetter, action, step, log } = ctx.tables;
   const sql = `
 WITH doomed AS MATERIALIZED (
   SELECT id FROM ${task} WHERE finish_time IS NOT NULL AND finish_time < $1 AND status IN ${TERMINAL_SQL}
@@ -177,7 +177,8 @@ failures AS (DELETE FROM ${failure} f WHERE f.task_id = ANY (ARRAY(SELECT id FRO
 actions AS (DELETE FROM ${action} x WHERE x.task_id = ANY (ARRAY(SELECT id FROM deleted))),
 -- a purged child's edges go with it; a purged parent's stay (resolved) for children still kept
 edges AS (DELETE FROM ${ctx.tables.dependency} e WHERE e.child_id = ANY (ARRAY(SELECT id FROM deleted))),
-steps AS (DELETE FROM ${step} s WHERE s.task_id = ANY (ARRAY(SELECT id FROM deleted)))
+steps AS (DELETE FROM ${step} s WHERE s.task_id = ANY (ARRAY(SELECT id FROM deleted))),
+logs AS (DELETE FROM ${log} l WHERE l.task_id = ANY (ARRAY(SELECT id FROM deleted)))
 SELECT (SELECT count(*) FROM deleted)::integer AS tasks, (SELECT count(*) FROM attempts)::integer AS attempts,
        (SELECT count(*) FROM failures)::integer AS failures, (SELECT count(*) FROM archived)::integer AS archived`;
   const result = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(ctx.pool, 'purging finished tasks', sql, [

@@ -38,7 +38,7 @@ const HISTORY_TABLES = [
 
 export function historyFunctionsSql(ctx: PgContext): string {
   const s = ctx.schema;
-  const { task, attempt, failure, deadLetter, action, step } = ctx.tables;
+  const { task, attempt, failure, deadLetter, action, step, log } = ctx.tables;
   // The schema as a text literal for format() (validated: letters, digits, underscores; quoted by quoteIdent).
   const schemaText = `'${s}'`;
   const lock = `PERFORM pg_advisory_xact_lock(hashtextextended('tasklease.history:' || ${schemaText}, 0))`;
@@ -105,6 +105,8 @@ BEGIN
   kept_actions AS (INSERT INTO ${s}.system_async_task_action_history SELECT * FROM gone_actions WHERE finish_time >= cutoff),
   -- Durable steps are a run's working state, not its record: deleted with the move, never kept in the history.
   gone_steps AS (DELETE FROM ${step} x USING gone_tasks g WHERE x.task_id = g.id),
+  -- Per-task logs are bounded working notes of the runs: deleted with the move too (read them before the task ages out).
+  gone_logs AS (DELETE FROM ${log} x USING gone_tasks g WHERE x.task_id = g.id),
   archived_letters AS (
     UPDATE ${deadLetter} d SET archived_at = now() FROM gone_tasks g WHERE d.original_task_id = g.id AND d.archived_at IS NULL RETURNING 1),
   -- a flow's edges are not kept in the history: a child that leaves the task table takes its edges along

@@ -532,4 +532,25 @@ CREATE INDEX IF NOT EXISTS ix_system_async_task_limit_change_type ON ${s}.system
 CREATE INDEX IF NOT EXISTS ix_system_async_task_limit_change_at ON ${s}.system_async_task_limit_change (changed_at);
 `,
   },
+  {
+    version: 25,
+    name: 'task logs',
+    // Per-task logs (ctx.log, worker/logs.ts, rules/logs.ts): the lines a handler logged, per attempt, written fenced by
+    // the lease in batches with the progress flush and at the attempt's end. seq: the line's place in the task (task-wide,
+    // counted under the task row's lock). A row with dropped > 0 is a drop marker: that many older lines of its attempt
+    // were dropped by the bounds; its seq is that of the newest line it stands for. Written only by handlers that log.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_log (
+  task_id uuid NOT NULL,
+  seq integer NOT NULL,
+  attempt integer NOT NULL,
+  level text NOT NULL,
+  message text NOT NULL,
+  fields_json text,
+  dropped integer NOT NULL DEFAULT 0,
+  logged_at timestamptz NOT NULL,
+  PRIMARY KEY (task_id, seq)
+);
+`,
+  },
 ];

@@ -58,6 +58,8 @@ import type {
   RenewResult,
   ReplayResult,
   StepRecord,
+  AppendTaskLogsParams,
+  TaskLogRecord,
   Store,
   StoreEvent,
   StoreListener,
@@ -79,6 +81,7 @@ import { isConnectTimeout } from './errors.js';
 import { finishAndClaim, finishAttempts } from './finish.js';
 import { insertTasks } from './insert.js';
 import { recordStep, releaseTasks, renewLeases, saveProgress } from './leases.js';
+import * as logs from './logs.js';
 import { migrate, schemaVersion } from './migrate.js';
 import { PG_MIGRATIONS } from './migrations.js';
 import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js';
@@ -342,6 +345,14 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
 
   async recordStep(params: { lease: Lease; name: string; resultJson: string | null }): Promise<boolean> {
     return recordStep(this.ctx, params.lease, params.name, params.resultJson);
+  }
+
+  async appendTaskLogs(params: AppendTaskLogsParams): Promise<boolean> {
+    return logs.appendTaskLogs(this.ctx, params);
+  }
+
+  async listTaskLogs(params: { taskId: string; attempt?: number | null; afterSeq?: number | null; limit: number }): Promise<TaskLogRecord[]> {
+    return logs.listTaskLogs(this.ctx, params);
   }
 
   async listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {

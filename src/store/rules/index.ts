@@ -17,3 +17,4 @@ export * from './flows.js';
 export * from './steps.js';
 export * from './sequences.js';
 export * from './rates.js';
+export * from './logs.js';

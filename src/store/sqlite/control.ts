@@ -129,6 +129,7 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
   // A purged child's edges go with it; a purged parent's stay (resolved) for children still kept.
   const edges = statement(db, `DELETE FROM ${DEPENDENCY_TABLE} WHERE child_id = ?`);
   const steps = statement(db, 'DELETE FROM system_async_task_step WHERE task_id = ?');
+  const logs = statement(db, 'DELETE FROM system_async_task_log WHERE task_id = ?');
   // Re-checked: an operator may have retried the task since it was selected.
   const task = statement(db, `DELETE FROM system_async_task WHERE id = ? AND finish_time < ? AND status IN ${TERMINAL_SQL}`);
   for (const id of ids) {
@@ -140,6 +141,7 @@ export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: numb
     actions.run(id);
     edges.run(id);
     steps.run(id);
+    logs.run(id);
   }
   return result;
 }

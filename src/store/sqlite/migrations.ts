@@ -388,4 +388,25 @@ CREATE INDEX IF NOT EXISTS ix_system_async_task_limit_change_type ON system_asyn
 CREATE INDEX IF NOT EXISTS ix_system_async_task_limit_change_at ON system_async_task_limit_change (changed_at);
 `,
   },
+  {
+    version: 18,
+    name: 'task logs',
+    // Per-task logs (ctx.log, worker/logs.ts, rules/logs.ts): the lines a handler logged, per attempt, written fenced by
+    // the lease in batches with the progress flush and at the attempt's end. seq: the line's place in the task (task-wide,
+    // counted under the task row's lock). A row with dropped > 0 is a drop marker: that many older lines of its attempt
+    // were dropped by the bounds; its seq is that of the newest line it stands for. Written only by handlers that log.
+    sql: `
+CREATE TABLE IF NOT EXISTS system_async_task_log (
+  task_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  attempt INTEGER NOT NULL,
+  level TEXT NOT NULL,
+  message TEXT NOT NULL,
+  fields_json TEXT,
+  dropped INTEGER NOT NULL DEFAULT 0,
+  logged_at TEXT NOT NULL,
+  PRIMARY KEY (task_id, seq)
+);
+`,
+  },
 ];

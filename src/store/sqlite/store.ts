@@ -47,6 +47,8 @@ import type {
   RenewResult,
   ReplayResult,
   StepRecord,
+  AppendTaskLogsParams,
+  TaskLogRecord,
   Store,
   StoreListener,
   Subscription,
@@ -70,6 +72,7 @@ import * as sequences from './sequences.js';
 import type { SequenceOnDeadLetter, SequenceSummary } from '../rules/sequences.js';
 import { insertTasks } from './insert.js';
 import { durably, recordStep, releaseTasks, renewLeases, saveProgress } from './leases.js';
+import * as logs from './logs.js';
 import { EXPECTED_SCHEMA_VERSION, migrate, schemaVersion } from './migrate.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './options.js';
 import * as reads from './reads.js';
@@ -277,6 +280,14 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async listSteps(params: { taskId: string; currentCycleOnly?: boolean }): Promise<StepRecord[]> {
     return this.read(() => reads.listSteps(this.db, params.taskId, params.currentCycleOnly));
+  }
+
+  async appendTaskLogs(params: AppendTaskLogsParams): Promise<boolean> {
+    return this.write(() => logs.appendTaskLogs(this.db, params, this.nowText()));
+  }
+
+  async listTaskLogs(params: { taskId: string; attempt?: number | null; afterSeq?: number | null; limit: number }): Promise<TaskLogRecord[]> {
+    return this.read(() => logs.listTaskLogs(this.db, params));
   }
 
   async listRateStarts(params: { withinMs: number }): Promise<{ now: Date; starts: { scopeKey: string; startedAt: Date }[] }> {

@@ -8,6 +8,7 @@
  * once its handler has answered or its thread is gone: the executor frees the
  * slot then, never while a thread still burns a core.
  */
+import { TASK_LOG_LEVELS } from '../../core/logs.js';
 import type { Worker } from 'node:worker_threads';
 import { ErrorCode, SandboxError, type TaskAbortedError } from '../../core/errors.js';
 import type { SandboxOptions } from '../../core/sandbox.js';
@@ -122,7 +123,9 @@ export class SandboxThread {
     const running = this.running;
     if (!running) return;
     if (message.kind === 'progress') running.context.reportProgress(message.progress);
-    else if (message.kind === 'call') void this.answer(running, message);
+    else if (message.kind === 'log') {
+      if (TASK_LOG_LEVELS.includes(message.level)) running.context.log[message.level](message.message as string, message.fields as Record<string, unknown>);
+    } else if (message.kind === 'call') void this.answer(running, message);
     else {
       this.settle(running);
       if (message.ok) running.resolve(message.value);

@@ -6,6 +6,7 @@
  */
 import { ErrorCode, TaskAbortedError, TaskFailure } from '../../core/errors.js';
 import type { Task, TaskProgress } from '../../core/task.js';
+import type { TaskLogLevel } from '../../core/logs.js';
 
 export type AbortCode = ConstructorParameters<typeof TaskAbortedError>[0];
 
@@ -40,6 +41,8 @@ export type FromThread =
   | { kind: 'ready' }
   | { kind: 'loadFailed'; error: WireError }
   | { kind: 'progress'; progress: Partial<TaskProgress> }
+  /** A ctx.log line: the worker's thread bounds, redacts, buffers and writes it. */
+  | { kind: 'log'; level: TaskLogLevel; message: unknown; fields: unknown }
   | ({ kind: 'call'; callId: number } & ContextCall)
   | { kind: 'stepDone'; callId: number; ok: true; value: unknown }
   | { kind: 'stepDone'; callId: number; ok: false; error: WireError }

@@ -11,6 +11,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { RelatedTask, TaskContext } from '../../core/context.js';
 import { ErrorCode, SandboxError, TaskAbortedError } from '../../core/errors.js';
 import type { Task, TaskProgress } from '../../core/task.js';
+import type { TaskLogger, TaskLogLevel } from '../../core/logs.js';
 import { fromWire, toWire, type ContextCall, type FromThread, type ThreadData, type ToThread } from './protocol.js';
 
 type Handler = (ctx: TaskContext, payload: unknown) => unknown;
@@ -36,6 +37,22 @@ function call(run: Run, request: ContextCall, callId = nextCallId++): Promise<un
   });
 }
 
+function postLog(level: TaskLogLevel, message: unknown, fields: unknown): void {
+  const text = typeof message === 'string' ? message : String(message);
+  try {
+    post({ kind: 'log', level, message: text, fields });
+  } catch {
+    // Fields structured clone cannot carry (a function, a class with private state): what JSON keeps of them.
+    let plain: unknown;
+    try {
+      plain = JSON.parse(JSON.stringify(fields) ?? 'null');
+    } catch {
+      plain = { unserializable: true };
+    }
+    post({ kind: 'log', level, message: text, fields: plain });
+  }
+}
+
 class ThreadContext implements TaskContext {
   readonly taskId: string;
   readonly taskType: string;
@@ -59,6 +76,13 @@ class ThreadContext implements TaskContext {
   reportProgress(progress: Partial<TaskProgress>): void {
     post({ kind: 'progress', progress });
   }
+
+  /** ctx.log: each line is posted to the worker's thread, which keeps it as for any handler. */
+  readonly log: TaskLogger = {
+    info: (message, fields) => postLog('info', message, fields),
+    warn: (message, fields) => postLog('warn', message, fields),
+    error: (message, fields) => postLog('error', message, fields),
+  };
 
   async checkCancellation(): Promise<void> {
     this.throwIfAborted();

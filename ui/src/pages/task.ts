@@ -2,7 +2,8 @@
  * One task: a live progress bar and status (Server-Sent Events from
  * /api/v1/tasks/:id/events), its timeline (submit, attempts, and what
  * operators did, by whom: /api/v1/tasks/:id/actions; the durable steps its
- * handler completed: /api/v1/tasks/:id/steps), attempts and lease and the
+ * handler completed: /api/v1/tasks/:id/steps), the lines it logged
+ * (ctx.log: /api/v1/tasks/:id/logs), attempts and lease and the
  * diagnose verdict (operators), and the actions its status and the caller's
  * role allow.
  */
@@ -17,6 +18,7 @@ import {
   type Progress,
   type Task,
   type TaskAction,
+  type TaskLog,
   type TaskStep,
   type UniqueHold,
 } from '../api.js';
@@ -202,6 +204,43 @@ function timeline(task: Task, diagnosis: Diagnosis | null, actions: readonly Tas
   );
 }
 
+/** The lines the handler logged (ctx.log), oldest first: time, attempt, level, message, fields; a drop marker is marked. */
+function logsView(logs: readonly TaskLog[]): HTMLElement {
+  if (logs.length === 0) return h('p', { class: 'muted', 'data-logs': 'none' }, 'The handler logged nothing.');
+  return h(
+    'div',
+    { class: 'scroll' },
+    h(
+      'table',
+      { 'data-logs': String(logs.length) },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['time', 'attempt', 'level', 'message', 'fields'].map((c) => h('th', { scope: 'col' }, c)),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        logs.map((l) =>
+          h(
+            'tr',
+            { 'data-log-level': l.level, 'data-seq': String(l.seq), ...(l.dropped > 0 ? { 'data-dropped': String(l.dropped), class: 'muted' } : {}) },
+            h('td', {}, h('time', { datetime: l.loggedAt }, when(l.loggedAt))),
+            h('td', {}, l.attempt),
+            h('td', {}, h('span', { class: `badge log-${l.level}` }, l.level.toUpperCase())),
+            h('td', { class: 'log-message' }, l.message),
+            h('td', { class: 'mono' }, l.fields === undefined || l.dropped > 0 ? '' : JSON.stringify(l.fields)),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
 function attemptsTable(diagnosis: Diagnosis): HTMLElement {
   const failure = (attempt: number) => diagnosis.failures.find((f) => f.attempt === attempt);
   return h(
@@ -246,6 +285,7 @@ export const taskPage: Page = (root, { me, path }) => {
   let history: TaskAction[] = [];
   let links: { parents: Link[]; children: Link[] } = { parents: [], children: [] };
   let steps: TaskStep[] = [];
+  let logs: TaskLog[] = [];
   let estimate: HTMLElement | null = null;
   const header = h('div', { class: 'row spread' });
   const progress = h('section', { class: 'card', 'aria-label': 'Progress' });
@@ -310,6 +350,7 @@ export const taskPage: Page = (root, { me, path }) => {
           )
         : null,
       diagnosis && diagnosis.attempts.length > 0 ? h('section', { class: 'card wide' }, h('h2', {}, 'Attempts'), attemptsTable(diagnosis)) : null,
+      h('section', { class: 'card wide', 'aria-label': 'Logs' }, h('h2', {}, 'Logs'), logsView(logs)),
       storedValuesCard(task),
     );
   };
@@ -318,6 +359,7 @@ export const taskPage: Page = (root, { me, path }) => {
     history = (await api<{ actions: TaskAction[] }>('GET', `/api/v1/tasks/${id}/actions`)).actions;
     links = await api<{ parents: Link[]; children: Link[] }>('GET', `/api/v1/tasks/${id}/dependencies`);
     steps = (await api<{ steps: TaskStep[] }>('GET', `/api/v1/tasks/${id}/steps?allCycles=true`)).steps;
+    logs = (await api<{ logs: TaskLog[] }>('GET', `/api/v1/tasks/${id}/logs`)).logs;
     estimate = await estimateCard(id);
     if (isOperator(me)) diagnosis = await admin<Diagnosis>('GET', `/${id}/diagnose`);
     draw();
