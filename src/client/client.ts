@@ -69,6 +69,8 @@ export interface ClientOptions {
   typeConcurrency?: number;
   /** Who this client's operator actions (pause, cancel, retry, replay…) are recorded as, unless a call says. Default `library`. */
   actor?: Actor | string;
+  /** The wall clock submits check a deadline against (already past?); the test kit (tasklease/testing) passes its own. Default Date.now. */
+  clock?: () => number;
 }
 
 export interface ScopeOption {
@@ -160,11 +162,17 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
 
   constructor(options: ClientOptions) {
     super();
-    checkKnownKeys('Client', options, ['store', 'tasks', 'maxPayloadBytes', 'defaultMaxAttempts', 'globalConcurrency', 'typeConcurrency', 'actor']);
+    checkKnownKeys('Client', options, ['store', 'tasks', 'maxPayloadBytes', 'defaultMaxAttempts', 'globalConcurrency', 'typeConcurrency', 'actor', 'clock']);
     if (!options.store || typeof options.store.insertTasks !== 'function') throw new InvalidOptionsError('Client', 'store', 'must be a Store');
     this.store = options.store;
     this.registry = registryOf(options.tasks ?? []);
-    this.limits = { maxPayloadBytes: options.maxPayloadBytes ?? 1024 * 1024, defaultMaxAttempts: options.defaultMaxAttempts ?? 3 };
+    if (options.clock !== undefined && typeof options.clock !== 'function')
+      throw new InvalidOptionsError('Client', 'clock', 'must be a function returning milliseconds');
+    this.limits = {
+      maxPayloadBytes: options.maxPayloadBytes ?? 1024 * 1024,
+      defaultMaxAttempts: options.defaultMaxAttempts ?? 3,
+      ...(options.clock ? { now: options.clock } : {}),
+    };
     checkInteger('Client', 'maxPayloadBytes', this.limits.maxPayloadBytes, { min: 2, max: 64 * 1024 * 1024 });
     checkInteger('Client', 'defaultMaxAttempts', this.limits.defaultMaxAttempts, { min: 1, max: 100 });
     this.defaultLimits = { globalConcurrency: options.globalConcurrency ?? 20, typeConcurrency: options.typeConcurrency ?? 5 };

@@ -55,6 +55,8 @@ export interface SubmitLimits {
   defaultMaxAttempts: number;
   /** maxAttempts from the type's (or the global) policy row, if an operator set one. */
   policyMaxAttempts?: (taskType: string) => number | null;
+  /** The wall clock a deadline is checked against (ClientOptions.clock). Default Date.now. */
+  now?: () => number;
 }
 
 const REQUEST_KEYS = keysOf<SubmitRequest>({
@@ -113,7 +115,7 @@ export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition,
   checkIntegerField(label, 'delayMs', delayMs, 0, MAX_DELAY_MS);
   checkDate(label, 'availableAt', request.availableAt);
   checkDate(label, 'deadlineAt', request.deadlineAt);
-  if (request.deadlineAt && request.deadlineAt.getTime() <= Date.now()) {
+  if (request.deadlineAt && request.deadlineAt.getTime() <= (limits.now ?? Date.now)()) {
     throw new ValidationError(`${label}: deadlineAt ${request.deadlineAt.toISOString()} is already past`, 'deadlineAt');
   }
   for (const field of ['owner', 'idempotencyKey', 'traceId', 'sequenceKey', 'rateKey'] as const)

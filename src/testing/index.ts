@@ -1,0 +1,9 @@
+/**
+ * `tasklease/testing`: test helpers for handlers. An in-memory SQLite store
+ * (needs the better-sqlite3 package, as tasklease/sqlite does), a real worker
+ * that runs tasks only when a test asks, and one TestClock for delays,
+ * deadlines, schedules and retries. No test framework needed.
+ */
+export { createTestKit, TestKit, type TestKitOptions, type RunOptions, type RunTaskOptions, type TaskRun, type RanAttempt, type DrainOptions } from './kit.js';
+export { TestClock } from './clock.js';
+export type { EnqueuedFilter } from './match.js';

@@ -1,0 +1,339 @@
+/**
+ * The test kit (tasklease/testing): an in-memory SQLite store with the schema
+ * migrated, a client, a real worker and one TestClock driving all three.
+ * Nothing runs by itself: runTask() runs one task through the worker's real
+ * execute path (schema, validate, the handler, retries with backoff, outcome
+ * writes), drain() runs whatever is due, and enqueued()/assertEnqueued() read
+ * what was submitted. See the README's "Testing your handlers".
+ */
+import { normalizeSchedule, type ScheduleInput } from '../core/schedule.js';
+import type { AnyTaskDefinition, TaskDefinition } from '../core/definition.js';
+import { InvalidOptionsError, InvalidStateError } from '../core/errors.js';
+import { Scope } from '../core/scope.js';
+import { isTerminal, type AttemptOutcomeName, type TaskStatus } from '../core/status.js';
+import type { Task } from '../core/task.js';
+import { checkKnownKeys } from '../core/validate.js';
+import { createClient, type ClientOptions, type TaskLeaseClient } from '../client/client.js';
+import type { SubmitOptions } from '../client/submit.js';
+import { SqliteStore } from '../sqlite.js';
+import type { AttemptRecord, FailureRow } from '../store/types.js';
+import type { Announcer, WorkerEvents } from '../worker/events.js';
+import type { WorkerOptions } from '../worker/options.js';
+import { PeriodicScheduler } from '../worker/periodic-scheduler.js';
+import { createWorker, type Worker } from '../worker/worker.js';
+import { TestClock } from './clock.js';
+import { ClaimGate } from './gate.js';
+import { enqueuedError, matchesFilter, matchesSubset, notEnqueuedError, type EnqueuedFilter } from './match.js';
+import { AttemptWaits, dueInClaimOrder } from './waits.js';
+
+export interface TestKitOptions {
+  /** The task definitions under test: the client submits them, the worker runs them. */
+  tasks: readonly AnyTaskDefinition[];
+  /** The wall time the kit's clock starts at. Default: the real time at creation. */
+  startAt?: Date;
+  /** Periodic tasks declared as a worker declares them; their ticks are submitted by advance() and drain(). */
+  schedules?: readonly ScheduleInput[];
+  /** Options of the worker that runs the tasks (retry, maxExecutionMs, failureClassifier, leaseMs…); the kit owns store, tasks, clock and schedules. */
+  worker?: Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'schedules'>;
+  /** Options of the kit's client (maxPayloadBytes, defaultMaxAttempts, actor). */
+  client?: Omit<ClientOptions, 'store' | 'tasks' | 'clock'>;
+  /** The SQLite database: default ':memory:'; a file path keeps it for a look afterwards. */
+  path?: string;
+}
+
+export interface RunOptions {
+  /** Move the clock to each retry's (or snooze's, or delayed start's) due time and run again until the task ends. Default true. */
+  advanceTime?: boolean;
+}
+
+export interface RunTaskOptions extends RunOptions {
+  /** Submit options (priority, delayMs, deadlineAt, owner, idempotencyKey…). */
+  submit?: Omit<SubmitOptions, 'transaction'>;
+}
+
+/** What runTask() and run() answer: the task's row when they stopped, its attempts, its result or its error. */
+export interface TaskRun<Result = unknown> {
+  task: Task;
+  status: TaskStatus;
+  /** The handler's result (task.result); undefined unless it succeeded with one. */
+  result: Result | undefined;
+  /** The last failure, when the task did not succeed (null otherwise). */
+  error: { code: string; message: string; retryable: boolean } | null;
+  attempts: AttemptRecord[];
+  failures: FailureRow[];
+}
+
+/** One attempt drain() ran. */
+export interface RanAttempt {
+  taskId: string;
+  taskType: string;
+  attempt: number;
+  /** How the attempt ended (null: its lease was lost). */
+  outcome: AttemptOutcomeName | null;
+  errorCode: string | null;
+  /** The task's row after the attempt. */
+  task: Task;
+}
+
+export interface DrainOptions {
+  /** When nothing is due, move the clock to the next task's due time (retries, delays) and go on. Schedules are not waited for. Default false. */
+  advanceTime?: boolean;
+  /** Stop (with an error) after this many attempts: a task that keeps submitting tasks would never let drain end. Default 1000. */
+  maxAttempts?: number;
+}
+
+const KIT_OPTIONS = ['tasks', 'startAt', 'schedules', 'worker', 'client', 'path'] as const;
+const WAITING: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT'];
+
+export class TestKit {
+  /** Drives every time the kit's parts read: the store's wall clock, the worker's timers, the client's deadline check. */
+  readonly clock: TestClock;
+  readonly store: SqliteStore;
+  readonly client: TaskLeaseClient;
+  readonly worker: Worker;
+  private readonly gate: ClaimGate;
+  private readonly waits = new AttemptWaits();
+  private readonly scheduler: PeriodicScheduler;
+  private readonly schedulerErrors: unknown[] = [];
+  private readonly types: string[];
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  /** Use createTestKit(): it migrates the schema and starts the worker. */
+  constructor(options: TestKitOptions) {
+    checkKnownKeys('TestKit', options, KIT_OPTIONS);
+    if (!Array.isArray(options.tasks) || options.tasks.length === 0)
+      throw new InvalidOptionsError('TestKit', 'tasks', 'must list at least one task definition');
+    this.clock = new TestClock(options.startAt ?? Date.now());
+    const wall = (): number => this.clock.wallNow();
+    this.store = new SqliteStore({ path: options.path ?? ':memory:', clock: wall });
+    this.client = createClient({ ...options.client, store: this.store, tasks: options.tasks, clock: wall });
+    this.gate = new ClaimGate(this.store, (task) => this.waits.expect(task.id));
+    this.worker = createWorker({
+      workerId: 'tasklease-testkit',
+      concurrency: 1,
+      logger: false,
+      cancelCheckIntervalMs: 0,
+      progressFlushIntervalMs: 0,
+      shutdownGraceMs: 0,
+      shutdownAbortWaitMs: 0,
+      ...options.worker,
+      // The kit runs the sweep and the schedules itself (drain, advance), at the times the test sets.
+      recoveryIntervalMs: 0,
+      scheduleRefreshMs: 0,
+      adaptiveIntervalMs: 0,
+      store: this.gate.store,
+      tasks: options.tasks,
+      clock: this.clock,
+    });
+    this.types = this.worker.taskTypes;
+    for (const name of ATTEMPT_ENDS) this.worker.on(name, (event: { task: Task }) => this.waits.ended(event.task.id));
+    const announcer: Announcer = {
+      emit: (name, event) => {
+        if (name === 'error') this.schedulerErrors.push((event as WorkerEvents['error']).error);
+      },
+      listening: () => false,
+      storeAnswered: () => undefined,
+    };
+    const schedules = (options.schedules ?? []).map((schedule) => normalizeSchedule(schedule));
+    this.scheduler = new PeriodicScheduler(this.store, this.clock, announcer, { scheduleRefreshMs: 60_000, schedules });
+  }
+
+  /** Migrates the in-memory schema, saves the declared schedules and starts the worker (createTestKit calls it). */
+  async start(): Promise<this> {
+    await this.store.migrate();
+    await this.runSchedules();
+    this.worker.start();
+    return this;
+  }
+
+  /** The kit's wall time. */
+  now(): Date {
+    return this.clock.date();
+  }
+
+  /** Moves time forward by `ms` (timers fire on the way), then submits the schedules' due ticks; answers the tasks they created. */
+  async advance(ms: number): Promise<Task[]> {
+    this.clock.advance(ms);
+    return this.runSchedules();
+  }
+
+  /** Moves the wall clock forward to `date` (never back), then submits the schedules' due ticks. */
+  async setTime(date: Date): Promise<Task[]> {
+    this.clock.setTime(date);
+    return this.runSchedules();
+  }
+
+  /** Submits one task through the client, then runs it (run()). */
+  async runTask<P, Result = unknown>(type: TaskDefinition<P> | string, payload: P, options: RunTaskOptions = {}): Promise<TaskRun<Result>> {
+    const { submit, ...run } = options;
+    const { task } = await this.client.submit(type, payload, submit ?? {});
+    return this.run<Result>(task.id, run);
+  }
+
+  /**
+   * Runs one existing task through the worker, attempt after attempt (moving the clock to each retry unless
+   * `advanceTime` is false), until it ends or waits for something the kit does not run: its children (BLOCKED), an
+   * operator (PAUSED), or, without advanceTime, a time still to come. Tasks it submits are not run: read them with
+   * enqueued(), run them with run() or drain().
+   */
+  run<Result = unknown>(taskId: string, options: RunOptions = {}): Promise<TaskRun<Result>> {
+    return this.serial(async () => {
+      for (;;) {
+        const task = await this.task(taskId);
+        if (!WAITING.includes(task.status)) break;
+        if (task.availableAt.getTime() > this.clock.wallNow()) {
+          if (options.advanceTime === false) break;
+          await this.setTime(task.availableAt);
+        }
+        await this.store.recover({ batchSize: 1000 }); // a deadline passed on the way ends it here
+        if ((await this.task(taskId)).status === task.status) await this.attemptOf(task);
+      }
+      return this.report<Result>(taskId);
+    });
+  }
+
+  /** Runs every due task, one attempt at a time in claim order (priority first), until none is due; answers the attempts it ran. */
+  drain(options: DrainOptions = {}): Promise<RanAttempt[]> {
+    const maxAttempts = options.maxAttempts ?? 1000;
+    return this.serial(async () => {
+      const ran: RanAttempt[] = [];
+      for (;;) {
+        await this.runSchedules();
+        await this.store.recover({ batchSize: 1000 });
+        const claimed = await this.claimAndRun(this.types);
+        if (claimed) {
+          ran.push(claimed);
+          if (ran.length >= maxAttempts) throw new InvalidStateError(`drain: ran ${maxAttempts} attempts and tasks are still due (maxAttempts)`);
+          continue;
+        }
+        const next = options.advanceTime ? await this.nextDueAt() : null;
+        if (next === null) return ran;
+        this.clock.setTime(next);
+      }
+    });
+  }
+
+  /** Tasks submitted so far (any status), oldest first; of one type and matching `filter` if given. */
+  async enqueued(taskType?: string, filter?: EnqueuedFilter): Promise<Task[]> {
+    const tasks: Task[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await this.store.listTasks({ scope: Scope.global(), taskType: taskType ?? null, limit: 1000, cursor });
+      tasks.push(...page.tasks);
+      cursor = page.nextCursor;
+    } while (cursor !== null);
+    return tasks.filter((task) => matchesFilter(task, filter)).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1));
+  }
+
+  /** The first task of `taskType` whose payload holds `payload` (a subset match); throws an AssertionError listing what was there if none does. */
+  async assertEnqueued<P = unknown>(taskType: string, payload: unknown = {}): Promise<Task<P>> {
+    const candidates = await this.enqueued(taskType);
+    const found = candidates.find((task) => matchesSubset(task.payload, payload));
+    if (found) return found as Task<P>;
+    const types = [...new Set((await this.enqueued()).map((task) => task.taskType))];
+    throw notEnqueuedError(taskType, payload, candidates, types);
+  }
+
+  /** Throws an AssertionError if a task of `taskType` whose payload holds `payload` was submitted. */
+  async assertNotEnqueued(taskType: string, payload: unknown = {}): Promise<void> {
+    const matched = (await this.enqueued(taskType)).filter((task) => matchesSubset(task.payload, payload));
+    if (matched.length > 0) throw enqueuedError(taskType, payload, matched);
+  }
+
+  /** Stops the worker (a handler still running is aborted) and closes the store. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.worker.stop();
+    await this.store.close();
+  }
+
+  /** One attempt of `task`, which must be the first due task of its type (the claim takes that one). */
+  private async attemptOf(task: Task): Promise<void> {
+    const due = dueInClaimOrder(
+      (await this.store.listTasks({ scope: Scope.global(), taskType: task.taskType, status: WAITING, limit: 1000 })).tasks,
+      this.clock.wallNow(),
+    );
+    if (due.length === 0) return; // its deadline passed: recover() ended it
+    if (due[0]!.id !== task.id) {
+      throw new InvalidStateError(
+        `run: task ${due[0]!.id} of type ${task.taskType} is due before task ${task.id} (priority, then due time, then submit order), and a claim takes it first; run or drain it first`,
+      );
+    }
+    const ran = await this.claimAndRun([task.taskType]);
+    if (ran === null) {
+      throw new InvalidStateError(`run: the worker could not claim task ${task.id}: its type is disabled by a policy, or a concurrency or rate limit binds`);
+    }
+  }
+
+  /** Lets the worker claim one due task of `types` and waits until its attempt has ended; null: nothing was claimed. */
+  private async claimAndRun(types: readonly string[]): Promise<RanAttempt | null> {
+    const [claimed] = await this.gate.claimOne(types);
+    if (!claimed) return null;
+    await this.waits.wait(claimed.id);
+    const task = await this.task(claimed.id);
+    const attempt = (await this.store.listAttempts({ taskId: claimed.id })).find((record) => record.attempt === claimed.attemptCount);
+    return {
+      taskId: task.id,
+      taskType: task.taskType,
+      attempt: claimed.attemptCount,
+      outcome: attempt?.outcome ?? null,
+      errorCode: attempt?.errorCode ?? null,
+      task,
+    };
+  }
+
+  private async report<Result>(taskId: string): Promise<TaskRun<Result>> {
+    const task = await this.task(taskId);
+    const attempts = await this.store.listAttempts({ taskId });
+    const failures = (await this.store.listFailures({ taskId })).sort((a, b) => a.failedAt.getTime() - b.failedAt.getTime() || a.attempt - b.attempt);
+    const last = failures.at(-1);
+    const succeeded = task.status === 'SUCCESS' || task.status === 'PARTIAL_SUCCESS';
+    return {
+      task,
+      status: task.status,
+      result: succeeded ? (task.result as Result) : undefined,
+      error: !succeeded && last && isTerminal(task.status) ? { code: last.errorCode, message: last.message, retryable: last.retryable } : null,
+      attempts,
+      failures,
+    };
+  }
+
+  /** The earliest due time of a waiting task of the kit's types after now; null: none. */
+  private async nextDueAt(): Promise<Date | null> {
+    const now = this.clock.wallNow();
+    const waiting = (await this.enqueued(undefined, { status: WAITING })).filter((task) => this.types.includes(task.taskType));
+    const later = waiting.map((task) => task.availableAt.getTime()).filter((at) => at > now);
+    return later.length === 0 ? null : new Date(Math.min(...later));
+  }
+
+  private async runSchedules(): Promise<Task[]> {
+    const { submitted } = await this.scheduler.runDue();
+    const [error] = this.schedulerErrors.splice(0);
+    if (error !== undefined) throw error;
+    return submitted;
+  }
+
+  private async task(id: string): Promise<Task> {
+    const task = await this.store.getTask({ id, scope: Scope.global() });
+    if (!task) throw new InvalidStateError(`no task ${id}`);
+    return task;
+  }
+
+  /** One run or drain at a time: the worker claims for one of them only. */
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    if (this.closed) return Promise.reject(new InvalidStateError('the test kit is closed'));
+    const result = this.queue.then(work);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+}
+
+/** The worker events that end an attempt (once written). */
+const ATTEMPT_ENDS = ['completed', 'failed', 'cancelled', 'released', 'snoozed', 'fannedOut', 'leaseLost'] as const;
+
+/** A started test kit: in-memory SQLite, migrated; a client; a worker that runs tasks only when asked; a TestClock. Close it after the test. */
+export function createTestKit(options: TestKitOptions): Promise<TestKit> {
+  return new TestKit(options).start();
+}
