@@ -214,8 +214,8 @@ export class TestKit {
     });
   }
 
-  /** Tasks submitted so far (any status), oldest first; of one type and matching `filter` if given. */
-  async enqueued(taskType?: string, filter?: EnqueuedFilter): Promise<Task[]> {
+  /** Tasks submitted so far (any status), oldest first; of one type and matching `filter` if given. `P`: the payload type you expect. */
+  async enqueued<P = unknown>(taskType?: string, filter?: EnqueuedFilter): Promise<Task<P>[]> {
     const tasks: Task[] = [];
     let cursor: string | null = null;
     do {
@@ -223,7 +223,8 @@ export class TestKit {
       tasks.push(...page.tasks);
       cursor = page.nextCursor;
     } while (cursor !== null);
-    return tasks.filter((task) => matchesFilter(task, filter)).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1));
+    const matching = tasks.filter((task) => matchesFilter(task, filter));
+    return matching.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1)) as Task<P>[];
   }
 
   /** The first task of `taskType` whose payload holds `payload` (a subset match); throws an AssertionError listing what was there if none does. */

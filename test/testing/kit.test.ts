@@ -265,14 +265,14 @@ describe('enqueued and assertEnqueued', () => {
     await k.client.submit(sms, { to: '+100' });
     await k.client.submit(mail, { to: 'b@x', template: 'welcome' }, { priority: 3 });
     expect((await k.enqueued()).map((task) => task.taskType)).toEqual(['mail.send', 'sms.send', 'mail.send']);
-    expect((await k.enqueued('mail.send')).map((task) => task.payload.to)).toEqual(['a@x', 'b@x']);
-    expect((await k.enqueued('mail.send', { payload: { vars: { plan: 'pro' } } })).map((task) => task.payload.to)).toEqual(['a@x']);
-    expect(await k.enqueued('mail.send', { payload: { vars: { plan: 'free' } } })).toEqual([]);
-    expect((await k.enqueued('mail.send', { priority: 3 })).map((task) => task.payload.to)).toEqual(['b@x']);
+    expect((await k.enqueued<{ to: string }>('mail.send')).map((task) => task.payload.to)).toEqual(['a@x', 'b@x']);
+    expect((await k.enqueued<{ to: string }>('mail.send', { payload: { vars: { plan: 'pro' } } })).map((task) => task.payload.to)).toEqual(['a@x']);
+    expect(await k.enqueued<{ to: string }>('mail.send', { payload: { vars: { plan: 'free' } } })).toEqual([]);
+    expect((await k.enqueued<{ to: string }>('mail.send', { priority: 3 })).map((task) => task.payload.to)).toEqual(['b@x']);
     expect((await k.enqueued(undefined, (task) => task.taskType === 'sms.send')).map((task) => task.payload)).toEqual([{ to: '+100' }]);
     await k.drain();
-    expect(await k.enqueued('mail.send', { status: 'QUEUED' })).toEqual([]);
-    expect(await k.enqueued('mail.send', { status: ['SUCCESS'] })).toHaveLength(2);
+    expect(await k.enqueued<{ to: string }>('mail.send', { status: 'QUEUED' })).toEqual([]);
+    expect(await k.enqueued<{ to: string }>('mail.send', { status: ['SUCCESS'] })).toHaveLength(2);
   });
 
   it('answers the matching task, and otherwise says what was expected and what was there', async () => {
