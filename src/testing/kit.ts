@@ -33,8 +33,11 @@ export interface TestKitOptions {
   startAt?: Date;
   /** Periodic tasks declared as a worker declares them; their ticks are submitted by advance() and drain(). */
   schedules?: readonly ScheduleInput[];
-  /** Options of the worker that runs the tasks (retry, maxExecutionMs, failureClassifier, leaseMs…); the kit owns store, tasks, clock and schedules. */
-  worker?: Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'schedules'>;
+  /**
+   * Options of the worker that runs the tasks (retry, maxExecutionMs, failureClassifier, leaseMs…). The kit owns store, tasks,
+   * clock and schedules, and runs one attempt at a time (concurrency 1, no prefetch: a batch type's call holds one task).
+   */
+  worker?: Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'schedules' | 'concurrency' | 'prefetch'>;
   /** Options of the kit's client (maxPayloadBytes, defaultMaxAttempts, actor). */
   client?: Omit<ClientOptions, 'store' | 'tasks' | 'clock'>;
   /** The SQLite database: default ':memory:'; a file path keeps it for a look afterwards. */
@@ -111,7 +114,6 @@ export class TestKit {
     this.gate = new ClaimGate(this.store, (task) => this.waits.expect(task.id));
     this.worker = createWorker({
       workerId: 'tasklease-testkit',
-      concurrency: 1,
       logger: false,
       cancelCheckIntervalMs: 0,
       progressFlushIntervalMs: 0,
@@ -121,6 +123,8 @@ export class TestKit {
       // The kit runs the sweep and the schedules itself (drain, advance), at the times the test sets.
       recoveryIntervalMs: 0,
       scheduleRefreshMs: 0,
+      concurrency: 1,
+      prefetch: 0,
       adaptiveIntervalMs: 0,
       store: this.gate.store,
       tasks: options.tasks,
