@@ -36,6 +36,7 @@ export interface TestKitOptions {
   /**
    * Options of the worker that runs the tasks (retry, maxExecutionMs, failureClassifier, leaseMs…). The kit owns store, tasks,
    * clock and schedules, and runs one attempt at a time (concurrency 1, no prefetch: a batch type's call holds one task).
+   * Retry jitter defaults to 0 here, so that backoff is exact.
    */
   worker?: Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'schedules' | 'concurrency' | 'prefetch'>;
   /** Options of the kit's client (maxPayloadBytes, defaultMaxAttempts, actor). */
@@ -85,6 +86,8 @@ export interface DrainOptions {
   maxAttempts?: number;
 }
 
+/** run() gives up on a task that snoozes (or is retried) this often: it would never end. */
+const MAX_RUNS = 1000;
 const KIT_OPTIONS = ['tasks', 'startAt', 'schedules', 'worker', 'client', 'path'] as const;
 const WAITING: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT'];
 
@@ -120,6 +123,8 @@ export class TestKit {
       shutdownGraceMs: 0,
       shutdownAbortWaitMs: 0,
       ...options.worker,
+      // Deterministic backoff unless the test asks for jitter (a definition's own retry options still win).
+      retry: { jitter: 0, ...options.worker?.retry },
       // The kit runs the sweep and the schedules itself (drain, advance), at the times the test sets.
       recoveryIntervalMs: 0,
       scheduleRefreshMs: 0,
@@ -183,7 +188,8 @@ export class TestKit {
    */
   run<Result = unknown>(taskId: string, options: RunOptions = {}): Promise<TaskRun<Result>> {
     return this.serial(async () => {
-      for (;;) {
+      for (let runs = 0; ; runs += 1) {
+        if (runs === MAX_RUNS) throw new InvalidStateError(`run: task ${taskId} still waits after ${MAX_RUNS} attempts and snoozes`);
         const task = await this.task(taskId);
         if (!WAITING.includes(task.status)) break;
         if (task.availableAt.getTime() > this.clock.wallNow()) {

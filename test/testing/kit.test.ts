@@ -99,6 +99,24 @@ describe('runTask', () => {
     expect((await k.runTask(guarded, { amount: 5 })).status).toBe('SUCCESS');
   });
 
+  it('a snooze is waited out like a retry, spending no attempt; the default backoff has no jitter (30 s, then 60 s)', async () => {
+    const seen: Date[] = [];
+    const poll = defineTask({
+      type: 'poll',
+      execute: () => {
+        seen.push(kit!.now());
+        if (seen.length === 1) return TaskResult.snooze(5_000);
+        if (seen.length <= 3) throw new Error('not ready');
+        return undefined;
+      },
+    });
+    const k = await open({ tasks: [poll] });
+    const run = await k.runTask(poll, {}, { submit: { maxAttempts: 3 } });
+    expect(run.status).toBe('SUCCESS');
+    expect(seen).toEqual([at(0), at(5_000), at(35_000), at(95_000)]);
+    expect(run.attempts.map((attempt) => attempt.outcome)).toEqual(['SNOOZED', 'FAILED', 'FAILED', 'SUCCESS']);
+  });
+
   it('does not run what the handler submits: it stays QUEUED for assertEnqueued, and drain() runs it', async () => {
     const sent: string[] = [];
     const mail = defineTask<{ to: string }>({ type: 'mail.send', execute: (_ctx, payload) => void sent.push(payload.to) });
