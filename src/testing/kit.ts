@@ -163,14 +163,35 @@ export class TestKit {
 
   /** Moves time forward by `ms` (timers fire on the way), then submits the schedules' due ticks; answers the tasks they created. */
   async advance(ms: number): Promise<Task[]> {
-    this.clock.advance(ms);
+    if (!Number.isFinite(ms) || ms < 0) throw new InvalidStateError(`advance: ms must be a finite number >= 0, got ${ms}`);
+    await this.moveTo(this.clock.wallNow() + ms);
     return this.runSchedules();
   }
 
   /** Moves the wall clock forward to `date` (never back), then submits the schedules' due ticks. */
   async setTime(date: Date): Promise<Task[]> {
-    this.clock.setTime(date);
+    const target = date.getTime();
+    if (!Number.isFinite(target) || target < this.clock.wallNow()) {
+      throw new InvalidStateError(`setTime: ${String(date)} is not a time at or after the kit's ${this.now().toISOString()}; time only moves forward`);
+    }
+    await this.moveTo(target);
     return this.runSchedules();
+  }
+
+  /**
+   * Moves the clock to `wallMs`. While a handler holds a lease, in steps of one heartbeat interval with a turn of the
+   * event loop after each: a heartbeat's renewal is written at once (SQLite answers synchronously) but confirmed in
+   * the promise after it, and a long jump in one step would pass the lease's local deadline before any confirmation
+   * (the worker would give the lease up, as it must when its database stops answering).
+   */
+  private async moveTo(wallMs: number): Promise<void> {
+    const step = this.worker.options.heartbeatIntervalMs;
+    while (this.clock.wallNow() < wallMs) {
+      const stats = this.worker.stats();
+      const holding = stats.active + stats.buffered > 0;
+      this.clock.advance(holding ? Math.min(step, wallMs - this.clock.wallNow()) : wallMs - this.clock.wallNow());
+      if (holding) await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   /** Submits one task through the client, then runs it (run()). */
@@ -219,7 +240,7 @@ export class TestKit {
         }
         const next = options.advanceTime ? await this.nextDueAt() : null;
         if (next === null) return ran;
-        this.clock.setTime(next);
+        await this.moveTo(next.getTime());
       }
     });
   }

@@ -206,6 +206,30 @@ describe('the clock', () => {
     expect(aborted.attempts).toHaveLength(1);
   });
 
+  it('one long advance while a handler runs keeps its lease (heartbeats renew it on the way): a 10-minute timeout ends it, nothing else', async () => {
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const leases: string[] = [];
+    const export_ = defineTask({
+      type: 'export',
+      timeoutMs: 600_000,
+      execute: async (ctx) => {
+        started();
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+      },
+    });
+    const k = await open({ tasks: [export_] });
+    k.worker.on('leaseLost', ({ reason }) => void leases.push(reason));
+    const { task } = await k.client.submit(export_, {}, { maxAttempts: 1 });
+    const run = k.run(task.id);
+    await running;
+    await k.advance(599_000); // ten lease periods, one call
+    expect((await k.client.get(task.id))!.status).toBe('RUNNING');
+    await k.advance(1_000);
+    expect(await run).toMatchObject({ status: 'FAILED', error: { code: 'TIMEOUT' } });
+    expect(leases).toEqual([]);
+  });
+
   it('a periodic schedule submits its tick when the clock passes it; drain runs it', async () => {
     const ticks: Date[] = [];
     const digest = defineTask({ type: 'digest', execute: () => void ticks.push(kit!.now()) });
