@@ -366,6 +366,12 @@ export class TestKit {
 const ATTEMPT_ENDS = ['completed', 'failed', 'cancelled', 'released', 'snoozed', 'fannedOut', 'leaseLost'] as const;
 
 /** A started test kit: in-memory SQLite, migrated; a client; a worker that runs tasks only when asked; a TestClock. Close it after the test. */
-export function createTestKit(options: TestKitOptions): Promise<TestKit> {
-  return new TestKit(options).start();
+export async function createTestKit(options: TestKitOptions): Promise<TestKit> {
+  const kit = new TestKit(options);
+  try {
+    return await kit.start();
+  } catch (error) {
+    await kit.close().catch(() => undefined);
+    throw error;
+  }
 }

@@ -297,6 +297,24 @@ describe('drain', () => {
   });
 });
 
+describe('options', () => {
+  it('refuses bad options with INVALID_OPTIONS naming the field; the client refuses a clock that is not a function', async () => {
+    const job = defineTask({ type: 'job', execute: () => undefined });
+    await expect(createTestKit({ tasks: [] })).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: expect.stringContaining('tasks') });
+    await expect(createTestKit({ tasks: [job], startAt: START, nope: 1 } as TestKitOptions)).rejects.toMatchObject({ code: 'INVALID_OPTIONS' });
+    const k = await open({ tasks: [job] });
+    expect(() => createClient({ store: k.store, tasks: [job], clock: 5 as unknown as () => number })).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS', message: expect.stringContaining('clock') }),
+    );
+  });
+
+  it("the kit's own worker settings win: one attempt at a time, whatever concurrency is asked for", async () => {
+    const job = defineTask({ type: 'job', execute: () => undefined });
+    const k = await open({ tasks: [job], worker: { concurrency: 8, prefetch: 4 } as TestKitOptions['worker'] });
+    expect(k.worker.options).toMatchObject({ concurrency: 1, prefetch: 0, recoveryIntervalMs: 0, scheduleRefreshMs: 0 });
+  });
+});
+
 describe('enqueued and assertEnqueued', () => {
   const mail = defineTask<{ to: string; template: string; vars?: Record<string, unknown> }>({ type: 'mail.send', execute: () => undefined });
   const sms = defineTask<{ to: string }>({ type: 'sms.send', execute: () => undefined });
