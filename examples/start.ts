@@ -5,7 +5,9 @@
  * submits a few so there is something to see, and prints the URL, the docs
  * URL and a freshly created admin token (shown once).
  */
-import { defineTask, TaskFailure } from '../src/index.js';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { defineTask, parseKeys, payloadEncryption, TaskFailure, TaskResult } from '../src/index.js';
 import { runFromCommandLine } from '../src/server/main.js';
 import { ImportLedger, importTask } from './import-task.js';
 
@@ -16,8 +18,26 @@ const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener('abort', onAbort, { once: true });
   });
 
+/**
+ * The seed's medical records, one patient record a task, sealed at rest (AES-256-GCM): the keys come from
+ * TASKLEASE_EXAMPLE_PAYLOAD_KEYS (`k1:<base64>,…`), else from ./tasklease.example-key, made on the first start
+ * (a development key: a real deployment keeps its keys in its secret store). Paste the key into the task page to
+ * read a record.
+ */
+const KEY_FILE = 'tasklease.example-key';
+function exampleKeys(): Record<string, string> {
+  const given = process.env.TASKLEASE_EXAMPLE_PAYLOAD_KEYS;
+  if (given) return parseKeys(given);
+  if (!existsSync(KEY_FILE)) writeFileSync(KEY_FILE, `dev1:${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  return parseKeys(readFileSync(KEY_FILE, 'utf8'));
+}
+
 const tasks = [
   importTask(new ImportLedger()),
+  defineTask<{ patient: string; insuranceNo: string; visitDate: string }>({
+    type: 'patient.record.import',
+    execute: (_ctx, record) => TaskResult.success({ result: { imported: `${record.insuranceNo}/${record.visitDate}` } }),
+  }),
   defineTask({
     type: 'video.transcode',
     execute: async (ctx) => {
@@ -39,6 +59,7 @@ const tasks = [
 
 const server = await runFromCommandLine({
   tasks,
+  middleware: [payloadEncryption({ keys: exampleKeys(), types: ['patient.record.import'] })],
   publicDocs: true,
   logger: { level: process.env.TASKLEASE_LOG_LEVEL ?? 'warn' },
   // A short shutdown grace: Ctrl-C hands the long transcode back within seconds instead of waiting for it.
@@ -61,6 +82,7 @@ await server.client.submitMany([
     owner: 'clinic-7',
     idempotencyKey: `start-${Date.now()}`,
   },
+  { type: 'patient.record.import', payload: { patient: 'Jane Roe', insuranceNo: 'INS-4471', visitDate: '2026-11-03' }, owner: 'clinic-7' },
   { type: 'video.transcode', payload: {}, owner: 'clinic-7' },
   { type: 'email.send', payload: { to: 'nobody@example.invalid' } },
   { type: 'reminder.send', payload: {}, delayMs: 10_000 },
@@ -74,6 +96,9 @@ tasklease is running at ${server.url}
   API docs:   ${server.url}/docs   (OpenAPI: ${server.url}/openapi.json)
   admin token (shown once, valid 7 days):
     ${token}
+
+  encrypted records: patient.record.import payloads are sealed; their key is in ./${KEY_FILE}
+    unless TASKLEASE_EXAMPLE_PAYLOAD_KEYS gives one (paste the part after "dev1:" into the task page)
 
   curl -H "Authorization: Bearer ${token}" ${server.url}/api/v1/tasks
   curl ${server.url}/actuator/health

@@ -38,6 +38,26 @@ export {
   type ScopeOption,
 } from './client/client.js';
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';
+export {
+  MiddlewareError,
+  type Middleware,
+  type SubmitCall,
+  type SubmitNext,
+  type SubmitVia,
+  type ExecuteCall,
+  type ExecuteNext,
+  type HandlerReturn,
+  type StoredValue,
+} from './client/middleware.js';
+export {
+  payloadEncryption,
+  isEncrypted,
+  parseKeys,
+  PayloadKeyError,
+  ENCRYPTION_ALGORITHM,
+  type EncryptedValue,
+  type PayloadEncryptionOptions,
+} from './client/encryption.js';
 export type { PublishOptions, PublishResult, SubscribeInput, Subscription } from './client/events.js';
 export type { ScheduleApi, ScheduleView } from './client/schedules.js';
 export { MAX_CATCH_UP, type Schedule, type ScheduleInput } from './core/schedule.js';

@@ -21,6 +21,8 @@ export interface CliConfig {
   pooler?: 'session' | 'transaction';
   /** Owner stamped on submitted tasks. */
   owner?: string;
+  /** Keys that open encrypted payloads and results for display (`k1:<base64>,k2:<base64>`: client/encryption.ts parseKeys). */
+  payloadKeys?: string;
   logLevel: (typeof LOG_LEVELS)[number];
   /** Worker options for `tasklease worker`. */
   worker: Partial<Record<WorkerField, number>> & { fairOwners?: boolean };
@@ -56,6 +58,7 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'poolSize', env: 'TASKLEASE_POOL_SIZE', kind: 'integer', min: 1, max: 1000 },
   { key: 'pooler', env: 'TASKLEASE_POOLER', kind: 'enum', values: ['session', 'transaction'] },
   { key: 'owner', env: 'TASKLEASE_OWNER', kind: 'string' },
+  { key: 'payloadKeys', env: 'TASKLEASE_PAYLOAD_KEYS', kind: 'string' },
   { key: 'logLevel', env: 'TASKLEASE_LOG_LEVEL', kind: 'enum', values: LOG_LEVELS },
   { key: 'worker.concurrency', env: 'TASKLEASE_CONCURRENCY', kind: 'integer', min: 1, max: 10_000 },
   { key: 'worker.prefetch', env: 'TASKLEASE_PREFETCH', kind: 'integer', min: 0, max: 10_000 },

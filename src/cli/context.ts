@@ -3,6 +3,9 @@
  * store and client, opened on first use (a command that needs no database
  * opens none, and only the driver of the URL's dialect is loaded).
  */
+import { MiddlewareStack, type Middleware } from '../client/middleware.js';
+import { parseKeys, payloadEncryption, PayloadKeyError } from '../client/encryption.js';
+import type { Task } from '../core/task.js';
 import type { Command } from 'commander';
 import { createClient, type TaskLeaseClient } from '../client/client.js';
 import type { AnyTaskDefinition } from '../core/definition.js';
@@ -70,17 +73,37 @@ export class CommandContext {
     return this.store;
   }
 
-  /** A client over the store; `tasks` are the definitions a submit checks payloads against. */
-  async client(tasks: readonly AnyTaskDefinition[] = []): Promise<TaskLeaseClient> {
+  /** A client over the store; `tasks` are the definitions a submit checks payloads against, `middleware` the task modules'. */
+  async client(tasks: readonly AnyTaskDefinition[] = [], middleware: readonly Middleware[] = []): Promise<TaskLeaseClient> {
     const { worker } = this.config();
     return createClient({
       store: await this.openStore(),
       tasks,
+      middleware,
       actor: cliActor(this.io.env),
       ...(worker.globalConcurrency ? { globalConcurrency: worker.globalConcurrency } : {}),
       ...(worker.typeConcurrency ? { typeConcurrency: worker.typeConcurrency } : {}),
     });
   }
+
+  /**
+   * The task as this viewer may read it: its encrypted payload and result opened with the keys of
+   * TASKLEASE_PAYLOAD_KEYS (config payloadKeys); without them, or when they do not open it, as stored (render.ts
+   * shows it as "encrypted").
+   */
+  reveal(task: Task): Task {
+    const keys = this.config().payloadKeys;
+    if (!keys) return task;
+    this.opener ??= new MiddlewareStack([payloadEncryption({ keys: parseKeys(keys), types: [] })]);
+    try {
+      return this.opener.reveal(task);
+    } catch (error) {
+      if (error instanceof PayloadKeyError) return task;
+      throw error;
+    }
+  }
+
+  private opener: MiddlewareStack | null = null;
 
   /** `error CODE: message` on stderr; under --json also `{ "error": … }` on stdout for scripts. */
   reportError(error: unknown, json = this.globals.json === true): void {

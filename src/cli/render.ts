@@ -1,4 +1,5 @@
 /** How tasks, attempts and failures look in tables: one place for get, list, submit and diagnose. */
+import { isEncrypted } from '../client/encryption.js';
 import type { Task } from '../core/task.js';
 import type { AttemptRecord, FailureRow } from '../store/types.js';
 import type { Column, Output } from './output.js';
@@ -24,14 +25,19 @@ export function taskBlock(output: Output, task: Task): string {
         : null,
     ],
     ['artifact', task.artifactId],
-    ['result', task.result ?? null],
+    ['result', sealed(task.result ?? null)],
     ['idempotency key', task.idempotencyKey],
     ['trace id', task.traceId],
     ['created', task.createdAt],
     ['started', task.startedAt],
     ['finished', task.finishedAt],
-    ['payload', task.payload],
+    ['payload', sealed(task.payload)],
   ]);
+}
+
+/** An encrypted value as the CLI shows it without the key: what it is and which key opens it, never the ciphertext. */
+function sealed(value: unknown): unknown {
+  return isEncrypted(value) ? `encrypted (${value.$encrypted}, key ${value.kid}; set TASKLEASE_PAYLOAD_KEYS to read it)` : value;
 }
 
 export const TASK_COLUMNS: readonly Column<Task>[] = [

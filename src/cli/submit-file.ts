@@ -13,7 +13,7 @@ import type { CommandContext } from './context.js';
 import { UsageError } from './exit-codes.js';
 import { startProgress, type Progress } from './progress.js';
 import { formatOfPath, readRecords, type PayloadRecord } from './records.js';
-import { definitionsFor, submitOptions, type SubmitFlags } from './submit-options.js';
+import { submitClient, submitOptions, type SubmitFlags } from './submit-options.js';
 
 export interface FileSubmitSummary {
   file: string;
@@ -35,7 +35,7 @@ export async function submitFile(ctx: CommandContext, flags: SubmitFlags & { typ
   const format = flags.format ?? formatOfPath(path);
   if (!format) throw new UsageError(`cannot tell the format of ${flags.file} from its name: give --format jsonl or --format csv`, 'format');
   const shared = submitOptions(ctx, flags);
-  const client = await ctx.client(await definitionsFor(ctx, flags, flags.type));
+  const client = await submitClient(ctx, flags, flags.type);
   const summary: FileSubmitSummary = { file: flags.file!, taskType: flags.type, submitted: 0, created: 0, existing: 0, batches: 0, elapsedMs: 0 };
   const started = Date.now();
   const progress = startProgress(ctx.io, {

@@ -1,10 +1,11 @@
 /** What a single and a bulk submit share: their flags, the definitions that check payloads, and the per-task options. */
+import type { TaskLeaseClient } from '../client/client.js';
 import type { SubmitOptions } from '../client/submit.js';
 import { defineTask, type AnyTaskDefinition } from '../core/definition.js';
 import type { CommandContext } from './context.js';
 import { UsageError } from './exit-codes.js';
 import type { RecordFormat } from './records.js';
-import { loadTaskModules } from './task-modules.js';
+import { loadWorkerModules } from './task-modules.js';
 
 export interface SubmitFlags {
   priority?: number;
@@ -30,9 +31,16 @@ export interface SubmitFlags {
 }
 
 /** The application's definitions (--tasks), else a schema-less one for the type being submitted. */
-export async function definitionsFor(ctx: CommandContext, flags: SubmitFlags, type: string): Promise<AnyTaskDefinition[]> {
-  if (flags.tasks && flags.tasks.length > 0) return loadTaskModules(flags.tasks, ctx.io.cwd);
-  return [defineTask({ type })];
+/** A client for a submit: the definitions (and middleware) of the --tasks modules, else a bare definition of `type`. */
+export function submitClient(ctx: CommandContext, flags: SubmitFlags, type: string): Promise<TaskLeaseClient> {
+  return moduleClient(ctx, flags.tasks, [defineTask({ type })]);
+}
+
+/** A client with the definitions and middleware of task modules (--tasks), else with the `bare` definitions. */
+export async function moduleClient(ctx: CommandContext, modules: readonly string[] | undefined, bare: AnyTaskDefinition[]): Promise<TaskLeaseClient> {
+  if (!modules || modules.length === 0) return ctx.client(bare);
+  const { tasks, middleware } = await loadWorkerModules(modules, ctx.io.cwd);
+  return ctx.client(tasks, middleware);
 }
 
 /** The options every task of this submit shares. */

@@ -2,8 +2,11 @@
  * Task modules given by path (`tasklease worker ./tasks.js`): each exports
  * task definitions made with defineTask — a default export (one definition or
  * an array) and/or named exports; a worker also takes the periodic tasks of
- * a named export `schedules`. Anything else a module exports is ignored.
+ * a named export `schedules`, and middleware (client/middleware.ts: payload
+ * encryption, an owner stamp…) from a named export `middleware`, which
+ * submits from the CLI use too. Anything else a module exports is ignored.
  */
+import type { Middleware } from '../client/middleware.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -11,14 +14,17 @@ import { defineTask, type AnyTaskDefinition } from '../core/definition.js';
 import type { ScheduleInput } from '../core/schedule.js';
 import { UsageError } from './exit-codes.js';
 
-export async function loadTaskModules(paths: readonly string[], cwd: string): Promise<AnyTaskDefinition[]> {
-  return (await loadWorkerModules(paths, cwd)).tasks;
-}
-
-/** The definitions, and the periodic tasks the modules declare as a named export `schedules` (an array; the worker validates each). */
-export async function loadWorkerModules(paths: readonly string[], cwd: string): Promise<{ tasks: AnyTaskDefinition[]; schedules: ScheduleInput[] }> {
+/**
+ * The definitions, the periodic tasks the modules declare as a named export `schedules` (an array; the worker
+ * validates each) and their middleware (a named export `middleware`, an array; in module order).
+ */
+export async function loadWorkerModules(
+  paths: readonly string[],
+  cwd: string,
+): Promise<{ tasks: AnyTaskDefinition[]; schedules: ScheduleInput[]; middleware: Middleware[] }> {
   const byType = new Map<string, { definition: AnyTaskDefinition; from: string }>();
   const schedules: ScheduleInput[] = [];
+  const middleware: Middleware[] = [];
   for (const path of paths) {
     const absolute = resolve(cwd, path);
     if (!existsSync(absolute)) throw new UsageError(`task module ${path} does not exist (resolved to ${absolute})`, 'modules');
@@ -26,6 +32,10 @@ export async function loadWorkerModules(paths: readonly string[], cwd: string): 
     if (exports.schedules !== undefined) {
       if (!Array.isArray(exports.schedules)) throw new UsageError(`task module ${path}: the export "schedules" must be an array of schedules`, 'modules');
       schedules.push(...(exports.schedules as ScheduleInput[]));
+    }
+    if (exports.middleware !== undefined) {
+      if (!Array.isArray(exports.middleware)) throw new UsageError(`task module ${path}: the export "middleware" must be an array of middleware`, 'modules');
+      middleware.push(...(exports.middleware as Middleware[]));
     }
     const found = definitionsIn(exports);
     if (found.length === 0) {
@@ -41,7 +51,7 @@ export async function loadWorkerModules(paths: readonly string[], cwd: string): 
       byType.set(definition.type, { definition, from: path });
     }
   }
-  return { tasks: [...byType.values()].map(({ definition }) => definition), schedules };
+  return { tasks: [...byType.values()].map(({ definition }) => definition), schedules, middleware };
 }
 
 async function importModule(absolute: string, path: string): Promise<Record<string, unknown>> {

@@ -44,6 +44,7 @@ import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 import { checkNoNul } from '../core/text.js';
+import { MiddlewareStack, type Middleware, type SubmitVia } from './middleware.js';
 import { checkFlowId, flowTasks, MAX_FLOW_NODES, planFlow, readFlow, submission, type Flow, type FlowRequest, type FlowSubmission } from './flows.js';
 import {
   checkEventName,
@@ -71,6 +72,8 @@ export interface ClientOptions {
   actor?: Actor | string;
   /** The wall clock submits check a deadline against (already past?); the test kit (tasklease/testing) passes its own. Default Date.now. */
   clock?: () => number;
+  /** Middleware around submits, and the encoding of what is stored (middleware.ts); more with use(). */
+  middleware?: readonly Middleware[];
 }
 
 export interface ScopeOption {
@@ -162,7 +165,17 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
 
   constructor(options: ClientOptions) {
     super();
-    checkKnownKeys('Client', options, ['store', 'tasks', 'maxPayloadBytes', 'defaultMaxAttempts', 'globalConcurrency', 'typeConcurrency', 'actor', 'clock']);
+    checkKnownKeys('Client', options, [
+      'store',
+      'tasks',
+      'maxPayloadBytes',
+      'defaultMaxAttempts',
+      'globalConcurrency',
+      'typeConcurrency',
+      'actor',
+      'middleware',
+      'clock',
+    ]);
     if (!options.store || typeof options.store.insertTasks !== 'function') throw new InvalidOptionsError('Client', 'store', 'must be a Store');
     this.store = options.store;
     this.registry = registryOf(options.tasks ?? []);
@@ -185,6 +198,25 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     this.tokens = new TokenApi(this.store);
     this.schedules = new ScheduleApi(this.store);
     this.sequences = new SequenceApi(this.store);
+    if (options.middleware !== undefined && !Array.isArray(options.middleware)) throw new InvalidOptionsError('Client', 'middleware', 'must be an array');
+    for (const middleware of options.middleware ?? []) this.use(middleware);
+  }
+
+  private readonly middleware = new MiddlewareStack();
+
+  /**
+   * Adds a middleware (middleware.ts): the first added is the outermost. Its `submit` wraps submit, submitMany and
+   * submitFlow; its `encode` rewrites every payload this client writes (publishes included).
+   */
+  use(middleware: Middleware): this {
+    this.middleware.add(middleware);
+    if (this.middleware.hasCodec) this.limits.encode = (taskType, payload) => this.middleware.encode('payload', taskType, payload);
+    return this;
+  }
+
+  /** The task with its payload and result decoded by this client's middleware (an encrypted payload read back). */
+  reveal(task: Task): Task {
+    return this.middleware.reveal(task);
   }
 
   /**
@@ -211,8 +243,25 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     if (requests.length > MAX_BATCH) throw new ValidationError(`a batch holds at most ${MAX_BATCH} tasks, got ${requests.length}`, 'requests');
     checkKnownKeys('submitMany', options, ['transaction']);
     if (requests.length === 0) return [];
-    const tasks = await this.prepare(requests, (i) => (requests.length > 1 ? `task #${i}` : 'task'));
-    return this.inserted(tasks, (traced) => this.store.insertTasks({ tasks: traced, ...transactionOf(options) }));
+    const label = (i: number): string => (requests.length > 1 ? `task #${i}` : 'task');
+    return this.through('submit', requests, label, (tasks) =>
+      this.inserted(tasks, (traced) => this.store.insertTasks({ tasks: traced, ...transactionOf(options) })),
+    );
+  }
+
+  /**
+   * The requests checked and made tasks for `write`; with submit middleware, the schemas see the requests as given,
+   * the middleware sees them checked, and what it passes on is checked again (all but the schema) before the write.
+   */
+  private async through(
+    via: SubmitVia,
+    requests: readonly SubmitRequest[],
+    label: (index: number) => string,
+    write: (tasks: NewTask[]) => Promise<InsertTaskResult[]>,
+  ): Promise<InsertTaskResult[]> {
+    if (!this.middleware.hasSubmit) return write(await this.prepare(requests, label));
+    await this.prepare(requests, label);
+    return this.middleware.runSubmit({ requests, via }, async (passed) => write(await this.prepare(passed, label, false)));
   }
 
   /**
@@ -226,9 +275,15 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   async submitFlow(request: FlowRequest, options: SubmitManyOptions & ScopeOption = {}): Promise<FlowSubmission> {
     checkKnownKeys('submitFlow', options, ['transaction', 'scope']);
     const plan = planFlow(request);
-    const prepared = await this.prepare(plan.requests, (i) => `flow node ${request.nodes[i]!.key}`);
-    const { tasks, edges } = await flowTasks(this.store, plan, prepared, options.scope ?? Scope.global());
-    const results = await this.inserted(tasks, (traced) => this.store.insertFlow({ tasks: traced, edges, ...transactionOf(options) }));
+    const results = await this.through(
+      'flow',
+      plan.requests,
+      (i) => `flow node ${request.nodes[i]!.key}`,
+      async (prepared) => {
+        const { tasks, edges } = await flowTasks(this.store, plan, prepared, options.scope ?? Scope.global());
+        return this.inserted(tasks, (traced) => this.store.insertFlow({ tasks: traced, edges, ...transactionOf(options) }));
+      },
+    );
     return submission(plan, request.nodes, results);
   }
 
@@ -299,12 +354,12 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   /** Every request checked and made a NewTask (schemas may validate asynchronously); nothing is written. */
-  private async prepare(requests: readonly SubmitRequest[], label: (index: number) => string): Promise<NewTask[]> {
+  private async prepare(requests: readonly SubmitRequest[], label: (index: number) => string, checkSchema = true): Promise<NewTask[]> {
     const policies = requests.some((r) => r?.maxAttempts === undefined) ? await this.policyMaxAttempts() : undefined;
     const limits = { ...this.limits, ...(policies ? { policyMaxAttempts: policies } : {}) };
     const prepared: (NewTask | Promise<NewTask>)[] = [];
     try {
-      requests.forEach((request, index) => prepared.push(prepareTask(request, this.registry, limits, label(index))));
+      requests.forEach((request, index) => prepared.push(prepareTask(request, this.registry, limits, label(index), checkSchema)));
     } catch (error) {
       // The batch is rejected: schema checks already started must not end as unhandled rejections.
       for (const task of prepared) if (task instanceof Promise) task.catch(() => undefined);

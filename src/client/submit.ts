@@ -57,6 +57,8 @@ export interface SubmitLimits {
   policyMaxAttempts?: (taskType: string) => number | null;
   /** The wall clock a deadline is checked against (ClientOptions.clock). Default Date.now. */
   now?: () => number;
+  /** The payload as stored (the middleware's encode hooks: middleware.ts), after every check of the payload as given. */
+  encode?: (taskType: string, payload: unknown) => unknown;
 }
 
 const REQUEST_KEYS = keysOf<SubmitRequest>({
@@ -87,12 +89,14 @@ export function prepareTask(
   registry: ReadonlyMap<string, AnyTaskDefinition>,
   limits: SubmitLimits,
   label = 'task',
+  /** false: the schema accepted this payload already (before the submit middleware: client.ts). */
+  checkSchema = true,
 ): NewTask | Promise<NewTask> {
   const definition = typeof request?.type === 'string' ? registry.get(request.type) : undefined;
   if (!definition) throw new UnknownTaskTypeError(String(request?.type));
   checkKnownKeys(label === 'task' ? 'submit' : `submitMany ${label}`, request, REQUEST_KEYS);
   const schema = definition.schema;
-  if (!schema) return buildTask(request, definition, limits, label);
+  if (!schema || !checkSchema) return buildTask(request, definition, limits, label);
   return runSchema(schema, request.payload).then((checked) => {
     if (!checked.ok) throw new PayloadInvalidError(definition.type, checked.issues);
     return buildTask(request, definition, limits, label);
@@ -100,7 +104,9 @@ export function prepareTask(
 }
 
 export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition, limits: SubmitLimits, label: string): NewTask {
-  const payloadJson = serializePayload(request.payload, label);
+  // A payload is refused as given, not as encoded; uniqueness by payload compares payloads as given.
+  const givenJson = serializePayload(request.payload, label);
+  const payloadJson = limits.encode ? serializePayload(limits.encode(definition.type, request.payload), label) : givenJson;
   const bytes = Buffer.byteLength(payloadJson, 'utf8');
   if (bytes > limits.maxPayloadBytes) throw new PayloadTooLargeError(bytes, limits.maxPayloadBytes);
 
@@ -121,7 +127,7 @@ export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition,
   for (const field of ['owner', 'idempotencyKey', 'traceId', 'sequenceKey', 'rateKey'] as const)
     checkOptionalString(label, field, request[field], STRING_LIMITS[field]);
   if (request.rateKey?.endsWith(':*')) throw new ValidationError(`${label}: rateKey must not end with ':*' (that names a group's policy)`, 'rateKey');
-  const unique = resolveUnique(label, request, { taskType: definition.type, owner: request.owner ?? null, payloadJson });
+  const unique = resolveUnique(label, request, { taskType: definition.type, owner: request.owner ?? null, payloadJson: givenJson });
   const sequence = sequenceOf(request, label, unique !== null && unique !== undefined);
 
   return {

@@ -92,6 +92,16 @@ export const ErrorCode = {
   SANDBOX_UNSUPPORTED: 'SANDBOX_UNSUPPORTED',
   /** A payload or step result that cannot cross to a sandboxed handler's thread by structured clone: fails the task for good. */
   SANDBOX_NOT_CLONEABLE: 'SANDBOX_NOT_CLONEABLE',
+  /** An encrypted payload or result names a key this process does not hold (client/encryption.ts); not retried. */
+  PAYLOAD_KEY_MISSING: 'PAYLOAD_KEY_MISSING',
+  /** The key of an encrypted payload or result does not open it (another key under that id, or a changed envelope); not retried. */
+  PAYLOAD_DECRYPT_FAILED: 'PAYLOAD_DECRYPT_FAILED',
+  /** A middleware is not one (no name, no hook, a hook that is not a function: client/middleware.ts). */
+  MIDDLEWARE_INVALID: 'MIDDLEWARE_INVALID',
+  /** A middleware called next twice. */
+  MIDDLEWARE_NEXT_TWICE: 'MIDDLEWARE_NEXT_TWICE',
+  /** A submit middleware passed on another number of requests than it got. */
+  MIDDLEWARE_CHANGED_REQUESTS: 'MIDDLEWARE_CHANGED_REQUESTS',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

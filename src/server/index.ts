@@ -72,8 +72,9 @@ export async function startServer(options: ServerOptions): Promise<TaskleaseServ
 
 async function assemble(options: ServerOptions, store: Store): Promise<TaskleaseServer> {
   const tasks = options.tasks ?? [];
-  const client = createClient({ store, tasks, ...(options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {}) });
-  const worker = options.worker ? createWorker({ store, tasks, ...(typeof options.worker === 'object' ? options.worker : {}) }) : null;
+  const middleware = options.middleware ?? [];
+  const client = createClient({ store, tasks, middleware, ...(options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {}) });
+  const worker = options.worker ? createWorker({ store, tasks, middleware, ...(typeof options.worker === 'object' ? options.worker : {}) }) : null;
   const metrics = createMetrics(options.registry ? { registry: options.registry } : {});
   const detach = [metrics.attachClient(client), metrics.attachStore(store), ...(worker ? [metrics.attachWorker(worker)] : [])];
   const events = new TaskEventHub();

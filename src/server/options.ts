@@ -3,6 +3,7 @@
  * name the field (src/core/validate.ts). Defaults suit a server behind a
  * proxy on a private network: everything but the probes needs a token.
  */
+import type { Middleware } from '../client/middleware.js';
 import type { FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import { InvalidOptionsError } from '../core/errors.js';
@@ -33,6 +34,12 @@ export interface ServerOptions {
   migrate?: boolean;
   /** Task definitions: submits are checked against them, and an in-process worker runs them. */
   tasks?: readonly AnyTaskDefinition[];
+  /**
+   * Middleware (client/middleware.ts) of the server's client and its worker: submits over HTTP pass its submit and
+   * encode hooks, the worker its execute and decode hooks. Reads over HTTP show payloads as stored (an encrypted one
+   * stays sealed: the dashboard opens it in the browser with the viewer's key).
+   */
+  middleware?: readonly Middleware[];
   /** Run a worker in this process: true for defaults, or its options. Default false. */
   worker?: boolean | Omit<WorkerOptions, 'store' | 'tasks'>;
   /** Default 127.0.0.1. */
@@ -89,6 +96,7 @@ const KNOWN = [
   'databaseUrl',
   'migrate',
   'tasks',
+  'middleware',
   'worker',
   'host',
   'port',

@@ -23,6 +23,7 @@ import { StepKeeper } from './steps.js';
 import { startExecuteSpan } from '../observe/tracing.js';
 import type { BatchGatherer } from './batch-gatherer.js';
 import { SandboxPool } from './sandbox/pool.js';
+import type { HandlerReturn, MiddlewareStack } from '../client/middleware.js';
 
 /** The defaults a client applies to a submit, for the children a fan-out makes. */
 const FAN_OUT_LIMITS = { maxPayloadBytes: 1024 * 1024, defaultMaxAttempts: 3 };
@@ -53,16 +54,18 @@ export class Executor {
     /** Runs the handlers of batch types (executeBatch) one call for many executions. */
     private readonly batches: BatchGatherer,
   ) {
-    const services = { store: options.store, table, leases };
+    const stack = options.middleware;
+    this.encodeResult = (taskType, value) => (stack.hasCodec ? stack.encode('result', taskType, value) : value);
+    const services = { store: options.store, table, leases, encodeResult: this.encodeResult };
     const steps = new StepKeeper(options.store, options, leases, events);
     this.sink = {
       save: (execution, progress) => leases.saveProgress(execution, progress),
       pollCancellation: (execution) => leases.check(execution),
       complete: (execution, transaction, result) => completeInTransaction(execution, services, transaction, result),
-      dependencies: (taskId) => relatedTasks(options.store, taskId),
+      dependencies: (taskId) => relatedTasks(options.store, taskId, stack),
       step: (execution, name, fn) => steps.step(execution, name, fn),
     };
-    this.fanOut = new FanOut(options.store, options.tasks, FAN_OUT_LIMITS);
+    this.fanOut = new FanOut(options.store, options.tasks, { ...FAN_OUT_LIMITS, encode: (taskType, payload) => stack.encode('payload', taskType, payload) });
     // A lost lease's thread is gone within half the safety margin: before the lease can have ended in the database.
     this.sandboxes = new SandboxPool({ lostLeaseGraceMs: leases.safetyMarginMs / 2 });
     this.contextOptions = {
@@ -77,6 +80,8 @@ export class Executor {
   private readonly sink: ProgressSink<Execution>;
   private readonly contextOptions: ContextOptions;
   private readonly fanOut: FanOut;
+  /** A success's result as stored: through the middleware's encode hooks. */
+  private readonly encodeResult: (taskType: string, value: unknown) => unknown;
   /** The threads of sandboxed types (sandbox/pool.ts), made on their first task. */
   private readonly sandboxes: SandboxPool;
 
@@ -125,11 +130,11 @@ export class Executor {
   /** COMMITTED: ctx.complete(tx) wrote it and the handler's transaction committed; null: nothing may be written. */
   private async outcomeOf(execution: Execution, context: ExecutionContext<Execution>): Promise<AttemptOutcome | null | typeof COMMITTED | typeof FANNED_OUT> {
     try {
-      const result = await runHandler(execution, context, this.batches, this.sandboxes);
+      const result = await runHandler(execution, context, this.batches, this.sandboxes, this.options.middleware);
       await context.settle();
       if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;
       if (isAwaitChildren(result)) return await this.writeFanOut(execution, result);
-      return successOutcome(execution, result);
+      return successOutcome(execution, result, this.encodeResult);
     } catch (error) {
       await context.settle();
       if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;
@@ -179,53 +184,75 @@ export class Executor {
 }
 
 /**
- * Validates the payload, runs validate and execute (or joins a batch: batch-gatherer.ts); raced against the signal
- * except on shutdown. A batch type's execution reserves its place at once (synchronously, as its slot is taken),
- * so that its batch waits for it while its payload is checked.
+ * Decodes the payload (the middleware's decode hooks), passes it through the execute middleware to the type's
+ * schema, validate and execute (or a batch: batch-gatherer.ts), raced against the signal except on shutdown. A
+ * batch type's execution reserves its place at once (synchronously, as its slot is taken), so that its batch waits
+ * for it while its payload is checked; one that never joins (a refused payload, a middleware that answered itself)
+ * withdraws.
  */
 async function runHandler(
   execution: Execution,
   context: ExecutionContext<Execution>,
   batches: BatchGatherer,
   sandboxes: SandboxPool,
+  middleware: MiddlewareStack,
 ): Promise<TaskResult | TaskSnooze | TaskAwaitChildren> {
   const { definition, task } = execution;
   const batched = batches.handles(definition);
   if (batched) batches.reserve(execution);
-  let payload: unknown = task.payload;
-  try {
+  let joined = false;
+  const run = async (given: unknown): Promise<HandlerReturn> => {
+    let payload = given;
     if (definition.schema) {
-      const checked = await runSchema(definition.schema, task.payload);
+      const checked = await runSchema(definition.schema, given);
       if (!checked.ok) throw new PayloadInvalidError(task.taskType, checked.issues);
       payload = checked.value;
     }
     execution.payload = payload;
     if (definition.validate) await definition.validate(payload, context);
     context.throwIfAborted();
-  } catch (error) {
-    if (batched) batches.withdraw(execution); // it fails alone, never passed to executeBatch
-    throw error;
+    joined = true;
+    return execute(execution, context, payload, batched ? batches : null, sandboxes);
+  };
+  let returned: HandlerReturn;
+  try {
+    const payload = middleware.hasCodec ? middleware.decode('payload', task.taskType, task.payload) : task.payload;
+    returned = middleware.hasExecute ? await middleware.runExecute({ context, definition, payload }, run) : await run(payload);
+  } finally {
+    if (batched && !joined) batches.withdraw(execution); // it fails (or ends) alone, never passed to executeBatch
   }
-  const { span } = execution;
-  const seat = batched ? batches.join(execution, payload) : null;
+  const result = returned ?? { status: 'SUCCESS' };
+  if (isSnooze(result))
+    checkSnooze(result.delayMs); // a hand-made { status: 'SNOOZED' } fails the attempt if its delay is bad
+  else if (isAwaitChildren(result)) checkChildren(result.children);
+  // A completion made in the handler's transaction was validated before it was written.
+  else if (definition.validateCompletion && execution.state !== 'committing') await definition.validateCompletion(result, execution.payload, context);
+  return result;
+}
+
+/** The handler itself (or its batch's shared call, or its sandbox), raced against the signal; its slot's bookkeeping. */
+async function execute(
+  execution: Execution,
+  context: ExecutionContext<Execution>,
+  payload: unknown,
+  batches: BatchGatherer | null,
+  sandboxes: SandboxPool,
+): Promise<HandlerReturn> {
+  const { definition, span } = execution;
+  const seat = batches ? batches.join(execution, payload) : null;
   // A sandboxed handler runs in a thread of its own (sandbox/pool.ts): its work settles once that thread answered or is gone.
-  const execute = definition.sandbox
-    ? () => sandboxes.run(execution, context, payload) as Promise<TaskResult | TaskSnooze | TaskAwaitChildren | void>
-    : () => definition.execute!(context, payload);
-  const work = seat?.result ?? Promise.resolve().then(() => (span ? span.run(execute) : execute()));
+  const call = definition.sandbox
+    ? () => sandboxes.run(execution, context, payload) as Promise<HandlerReturn>
+    : () => definition.execute!(context, payload) as Promise<HandlerReturn>;
+  const work = seat?.result ?? Promise.resolve().then(() => (span ? span.run(call) : call()));
   execution.handlerIdle = false;
   const settle = (): void => {
     execution.handlerIdle = true;
   };
   // A batch's task keeps its slot until the shared call has returned, even when its own part ended earlier.
   execution.handlerSettled = seat ? seat.settled.then(settle) : work.then(settle, settle);
-  const result = (await raceAbort(work, execution)) ?? { status: 'SUCCESS' };
+  const result = await raceAbort(work, execution);
   if (execution.abortReason && execution.abortReason.code !== 'SHUTDOWN') throw execution.abortReason;
-  if (isSnooze(result))
-    checkSnooze(result.delayMs); // a hand-made { status: 'SNOOZED' } fails the attempt if its delay is bad
-  else if (isAwaitChildren(result)) checkChildren(result.children);
-  // A completion made in the handler's transaction was validated before it was written.
-  else if (definition.validateCompletion && execution.state !== 'committing') await definition.validateCompletion(result, payload, context);
   return result;
 }
 

@@ -9,7 +9,8 @@ import type { RelatedTask } from '../core/context.js';
 import { registryOf, type AnyTaskDefinition, type TaskAwaitChildren } from '../core/definition.js';
 import { Scope } from '../core/scope.js';
 import type { NewTask } from '../core/task.js';
-import { prepareTask } from '../client/submit.js';
+import { prepareTask, type SubmitLimits } from '../client/submit.js';
+import type { MiddlewareStack } from '../client/middleware.js';
 import { checkNotSequenced } from '../client/flows.js';
 import type { AttemptOutcome, DependencyLink, Store } from '../store/types.js';
 import type { Execution } from './execution.js';
@@ -19,14 +20,14 @@ import type { Execution } from './execution.js';
  * children the tasks its fan-outs made (edges from them up to it). A flow's
  * downstream nodes are not a handler's business (they wait for it).
  */
-export async function relatedTasks(store: Store, taskId: string): Promise<{ parents: RelatedTask[]; children: RelatedTask[] }> {
+export async function relatedTasks(store: Store, taskId: string, middleware: MiddlewareStack): Promise<{ parents: RelatedTask[]; children: RelatedTask[] }> {
   const { parents: into } = await store.listDependencies({ taskId, scope: Scope.global() });
   const view = (link: DependencyLink, otherId: string): RelatedTask => ({
     taskId: otherId,
     taskType: link.task?.taskType ?? '',
     // A task purged by the cleanup had ended: its edge says how.
     status: link.task?.status ?? (link.resolution === 'FAILED' ? 'FAILED' : 'SUCCESS'),
-    result: link.task?.result ?? null,
+    result: link.task?.result == null ? null : middleware.hasCodec ? middleware.decode('result', link.task.taskType, link.task.result) : link.task.result,
     lastErrorCode: link.task?.lastErrorCode ?? null,
   });
   return {
@@ -41,7 +42,7 @@ export class FanOut {
   constructor(
     private readonly store: Store,
     tasks: readonly AnyTaskDefinition[],
-    private readonly limits: { maxPayloadBytes: number; defaultMaxAttempts: number },
+    private readonly limits: SubmitLimits,
   ) {
     this.registry = registryOf(tasks);
   }

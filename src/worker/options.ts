@@ -3,6 +3,7 @@
  * from the seed where it names one. Validated at construction: a bad value
  * fails at start with a message naming the field.
  */
+import { MiddlewareStack, type Middleware } from '../client/middleware.js';
 import { DEFAULT_MAX_STEP_RESULT_BYTES, DEFAULT_MAX_STEPS_PER_TASK } from '../core/steps.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -89,9 +90,12 @@ export interface WorkerOptions {
    * attachLogger() (observe) logs every event on top of this.
    */
   logger?: Logger | false;
+  /** Middleware around executions, and the decoding of what is stored (client/middleware.ts); more with worker.use(). */
+  middleware?: readonly Middleware[];
 }
 
-export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry' | 'logger' | 'ownerConcurrency' | 'schedules'>> & {
+export type ResolvedWorkerOptions = Required<Omit<WorkerOptions, 'retry' | 'logger' | 'ownerConcurrency' | 'schedules' | 'middleware'>> & {
+  middleware: MiddlewareStack;
   retry: RetryOptions;
   logger: Logger | null;
   ownerConcurrency: number | null;
@@ -132,6 +136,7 @@ const KNOWN = [
   'failureClassifier',
   'clock',
   'logger',
+  'middleware',
 ] as const;
 
 export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOptions {
@@ -174,6 +179,7 @@ export function resolveWorkerOptions(input: WorkerOptions): ResolvedWorkerOption
     failureClassifier: input.failureClassifier ?? null,
     clock: input.clock ?? systemClock,
     logger: input.logger === false ? null : (input.logger ?? defaultWorkerLogger()),
+    middleware: middlewareOf(c, input.middleware),
   };
   checkString(c, 'workerId', o.workerId, { minLength: 1, maxLength: 200 });
   checkInteger(c, 'concurrency', o.concurrency, { min: 1, max: 10_000 });
@@ -229,4 +235,9 @@ function resolveSchedules(c: string, schedules: readonly ScheduleInput[] | undef
   const keys = new Set(resolved.map((schedule) => schedule.key));
   if (keys.size !== resolved.length) throw new InvalidOptionsError(c, 'schedules', 'declares a schedule key twice');
   return resolved;
+}
+
+function middlewareOf(component: string, list: readonly Middleware[] | undefined): MiddlewareStack {
+  if (list !== undefined && !Array.isArray(list)) throw new InvalidOptionsError(component, 'middleware', 'must be an array');
+  return new MiddlewareStack(list);
 }

@@ -20,14 +20,19 @@ export interface FailureDecision {
   classifier: FailureClassifier | null;
 }
 
-/** A finished handler's result (or snooze); a result that JSON cannot hold fails the task for good instead. */
-export function successOutcome(execution: Execution, result: TaskResult | TaskSnooze): AttemptOutcome {
+/**
+ * A finished handler's result (or snooze), its value as stored (`encode`: the middleware's, client/middleware.ts);
+ * a result that JSON cannot hold fails the task for good instead.
+ */
+export function successOutcome(execution: Execution, result: TaskResult | TaskSnooze, encode?: (taskType: string, value: unknown) => unknown): AttemptOutcome {
   const { lease } = execution;
   const progress = execution.context?.finalProgress ?? null;
   if (isSnooze(result)) return { kind: 'SNOOZED', lease, delayMs: result.delayMs, progress };
   let resultJson: string | null;
   try {
-    resultJson = serializeResult(result.result);
+    serializeResult(result.result); // refused as given, not as encoded
+    const stored = encode && result.result != null ? encode(execution.task.taskType, result.result) : result.result;
+    resultJson = serializeResult(stored);
   } catch (error) {
     const failure: FailureRecord = {
       errorCode: ErrorCode.RESULT_NOT_SERIALIZABLE,

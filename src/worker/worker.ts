@@ -14,6 +14,7 @@
  * - AdaptiveController: steps the limits of adaptive types from their failure rate, once per cooldown across all workers
  * - BatchGatherer: gathers the started tasks of batch types (executeBatch) into one call each
  */
+import type { Middleware } from '../client/middleware.js';
 import { registryOf, type AnyTaskDefinition } from '../core/definition.js';
 import { Emitter } from '../core/emitter.js';
 import { InvalidStateError } from '../core/errors.js';
@@ -122,6 +123,16 @@ export class Worker extends Emitter<WorkerEvents> {
     this.sweeper = new RecoverySweeper(store, clock, events, o);
     this.scheduler = new PeriodicScheduler(store, clock, events, o, (types) => this.onStoreEvent({ kind: 'submitted', taskTypes: types }));
     this.adaptive = new AdaptiveController(store, clock, events, this.taskTypes, o);
+  }
+
+  /**
+   * Adds a middleware (client/middleware.ts) before start(): the first added is the outermost. Its `execute` wraps
+   * every execution, its `decode` reads payloads as stored, its `encode` writes results and fan-out children.
+   */
+  use(middleware: Middleware): this {
+    if (this.state !== 'idle') throw new InvalidStateError(`worker ${this.workerId}: use() before start(), it is ${this.state}`);
+    this.options.middleware.add(middleware);
+    return this;
   }
 
   get taskTypes(): string[] {

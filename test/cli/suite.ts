@@ -112,6 +112,20 @@ export function cliSuite(target: CliTarget): void {
       expect(human.stdout).not.toContain('\u001b['); // not a TTY: no colours
     });
 
+    it('submits through a task module\'s middleware (sealed); get shows "encrypted" unless TASKLEASE_PAYLOAD_KEYS holds its key', async () => {
+      const tasks = join(FIXTURES, 'encrypted-tasks.ts');
+      const id = await submit('cli.medical', { patient: 'Ada Lovelace' }, '--tasks', tasks);
+      const sealed = await tl(['get', id]);
+      expect(sealed.stdout).toMatch(/payload\s+encrypted \(aes-256-gcm, key c1; set TASKLEASE_PAYLOAD_KEYS/);
+      expect(sealed.stdout + (await tl(['get', id, '--json'])).stdout).not.toContain('Lovelace');
+      const keys = { TASKLEASE_PAYLOAD_KEYS: `c1:${Buffer.alloc(32, 9).toString('base64')}` };
+      expect((await tl(['get', id, '--json'], { env: keys })).json()).toMatchObject({ payload: { patient: 'Ada Lovelace' } });
+      expect((await tl(['get', id], { env: keys })).stdout).toContain('Ada Lovelace');
+      // A key that does not open it: shown sealed, not an error.
+      const wrong = await tl(['get', id], { env: { TASKLEASE_PAYLOAD_KEYS: `c1:${Buffer.alloc(32, 1).toString('base64')}` } });
+      expect([wrong.code, wrong.stdout]).toEqual([0, expect.stringContaining('encrypted (aes-256-gcm, key c1')]);
+    });
+
     it('returns the existing task for a repeated idempotency key', async () => {
       const first = await submit('cli.echo', {}, '--idempotency-key', 'k1');
       const again = await tl(['submit', 'cli.echo', '{}', '--idempotency-key', 'k1', '--json']);

@@ -24,7 +24,12 @@ describe('npm start', () => {
     expect(script).toBe('node --import tsx examples/start.ts');
     const child = spawn(process.execPath, ['--import', 'tsx', 'examples/start.ts'], {
       cwd: ROOT,
-      env: { ...process.env, TASKLEASE_DATABASE_URL: `sqlite:${join(dir, 'tasks.db')}`, TASKLEASE_PORT: '0' },
+      env: {
+        ...process.env,
+        TASKLEASE_DATABASE_URL: `sqlite:${join(dir, 'tasks.db')}`,
+        TASKLEASE_PORT: '0',
+        TASKLEASE_EXAMPLE_PAYLOAD_KEYS: `t1:${Buffer.alloc(32, 3).toString('base64')}`,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -34,8 +39,17 @@ describe('npm start', () => {
     try {
       const [, url, token] = await waitFor(() => /running at (http:\/\/\S+)[\s\S]*?(tl_\S+)/.exec(out), 'the URL and the token', 60_000);
       const headers = { authorization: `Bearer ${token}` };
-      const listed = (await (await fetch(`${url}/api/v1/tasks?limit=10`, { headers })).json()) as { tasks: { taskType: string }[] };
-      expect(listed.tasks.map((t) => t.taskType).sort()).toEqual(['email.send', 'patients.import', 'reminder.send', 'video.transcode']);
+      const listed = (await (await fetch(`${url}/api/v1/tasks?limit=10`, { headers })).json()) as { tasks: { taskType: string; payload: unknown }[] };
+      expect(listed.tasks.map((t) => t.taskType).sort()).toEqual([
+        'email.send',
+        'patient.record.import',
+        'patients.import',
+        'reminder.send',
+        'video.transcode',
+      ]);
+      // The medical record is sealed at rest with the key given (its id t1); the API shows it as stored.
+      expect(listed.tasks.find((t) => t.taskType === 'patient.record.import')!.payload).toMatchObject({ $encrypted: 'aes-256-gcm', kid: 't1' });
+      expect(JSON.stringify(listed)).not.toContain('Jane Roe');
       expect((await fetch(`${url}/api/v1/tasks`)).status).toBe(401);
       expect((await fetch(`${url}/docs`)).status).toBe(200);
       // The dashboard's URL is printed and serves (dist/ui: npm start's prestart builds it, the tests' globalSetup here).

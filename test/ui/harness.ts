@@ -8,7 +8,8 @@ import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { CHROMIUM_TOOL } from '../helpers/system-tools.js';
-import { defineTask, TaskFailure, TaskResult } from '../../src/index.js';
+import { randomBytes } from 'node:crypto';
+import { defineTask, payloadEncryption, TaskFailure, TaskResult } from '../../src/index.js';
 import { createServer, type TaskleaseServer } from '../../src/server/index.js';
 import type { Store } from '../../src/store/types.js';
 import { Gate } from '../server/harness.js';
@@ -25,8 +26,12 @@ export class Controls {
   snoozed = false;
 }
 
+/** The key of ui.medical's payloads and results (id ui1): the viewer pastes it into the task page. */
+export const UI_KEY = randomBytes(32);
+
 export function uiTasks(controls: Controls) {
   return [
+    defineTask<{ patient: string; mrn: string }>({ type: 'ui.medical', execute: (_ctx, record) => TaskResult.success({ result: { imported: record.mrn } }) }),
     defineTask({ type: 'ui.quick', execute: () => ({ status: 'SUCCESS', result: { ok: true } }) }),
     defineTask({
       type: 'ui.steps',
@@ -85,6 +90,7 @@ export async function startRig(store: Store): Promise<Rig> {
   const server = await createServer({
     store,
     tasks: uiTasks(controls),
+    middleware: [payloadEncryption({ keys: { ui1: UI_KEY }, types: ['ui.medical'] })],
     port: 0,
     logger: false,
     worker: {

@@ -12,7 +12,7 @@ import { createClient } from '../../src/client/client.js';
 import { defineTask } from '../../src/core/definition.js';
 import { CHROMIUM_TOOL, describeWithTools, systemTool } from '../helpers/system-tools.js';
 import { waitFor } from '../helpers/wait.js';
-import { shoot, startRig, type Rig } from './harness.js';
+import { shoot, startRig, UI_KEY, type Rig } from './harness.js';
 
 export function dashboardSuite(name: string, factory: { create(): Promise<Store>; destroy(store: Store): Promise<void> }): void {
   const chromium = systemTool(CHROMIUM_TOOL, `test/ui/${name}.test.ts`);
@@ -287,6 +287,29 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await page.locator('[data-lease-expiries="2"] [data-quarantined]').waitFor();
       await shoot(page, `${name}-task-quarantined`);
       await client.requestCancellation(orphan.id);
+      await context.close();
+    });
+
+    it('an encrypted task shows "encrypted" with its key id; the viewer\'s key opens payload and result in the page, a wrong one does not', async () => {
+      const client = rig.server.client;
+      const { task } = await client.submit('ui.medical', { patient: 'Grace Hopper', mrn: 'MRN-0042' });
+      await waitFor(async () => (await client.get(task.id))?.status === 'SUCCESS', 'the encrypted import to succeed');
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
+      const payload = page.locator('[data-kind="payload"][data-sealed="ui1"]');
+      await payload.waitFor();
+      await page.locator('[data-kind="result"][data-sealed="ui1"]').waitFor();
+      expect(await page.content()).not.toMatch(/Grace Hopper|MRN-0042/);
+      await shoot(page, `${name}-task-encrypted`);
+      await payload.getByLabel('key ui1').fill(Buffer.alloc(32, 7).toString('base64'));
+      await payload.getByRole('button', { name: 'Open' }).click();
+      await payload.getByText('does not open').waitFor();
+      await payload.getByLabel('key ui1').fill(UI_KEY.toString('base64'));
+      await payload.getByRole('button', { name: 'Open' }).click();
+      // One key given opens both: the payload and the result sealed with it.
+      await page.locator('[data-kind="payload"][data-opened="ui1"]').getByText('Grace Hopper').waitFor();
+      await page.locator('[data-kind="result"][data-opened="ui1"]').getByText('MRN-0042').waitFor();
+      await shoot(page, `${name}-task-decrypted`);
       await context.close();
     });
 

@@ -33,6 +33,7 @@ export const diagnoseCommand: CliCommand = {
           const [workers, controlPlane] = await Promise.all([client.workers({ seenWithinMs: flags.seenWithin }), controlPlaneHealth(client.store)]);
           const report: Report = {
             ...diagnosis,
+            task: ctx.reveal(diagnosis.task),
             controlPlane,
             workers: { forType: workers.filter((w) => w.taskTypes.includes(diagnosis.task.taskType)), total: workers.length },
           };

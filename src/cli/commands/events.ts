@@ -11,8 +11,7 @@ import { NotFoundError } from '../../core/errors.js';
 import { action, type CliCommand } from '../command.js';
 import type { Column } from '../output.js';
 import { duration, integer, isoTime, nonEmpty } from '../parse.js';
-import { submitOptions } from '../submit-options.js';
-import { loadTaskModules } from '../task-modules.js';
+import { moduleClient, submitOptions } from '../submit-options.js';
 import { parsePayload } from './submit.js';
 
 const RESULT_COLUMNS: readonly Column<InsertTaskResult>[] = [
@@ -57,10 +56,9 @@ export const publishCommand: CliCommand = {
       .action(
         action(ctx, async (event: string, payloadJson: string | undefined, flags: PublishFlags) => {
           const payload = parsePayload(payloadJson ?? '{}');
-          const definitions = flags.tasks && flags.tasks.length > 0 ? await loadTaskModules(flags.tasks, ctx.io.cwd) : [];
           // submit's flags of the same names, read the same way (TASKLEASE_OWNER, --delay or --at); publish takes no others.
           const options = submitOptions(ctx, { ...flags, batchSize: 0 });
-          const { results } = await (await ctx.client(definitions)).publish(event, payload, options);
+          const { results } = await (await moduleClient(ctx, flags.tasks, [])).publish(event, payload, options);
           const tasks = results.map((r) => ({ id: r.task.id, taskType: r.task.taskType, status: r.task.status, created: r.created }));
           ctx.output.result({ event, tasks }, () =>
             results.length === 0 ? `no task type subscribes to ${event}: nothing created` : ctx.output.table(results, RESULT_COLUMNS),

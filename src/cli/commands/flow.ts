@@ -12,7 +12,7 @@ import { action, type CliCommand } from '../command.js';
 import { UsageError } from '../exit-codes.js';
 import type { Column } from '../output.js';
 import { integer } from '../parse.js';
-import { loadTaskModules } from '../task-modules.js';
+import { moduleClient } from '../submit-options.js';
 
 export const flowCommand: CliCommand = {
   register(program, ctx) {
@@ -28,9 +28,12 @@ export const flowCommand: CliCommand = {
           const owner = ctx.config().owner;
           const nodes = request.nodes.map((node) => (owner !== undefined && node.owner === undefined ? { ...node, owner } : node));
           const types = [...new Set(nodes.map((node) => node.type))];
-          const definitions =
-            flags.tasks && flags.tasks.length > 0 ? await loadTaskModules(flags.tasks, ctx.io.cwd) : types.map((type) => defineTask({ type }));
-          const submitted = await (await ctx.client(definitions)).submitFlow({ ...request, nodes });
+          const client = await moduleClient(
+            ctx,
+            flags.tasks,
+            types.map((type) => defineTask({ type })),
+          );
+          const submitted = await client.submitFlow({ ...request, nodes });
           const ids = Object.fromEntries(Object.entries(submitted.tasks).map(([key, task]) => [key, task.id]));
           ctx.output.result({ flowId: submitted.flowId, created: submitted.created, tasks: ids }, () =>
             submitted.created === 0

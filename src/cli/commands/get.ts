@@ -11,8 +11,9 @@ export const getCommand: CliCommand = {
       .argument('<id>', 'task id')
       .action(
         action(ctx, async (id: string) => {
-          const task = await (await ctx.client()).get(id);
-          if (!task) throw new NotFoundError('task', id);
+          const found = await (await ctx.client()).get(id);
+          if (!found) throw new NotFoundError('task', id);
+          const task = ctx.reveal(found);
           ctx.output.result(task, () => taskBlock(ctx.output, task));
         }),
       );

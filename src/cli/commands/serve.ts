@@ -69,12 +69,13 @@ async function serve(ctx: CommandContext, name: 'serve' | 'start', modules: stri
       `must be one of ${HEALTH_DETAILS.join(', ')}, got ${JSON.stringify(flags.healthDetails)}`,
     );
   }
-  const { tasks, schedules } = await loadWorkerModules(modules, ctx.io.cwd);
+  const { tasks, schedules, middleware } = await loadWorkerModules(modules, ctx.io.cwd);
   const store = await ctx.openStore();
   const { startServer } = await import('../../server/index.js');
   const server = await startServer({
     store,
     tasks,
+    middleware,
     migrate: name === 'start',
     host: flags.host,
     port: flags.port,

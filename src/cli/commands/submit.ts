@@ -9,7 +9,7 @@ import { action, type CliCommand } from '../command.js';
 import { UsageError } from '../exit-codes.js';
 import { duration, integer, isoTime, nonEmpty } from '../parse.js';
 import { submitFile } from '../submit-file.js';
-import { definitionsFor, submitOptions, type SubmitFlags } from '../submit-options.js';
+import { submitClient, submitOptions, type SubmitFlags } from '../submit-options.js';
 
 export const submitCommand: CliCommand = {
   register(program, ctx) {
@@ -52,7 +52,7 @@ export const submitCommand: CliCommand = {
           if (flags.file !== undefined) return submitFile(ctx, { ...flags, type: pickType(type, flags.type) }, payloadJson);
           if (type === undefined) throw new UsageError('submit needs a task type: tasklease submit <type> [payload-json]', 'type');
           const payload = parsePayload(payloadJson ?? '{}');
-          const client = await ctx.client(await definitionsFor(ctx, flags, type));
+          const client = await submitClient(ctx, flags, type);
           const { task, created } = await client.submit(type, payload, submitOptions(ctx, flags));
           ctx.output.result({ id: task.id, taskType: task.taskType, status: task.status, created }, () =>
             created

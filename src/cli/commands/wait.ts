@@ -12,7 +12,7 @@ export const waitCommand: CliCommand = {
       .option('--timeout <duration>', 'give up after this long (exit 1, error WAIT_TIMEOUT): 30s, 10m', duration)
       .action(
         action(ctx, async (id: string, flags: { timeout?: number }) => {
-          const task = await (await ctx.client()).waitFor(id, flags.timeout === undefined ? {} : { timeoutMs: flags.timeout });
+          const task = ctx.reveal(await (await ctx.client()).waitFor(id, flags.timeout === undefined ? {} : { timeoutMs: flags.timeout }));
           ctx.output.result(task, () => taskBlock(ctx.output, task));
         }),
       );

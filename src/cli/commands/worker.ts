@@ -76,7 +76,7 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
     'worker.adaptiveIntervalMs': flags.adaptiveInterval,
     logLevel: flags.logLevel,
   });
-  const { tasks, schedules } = await loadWorkerModules(modules, ctx.io.cwd);
+  const { tasks, schedules, middleware } = await loadWorkerModules(modules, ctx.io.cwd);
   // Loaded here, not at start-up: the other commands never need the worker or the logger.
   const [{ createWorker }, { attachLogger }, { default: pino }] = await Promise.all([
     import('../../worker/worker.js'),
@@ -84,7 +84,7 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
     import('pino'),
   ]);
   const store = await ctx.openStore();
-  const worker = createWorker({ store, tasks, schedules, ...config.worker, ...(flags.workerId ? { workerId: flags.workerId } : {}) });
+  const worker = createWorker({ store, tasks, schedules, middleware, ...config.worker, ...(flags.workerId ? { workerId: flags.workerId } : {}) });
   const logger = pino({ level: config.logLevel }, { write: (line: string) => ctx.io.stdout.write(line) });
   // attachLogger adds the workerId to its lines; the command's own lines get it from this child, once.
   const detach = attachLogger(worker, logger);

@@ -23,6 +23,7 @@ import {
 import { clear, confirmAction, duration, every, guarded, h, notify, shortId, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
 import { estimateCard } from './adaptive.js';
+import { storedValuesCard } from './sealed.js';
 
 const WAITING = ['QUEUED', 'RETRY_WAIT', 'PAUSED', 'BLOCKED'];
 
@@ -309,11 +310,7 @@ export const taskPage: Page = (root, { me, path }) => {
           )
         : null,
       diagnosis && diagnosis.attempts.length > 0 ? h('section', { class: 'card wide' }, h('h2', {}, 'Attempts'), attemptsTable(diagnosis)) : null,
-      h(
-        'section',
-        { class: 'card wide' },
-        h('details', {}, h('summary', {}, 'Payload and result'), h('pre', {}, JSON.stringify({ payload: task.payload, result: task.result }, null, 2))),
-      ),
+      storedValuesCard(task),
     );
   };
   const refresh = async (): Promise<void> => {

@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runEncryptionSuite } from './suite.js';
+
+runEncryptionSuite(sqliteFactory);

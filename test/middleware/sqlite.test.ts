@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runMiddlewareSuite } from './suite.js';
+
+runMiddlewareSuite(sqliteFactory);
