@@ -14,6 +14,7 @@ import { isTerminal, type AttemptOutcomeName, type TaskStatus } from '../core/st
 import type { Task } from '../core/task.js';
 import { checkKnownKeys } from '../core/validate.js';
 import { createClient, type ClientOptions, type TaskLeaseClient } from '../client/client.js';
+import type { Middleware } from '../client/middleware.js';
 import type { SubmitOptions } from '../client/submit.js';
 import { SqliteStore } from '../sqlite.js';
 import type { AttemptRecord, FailureRow } from '../store/types.js';
@@ -38,9 +39,15 @@ export interface TestKitOptions {
    * clock and schedules, and runs one attempt at a time (concurrency 1, no prefetch: a batch type's call holds one task).
    * Retry jitter defaults to 0 here, so that backoff is exact.
    */
-  worker?: Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'schedules' | 'concurrency' | 'prefetch'>;
+  worker?: Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'schedules' | 'concurrency' | 'prefetch' | 'middleware'>;
   /** Options of the kit's client (maxPayloadBytes, defaultMaxAttempts, actor). */
-  client?: Omit<ClientOptions, 'store' | 'tasks' | 'clock'>;
+  client?: Omit<ClientOptions, 'store' | 'tasks' | 'clock' | 'middleware'>;
+  /**
+   * Middleware, given to the client and to the worker as an application gives it to both (first is outermost): its
+   * submit hooks wrap the kit's submits, its execute hooks every run, its encode/decode what is stored (payloadEncryption).
+   * What the kit answers (runTask, enqueued, assertEnqueued) is decoded, as client.reveal() decodes.
+   */
+  middleware?: readonly Middleware[];
   /** The SQLite database: default ':memory:'; a file path keeps it for a look afterwards. */
   path?: string;
 }
@@ -88,7 +95,7 @@ export interface DrainOptions {
 
 /** run() gives up on a task that snoozes (or is retried) this often: it would never end. */
 const MAX_RUNS = 1000;
-const KIT_OPTIONS = ['tasks', 'startAt', 'schedules', 'worker', 'client', 'path'] as const;
+const KIT_OPTIONS = ['tasks', 'startAt', 'schedules', 'worker', 'client', 'middleware', 'path'] as const;
 const WAITING: readonly TaskStatus[] = ['QUEUED', 'RETRY_WAIT'];
 
 export class TestKit {
@@ -113,7 +120,8 @@ export class TestKit {
     this.clock = new TestClock(options.startAt ?? Date.now());
     const wall = (): number => this.clock.wallNow();
     this.store = new SqliteStore({ path: options.path ?? ':memory:', clock: wall });
-    this.client = createClient({ ...options.client, store: this.store, tasks: options.tasks, clock: wall });
+    const middleware = options.middleware ?? [];
+    this.client = createClient({ ...options.client, store: this.store, tasks: options.tasks, clock: wall, middleware });
     this.gate = new ClaimGate(this.store, (task) => this.waits.expect(task.id));
     this.worker = createWorker({
       workerId: 'tasklease-testkit',
@@ -134,6 +142,7 @@ export class TestKit {
       store: this.gate.store,
       tasks: options.tasks,
       clock: this.clock,
+      middleware,
     });
     this.types = this.worker.taskTypes;
     for (const name of ATTEMPT_ENDS) this.worker.on(name, (event: { task: Task }) => this.waits.ended(event.task.id));
@@ -251,7 +260,7 @@ export class TestKit {
     let cursor: string | null = null;
     do {
       const page = await this.store.listTasks({ scope: Scope.global(), taskType: taskType ?? null, limit: 1000, cursor });
-      tasks.push(...page.tasks);
+      tasks.push(...page.tasks.map((task) => this.client.reveal(task)));
       cursor = page.nextCursor;
     } while (cursor !== null);
     const matching = tasks.filter((task) => matchesFilter(task, filter));
@@ -347,10 +356,11 @@ export class TestKit {
     return submitted;
   }
 
+  /** The task's row, its payload and result decoded by the kit's middleware. */
   private async task(id: string): Promise<Task> {
     const task = await this.store.getTask({ id, scope: Scope.global() });
     if (!task) throw new InvalidStateError(`no task ${id}`);
-    return task;
+    return this.client.reveal(task);
   }
 
   /** One run or drain at a time: the worker claims for one of them only. */

@@ -10,6 +10,9 @@ import { createClient } from '../../src/client/client.js';
 import { defineTask, TaskResult, type TaskDefinition } from '../../src/core/definition.js';
 import { TaskFailure } from '../../src/core/errors.js';
 import { createTestKit, type TestKit, type TestKitOptions } from '../../src/testing/index.js';
+import { payloadEncryption } from '../../src/client/encryption.js';
+import type { Middleware } from '../../src/client/middleware.js';
+import { Scope } from '../../src/core/scope.js';
 
 const START = new Date('2026-03-01T09:00:00.000Z');
 const at = (ms: number): Date => new Date(START.getTime() + ms);
@@ -294,6 +297,34 @@ describe('drain', () => {
     const k = await open({ tasks: [forever] });
     await k.client.submit(forever, {});
     await expect(k.drain({ maxAttempts: 5 })).rejects.toThrow('ran 5 attempts and tasks are still due');
+  });
+});
+
+describe('middleware', () => {
+  it("runs the kit's middleware around submits and executions; what it answers is decoded (payloadEncryption)", async () => {
+    const seen: unknown[] = [];
+    const note = defineTask<{ text: string; tenant?: string }>({
+      type: 'note',
+      execute: (_ctx, payload) => {
+        seen.push(payload);
+        return TaskResult.success({ result: { length: payload.text.length } });
+      },
+    });
+    const tenant: Middleware = {
+      name: 'tenant',
+      submit: (call, next) => next(call.requests.map((request) => ({ ...request, owner: 'acme' }))),
+      execute: (call, next) => next({ ...(call.payload as object), tenant: call.context.owner ?? 'none' }),
+    };
+    const key = Buffer.alloc(32, 7);
+    const k = await open({ tasks: [note], middleware: [tenant, payloadEncryption({ keys: { k1: key }, types: ['note'] })] });
+    const run = await k.runTask(note, { text: 'secret' });
+    expect(run).toMatchObject({ status: 'SUCCESS', result: { length: 6 }, task: { owner: 'acme', payload: { text: 'secret' } } });
+    expect(seen).toEqual([{ text: 'secret', tenant: 'acme' }]);
+    await k.assertEnqueued('note', { text: 'secret' });
+    // At rest, sealed.
+    const raw = await k.store.getTask({ id: run.task.id, scope: Scope.global() });
+    expect(JSON.stringify(raw!.payload)).not.toContain('secret');
+    expect(raw!.result).not.toEqual({ length: 6 });
   });
 });
 
