@@ -10,6 +10,7 @@
  * declared unavailable (the worker then writes outcomes and claims apart), and
  * subscribe keeps the worker's listener so that the kit can wake it.
  */
+import { InvalidStateError } from '../core/errors.js';
 import type { Task } from '../core/task.js';
 import type { ClaimParams, Store, StoreEvent, StoreListener } from '../store/types.js';
 
@@ -42,6 +43,12 @@ export class ClaimGate {
     const claimed = new Promise<Task[]>((resolve, reject) => (this.ticket = { taskTypes, resolve, reject }));
     this.wake({ kind: 'submitted', taskTypes: [...taskTypes] });
     return claimed;
+  }
+
+  /** The kit is closing: a ticket still out will not be claimed (its worker stopped). */
+  close(): void {
+    this.ticket?.reject(new InvalidStateError('the test kit closed before its worker claimed'));
+    this.ticket = null;
   }
 
   private wake(event: StoreEvent): void {

@@ -287,6 +287,8 @@ export class TestKit {
     if (this.closed) return;
     this.closed = true;
     await this.worker.stop();
+    this.gate.close();
+    this.waits.rejectAll(new InvalidStateError('the test kit closed while a task ran'));
     await this.store.close();
   }
 

@@ -6,12 +6,19 @@ import type { Task } from '../core/task.js';
 
 /** One waiter per claimed task, made when the claim passes the gate: the attempt's end cannot be missed. */
 export class AttemptWaits {
-  private readonly waiting = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  private readonly waiting = new Map<string, { promise: Promise<void>; resolve: () => void; reject: (error: Error) => void }>();
 
   expect(taskId: string): void {
     let resolve!: () => void;
-    const promise = new Promise<void>((done) => (resolve = done));
-    this.waiting.set(taskId, { promise, resolve });
+    let reject!: (error: Error) => void;
+    const promise = new Promise<void>((done, fail) => ((resolve = done), (reject = fail)));
+    this.waiting.set(taskId, { promise, resolve, reject });
+  }
+
+  /** The kit closed: whoever still waits is told (a handler that ignored its abort never ends). */
+  rejectAll(error: Error): void {
+    for (const wait of this.waiting.values()) wait.reject(error);
+    this.waiting.clear();
   }
 
   ended(taskId: string): void {

@@ -328,6 +328,26 @@ describe('middleware', () => {
   });
 });
 
+describe('close', () => {
+  it('ends what is pending: a run whose handler ignores its abort is rejected, later calls too', async () => {
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const stuck = defineTask({
+      type: 'stuck',
+      execute: async () => {
+        started();
+        await new Promise(() => undefined); // never ends, ignores ctx.signal
+      },
+    });
+    const k = await open({ tasks: [stuck] });
+    const run = k.runTask(stuck, {});
+    await running;
+    await k.close();
+    await expect(run).rejects.toThrow('the test kit closed while a task ran');
+    await expect(k.drain()).rejects.toThrow('the test kit is closed');
+  });
+});
+
 describe('options', () => {
   it('refuses bad options with INVALID_OPTIONS naming the field; the client refuses a clock that is not a function', async () => {
     const job = defineTask({ type: 'job', execute: () => undefined });
