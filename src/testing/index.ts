@@ -4,6 +4,7 @@
  * that runs tasks only when a test asks, and one TestClock for delays,
  * deadlines, schedules and retries. No test framework needed.
  */
-export { createTestKit, TestKit, type TestKitOptions, type RunOptions, type RunTaskOptions, type TaskRun, type RanAttempt, type DrainOptions } from './kit.js';
+export { createTestKit, TestKit } from './kit.js';
+export type { TestKitOptions, RunOptions, RunTaskOptions, TaskRun, RanAttempt, DrainOptions } from './types.js';
 export { TestClock } from './clock.js';
 export type { EnqueuedFilter } from './match.js';

@@ -6,92 +6,23 @@
  * writes), drain() runs whatever is due, and enqueued()/assertEnqueued() read
  * what was submitted. See the README's "Testing your handlers".
  */
-import { normalizeSchedule, type ScheduleInput } from '../core/schedule.js';
-import type { AnyTaskDefinition, TaskDefinition } from '../core/definition.js';
+import { normalizeSchedule } from '../core/schedule.js';
+import type { TaskDefinition } from '../core/definition.js';
 import { InvalidOptionsError, InvalidStateError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
-import { isTerminal, type AttemptOutcomeName, type TaskStatus } from '../core/status.js';
+import { isTerminal, type TaskStatus } from '../core/status.js';
 import type { Task } from '../core/task.js';
 import { checkKnownKeys } from '../core/validate.js';
-import { createClient, type ClientOptions, type TaskLeaseClient } from '../client/client.js';
-import type { Middleware } from '../client/middleware.js';
-import type { SubmitOptions } from '../client/submit.js';
+import { createClient, type TaskLeaseClient } from '../client/client.js';
 import { SqliteStore } from '../sqlite.js';
-import type { AttemptRecord, FailureRow } from '../store/types.js';
 import type { Announcer, WorkerEvents } from '../worker/events.js';
-import type { WorkerOptions } from '../worker/options.js';
 import { PeriodicScheduler } from '../worker/periodic-scheduler.js';
 import { createWorker, type Worker } from '../worker/worker.js';
 import { TestClock } from './clock.js';
 import { ClaimGate } from './gate.js';
 import { enqueuedError, matchesFilter, matchesSubset, notEnqueuedError, type EnqueuedFilter } from './match.js';
+import type { DrainOptions, RanAttempt, RunOptions, RunTaskOptions, TaskRun, TestKitOptions } from './types.js';
 import { AttemptWaits, dueInClaimOrder } from './waits.js';
-
-export interface TestKitOptions {
-  /** The task definitions under test: the client submits them, the worker runs them. */
-  tasks: readonly AnyTaskDefinition[];
-  /** The wall time the kit's clock starts at. Default: the real time at creation. */
-  startAt?: Date;
-  /** Periodic tasks declared as a worker declares them; their ticks are submitted by advance() and drain(). */
-  schedules?: readonly ScheduleInput[];
-  /**
-   * Options of the worker that runs the tasks (retry, maxExecutionMs, failureClassifier, leaseMs…). The kit owns store, tasks,
-   * clock and schedules, and runs one attempt at a time (concurrency 1, no prefetch: a batch type's call holds one task).
-   * Retry jitter defaults to 0 here, so that backoff is exact.
-   */
-  worker?: Omit<WorkerOptions, 'store' | 'tasks' | 'clock' | 'schedules' | 'concurrency' | 'prefetch' | 'middleware'>;
-  /** Options of the kit's client (maxPayloadBytes, defaultMaxAttempts, actor). */
-  client?: Omit<ClientOptions, 'store' | 'tasks' | 'clock' | 'middleware'>;
-  /**
-   * Middleware, given to the client and to the worker as an application gives it to both (first is outermost): its
-   * submit hooks wrap the kit's submits, its execute hooks every run, its encode/decode what is stored (payloadEncryption).
-   * What the kit answers (runTask, enqueued, assertEnqueued) is decoded, as client.reveal() decodes.
-   */
-  middleware?: readonly Middleware[];
-  /** The SQLite database: default ':memory:'; a file path keeps it for a look afterwards. */
-  path?: string;
-}
-
-export interface RunOptions {
-  /** Move the clock to each retry's (or snooze's, or delayed start's) due time and run again until the task ends. Default true. */
-  advanceTime?: boolean;
-}
-
-export interface RunTaskOptions extends RunOptions {
-  /** Submit options (priority, delayMs, deadlineAt, owner, idempotencyKey…). */
-  submit?: Omit<SubmitOptions, 'transaction'>;
-}
-
-/** What runTask() and run() answer: the task's row when they stopped, its attempts, its result or its error. */
-export interface TaskRun<Result = unknown> {
-  task: Task;
-  status: TaskStatus;
-  /** The handler's result (task.result); undefined unless it succeeded with one. */
-  result: Result | undefined;
-  /** The last failure, when the task did not succeed (null otherwise). */
-  error: { code: string; message: string; retryable: boolean } | null;
-  attempts: AttemptRecord[];
-  failures: FailureRow[];
-}
-
-/** One attempt drain() ran. */
-export interface RanAttempt {
-  taskId: string;
-  taskType: string;
-  attempt: number;
-  /** How the attempt ended (null: its lease was lost). */
-  outcome: AttemptOutcomeName | null;
-  errorCode: string | null;
-  /** The task's row after the attempt. */
-  task: Task;
-}
-
-export interface DrainOptions {
-  /** When nothing is due, move the clock to the next task's due time (retries, delays) and go on. Schedules are not waited for. Default false. */
-  advanceTime?: boolean;
-  /** Stop (with an error) after this many attempts: a task that keeps submitting tasks would never let drain end. Default 1000. */
-  maxAttempts?: number;
-}
 
 /** run() gives up on a task that snoozes (or is retried) this often: it would never end. */
 const MAX_RUNS = 1000;
