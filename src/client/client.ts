@@ -71,6 +71,8 @@ export interface ClientOptions {
   typeConcurrency?: number;
   /** Who this client's operator actions (pause, cancel, retry, replay…) are recorded as, unless a call says. Default `library`. */
   actor?: Actor | string;
+  /** The wall clock submits check a deadline against (already past?); the test kit (tasklease/testing) passes its own. Default Date.now. */
+  clock?: () => number;
   /** Middleware around submits, and the encoding of what is stored (middleware.ts); more with use(). */
   middleware?: readonly Middleware[];
 }
@@ -173,11 +175,18 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
       'typeConcurrency',
       'actor',
       'middleware',
+      'clock',
     ]);
     if (!options.store || typeof options.store.insertTasks !== 'function') throw new InvalidOptionsError('Client', 'store', 'must be a Store');
     this.store = options.store;
     this.registry = registryOf(options.tasks ?? []);
-    this.limits = { maxPayloadBytes: options.maxPayloadBytes ?? 1024 * 1024, defaultMaxAttempts: options.defaultMaxAttempts ?? 3 };
+    if (options.clock !== undefined && typeof options.clock !== 'function')
+      throw new InvalidOptionsError('Client', 'clock', 'must be a function returning milliseconds');
+    this.limits = {
+      maxPayloadBytes: options.maxPayloadBytes ?? 1024 * 1024,
+      defaultMaxAttempts: options.defaultMaxAttempts ?? 3,
+      ...(options.clock ? { now: options.clock } : {}),
+    };
     checkInteger('Client', 'maxPayloadBytes', this.limits.maxPayloadBytes, { min: 2, max: 64 * 1024 * 1024 });
     checkInteger('Client', 'defaultMaxAttempts', this.limits.defaultMaxAttempts, { min: 1, max: 100 });
     this.defaultLimits = { globalConcurrency: options.globalConcurrency ?? 20, typeConcurrency: options.typeConcurrency ?? 5 };

@@ -55,6 +55,8 @@ export interface SubmitLimits {
   defaultMaxAttempts: number;
   /** maxAttempts from the type's (or the global) policy row, if an operator set one. */
   policyMaxAttempts?: (taskType: string) => number | null;
+  /** The wall clock a deadline is checked against (ClientOptions.clock). Default Date.now. */
+  now?: () => number;
   /** The payload as stored (the middleware's encode hooks: middleware.ts), after every check of the payload as given. */
   encode?: (taskType: string, payload: unknown) => unknown;
 }
@@ -119,7 +121,7 @@ export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition,
   checkIntegerField(label, 'delayMs', delayMs, 0, MAX_DELAY_MS);
   checkDate(label, 'availableAt', request.availableAt);
   checkDate(label, 'deadlineAt', request.deadlineAt);
-  if (request.deadlineAt && request.deadlineAt.getTime() <= Date.now()) {
+  if (request.deadlineAt && request.deadlineAt.getTime() <= (limits.now ?? Date.now)()) {
     throw new ValidationError(`${label}: deadlineAt ${request.deadlineAt.toISOString()} is already past`, 'deadlineAt');
   }
   for (const field of ['owner', 'idempotencyKey', 'traceId', 'sequenceKey', 'rateKey'] as const)

@@ -12,6 +12,16 @@ export interface Clock {
   clearTimeout(handle: TimerHandle): void;
   setInterval(callback: () => void, ms: number): TimerHandle;
   clearInterval(handle: TimerHandle): void;
+  /**
+   * Wall-clock milliseconds since the epoch, for what is a wall time (a task's deadline, its create time).
+   * Optional: absent means Date.now(). A test clock (tasklease/testing) moves it with its timers.
+   */
+  wallNow?(): number;
+}
+
+/** The wall clock of `clock` (Date.now() unless it keeps its own). */
+export function wallNow(clock: Clock): number {
+  return clock.wallNow ? clock.wallNow() : Date.now();
 }
 
 export const systemClock: Clock = {
@@ -20,4 +30,5 @@ export const systemClock: Clock = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
   setInterval: (callback, ms) => setInterval(callback, ms),
   clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
+  wallNow: () => Date.now(),
 };

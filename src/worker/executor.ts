@@ -4,7 +4,7 @@
  * attempt's outcome is and hands it to the outcome writer. A slot stays taken
  * until the handler really stops, even after a cancel or timeout raced it.
  */
-import type { Clock } from '../core/clock.js';
+import { wallNow, type Clock } from '../core/clock.js';
 import { PayloadInvalidError } from '../core/errors.js';
 import { checkChildren, checkSnooze, isAwaitChildren, isSnooze, type TaskAwaitChildren, type TaskResult, type TaskSnooze } from '../core/definition.js';
 import { FanOut, relatedTasks } from './fan-out.js';
@@ -117,7 +117,7 @@ export class Executor {
     execution.context = context;
     execution.span = startExecuteSpan(task, o.workerId);
     this.armTimeout(execution);
-    if (this.events.listening('started')) this.events.emit('started', { task, queueWaitMs: Math.max(0, Date.now() - task.createdAt.getTime()) });
+    if (this.events.listening('started')) this.events.emit('started', { task, queueWaitMs: Math.max(0, wallNow(this.clock) - task.createdAt.getTime()) });
     const outcome = await this.outcomeOf(execution, context);
     this.clock.clearTimeout(execution.timer);
     const durationMs = this.clock.now() - execution.startedAt;
@@ -184,7 +184,7 @@ export class Executor {
 
   private armTimeout(execution: Execution): void {
     const limit = execution.definition.timeoutMs ?? this.options.maxExecutionMs;
-    const deadlineIn = execution.task.deadlineAt ? execution.task.deadlineAt.getTime() - Date.now() : Infinity;
+    const deadlineIn = execution.task.deadlineAt ? execution.task.deadlineAt.getTime() - wallNow(this.clock) : Infinity;
     const limitIn = limit > 0 ? limit : Infinity;
     const inMs = Math.min(deadlineIn, limitIn);
     if (inMs === Infinity) return;

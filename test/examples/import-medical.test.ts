@@ -1,8 +1,9 @@
 /**
- * The IMPORT.MEDICAL example run by a real worker on SQLite and PostgreSQL:
- * its outcome, progress and report; per-row idempotence across a second
- * import of the same file; a cancellation that stops it between batches; a
- * file it cannot read at all failing without retries.
+ * The IMPORT.MEDICAL example: its outcome, progress and report; per-row
+ * idempotence across a second import of the same file; a cancellation that
+ * stops it between batches; a file it cannot read at all failing without
+ * retries. On SQLite through the test kit (tasklease/testing: the worker's
+ * real execute path, run on demand); on PostgreSQL by a running worker.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,23 +13,62 @@ import { claimsCsv } from './claims-fixture.js';
 import importMedical, { createMedicalImportTask, IMPORT_MEDICAL, tasks as moduleTasks } from '../../examples/import-medical.js';
 import type { ClaimRecord } from '../../examples/medical-csv.js';
 import { JsonLinesSink, type ClaimSink } from '../../examples/medical-sink.js';
-import { createClient } from '../../src/client/client.js';
+import { createClient, type TaskLeaseClient } from '../../src/client/client.js';
 import type { AnyTaskDefinition } from '../../src/core/definition.js';
 import { Scope } from '../../src/core/scope.js';
 import { isTerminal } from '../../src/core/status.js';
 import type { Task } from '../../src/core/task.js';
-import type { Store } from '../../src/store/types.js';
+import { createTestKit, type TestKit } from '../../src/testing/index.js';
 import { createWorker } from '../../src/worker/worker.js';
-import type { StoreFactory } from '../helpers/factory.js';
 import { perTestStore } from '../helpers/per-test.js';
 import { onPostgres } from '../helpers/postgres.js';
-import { sqliteFactory } from '../helpers/sqlite.js';
+import type { StoreFactory } from '../helpers/factory.js';
 import { waitFor } from '../helpers/wait.js';
 import { FAST, SETTLE_MS } from '../observe/suite.js';
 
-function runImportSuite(factory: StoreFactory): void {
-  describe(`IMPORT.MEDICAL on ${factory.dialect}`, () => {
-    const env = perTestStore(factory);
+/** What a case needs: a client, the task's end (once it has run), and whether a handler still runs. */
+interface Harness {
+  client: TaskLeaseClient;
+  finished(id: string): Promise<Task>;
+  handlersRunning(): number;
+}
+type Harnesses = (definition: AnyTaskDefinition) => Promise<Harness>;
+
+/** SQLite: the test kit runs the task when asked, attempt after attempt, to its end. */
+function kitHarnesses(): Harnesses {
+  let kit: TestKit | null = null;
+  afterEach(async () => {
+    await kit?.close();
+    kit = null;
+  });
+  return async (definition) => {
+    const k = (kit = await createTestKit({ tasks: [definition] }));
+    return { client: k.client, finished: async (id) => (await k.run(id)).task, handlersRunning: () => k.worker.stats().active };
+  };
+}
+
+/** A running worker on a store per test, the end read by polling. */
+function workerHarnesses(factory: StoreFactory): Harnesses {
+  const env = perTestStore(factory);
+  return async (definition) => {
+    const store = env.store;
+    const worker = env.track(createWorker({ store, tasks: [definition], ...FAST, cancelCheckIntervalMs: 0 })).start();
+    const finished = (id: string): Promise<Task> =>
+      waitFor(
+        async () => {
+          const task = await store.getTask({ id, scope: Scope.global() });
+          return task && isTerminal(task.status) ? task : null;
+        },
+        `import ${id} to finish`,
+        SETTLE_MS,
+      );
+    return { client: createClient({ store, tasks: [definition] }), finished, handlersRunning: () => worker.stats().active };
+  };
+}
+
+function runImportSuite(name: string, harnesses: () => Harnesses): void {
+  describe(`IMPORT.MEDICAL on ${name}`, () => {
+    const harness = harnesses();
     let dataDir: string;
     beforeEach(() => {
       dataDir = mkdtempSync(join(tmpdir(), 'tasklease-import-'));
@@ -36,24 +76,10 @@ function runImportSuite(factory: StoreFactory): void {
     });
     afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
 
-    const run = (store: Store, definition: AnyTaskDefinition) => {
-      const client = createClient({ store, tasks: [definition] });
-      const worker = env.track(createWorker({ store, tasks: [definition], ...FAST, cancelCheckIntervalMs: 0 })).start();
-      const finished = async (id: string): Promise<Task> =>
-        waitFor(
-          async () => {
-            const task = await store.getTask({ id, scope: Scope.global() });
-            return task && isTerminal(task.status) ? task : null;
-          },
-          `import ${id} to finish`,
-          SETTLE_MS,
-        );
-      return { client, worker, finished };
-    };
     const claimLines = (): string[] => readFileSync(join(dataDir, 'claims.jsonl'), 'utf8').trim().split('\n');
 
     it('imports the good rows once, reports the bad ones, and a second import of the file adds nothing', async () => {
-      const { client, finished } = run(env.store, createMedicalImportTask({ dataDir }));
+      const { client, finished } = await harness(createMedicalImportTask({ dataDir }));
       const first = await finished((await client.submit(IMPORT_MEDICAL, { csvPath: 'claims.csv', batchSize: 50 })).task.id);
       expect(first.status).toBe('PARTIAL_SUCCESS');
       expect(first.attemptCount).toBe(1);
@@ -95,23 +121,24 @@ function runImportSuite(factory: StoreFactory): void {
           return files.writeBatch(rows);
         },
       };
-      const { client, worker, finished } = run(env.store, createMedicalImportTask({ dataDir, sink }));
+      const { client, finished, handlersRunning } = await harness(createMedicalImportTask({ dataDir, sink }));
       const { task } = await client.submit(IMPORT_MEDICAL, { csvPath: 'claims.csv', batchSize: 50 });
+      const ended = finished(task.id);
       await secondReached;
       await client.requestCancellation(task.id);
       releaseSecond();
-      const cancelled = await finished(task.id);
+      const cancelled = await ended;
       expect(cancelled.status).toBe('CANCELLED');
       // The task ends CANCELLED at once (its signal aborted); the handler finishes the batch it is writing,
       // then its cancellation check before the next batch stops it. The worker's slot frees when it has.
-      await waitFor(() => worker.stats().active === 0, 'the handler to stop');
+      await waitFor(() => handlersRunning() === 0, 'the handler to stop');
       expect(batches).toBe(2);
       expect(claimLines()).toHaveLength(100); // the first 100 rows are all good claims
     });
 
     it('fails a file with the wrong header at once, without retries', async () => {
       writeFileSync(join(dataDir, 'wrong.csv'), 'id,name\nP1000,x\n');
-      const { client, finished } = run(env.store, createMedicalImportTask({ dataDir }));
+      const { client, finished } = await harness(createMedicalImportTask({ dataDir }));
       const failed = await finished((await client.submit(IMPORT_MEDICAL, { csvPath: 'wrong.csv' })).task.id);
       expect(failed).toMatchObject({ status: 'FAILED', attemptCount: 1, lastErrorCode: 'HANDLER_ERROR' });
     });
@@ -126,5 +153,5 @@ describe('the example module', () => {
   });
 });
 
-runImportSuite(sqliteFactory);
-await onPostgres('test/examples/import-medical.test.ts', 'IMPORT.MEDICAL', runImportSuite);
+runImportSuite('SQLite (the test kit)', kitHarnesses);
+await onPostgres('test/examples/import-medical.test.ts', 'IMPORT.MEDICAL', (factory) => runImportSuite(factory.dialect, () => workerHarnesses(factory)));

@@ -7,7 +7,8 @@
  * - as a PostgreSQL-only user (pg installed, better-sqlite3 not) imports
  *   `tasklease` and `tasklease/postgres`, and gets DRIVER_MISSING naming
  *   better-sqlite3 from the SQLite store;
- * - runs the README's example, extracted from README.md, to completion.
+ * - runs the README's example, extracted from README.md, to completion;
+ * - runs a handler test through tasklease/testing with no test framework.
  * The drivers, zod and TypeScript come from this repository's node_modules
  * (linked), so nothing is compiled and the test stays well under two minutes.
  */
@@ -97,6 +98,8 @@ describe('the packed package in a fresh consumer project', () => {
       'dist/src/sqlite.d.ts',
       'dist/src/postgres.js',
       'dist/src/mysql.js',
+      'dist/src/testing/index.js',
+      'dist/src/testing/index.d.ts',
       'require.cjs',
       'LICENSE',
       'CHANGELOG.md',
@@ -130,8 +133,9 @@ describe('the packed package in a fresh consumer project', () => {
     link('zod');
     writeFileSync(join(consumer, 'example.ts'), extractReadmeExample(readFileSync(join(root, 'README.md'), 'utf8')));
     writeFileSync(join(consumer, 'sqlite-types.ts'), SQLITE_TYPES);
-    // One program for all four files: the libraries' declarations are checked once (most of the time here).
-    await tscIn(['--outDir', 'out', 'root-only.ts', 'pg-only.ts', 'example.ts', 'sqlite-types.ts']);
+    writeFileSync(join(consumer, 'testing-kit.ts'), TESTING_KIT);
+    // One program for all five files: the libraries' declarations are checked once (most of the time here).
+    await tscIn(['--outDir', 'out', 'root-only.ts', 'pg-only.ts', 'example.ts', 'sqlite-types.ts', 'testing-kit.ts']);
     expect(existsSync(join(consumer, 'out', 'example.js'))).toBe(true);
   }, 120_000);
 
@@ -160,6 +164,11 @@ describe('the packed package in a fresh consumer project', () => {
     const second = await successes();
     expect(second).toHaveLength(4);
     expect(second.filter((line) => first.includes(line))).toEqual([first[3]]);
+  });
+
+  it('runs a handler test through tasklease/testing without a test framework', async () => {
+    const { stdout } = await sh(process.execPath, ['out/testing-kit.js'], consumer);
+    expect(JSON.parse(stdout)).toEqual({ status: 'SUCCESS', attempts: 2, retryAfterMs: 1000, enqueued: 'mail.send', assertion: 'ERR_ASSERTION' });
   });
 });
 
@@ -196,6 +205,35 @@ console.log(JSON.stringify({
   sqliteEntry: sqlite,
   openStore: await openStore('sqlite:never.db').then(() => 'opened', codeOf),
 }));
+`;
+
+/** Runs in the consumer: a handler that fails once, run to its end by the test kit's clock; what it enqueued, asserted. */
+const TESTING_KIT = `
+import { defineTask, TaskFailure } from 'tasklease';
+import { createTestKit } from 'tasklease/testing';
+
+const mail = defineTask<{ to: string }>({ type: 'mail.send', execute: () => undefined });
+let calls = 0;
+const signup = defineTask<{ email: string }>({
+  type: 'user.signup',
+  execute: async (_ctx, payload) => {
+    if (++calls === 1) throw new TaskFailure('directory busy');
+    await kit.client.submit(mail, { to: payload.email });
+  },
+});
+const kit = await createTestKit({ tasks: [signup, mail], worker: { retry: { baseDelayMs: 1000, jitter: 0 } } });
+const started = kit.now().getTime();
+const run = await kit.runTask(signup, { email: 'ada@example.com' });
+await kit.assertEnqueued('mail.send', { to: 'ada@example.com' });
+const assertion = await kit.assertEnqueued('mail.send', { to: 'bob@example.com' }).then(() => 'passed', (error: { code?: string }) => error.code);
+console.log(JSON.stringify({
+  status: run.status,
+  attempts: run.attempts.length,
+  retryAfterMs: run.attempts[1]!.startedAt.getTime() - started,
+  enqueued: (await kit.enqueued('mail.send'))[0]!.taskType,
+  assertion,
+}));
+await kit.close();
 `;
 
 /** Never run: the compiler checks that the SQLite store's \`db\` keeps better-sqlite3's types. */
