@@ -102,8 +102,19 @@ function valueView(label: string, kind: Kind, taskType: string, value: unknown):
   return box;
 }
 
+/** The card last drawn, by what it shows: a redraw of the page (a live update) keeps it, and a key being typed in it. */
+let drawn: { key: string; card: HTMLElement } | null = null;
+
 /** The task page's card of its payload and result. */
-export function storedValuesCard(task: { taskType: string; payload: unknown; result: unknown }): HTMLElement {
+export function storedValuesCard(task: { id: string; taskType: string; payload: unknown; result: unknown }): HTMLElement {
+  const key = JSON.stringify([task.id, task.payload, task.result]);
+  if (drawn?.key === key) return drawn.card;
+  const card = drawCard(task);
+  drawn = { key, card };
+  return card;
+}
+
+function drawCard(task: { taskType: string; payload: unknown; result: unknown }): HTMLElement {
   const sealed = isSealed(task.payload) || isSealed(task.result);
   const values = [valueView('Payload', 'payload', task.taskType, task.payload), valueView('Result', 'result', task.taskType, task.result)];
   // In clear: folded away as before; encrypted: open, so that the key field is in sight.
