@@ -63,7 +63,7 @@ export async function editTask(db: MysqlDatabase, conn: Conn, params: EditTaskPa
   const owner = scopeOwner(params.scope);
   const values: unknown[] = [];
   const sets = editAssignments(params.changes, {
-    now: 'NOW(3)',
+    laterTime: 'GREATEST(NOW(3), update_time + INTERVAL 1000 MICROSECOND)',
     param: ({ key }) => {
       const value = params.changes[key];
       values.push(value instanceof Date ? sqlTime(value) : value);

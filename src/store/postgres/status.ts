@@ -91,7 +91,7 @@ export async function editTask(ctx: PgContext, params: EditTaskParams): Promise<
   const { record } = params;
   const values: unknown[] = [uuidKeys([params.id])[0], [...params.from], owner, params.expectUpdatedAt ?? null, record.action, record.actor.id, record.actor.name ?? null, record.detail ?? null];
   const sets = editAssignments(params.changes, {
-    now: 'now()',
+    laterTime: "GREATEST(now(), t.update_time + interval '1 millisecond')",
     // Each parameter's number is its place in `values`.
     param: ({ key, column }) => `$${values.push(params.changes[key])}::${EDIT_CASTS[column]}`,
   });

@@ -33,9 +33,14 @@ export function editedFields(changes: TaskEdit): EditField[] {
   return EDIT_FIELDS.filter(({ key }) => changes[key] !== undefined);
 }
 
-/** The SET list of an edit: each changed column from its parameter (`param` renders one), and update_time. */
-export function editAssignments(changes: TaskEdit, sql: { now: string; param: (edit: EditField) => string }): string[] {
-  return [...editedFields(changes).map((edit) => `${edit.column} = ${sql.param(edit)}`), `update_time = ${sql.now}`];
+/**
+ * The SET list of an edit: each changed column from its parameter (`param` renders one), and update_time as
+ * `laterTime` renders it: the later of now and the old update_time plus one millisecond. An edit always moves
+ * update_time forward by a millisecond at least, so an expectation (expect.updatedAt, compared to the
+ * millisecond) never mistakes a task edited within the same millisecond for the one its caller read.
+ */
+export function editAssignments(changes: TaskEdit, sql: { laterTime: string; param: (edit: EditField) => string }): string[] {
+  return [...editedFields(changes).map((edit) => `${edit.column} = ${sql.param(edit)}`), `update_time = ${sql.laterTime}`];
 }
 
 /** The action row's detail: the names of the fields changed (never their values: a payload may be sensitive). */

@@ -46,7 +46,9 @@ export function changeStatus(db: Db, params: ChangeStatusParams, now: string): C
 /** An operator's edit (rules/edits.ts): one conditional UPDATE, its action row, and the status it left or found. */
 export function editTask(db: Db, params: EditTaskParams, now: string): ChangeStatusResult {
   const owner = scopeOwner(params.scope);
-  const sets = editAssignments(params.changes, { now: '@now', param: ({ key }) => `@${key}` });
+  // Times are sortable text: MAX picks the later.
+  const laterTime = "MAX(@now, strftime('%Y-%m-%d %H:%M:%f', update_time, '+0.001 seconds'))";
+  const sets = editAssignments(params.changes, { laterTime, param: ({ key }) => `@${key}` });
   const values: Record<string, unknown> = { id: params.id, now };
   for (const { key } of editedFields(params.changes)) {
     const value = params.changes[key];
