@@ -55,7 +55,8 @@ export function expectedUpdate(expect: unknown): Date | null {
   if (typeof expect !== 'object' || expect === null) throw new ValidationError('edit: expect must be { updatedAt: Date }', 'expect');
   checkKnownKeys('edit expect', expect, ['updatedAt']);
   const { updatedAt } = expect as { updatedAt?: unknown };
-  if (!(updatedAt instanceof Date) || Number.isNaN(updatedAt.getTime())) throw new ValidationError('edit: expect.updatedAt must be a valid Date', 'expect.updatedAt');
+  if (!(updatedAt instanceof Date) || Number.isNaN(updatedAt.getTime()))
+    throw new ValidationError('edit: expect.updatedAt must be a valid Date', 'expect.updatedAt');
   return updatedAt;
 }
 

@@ -220,7 +220,10 @@ export class InvalidTransitionError extends TaskLeaseError {
 /** An edit that expected the task as it was at `expectedUpdatedAt`, and found it changed since: nothing was written. */
 export class TaskChangedError extends TaskLeaseError {
   constructor(taskId: string, expectedUpdatedAt: Date) {
-    super(ErrorCode.TASK_CHANGED, `task ${taskId} changed after ${expectedUpdatedAt.toISOString()} (another edit or action): read it again, nothing was written`);
+    super(
+      ErrorCode.TASK_CHANGED,
+      `task ${taskId} changed after ${expectedUpdatedAt.toISOString()} (another edit or action): read it again, nothing was written`,
+    );
   }
 }
 

@@ -296,7 +296,13 @@ export function cliSuite(target: CliTarget): void {
       const edited = await tl(['edit', id, ...flags, '--json']);
       expect(edited.code, edited.stderr).toBe(0);
       expect(edited.json()).toMatchObject({ id, status: 'QUEUED', changed: ['payload', 'priority', 'availableAt', 'deadlineAt', 'maxAttempts'] });
-      expect(await get(id)).toMatchObject({ payload: { n: 2 }, priority: 7, availableAt: '2031-05-01T08:00:00.000Z', deadlineAt: '2031-06-01T00:00:00.000Z', maxAttempts: 9 });
+      expect(await get(id)).toMatchObject({
+        payload: { n: 2 },
+        priority: 7,
+        availableAt: '2031-05-01T08:00:00.000Z',
+        deadlineAt: '2031-06-01T00:00:00.000Z',
+        maxAttempts: 9,
+      });
       const cleared = await tl(['edit', id, '--deadline', 'none']);
       expect(cleared.stderr).toBe('');
       expect(cleared.stdout).toBe(`task ${id} edited (deadlineAt), still QUEUED\n`);

@@ -164,7 +164,14 @@ export function runEditSuite(factory: StoreFactory): void {
       await client().edit(task.id, { maxAttempts: 5, payload: { order: 777_001 } }, { actor: { id: 'jwt:ada', name: 'Ada' } });
       const [edit, ...rest] = await client().actions(task.id);
       expect(rest).toEqual([]);
-      expect(edit).toMatchObject({ action: 'EDIT', fromStatus: 'QUEUED', toStatus: 'QUEUED', actor: 'jwt:ada', actorName: 'Ada', detail: 'payload,maxAttempts' });
+      expect(edit).toMatchObject({
+        action: 'EDIT',
+        fromStatus: 'QUEUED',
+        toStatus: 'QUEUED',
+        actor: 'jwt:ada',
+        actorName: 'Ada',
+        detail: 'payload,maxAttempts',
+      });
       expect(JSON.stringify(edit)).not.toContain('777001');
     });
 

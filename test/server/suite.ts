@@ -147,7 +147,8 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(edited.body).toMatchObject({ id: task.id, status: 'QUEUED', payload: { n: 2 }, priority: 9, deadlineAt: null });
       const stale = await running.call('PATCH', path, { as: 'operator', body: { priority: 1, expectUpdatedAt: task.updatedAt.toISOString() } });
       expect([stale.status, stale.body.code]).toEqual([409, 'TASK_CHANGED']);
-      for (const body of [{}, { status: 'RUNNING' }, { priority: 5000 }]) expect((await running.call('PATCH', path, { as: 'operator', body })).status).toBe(400);
+      for (const body of [{}, { status: 'RUNNING' }, { priority: 5000 }])
+        expect((await running.call('PATCH', path, { as: 'operator', body })).status).toBe(400);
       const actions = await running.call('GET', `${path}/actions`, { as: 'alice' });
       expect(actions.body.actions).toMatchObject([{ action: 'EDIT', detail: 'payload,priority,deadlineAt', fromStatus: 'QUEUED', toStatus: 'QUEUED' }]);
       await running.server.client.requestCancellation(task.id);

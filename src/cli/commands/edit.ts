@@ -43,7 +43,7 @@ export const editCommand: CliCommand = {
       .option('--at <time>', 'start no earlier than this ISO 8601 time', isoTime)
       .option('--deadline <time>', 'never start after, and time out at, this ISO 8601 time; none: no deadline', deadline)
       .option('--max-attempts <n>', 'attempts before the task fails for good, 1–100', integer(1, 100))
-      .option('--expect-updated-at <time>', "refuse (TASK_CHANGED) if the task changed after this time (its updatedAt as you read it)", isoTime)
+      .option('--expect-updated-at <time>', 'refuse (TASK_CHANGED) if the task changed after this time (its updatedAt as you read it)', isoTime)
       .option('--tasks <modules...>', "task modules: their schemas check the payload, their middleware stores it (an encrypted type's key)")
       .action(
         action(ctx, async (id: string, flags: EditFlags) => {

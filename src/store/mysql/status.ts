@@ -6,15 +6,7 @@
  */
 import { scopeOwner } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import {
-  changeStatusAssignments,
-  checkStatusTarget,
-  editAction,
-  editAssignments,
-  statusAfterChange,
-  statusChangeActions,
-  statusList,
-} from '../rules/index.js';
+import { changeStatusAssignments, checkStatusTarget, editAction, editAssignments, statusAfterChange, statusChangeActions, statusList } from '../rules/index.js';
 import { reopen, settle, stepsOn } from './flows.js';
 import type { ChangeStatusParams, ChangeStatusResult, EditTaskParams } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
@@ -72,10 +64,20 @@ export async function editTask(db: MysqlDatabase, conn: Conn, params: EditTaskPa
   });
   let where = `id = ? AND status IN ${statusList(params.from)}`;
   values.push(params.id);
-  if (owner !== null) (where += ' AND owner = ?'), values.push(owner);
-  if (params.expectUpdatedAt) (where += ' AND update_time = ?'), values.push(sqlTime(params.expectUpdatedAt));
+  if (owner !== null) {
+    where += ' AND owner = ?';
+    values.push(owner);
+  }
+  if (params.expectUpdatedAt) {
+    where += ' AND update_time = ?';
+    values.push(sqlTime(params.expectUpdatedAt));
+  }
   const edited = await db.exec(conn, `UPDATE system_async_task SET ${sets.join(', ')} WHERE ${where}`, values);
-  const [row] = await db.rows(conn, `SELECT status FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`, owner === null ? [params.id] : [params.id, owner]);
+  const [row] = await db.rows(
+    conn,
+    `SELECT status FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`,
+    owner === null ? [params.id] : [params.id, owner],
+  );
   const status = row ? (String(row.status) as TaskStatus) : null;
   // The UPDATE matched the row (mysql2 counts found rows); the status read after it in this transaction is the one it left.
   if (edited.affectedRows === 1 && status !== null) {

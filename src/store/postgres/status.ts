@@ -79,7 +79,13 @@ function notifySql(to: TaskStatus): string {
 }
 
 /** The SQL type of each edited column's parameter. */
-const EDIT_CASTS: Record<string, string> = { payload_json: 'text', priority: 'integer', available_at: 'timestamptz', deadline_at: 'timestamptz', max_attempts: 'integer' };
+const EDIT_CASTS: Record<string, string> = {
+  payload_json: 'text',
+  priority: 'integer',
+  available_at: 'timestamptz',
+  deadline_at: 'timestamptz',
+  max_attempts: 'integer',
+};
 
 /**
  * An operator's edit (rules/edits.ts) in one statement: the conditional UPDATE, its action row, and the status it
@@ -89,7 +95,16 @@ const EDIT_CASTS: Record<string, string> = { payload_json: 'text', priority: 'in
 export async function editTask(ctx: PgContext, params: EditTaskParams): Promise<ChangeStatusResult> {
   const owner = scopeOwner(params.scope);
   const { record } = params;
-  const values: unknown[] = [uuidKeys([params.id])[0], [...params.from], owner, params.expectUpdatedAt ?? null, record.action, record.actor.id, record.actor.name ?? null, record.detail ?? null];
+  const values: unknown[] = [
+    uuidKeys([params.id])[0],
+    [...params.from],
+    owner,
+    params.expectUpdatedAt ?? null,
+    record.action,
+    record.actor.id,
+    record.actor.name ?? null,
+    record.detail ?? null,
+  ];
   const sets = editAssignments(params.changes, {
     laterTime: "GREATEST(now(), t.update_time + interval '1 millisecond')",
     // Each parameter's number is its place in `values`.

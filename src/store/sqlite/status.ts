@@ -55,11 +55,16 @@ export function editTask(db: Db, params: EditTaskParams, now: string): ChangeSta
     values[key] = value instanceof Date ? toSqliteTime(value.getTime()) : value;
   }
   let where = `id = @id AND status IN ${statusList(params.from)}`;
-  if (owner !== null) (where += ' AND owner = @owner'), (values.owner = owner);
-  if (params.expectUpdatedAt) (where += ' AND update_time = @expected'), (values.expected = toSqliteTime(params.expectUpdatedAt.getTime()));
+  if (owner !== null) {
+    where += ' AND owner = @owner';
+    values.owner = owner;
+  }
+  if (params.expectUpdatedAt) {
+    where += ' AND update_time = @expected';
+    values.expected = toSqliteTime(params.expectUpdatedAt.getTime());
+  }
   const edited = statement(db, `UPDATE system_async_task SET ${sets.join(', ')} WHERE ${where} RETURNING status`).get(values) as
-    | { status: TaskStatus }
-    | undefined;
+    { status: TaskStatus } | undefined;
   if (edited) {
     recordActions(db, [editAction(params.record, params.id, edited.status)], now);
     return { id: params.id, applied: true, status: edited.status };
