@@ -73,6 +73,30 @@ export function runEditSuite(factory: StoreFactory): void {
       expect(await client().edit(child.id, { payload: { order: 3 } })).toMatchObject({ status: 'BLOCKED', payload: { order: 3 }, pendingParents: 1 });
     });
 
+    it('edits a RETRY_WAIT task (it stays RETRY_WAIT): payload, its retry time, its max attempts', async () => {
+      const task = await waiting();
+      await client().reschedule(task.id, { availableAt: await env.store.now() });
+      const [claimed] = await env.store.claimTasks({
+        workerId: 'w1',
+        taskTypes: [order.type],
+        limit: 1,
+        leaseMs: 30_000,
+        globalConcurrency: 100,
+        typeConcurrency: 100,
+      });
+      const lease = { taskId: claimed!.id, workerId: 'w1', attempt: claimed!.attemptCount, token: claimed!.leaseToken! };
+      const failure = { errorCode: 'BAD_SKU', message: 'no such sku', traceId: null, retryable: true };
+      await env.store.finishAttempts({ outcomes: [{ kind: 'RETRY', lease, failure, retryDelayMs: HOUR, progress: null }] });
+      expect((await read(task.id)).status).toBe('RETRY_WAIT');
+      const now = await env.store.now();
+      expect(await client().edit(task.id, { payload: { order: 44 }, availableAt: now, maxAttempts: 1 })).toMatchObject({
+        status: 'RETRY_WAIT',
+        payload: { order: 44 },
+        availableAt: now,
+        maxAttempts: 1,
+      });
+    });
+
     it('answers INVALID_TRANSITION for a task a worker claimed first, and changes nothing', async () => {
       const task = await waiting();
       await client().reschedule(task.id, { availableAt: await env.store.now() });
