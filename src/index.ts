@@ -55,9 +55,11 @@ export {
   type ListOptions,
   type CancelOutcome,
   type ActionOptions,
+  type EditOptions,
   type ScopeOption,
 } from './client/client.js';
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';
+export { EDITABLE_STATUSES, type TaskChanges } from './client/edit.js';
 export {
   MiddlewareError,
   type Middleware,

@@ -43,6 +43,8 @@ import type { LimitChangeKind } from '../core/adaptive.js';
 import { estimateTask, type EstimateOptions, type TaskEstimate } from './estimate.js';
 import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
+import { checkChanges, editOf, editRefusal, EDITABLE_STATUSES, expectedUpdate, type TaskChanges } from './edit.js';
+import { editDetail } from '../store/rules/edits.js';
 import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 import { checkNoNul } from '../core/text.js';
 import { MiddlewareStack, type Middleware, type SubmitVia } from './middleware.js';
@@ -83,6 +85,11 @@ export interface ScopeOption {
 
 /** An operator action's options: whose tasks (scope) and who acts (recorded in the task's action history). */
 export interface ActionOptions extends ScopeOption, ActorOption {}
+
+/** An edit's options: an action's, and optionally the task's updatedAt as the caller read it (no silent overwrite). */
+export interface EditOptions extends ActionOptions {
+  expect?: { updatedAt: Date };
+}
 
 export interface ListOptions extends ScopeOption {
   taskType?: string;
@@ -529,7 +536,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
 
   /**
    * What operators did to the task (pause, resume, cancel, retry, reschedule,
-   * dead-letter replay and archive), by whom and when: newest first, at most
+   * edit, dead-letter replay and archive), by whom and when: newest first, at most
    * `limit` (1–1000, default 100). Worker transitions are its attempts.
    */
   async actions(id: string, options: ScopeOption & { limit?: number } = {}): Promise<TaskActionRecord[]> {
@@ -612,6 +619,26 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     const [paused] = await this.store.changeStatus({ ids: [id], scope, from: ['PAUSED'], to: 'PAUSED', availableAt, record });
     if (paused?.applied) return;
     await this.transition(id, options, ['QUEUED', 'RETRY_WAIT'], 'QUEUED', record, { availableAt });
+  }
+
+  /**
+   * Changes a waiting task (QUEUED, RETRY_WAIT, PAUSED or BLOCKED; its status stays): payload, priority,
+   * availableAt, deadlineAt (null: none) or maxAttempts, checked as a submit checks them (edit.ts) and written in one
+   * conditional UPDATE. A task claimed meanwhile changes nothing: INVALID_TRANSITION; with `expect.updatedAt`, a task
+   * changed since (another operator's edit) changes nothing either: TASK_CHANGED. Recorded in its actions as EDIT with
+   * the fields changed (not their values). Resolves with the task as it is after the edit (as stored).
+   */
+  async edit(id: string, changes: TaskChanges, options: EditOptions = {}): Promise<Task> {
+    checkKnownKeys('edit', options, ['scope', 'actor', 'expect']);
+    checkChanges(changes, this.limits.now);
+    const expectUpdatedAt = expectedUpdate(options.expect);
+    const scope = options.scope ?? Scope.global();
+    const task = await this.require(id, { scope });
+    const edit = await editOf(task, changes, this.registry.get(task.taskType), this.limits);
+    const record = this.record('EDIT', options, editDetail(edit));
+    const result = await this.store.editTask({ id, scope, from: EDITABLE_STATUSES, changes: edit, expectUpdatedAt, record });
+    if (!result.applied) throw editRefusal(id, result.status, expectUpdatedAt);
+    return this.require(id, { scope });
   }
 
   /** Deletes terminal tasks finished before the cut-off (with attempts and failures; dead letters archived), in batches. */

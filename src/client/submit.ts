@@ -104,26 +104,18 @@ export function prepareTask(
 }
 
 export function buildTask(request: SubmitRequest, definition: AnyTaskDefinition, limits: SubmitLimits, label: string): NewTask {
-  // A payload is refused as given, not as encoded; uniqueness by payload compares payloads as given.
-  const givenJson = serializePayload(request.payload, label);
-  const payloadJson = limits.encode ? serializePayload(limits.encode(definition.type, request.payload), label) : givenJson;
-  const bytes = Buffer.byteLength(payloadJson, 'utf8');
-  if (bytes > limits.maxPayloadBytes) throw new PayloadTooLargeError(bytes, limits.maxPayloadBytes);
-
+  const { givenJson, payloadJson } = storedPayload(definition.type, request.payload, limits, label);
   const priority = request.priority ?? definition.priority ?? 0;
-  checkIntegerField(label, 'priority', priority, -1000, 1000);
+  checkPriority(label, priority);
   const maxAttempts = request.maxAttempts ?? limits.policyMaxAttempts?.(definition.type) ?? definition.maxAttempts ?? limits.defaultMaxAttempts;
-  checkIntegerField(label, 'maxAttempts', maxAttempts, 1, 100);
+  checkMaxAttempts(label, maxAttempts);
   if (request.delayMs !== undefined && request.availableAt !== undefined) {
     throw new ValidationError(`${label}: give delayMs or availableAt, not both`, 'delayMs');
   }
   const delayMs = request.delayMs ?? 0;
   checkIntegerField(label, 'delayMs', delayMs, 0, MAX_DELAY_MS);
   checkDate(label, 'availableAt', request.availableAt);
-  checkDate(label, 'deadlineAt', request.deadlineAt);
-  if (request.deadlineAt && request.deadlineAt.getTime() <= (limits.now ?? Date.now)()) {
-    throw new ValidationError(`${label}: deadlineAt ${request.deadlineAt.toISOString()} is already past`, 'deadlineAt');
-  }
+  checkDeadline(label, request.deadlineAt, limits.now);
   for (const field of ['owner', 'idempotencyKey', 'traceId', 'sequenceKey', 'rateKey'] as const)
     checkOptionalString(label, field, request[field], STRING_LIMITS[field]);
   if (request.rateKey?.endsWith(':*')) throw new ValidationError(`${label}: rateKey must not end with ':*' (that names a group's policy)`, 'rateKey');
@@ -165,6 +157,37 @@ function sequenceOf(request: SubmitRequest, label: string, unique: boolean): Pic
   return { sequenceKey, ...(sequenceOnDeadLetter === undefined ? {} : { sequenceOnDeadLetter }) };
 }
 
+/**
+ * A payload as given (JSON, for uniqueness by payload) and as stored (through the middleware's encode hooks), its
+ * stored size within maxPayloadBytes. A payload is refused as given, not as encoded (a schema ran before).
+ */
+export function storedPayload(taskType: string, payload: unknown, limits: SubmitLimits, label: string): { givenJson: string; payloadJson: string } {
+  const givenJson = serializePayload(payload, label);
+  const payloadJson = limits.encode ? serializePayload(limits.encode(taskType, payload), label) : givenJson;
+  const bytes = Buffer.byteLength(payloadJson, 'utf8');
+  if (bytes > limits.maxPayloadBytes) throw new PayloadTooLargeError(bytes, limits.maxPayloadBytes);
+  return { givenJson, payloadJson };
+}
+
+/** Higher runs first: -1000 to 1000. */
+export function checkPriority(label: string, priority: unknown): void {
+  checkIntegerField(label, 'priority', priority, -1000, 1000);
+}
+
+/** Attempts before a task fails for good: 1 to 100. */
+export function checkMaxAttempts(label: string, maxAttempts: unknown): void {
+  checkIntegerField(label, 'maxAttempts', maxAttempts, 1, 100);
+}
+
+/** A deadline must be a valid time still ahead (the caller's clock: a task could never start otherwise). */
+/** A deadline, if given, is a valid Date not yet past on `now` (the client's clock: a test kit's, else the system's). */
+export function checkDeadline(label: string, deadlineAt: unknown, now: () => number = Date.now): void {
+  checkDate(label, 'deadlineAt', deadlineAt);
+  if (deadlineAt instanceof Date && deadlineAt.getTime() <= now()) {
+    throw new ValidationError(`${label}: deadlineAt ${deadlineAt.toISOString()} is already past`, 'deadlineAt');
+  }
+}
+
 function serializePayload(payload: unknown, label: string): string {
   let json: string | undefined;
   try {
@@ -182,7 +205,7 @@ function checkIntegerField(label: string, field: string, value: unknown, min: nu
   }
 }
 
-function checkDate(label: string, field: string, value: unknown): void {
+export function checkDate(label: string, field: string, value: unknown): void {
   if (value === undefined) return;
   if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new ValidationError(`${label}: ${field} must be a valid Date`, field);
 }

@@ -54,6 +54,10 @@ export const ErrorCode = {
   INVALID_TIME_ZONE: 'INVALID_TIME_ZONE',
   /** A token created with an expiry that has already passed (it could never be used). */
   TOKEN_EXPIRY_PAST: 'TOKEN_EXPIRY_PAST',
+  /** client.edit with `expect.updatedAt`: the task changed since that time (another edit, an action): nothing was written. */
+  TASK_CHANGED: 'TASK_CHANGED',
+  /** client.edit: the task's payload is encrypted and this client's middleware would store the new one in clear. */
+  PAYLOAD_NOT_SEALED: 'PAYLOAD_NOT_SEALED',
   /** A status change would make a task hold a `unique` key that another task holds meanwhile. */
   UNIQUE_CONFLICT: 'UNIQUE_CONFLICT',
   /** client.waitFor: the task did not finish within timeoutMs. */
@@ -214,6 +218,16 @@ export class AccessError extends TaskLeaseError {
 export class InvalidTransitionError extends TaskLeaseError {
   constructor(taskId: string, from: string, action: string) {
     super(ErrorCode.INVALID_TRANSITION, `cannot ${action} task ${taskId}: it is ${from}`);
+  }
+}
+
+/** An edit that expected the task as it was at `expectedUpdatedAt`, and found it changed since: nothing was written. */
+export class TaskChangedError extends TaskLeaseError {
+  constructor(taskId: string, expectedUpdatedAt: Date) {
+    super(
+      ErrorCode.TASK_CHANGED,
+      `task ${taskId} changed after ${expectedUpdatedAt.toISOString()} (another edit or action): read it again, nothing was written`,
+    );
   }
 }
 

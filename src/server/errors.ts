@@ -19,6 +19,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   [ErrorCode.NOT_FOUND]: 404,
   [ErrorCode.INVALID_TRANSITION]: 409,
   [ErrorCode.UNIQUE_CONFLICT]: 409,
+  [ErrorCode.TASK_CHANGED]: 409,
   [ErrorCode.UNAUTHENTICATED]: 401,
   [ErrorCode.FORBIDDEN]: 403,
   [ErrorCode.RATE_LIMITED]: 429,

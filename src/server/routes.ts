@@ -37,7 +37,7 @@ export interface RouteContext {
 }
 
 export interface RouteSpec {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   url: string;
   access: Access;
   /** Takes a task id in `:id`: for a user, another owner's task answers 404 like a missing one. */

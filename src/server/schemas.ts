@@ -71,6 +71,25 @@ export const submitRequest = {
   },
 } as const;
 
+/** PATCH /api/v1/tasks/:id: the fields to change (client.edit), and the optional optimistic check. */
+export const editRequest = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    payload: { description: "The new payload (checked against the type's schema when the server knows it)" },
+    priority: { type: 'integer', minimum: -1000, maximum: 1000 },
+    availableAt: dateTime,
+    // One type list, not anyOf (coerceTypes would turn null into a string): null removes the deadline.
+    deadlineAt: { type: ['string', 'null'], format: 'date-time', description: 'A time still ahead; null: no deadline' },
+    maxAttempts: { type: 'integer', minimum: 1, maximum: 100 },
+    expectUpdatedAt: {
+      ...dateTime,
+      description: "The task's updatedAt as the caller read it: an edit of a task changed since answers 409 TASK_CHANGED",
+    },
+  },
+} as const;
+
 /** Most tasks one HTTP submit takes (the client takes more; bodies are bounded anyway). */
 export const MAX_SUBMIT_BATCH = 1000;
 

@@ -11,7 +11,8 @@ import type { Task } from '../core/task.js';
 import type { SubmitRequest } from '../client/submit.js';
 import { principalOf, type RouteSpec } from './routes.js';
 import { actingAs, scopeOf } from './auth.js';
-import { idParams, listQuery, MAX_SUBMIT_BATCH, submitRequest, waitQuery } from './schemas.js';
+import { editRequest, idParams, listQuery, MAX_SUBMIT_BATCH, submitRequest, waitQuery } from './schemas.js';
+import type { TaskChanges } from '../client/edit.js';
 import { streamMyTasks, streamTask, type SseStreams } from './sse.js';
 import { actionView, stepView, taskView } from './task-view.js';
 
@@ -33,6 +34,21 @@ export function toSubmitRequest(request: FastifyRequest, body: SubmitBody): Subm
     ...(availableAt ? { availableAt: new Date(availableAt) } : {}),
     ...(deadlineAt ? { deadlineAt: new Date(deadlineAt) } : {}),
     ...(principal.role === 'user' ? { owner: principal.owner! } : {}),
+  };
+}
+
+export type EditBody = Omit<TaskChanges, 'availableAt' | 'deadlineAt'> & { availableAt?: string; deadlineAt?: string | null; expectUpdatedAt?: string };
+
+/** JSON in, client changes and expectation out: dates parsed (a null deadline removes it). */
+function toEdit(body: EditBody): { changes: TaskChanges; expect?: { updatedAt: Date } } {
+  const { availableAt, deadlineAt, expectUpdatedAt, ...rest } = body;
+  return {
+    changes: {
+      ...rest,
+      ...(availableAt !== undefined ? { availableAt: new Date(availableAt) } : {}),
+      ...(deadlineAt !== undefined ? { deadlineAt: deadlineAt === null ? null : new Date(deadlineAt) } : {}),
+    },
+    ...(expectUpdatedAt !== undefined ? { expect: { updatedAt: new Date(expectUpdatedAt) } } : {}),
   };
 }
 
@@ -134,6 +150,20 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
       },
     },
     {
+      method: 'PATCH',
+      url: '/api/v1/tasks/:id',
+      access: 'user',
+      ownTask: true,
+      summary:
+        'Edit a waiting task (QUEUED, RETRY_WAIT, PAUSED or BLOCKED; its status stays): payload, priority, availableAt, deadlineAt, maxAttempts. A task claimed meanwhile answers 409 INVALID_TRANSITION; with expectUpdatedAt, one changed since answers 409 TASK_CHANGED. Answers the task as edited',
+      tags,
+      schema: { params: idParams, body: editRequest },
+      async handler(request, _reply, { client }) {
+        const { changes, expect } = toEdit(request.body as EditBody);
+        return view(request, await client.edit(id(request), changes, { ...acting(request), ...(expect ? { expect } : {}) }));
+      },
+    },
+    {
       method: 'POST',
       url: '/api/v1/tasks/:id/pause',
       access: 'user',
@@ -164,7 +194,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
       url: '/api/v1/tasks/:id/actions',
       access: 'user',
       ownTask: true,
-      summary: 'What operators did to the task (pause, resume, cancel, retry, reschedule, dead-letter replay and archive), by whom, newest first',
+      summary: 'What operators did to the task (pause, resume, cancel, retry, reschedule, edit, dead-letter replay and archive), by whom, newest first',
       tags,
       schema: {
         params: idParams,

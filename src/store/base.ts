@@ -64,6 +64,12 @@ const CHECKED_INPUTS: { [M in Method]?: (params: Params<M>) => Params<M> } = {
     const children = checkedPayloads(p.children);
     return children === p.children ? p : { ...p, children };
   },
+  editTask: (p) => {
+    const payloadJson = p.changes.payloadJson;
+    if (payloadJson === undefined) return p;
+    const [checked] = checkedPayloads([{ payloadJson }]);
+    return checked!.payloadJson === payloadJson ? p : { ...p, changes: { ...p.changes, payloadJson: checked!.payloadJson } };
+  },
 };
 
 function checkedPayloads<T extends { payloadJson: string }>(tasks: readonly T[]): readonly T[] {
@@ -108,6 +114,8 @@ const WAKEUPS: { [M in Method]?: (answer: Answer<M>) => StoreEvent[] } = {
     return events;
   },
   releaseTasks: (released) => (released > 0 ? [WAKE_ALL] : []),
+  // An edit may make a waiting task due now (an earlier start, a higher priority).
+  editTask: (result) => (result.applied && result.status === TaskStatus.QUEUED ? [WAKE_ALL] : []),
   finishAttempts: (result) => releasedWakeups(result.released),
   finishAndClaim: (result) => releasedWakeups(result.released),
   insertFlow: (results) => {
@@ -156,6 +164,7 @@ const METHODS = [
   'listTasks',
   'countByStatus',
   'changeStatus',
+  'editTask',
   'claimTasks',
   'renewLeases',
   'saveProgress',

@@ -257,9 +257,16 @@ export interface ControlStore {
    * not exist in scope).
    */
   changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]>;
+  /**
+   * An operator's edit of a waiting task (client.edit; rules/edits.ts): one conditional UPDATE of the columns in
+   * `changes`, applied only while the task is in scope, in one of `from` and (with `expectUpdatedAt`) not changed
+   * since that time (to the millisecond); its EDIT action row in the same transaction. Answers whether it changed
+   * the task and its status now (null when it does not exist in scope).
+   */
+  editTask(params: EditTaskParams): Promise<ChangeStatusResult>;
   listAttempts(params: { taskId: string }): Promise<AttemptRecord[]>;
   /**
-   * What operators did to a task (pause, resume, cancel, retry, reschedule,
+   * What operators did to a task (pause, resume, cancel, retry, reschedule, edit,
    * dead-letter replay and archive), who and when: newest first, at most
    * `limit` (default 100). Rows are written by changeStatus, replayDeadLetters
    * and archiveDeadLetters in their own transaction when given an actor;
@@ -434,8 +441,31 @@ export interface ChangeStatusParams {
   record?: ActionRecordInput;
 }
 
+/** The columns an edit sets (rules/edits.ts); a key left out keeps its value. The client checked every value. */
+export interface TaskEdit {
+  /** The payload as stored (encoded by the client's middleware). */
+  payloadJson?: string;
+  priority?: number;
+  availableAt?: Date;
+  /** null: no deadline any more. */
+  deadlineAt?: Date | null;
+  maxAttempts?: number;
+}
+
+export interface EditTaskParams {
+  id: string;
+  scope: Scope;
+  /** The statuses in which the edit applies (rules/edits.ts EDITABLE_STATUSES). */
+  from: readonly TaskStatus[];
+  changes: TaskEdit;
+  /** Applies only if the task's update_time is still this (to the millisecond): no silent overwrite of another edit. */
+  expectUpdatedAt?: Date | null;
+  /** The EDIT action row (its detail: the fields changed, never their values). */
+  record: ActionRecordInput;
+}
+
 /** The operator actions a task's history records (system_async_task_action.action). */
-export type TaskActionName = 'PAUSE' | 'RESUME' | 'CANCEL' | 'RETRY' | 'RESCHEDULE' | 'REPLAY' | 'ARCHIVE';
+export type TaskActionName = 'PAUSE' | 'RESUME' | 'CANCEL' | 'RETRY' | 'RESCHEDULE' | 'EDIT' | 'REPLAY' | 'ARCHIVE';
 
 /** Who acted. */
 export interface Actor {
@@ -448,7 +478,10 @@ export interface Actor {
 export interface ActionRecordInput {
   action: TaskActionName;
   actor: Actor;
-  /** RESCHEDULE: the new start time (ISO 8601); REPLAY / ARCHIVE: the dead letter's id (the store fills it in). */
+  /**
+   * RESCHEDULE: the new start time (ISO 8601); EDIT: the fields changed, comma-separated (rules/edits.ts);
+   * REPLAY / ARCHIVE: the dead letter's id (the store fills it in).
+   */
   detail?: string | null;
 }
 

@@ -290,6 +290,34 @@ export function cliSuite(target: CliTarget): void {
       }
     });
 
+    it('edits a waiting task: payload, priority, start, deadline (none removes it), attempts; refuses an ended or unknown task', async () => {
+      const id = await submit('cli.echo', { n: 1 }, '--delay', '1h');
+      const flags = ['--payload', '{"n":2}', '--priority', '7', '--at', '2031-05-01T08:00:00Z', '--deadline', '2031-06-01T00:00:00Z', '--max-attempts', '9'];
+      const edited = await tl(['edit', id, ...flags, '--json']);
+      expect(edited.code, edited.stderr).toBe(0);
+      expect(edited.json()).toMatchObject({ id, status: 'QUEUED', changed: ['payload', 'priority', 'availableAt', 'deadlineAt', 'maxAttempts'] });
+      expect(await get(id)).toMatchObject({
+        payload: { n: 2 },
+        priority: 7,
+        availableAt: '2031-05-01T08:00:00.000Z',
+        deadlineAt: '2031-06-01T00:00:00.000Z',
+        maxAttempts: 9,
+      });
+      const cleared = await tl(['edit', id, '--deadline', 'none']);
+      expect(cleared.stderr).toBe('');
+      expect(cleared.stdout).toBe(`task ${id} edited (deadlineAt), still QUEUED\n`);
+      expect((await get(id)).deadlineAt).toBeNull();
+      const nothing = await tl(['edit', id]);
+      expect([nothing.code, nothing.stderr]).toEqual([2, expect.stringContaining('edit needs one of --payload')]);
+      const badJson = await tl(['edit', id, '--payload', '{']);
+      expect(badJson.code).toBe(2);
+      await tl(['cancel', id]);
+      const ended = await tl(['edit', id, '--priority', '1']);
+      expect([ended.code, ended.stderr]).toEqual([1, `error INVALID_TRANSITION: cannot edit task ${id}: it is CANCELLED\n`]);
+      const missing = await tl(['edit', UNKNOWN_ID, '--priority', '1']);
+      expect([missing.code, missing.stderr]).toEqual([3, `error NOT_FOUND: task "${UNKNOWN_ID}" not found\n`]);
+    });
+
     it('records its actions as the OS user and lists them with `actions`, oldest first', async () => {
       const id = await submit('cli.echo', {}, '--delay', '1h');
       await tl(['pause', id]);

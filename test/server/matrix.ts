@@ -107,6 +107,7 @@ export const EXAMPLES: Record<string, Builder> = {
   'GET /api/v1/tasks': get('/api/v1/tasks?limit=5'),
   'GET /api/v1/tasks/:id': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await aliceTask(r)}` }),
   'POST /api/v1/tasks/:id/cancel': async (r) => ({ method: 'POST', path: `/api/v1/tasks/${await aliceTask(r)}/cancel` }),
+  'PATCH /api/v1/tasks/:id': async (r) => ({ method: 'PATCH', path: `/api/v1/tasks/${await aliceTask(r)}`, body: { priority: 5, payload: { n: 2 } } }),
   'POST /api/v1/tasks/:id/pause': async (r) => ({ method: 'POST', path: `/api/v1/tasks/${await aliceTask(r)}/pause` }),
   'POST /api/v1/tasks/:id/resume': async (r) => ({ method: 'POST', path: `/api/v1/tasks/${await pausedTask(r)}/resume` }),
   'GET /api/v1/tasks/:id/actions': async (r) => ({ method: 'GET', path: `/api/v1/tasks/${await pausedTask(r)}/actions` }),

@@ -135,6 +135,27 @@ export function serverSuite(stores: ServerSuiteStores): void {
   });
 
   describe('the user API', () => {
+    it('PATCH edits a waiting task: the fields and their history; 409 once it changed or ended; 400 for a field it does not know', async () => {
+      const deadlineAt = new Date(Date.now() + 7_200_000);
+      const { task } = await running.server.client.submit('test.idle', { n: 1 }, { owner: 'alice', delayMs: 3_600_000, deadlineAt });
+      const path = `/api/v1/tasks/${task.id}`;
+      const edited = await running.call('PATCH', path, {
+        as: 'alice',
+        body: { payload: { n: 2 }, priority: 9, deadlineAt: null, expectUpdatedAt: task.updatedAt.toISOString() },
+      });
+      expect(edited.status).toBe(200);
+      expect(edited.body).toMatchObject({ id: task.id, status: 'QUEUED', payload: { n: 2 }, priority: 9, deadlineAt: null });
+      const stale = await running.call('PATCH', path, { as: 'operator', body: { priority: 1, expectUpdatedAt: task.updatedAt.toISOString() } });
+      expect([stale.status, stale.body.code]).toEqual([409, 'TASK_CHANGED']);
+      for (const body of [{}, { status: 'RUNNING' }, { priority: 5000 }])
+        expect((await running.call('PATCH', path, { as: 'operator', body })).status).toBe(400);
+      const actions = await running.call('GET', `${path}/actions`, { as: 'alice' });
+      expect(actions.body.actions).toMatchObject([{ action: 'EDIT', detail: 'payload,priority,deadlineAt', fromStatus: 'QUEUED', toStatus: 'QUEUED' }]);
+      await running.server.client.requestCancellation(task.id);
+      const ended = await running.call('PATCH', path, { as: 'operator', body: { priority: 2 } });
+      expect([ended.status, ended.body.code]).toEqual([409, 'INVALID_TRANSITION']);
+    });
+
     it('pages with a cursor and filters by type, status and creation time', async () => {
       const before = new Date(Date.now() - 1);
       const ids = [];

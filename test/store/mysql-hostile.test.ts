@@ -97,6 +97,12 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       expect(await store.getTask({ id: text, scope: G })).toBeNull();
       expect((await store.listTasks({ scope: scopeOf(text), taskType: text, cursor: text, limit: 5 })).tasks).toEqual([]);
       expect(await store.changeStatus({ ids: [text], scope: G, from: ['QUEUED'], to: 'PAUSED' })).toEqual([{ id: text, applied: false, status: null }]);
+      const edit = { id: text, scope: scopeOf(text), from: ['QUEUED' as const], changes: { payloadJson: JSON.stringify(text), priority: 1 } };
+      expect(await store.editTask({ ...edit, record: { action: 'EDIT', actor: { id: text, name: text }, detail: text } })).toEqual({
+        id: text,
+        applied: false,
+        status: null,
+      });
       expect(await store.listFailures({ taskId: text })).toEqual([]);
       expect(await store.listTaskActions({ taskId: text })).toEqual([]);
       expect(await store.listSteps({ taskId: text })).toEqual([]);

@@ -153,6 +153,23 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await client.requestCancellation(task.id);
     });
 
+    it('edits a waiting task from its page: payload and priority saved, "edited" on its timeline', async () => {
+      const client = rig.server.client;
+      const { task } = await client.submit('ui.quick', { order: 1 }, { owner: 'alice', delayMs: 3_600_000 });
+      const { context, page } = await rig.open(rig.tokens.alice);
+      await page.goto(`${rig.url}/ui/#/tasks/${task.id}`);
+      await page.getByRole('button', { name: 'Edit' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Edit task' });
+      await dialog.getByLabel('Payload (JSON)').fill('{"order": 2}');
+      await dialog.getByLabel('Priority').fill('5');
+      await dialog.getByRole('button', { name: 'Save changes' }).click();
+      await page.locator('.timeline [data-action="EDIT"]', { hasText: 'edited (payload, priority)' }).waitFor();
+      expect(await client.get(task.id)).toMatchObject({ status: 'QUEUED', payload: { order: 2 }, priority: 5 });
+      await shoot(page, `${name}-task-edited`);
+      await context.close();
+      await client.requestCancellation(task.id);
+    });
+
     it('draws a flow as a live graph: layers, statuses, a wide layer as one summary node; the task page links its parents and children', async () => {
       const client = rig.server.client;
       const flow = await client.submitFlow({

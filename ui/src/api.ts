@@ -100,7 +100,7 @@ export interface Attempt {
 }
 /** An operator's action on a task (GET /api/v1/tasks/:id/actions); a user sees the actor of its own actions only. */
 export interface TaskAction {
-  action: 'PAUSE' | 'RESUME' | 'CANCEL' | 'RETRY' | 'RESCHEDULE' | 'REPLAY' | 'ARCHIVE';
+  action: 'PAUSE' | 'RESUME' | 'CANCEL' | 'RETRY' | 'RESCHEDULE' | 'EDIT' | 'REPLAY' | 'ARCHIVE';
   fromStatus: TaskStatus | null;
   toStatus: TaskStatus | null;
   actor: string | null;

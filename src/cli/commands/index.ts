@@ -12,6 +12,7 @@ import { cleanupCommand } from './cleanup.js';
 import { controlCommands } from './control.js';
 import { diagnoseCommand } from './diagnose.js';
 import { dlqCommand } from './dlq.js';
+import { editCommand } from './edit.js';
 import { flowCommand } from './flow.js';
 import { publishCommand, subscriptionsCommand } from './events.js';
 import { getCommand } from './get.js';
@@ -45,6 +46,7 @@ export const COMMANDS: readonly CliCommand[] = [
   cancelCommand,
   controlCommands,
   rescheduleCommand,
+  editCommand,
   diagnoseCommand,
   estimateCommand,
   actionsCommand,

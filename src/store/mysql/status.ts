@@ -6,9 +6,9 @@
  */
 import { scopeOwner } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { changeStatusAssignments, checkStatusTarget, statusAfterChange, statusChangeActions } from '../rules/index.js';
+import { changeStatusAssignments, checkStatusTarget, editAction, editAssignments, statusAfterChange, statusChangeActions, statusList } from '../rules/index.js';
 import { reopen, settle, stepsOn } from './flows.js';
-import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
+import type { ChangeStatusParams, ChangeStatusResult, EditTaskParams } from '../types.js';
 import type { Conn, MysqlDatabase } from './connection.js';
 import { sqlTime } from './encode.js';
 import { endStepCycle, recordActions } from './control.js';
@@ -48,4 +48,41 @@ export async function changeStatus(db: MysqlDatabase, conn: Conn, params: Change
     reported.add(id);
     return { id, applied: changed, status: applied.has(id) ? statusAfterChange(params.to, pending.get(id) ?? 0) : (current.get(id) ?? null) };
   });
+}
+
+/** An operator's edit (rules/edits.ts): one conditional UPDATE, then (same transaction) its action row and the status now. */
+export async function editTask(db: MysqlDatabase, conn: Conn, params: EditTaskParams): Promise<ChangeStatusResult> {
+  const owner = scopeOwner(params.scope);
+  const values: unknown[] = [];
+  const sets = editAssignments(params.changes, {
+    laterTime: 'GREATEST(NOW(3), update_time + INTERVAL 1000 MICROSECOND)',
+    param: ({ key }) => {
+      const value = params.changes[key];
+      values.push(value instanceof Date ? sqlTime(value) : value);
+      return '?';
+    },
+  });
+  let where = `id = ? AND status IN ${statusList(params.from)}`;
+  values.push(params.id);
+  if (owner !== null) {
+    where += ' AND owner = ?';
+    values.push(owner);
+  }
+  if (params.expectUpdatedAt) {
+    where += ' AND update_time = ?';
+    values.push(sqlTime(params.expectUpdatedAt));
+  }
+  const edited = await db.exec(conn, `UPDATE system_async_task SET ${sets.join(', ')} WHERE ${where}`, values);
+  const [row] = await db.rows(
+    conn,
+    `SELECT status FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`,
+    owner === null ? [params.id] : [params.id, owner],
+  );
+  const status = row ? (String(row.status) as TaskStatus) : null;
+  // The UPDATE matched the row (mysql2 counts found rows); the status read after it in this transaction is the one it left.
+  if (edited.affectedRows === 1 && status !== null) {
+    await recordActions(db, conn, [editAction(params.record, params.id, status)]);
+    return { id: params.id, applied: true, status };
+  }
+  return { id: params.id, applied: false, status };
 }

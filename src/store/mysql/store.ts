@@ -33,6 +33,7 @@ import type {
   AttemptOutcome,
   AttemptRecord,
   ChangeStatusParams,
+  EditTaskParams,
   ChangeStatusResult,
   ClaimParams,
   DeadLetter,
@@ -82,7 +83,7 @@ import { MYSQL_MIGRATIONS } from './migrations.js';
 import { lockName, resolveMysqlOptions, type MysqlStoreOptions } from './options.js';
 import * as reads from './reads.js';
 import { recoverExpired } from './recover.js';
-import { changeStatus } from './status.js';
+import { changeStatus, editTask } from './status.js';
 import { bumpWakeup, wakeupBus, WakeupPoller } from './wakeups.js';
 import { SubmitWakeups } from '../submit-wakeups.js';
 import type { PoolStats } from '../pool-stats.js';
@@ -245,6 +246,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
 
   changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
     return this.db.transaction((conn) => changeStatus(this.db, conn, params));
+  }
+
+  editTask(params: EditTaskParams): Promise<ChangeStatusResult> {
+    return this.db.transaction((conn) => editTask(this.db, conn, params));
   }
 
   listSequences(params: { scope: Scope; key?: string; blockedOnly?: boolean; limit: number }): Promise<SequenceSummary[]> {

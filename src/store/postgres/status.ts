@@ -8,8 +8,8 @@
  */
 import { scopeOwner } from '../../core/scope.js';
 import { TaskStatus } from '../../core/status.js';
-import { ACTION_COLUMNS, changeStatusAssignments } from '../rules/index.js';
-import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
+import { ACTION_COLUMNS, changeStatusAssignments, editAssignments } from '../rules/index.js';
+import type { ChangeStatusParams, ChangeStatusResult, EditTaskParams } from '../types.js';
 import { run, type PgContext } from './connection.js';
 import { uuidKeys } from './encode.js';
 import { reopenCallSql, settleCallSql } from './flows.js';
@@ -76,4 +76,55 @@ function notifySql(to: TaskStatus): string {
   }
   if (to === TaskStatus.QUEUED) return `SELECT pg_notify($5, '${WAKE_ALL_PAYLOAD}') FROM changed HAVING count(*) > 0`;
   return `SELECT 1 WHERE $5::text IS NOT NULL AND false`;
+}
+
+/** The SQL type of each edited column's parameter. */
+const EDIT_CASTS: Record<string, string> = {
+  payload_json: 'text',
+  priority: 'integer',
+  available_at: 'timestamptz',
+  deadline_at: 'timestamptz',
+  max_attempts: 'integer',
+};
+
+/**
+ * An operator's edit (rules/edits.ts) in one statement: the conditional UPDATE, its action row, and the status it
+ * left (or, when it changed nothing, the status the statement's snapshot saw). update_time is kept to the
+ * microsecond; the expectation compares what a reader was given, the millisecond (the driver truncates).
+ */
+export async function editTask(ctx: PgContext, params: EditTaskParams): Promise<ChangeStatusResult> {
+  const owner = scopeOwner(params.scope);
+  const { record } = params;
+  const values: unknown[] = [
+    uuidKeys([params.id])[0],
+    [...params.from],
+    owner,
+    params.expectUpdatedAt ?? null,
+    record.action,
+    record.actor.id,
+    record.actor.name ?? null,
+    record.detail ?? null,
+  ];
+  const sets = editAssignments(params.changes, {
+    laterTime: "GREATEST(now(), t.update_time + interval '1 millisecond')",
+    // Each parameter's number is its place in `values`.
+    param: ({ key, column }) => `$${values.push(params.changes[key])}::${EDIT_CASTS[column]}`,
+  });
+  const inScope = owner === null ? '$3::text IS NULL' : 'owner = $3';
+  const sql = `
+WITH changed AS (
+  UPDATE ${ctx.tables.task} t SET ${sets.join(', ')}
+  WHERE t.id = $1::uuid AND t.status = ANY($2::text[]) AND ${inScope.replace('owner', 't.owner')}
+    AND ($4::timestamptz IS NULL OR date_trunc('milliseconds', t.update_time) = $4::timestamptz)
+  RETURNING t.id, t.status
+),
+acted AS (
+  INSERT INTO ${ctx.tables.action} ${ACTION_COLUMNS}
+  SELECT c.id, $5::text, c.status, c.status, $6::text, $7::text, $8::text, now() FROM changed c
+)
+SELECT (SELECT count(*) FROM changed) > 0 AS applied,
+  COALESCE((SELECT status FROM changed), (SELECT status FROM ${ctx.tables.task} WHERE id = $1::uuid AND ${inScope})) AS status`;
+  const result = await run<{ applied: boolean; status: TaskStatus | null }>(ctx.pool, 'editing a task', sql, values);
+  const row = result.rows[0]!;
+  return { id: params.id, applied: row.applied, status: row.status };
 }

@@ -39,6 +39,7 @@ import type {
   AttemptOutcome,
   AttemptRecord,
   ChangeStatusParams,
+  EditTaskParams,
   ChangeStatusResult,
   ClaimParams,
   DeadLetter,
@@ -87,7 +88,7 @@ import { PG_MIGRATIONS } from './migrations.js';
 import { resolvePostgresOptions, type PostgresStoreOptions } from './options.js';
 import * as reads from './reads.js';
 import { recover } from './recover.js';
-import { changeStatus } from './status.js';
+import { changeStatus, editTask } from './status.js';
 import { markAwaited, MAX_NOTIFY_BYTES, notifyPayload, PgListener, WAKE_ALL_PAYLOAD, type WakeupState } from './wakeups.js';
 import { SubmitWakeups } from '../submit-wakeups.js';
 import type { PoolStats } from '../pool-stats.js';
@@ -295,6 +296,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
 
   async changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
     return changeStatus(this.ctx, params);
+  }
+
+  async editTask(params: EditTaskParams): Promise<ChangeStatusResult> {
+    return editTask(this.ctx, params);
   }
 
   async listSequences(params: { scope: Scope; key?: string; blockedOnly?: boolean; limit: number }): Promise<SequenceSummary[]> {

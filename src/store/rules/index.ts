@@ -13,6 +13,7 @@ export * from './sweep.js';
 export * from './fairness.js';
 export * from './leases.js';
 export * from './actions.js';
+export * from './edits.js';
 export * from './flows.js';
 export * from './steps.js';
 export * from './sequences.js';

@@ -5,9 +5,9 @@
  */
 import { scopeOwner } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
-import { changeStatusAssignments, statusAfterChange, statusChangeActions } from '../rules/index.js';
+import { changeStatusAssignments, editAction, editAssignments, editedFields, statusAfterChange, statusChangeActions, statusList } from '../rules/index.js';
 import { reopen, settle } from './flows.js';
-import type { ChangeStatusParams, ChangeStatusResult } from '../types.js';
+import type { ChangeStatusParams, ChangeStatusResult, EditTaskParams } from '../types.js';
 import { statement, type Db } from './connection.js';
 import { toSqliteTime } from './encode.js';
 import { endStepCycle, recordActions } from './control.js';
@@ -41,4 +41,36 @@ export function changeStatus(db: Db, params: ChangeStatusParams, now: string): C
     now,
   );
   return results;
+}
+
+/** An operator's edit (rules/edits.ts): one conditional UPDATE, its action row, and the status it left or found. */
+export function editTask(db: Db, params: EditTaskParams, now: string): ChangeStatusResult {
+  const owner = scopeOwner(params.scope);
+  // Times are sortable text: MAX picks the later.
+  const laterTime = "MAX(@now, strftime('%Y-%m-%d %H:%M:%f', update_time, '+0.001 seconds'))";
+  const sets = editAssignments(params.changes, { laterTime, param: ({ key }) => `@${key}` });
+  const values: Record<string, unknown> = { id: params.id, now };
+  for (const { key } of editedFields(params.changes)) {
+    const value = params.changes[key];
+    values[key] = value instanceof Date ? toSqliteTime(value.getTime()) : value;
+  }
+  let where = `id = @id AND status IN ${statusList(params.from)}`;
+  if (owner !== null) {
+    where += ' AND owner = @owner';
+    values.owner = owner;
+  }
+  if (params.expectUpdatedAt) {
+    where += ' AND update_time = @expected';
+    values.expected = toSqliteTime(params.expectUpdatedAt.getTime());
+  }
+  const edited = statement(db, `UPDATE system_async_task SET ${sets.join(', ')} WHERE ${where} RETURNING status`).get(values) as
+    { status: TaskStatus } | undefined;
+  if (edited) {
+    recordActions(db, [editAction(params.record, params.id, edited.status)], now);
+    return { id: params.id, applied: true, status: edited.status };
+  }
+  const row = statement(db, `SELECT status FROM system_async_task WHERE id = ? ${owner === null ? '' : 'AND owner = ?'}`).get(
+    ...(owner === null ? [params.id] : [params.id, owner]),
+  ) as { status: TaskStatus } | undefined;
+  return { id: params.id, applied: false, status: row?.status ?? null };
 }

@@ -26,6 +26,7 @@ import type {
   AttemptOutcome,
   AttemptRecord,
   ChangeStatusParams,
+  EditTaskParams,
   ChangeStatusResult,
   ClaimParams,
   DeadLetter,
@@ -77,7 +78,7 @@ import { EXPECTED_SCHEMA_VERSION, migrate, schemaVersion } from './migrate.js';
 import { resolveSqliteOptions, type SqliteStoreOptions } from './options.js';
 import * as reads from './reads.js';
 import { recover } from './recover.js';
-import { changeStatus } from './status.js';
+import { changeStatus, editTask } from './status.js';
 import { WalWatcher } from './wakeups.js';
 import { pingLocal } from '../outcome-watch.js';
 
@@ -233,6 +234,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
 
   async changeStatus(params: ChangeStatusParams): Promise<ChangeStatusResult[]> {
     return this.write(() => changeStatus(this.db, params, this.nowText()));
+  }
+
+  async editTask(params: EditTaskParams): Promise<ChangeStatusResult> {
+    return this.write(() => editTask(this.db, params, this.nowText()));
   }
 
   async listSequences(params: { scope: Scope; key?: string; blockedOnly?: boolean; limit: number }): Promise<SequenceSummary[]> {

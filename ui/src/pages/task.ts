@@ -26,6 +26,7 @@ import { clear, confirmAction, duration, every, guarded, h, notify, shortId, sta
 import type { Page } from '../main.js';
 import { estimateCard } from './adaptive.js';
 import { storedValuesCard } from './sealed.js';
+import { EDITABLE, editTask } from './edit-task.js';
 
 const WAITING = ['QUEUED', 'RETRY_WAIT', 'PAUSED', 'BLOCKED'];
 
@@ -167,6 +168,7 @@ function actionEntry(a: TaskAction): HTMLElement {
     CANCEL: a.toStatus === 'CANCEL_REQUESTED' ? 'cancel requested' : 'cancelled',
     RETRY: 'retried with a fresh attempt cycle',
     RESCHEDULE: `rescheduled to ${a.detail ? when(a.detail) : '?'}`,
+    EDIT: `edited (${(a.detail ?? '').split(',').join(', ')})`,
     REPLAY: 'dead letter replayed',
     ARCHIVE: 'dead letter archived',
   };
@@ -300,6 +302,21 @@ export const taskPage: Page = (root, { me, path }) => {
       notify(`${action.label}: done`);
       await refresh();
     });
+  const edit = (): HTMLElement =>
+    h(
+      'button',
+      {
+        type: 'button',
+        class: 'secondary',
+        onclick: () =>
+          void guarded(async () => {
+            if (!(await editTask(task!))) return;
+            notify('Edited');
+            await refresh();
+          }),
+      },
+      'Edit',
+    );
   const reschedule = (): HTMLElement => {
     const minutes = h('input', { type: 'number', min: 0, value: 0, name: 'delayMinutes', 'aria-label': 'Start in minutes', class: 'narrow' });
     const form = h(
@@ -328,6 +345,7 @@ export const taskPage: Page = (root, { me, path }) => {
       ACTIONS.filter((a) => a.allowed(task!, me)).map((a) =>
         h('button', { type: 'button', class: a.label === 'Cancel' ? 'danger' : '', onclick: () => void act(a) }, a.label),
       ),
+      EDITABLE.includes(task.status) ? edit() : null,
       isOperator(me) && WAITING.includes(task.status) ? reschedule() : null,
     );
     clear(

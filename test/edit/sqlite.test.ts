@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runEditSuite } from './suite.js';
+
+runEditSuite(sqliteFactory);
