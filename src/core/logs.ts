@@ -161,3 +161,13 @@ export function makeLogLine(
   }
   return { line: { level, message: text, fieldsJson: json, loggedAt }, fields: redacted };
 }
+
+/** One execution's lines not yet written (worker/logs.ts keeps it on the execution). */
+export interface LogBuffer {
+  pending: TaskLogLine[];
+  /** Lines dropped from the buffer (over maxLogLinesPerAttempt) since the last batch. */
+  dropped: number;
+  /** The batch in flight (batches of one execution are written in turn). */
+  writing: Promise<void> | null;
+  lastWriteAt: number;
+}

@@ -25,7 +25,7 @@ import type { TimerHandle } from '../core/clock.js';
 import type { TaskSpan } from '../observe/tracing.js';
 import type { AttemptOutcome } from '../store/types.js';
 import type { AbortSource, ExecutionContext } from './context.js';
-import type { LogBuffer } from './logs.js';
+import type { LogBuffer } from '../core/logs.js';
 
 export type AbortCode = ConstructorParameters<typeof TaskAbortedError>[0];
 

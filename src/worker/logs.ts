@@ -15,7 +15,7 @@
  *   (mid-attempt: a live lease too); a worker that lost its lease writes no
  *   line, and a batch the store refuses is not tried again.
  */
-import { makeLogLine, logRedaction, type LogLineBounds, type LogRedaction, type TaskLogLevel, type TaskLogLine } from '../core/logs.js';
+import { makeLogLine, logRedaction, type LogBuffer, type LogLineBounds, type LogRedaction, type TaskLogLevel } from '../core/logs.js';
 import type { WorkerStore } from '../store/types.js';
 import type { Announcer } from './events.js';
 import type { Execution } from './execution.js';
@@ -35,15 +35,6 @@ export interface LogOptions {
 }
 
 /** One execution's lines not yet written. */
-export interface LogBuffer {
-  pending: TaskLogLine[];
-  /** Lines dropped from the buffer (over maxLogLinesPerAttempt) since the last batch. */
-  dropped: number;
-  /** The batch in flight (batches of one execution are written in turn). */
-  writing: Promise<void> | null;
-  lastWriteAt: number;
-}
-
 export class LogKeeper {
   private readonly redaction: LogRedaction;
   private readonly bounds: LogLineBounds;
