@@ -73,7 +73,10 @@ function chart(title: string, series: { label: string; stroke: string }[], unit:
       series: [{}, ...series.map((s) => ({ ...s, width: 2 }))],
       hooks: {
         // uPlot sizes its axes in at most three passes and draws the last pass's labels in the
-        // previous pass's layout: when that pass widened the labels, lay the chart out once more.
+        // previous pass's layout: when that pass widened the labels, lay the chart out once more. A
+        // setSize to the same size does not redo the layout (uPlot then finds its axes converged and
+        // keeps the stale plot area: seen stuck at 56 px for 49 px labels), so the refit goes through
+        // a size one pixel narrower and back.
         draw: [
           (u) => {
             const shown = (u.axes[1] as { _show?: boolean })._show !== false;
@@ -83,7 +86,11 @@ function chart(title: string, series: { label: string; stroke: string }[], unit:
             element.dataset.plotLeft = `${plotLeft}`;
             if (shown && plotLeft < widest + 18 && refits < 3) {
               refits += 1;
-              queueMicrotask(() => u.setSize({ width: u.width, height: u.height }));
+              const { width: w, height: ht } = u;
+              queueMicrotask(() => {
+                u.setSize({ width: w - 1, height: ht });
+                u.setSize({ width: w, height: ht });
+              });
             } else refits = 0;
           },
         ],
