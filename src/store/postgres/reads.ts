@@ -7,7 +7,7 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, isTerminal, type TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, stepFromRow, taskFromRow, type Row } from '../rows.js';
-import { CURRENT_CYCLE, STEP_ORDER_SQL } from '../rules/index.js';
+import { CURRENT_CYCLE, LIKE_ESCAPE, likePrefix, pgPathLiteral, STEP_ORDER_SQL, type PayloadCondition } from '../rules/index.js';
 import type {
   AttemptRecord,
   DeadLetter,
@@ -75,6 +75,8 @@ export async function listTasks(ctx: PgContext, params: ListTasksParams): Promis
   if (params.idempotencyKey != null) where.add((p) => `idempotency_key = ${p}`, params.idempotencyKey);
   if (params.status && params.status.length > 0) where.add((p) => `status = ANY(${p}::text[])`, [...params.status]);
   if (params.cursor != null) where.add((p) => `id < ${p}`, uuidKey(params.cursor));
+  if (params.idempotencyKeyPrefix != null) where.add((p) => `idempotency_key LIKE ${p} ${LIKE_ESCAPE}`, likePrefix(params.idempotencyKeyPrefix));
+  for (const condition of params.payload ?? []) payloadTerm(where, condition);
   const limit = where.next(params.limit + 1);
   const live = `SELECT * FROM ${ctx.tables.task} ${where.sql} ORDER BY id DESC LIMIT ${limit}`;
   // The history holds terminal tasks only: a filter without one (diagnose's RUNNING list) must not walk its millions of rows.
@@ -89,6 +91,25 @@ export async function listTasks(ctx: PgContext, params: ListTasksParams): Promis
   );
   const tasks = result.rows.slice(0, params.limit).map((row) => taskFromRow(row, decodePostgres));
   return { tasks, nextCursor: result.rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+}
+
+/**
+ * A payload filter. payload_json is text (migrations.ts says why), read as
+ * jsonb: equality compares jsonb values (42 = 42.0, never "42" or true), the
+ * expression `(payload_json::jsonb #> '{a,b}')` being the one an operator's
+ * expression index names (docs/store.md). A prefix reads the field as text
+ * (#>>) and matches strings only.
+ */
+function payloadTerm(where: Where, condition: PayloadCondition): void {
+  const path = pgPathLiteral(condition.segments);
+  if (condition.op === 'prefix') {
+    where.add(
+      (p) => `jsonb_typeof(payload_json::jsonb #> ${path}) = 'string' AND (payload_json::jsonb #>> ${path}) LIKE ${p} ${LIKE_ESCAPE}`,
+      likePrefix(String(condition.value)),
+    );
+  } else {
+    where.add((p) => `(payload_json::jsonb #> ${path}) = ${p}::jsonb`, JSON.stringify(condition.value));
+  }
 }
 
 export async function countByStatus(ctx: PgContext, scope: Scope, taskType: string | null | undefined): Promise<Record<TaskStatus, number>> {

@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runSearchSuite } from './suite.js';
+
+runSearchSuite(sqliteFactory);
