@@ -194,7 +194,11 @@ export function serverSuite(stores: ServerSuiteStores): void {
         (await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.idle', payload, idempotencyKey, delayMs: 3_600_000 } })).body.task.id;
       const n42 = await post({ tag, order: { id: 42 }, customer: { name: 'Ada Lovelace' } }, `${tag}-inv_1`);
       const s42 = await post({ tag, order: { id: '42' }, customer: { name: 'Bob' } }, `${tag}-inv%2`);
-      const bobs = await running.server.client.submit('test.idle', { tag, order: { id: 42 } }, { owner: 'bob', idempotencyKey: `${tag}-inv_3`, delayMs: 3_600_000 });
+      const bobs = await running.server.client.submit(
+        'test.idle',
+        { tag, order: { id: 42 } },
+        { owner: 'bob', idempotencyKey: `${tag}-inv_3`, delayMs: 3_600_000 },
+      );
       const ids = async (query: string, as: Role = 'alice'): Promise<string[]> => {
         const answer = await running.call('GET', `/api/v1/tasks?payload=${encodeURIComponent(`tag=${tag}`)}&${query}`, { as });
         expect(answer.status, JSON.stringify(answer.body)).toBe(200);
