@@ -78,6 +78,11 @@ export interface SchemaStore {
    * index, not the table (diagnostics, and the fault suite's flood check).
    */
   explainClaim(params: { taskType: string }): Promise<ClaimPlan>;
+  /**
+   * The database's plan for a listTasks call (nothing is read): whether an operator's index on a hot payload
+   * field serves a payload filter (docs/store.md, "Search by payload").
+   */
+  explainListTasks(params: ListTasksParams): Promise<ClaimPlan>;
 }
 
 /** A payload limit the database server sets, and what sets it (for messages). */

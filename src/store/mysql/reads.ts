@@ -9,6 +9,7 @@ import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, fa
 import { CURRENT_CYCLE, jsonPathLiteral, LIKE_ESCAPE, likePrefix, STEP_ORDER_SQL, type PayloadCondition } from '../rules/index.js';
 import type {
   AttemptRecord,
+  ClaimPlan,
   DeadLetter,
   FailureRow,
   ListDeadLettersParams,
@@ -45,6 +46,19 @@ export async function getTask(db: MysqlDatabase, conn: Conn, id: string, scope: 
 }
 
 export async function listTasks(db: MysqlDatabase, conn: Conn, params: ListTasksParams): Promise<TaskPage> {
+  const { sql, values, limit } = listSql(params);
+  const rows = await db.rows(conn, sql, values);
+  const tasks = rows.slice(0, limit).map((row) => taskFromRow(row, decode));
+  return { tasks, nextCursor: rows.length > limit && tasks.length > 0 ? tasks[tasks.length - 1]!.id : null };
+}
+
+/** The listing's plan (EXPLAIN, rows as JSON): shows whether an operator's indexed generated column serves a payload filter. */
+export async function explainListTasks(db: MysqlDatabase, conn: Conn, params: ListTasksParams): Promise<ClaimPlan> {
+  const { sql, values } = listSql(params);
+  return { plan: JSON.stringify(await db.rows(conn, `EXPLAIN ${sql}`, values)) };
+}
+
+function listSql(params: ListTasksParams): { sql: string; values: unknown[]; limit: number } {
   const where = new Where().scope(params.scope);
   if (params.owner != null) where.add('owner = ?', params.owner);
   if (params.taskType != null) where.add('task_type = ?', params.taskType);
@@ -54,9 +68,7 @@ export async function listTasks(db: MysqlDatabase, conn: Conn, params: ListTasks
   if (params.idempotencyKeyPrefix != null) where.add(`idempotency_key LIKE ? ${LIKE_ESCAPE}`, likePrefix(params.idempotencyKeyPrefix));
   for (const condition of params.payload ?? []) payloadTerm(where, condition);
   const limit = Math.max(0, Math.floor(params.limit));
-  const rows = await db.rows(conn, `SELECT * FROM system_async_task ${where.sql} ORDER BY id DESC LIMIT ?`, [...where.values, limit + 1]);
-  const tasks = rows.slice(0, limit).map((row) => taskFromRow(row, decode));
-  return { tasks, nextCursor: rows.length > limit && tasks.length > 0 ? tasks[tasks.length - 1]!.id : null };
+  return { sql: `SELECT * FROM system_async_task ${where.sql} ORDER BY id DESC LIMIT ?`, values: [...where.values, limit + 1], limit };
 }
 
 /**

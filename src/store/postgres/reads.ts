@@ -10,6 +10,7 @@ import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, fa
 import { CURRENT_CYCLE, LIKE_ESCAPE, likePrefix, pgPathLiteral, STEP_ORDER_SQL, type PayloadCondition } from '../rules/index.js';
 import type {
   AttemptRecord,
+  ClaimPlan,
   DeadLetter,
   FailureRow,
   ListDeadLettersParams,
@@ -69,6 +70,20 @@ export async function getTask(ctx: PgContext, id: string, scope: Scope): Promise
 }
 
 export async function listTasks(ctx: PgContext, params: ListTasksParams): Promise<TaskPage> {
+  const { sql, values } = listSql(ctx, params);
+  const result = await run<Row>(ctx.pool, 'listing tasks', sql, values);
+  const tasks = result.rows.slice(0, params.limit).map((row) => taskFromRow(row, decodePostgres));
+  return { tasks, nextCursor: result.rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+}
+
+/** The listing's plan (EXPLAIN): shows whether an operator's expression index serves a payload filter. */
+export async function explainListTasks(ctx: PgContext, params: ListTasksParams): Promise<ClaimPlan> {
+  const { sql, values } = listSql(ctx, params);
+  const result = await run<{ 'QUERY PLAN': string }>(ctx.pool, 'explaining a listing', `EXPLAIN ${sql}`, values);
+  return { plan: result.rows.map((row) => row['QUERY PLAN']).join('\n') };
+}
+
+function listSql(ctx: PgContext, params: ListTasksParams): { sql: string; values: unknown[] } {
   const where = new Where().scope(params.scope);
   if (params.owner != null) where.add((p) => `owner = ${p}`, params.owner);
   if (params.taskType != null) where.add((p) => `task_type = ${p}`, params.taskType);
@@ -81,16 +96,12 @@ export async function listTasks(ctx: PgContext, params: ListTasksParams): Promis
   const live = `SELECT * FROM ${ctx.tables.task} ${where.sql} ORDER BY id DESC LIMIT ${limit}`;
   // The history holds terminal tasks only: a filter without one (diagnose's RUNNING list) must not walk its millions of rows.
   const inHistory = !params.status || params.status.length === 0 || params.status.some(isTerminal);
-  const result = await run<Row>(
-    ctx.pool,
-    'listing tasks',
-    inHistory
+  return {
+    sql: inHistory
       ? `(${live}) UNION ALL (SELECT * FROM ${historyOf(ctx.tables.task)} ${where.sql} ORDER BY id DESC LIMIT ${limit}) ORDER BY id DESC LIMIT ${limit}`
       : live,
-    where.values,
-  );
-  const tasks = result.rows.slice(0, params.limit).map((row) => taskFromRow(row, decodePostgres));
-  return { tasks, nextCursor: result.rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+    values: where.values,
+  };
 }
 
 /**

@@ -9,6 +9,7 @@ import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, fa
 import { CURRENT_CYCLE, jsonPathLiteral, LIKE_ESCAPE, likePrefix, STEP_ORDER_SQL, type PayloadCondition } from '../rules/index.js';
 import type {
   AttemptRecord,
+  ClaimPlan,
   DeadLetter,
   FailureRow,
   ListDeadLettersParams,
@@ -31,6 +32,22 @@ export function getTask(db: Db, id: string, scope: Scope): Task | null {
 }
 
 export function listTasks(db: Db, params: ListTasksParams): TaskPage {
+  const { sql, values } = listSql(params);
+  const rows = statement(db, sql).all(...values) as Row[];
+  const tasks = rows.slice(0, params.limit).map((row) => taskFromRow(row, decodeSqlite));
+  return { tasks, nextCursor: rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+}
+
+/** The listing's plan (EXPLAIN QUERY PLAN): shows whether an operator's expression index serves a payload filter. */
+export function explainListTasks(db: Db, params: ListTasksParams): ClaimPlan {
+  // EXPLAIN QUERY PLAN never checks the schema cookie: a read first loads an index created since (and its statistics).
+  db.prepare('SELECT count(*) FROM sqlite_master').get();
+  const { sql, values } = listSql(params);
+  const rows = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...values) as { detail: string }[];
+  return { plan: rows.map((row) => row.detail).join('\n') };
+}
+
+function listSql(params: ListTasksParams): { sql: string; values: unknown[] } {
   const where = new Where()
     .optional('owner = ?', scopeOwner(params.scope))
     .optional('owner = ?', params.owner)
@@ -44,9 +61,7 @@ export function listTasks(db: Db, params: ListTasksParams): TaskPage {
     where.add(`idempotency_key LIKE ? ${LIKE_ESCAPE} AND substr(idempotency_key, 1, length(?)) = ?`, likePrefix(prefix), prefix, prefix);
   }
   for (const condition of params.payload ?? []) payloadTerm(where, condition);
-  const rows = statement(db, `SELECT * FROM system_async_task ${where} ORDER BY id DESC LIMIT ?`).all(...where.values, params.limit + 1) as Row[];
-  const tasks = rows.slice(0, params.limit).map((row) => taskFromRow(row, decodeSqlite));
-  return { tasks, nextCursor: rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+  return { sql: `SELECT * FROM system_async_task ${where} ORDER BY id DESC LIMIT ?`, values: [...where.values, params.limit + 1] };
 }
 
 /**
