@@ -135,6 +135,14 @@ export function runSearchSuite(factory: StoreFactory): void {
       expect(await found({ payload: [{ path: 'order.id', equals: 1 }] })).toHaveLength(1);
     });
 
+    it('is not broken by a payload holding a NUL character (PostgreSQL jsonb refuses \\u0000: such a task is not found there)', async () => {
+      const withNul = await submit('order.ship', { order: { id: 5 }, note: 'a\u0000b' });
+      const clean = await submit('order.ship', { order: { id: 5 } });
+      const hits = await found({ payload: [{ path: 'order.id', equals: 5 }] });
+      expect(hits).toEqual(factory.dialect === 'postgres' ? [clean] : [withNul, clean].sort());
+      expect(await found({ payload: [{ path: 'note', prefix: 'a' }] })).toEqual(factory.dialect === 'postgres' ? [] : [withNul]);
+    });
+
     it("never finds an encrypted type's payload fields", async () => {
       const sealing = createClient({
         store: env.store,

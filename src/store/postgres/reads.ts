@@ -105,21 +105,27 @@ function listSql(ctx: PgContext, params: ListTasksParams): { sql: string; values
 }
 
 /**
- * A payload filter. payload_json is text (migrations.ts says why), read as
- * jsonb: equality compares jsonb values (42 = 42.0, never "42" or true), the
- * expression `(payload_json::jsonb #> '{a,b}')` being the one an operator's
- * expression index names (docs/store.md). A prefix reads the field as text
- * (#>>) and matches strings only.
+ * payload_json (text, migrations.ts says why) as jsonb, or null for a payload
+ * holding a \u0000 escape (a NUL in a string, which jsonb refuses): one such
+ * task must not fail every search, nor an operator's index its submit.
+ */
+const PAYLOAD_JSONB = "(CASE WHEN strpos(payload_json, '\\u0000') = 0 THEN payload_json::jsonb END)";
+
+/**
+ * A payload filter: equality compares jsonb values (42 = 42.0, never "42" or
+ * true), the expression `(PAYLOAD_JSONB #> '{a,b}')` being the one an
+ * operator's expression index names (docs/store.md). A prefix reads the
+ * field as text (#>>) and matches strings only.
  */
 function payloadTerm(where: Where, condition: PayloadCondition): void {
   const path = pgPathLiteral(condition.segments);
   if (condition.op === 'prefix') {
     where.add(
-      (p) => `jsonb_typeof(payload_json::jsonb #> ${path}) = 'string' AND (payload_json::jsonb #>> ${path}) LIKE ${p} ${LIKE_ESCAPE}`,
+      (p) => `jsonb_typeof(${PAYLOAD_JSONB} #> ${path}) = 'string' AND (${PAYLOAD_JSONB} #>> ${path}) LIKE ${p} ${LIKE_ESCAPE}`,
       likePrefix(String(condition.value)),
     );
   } else {
-    where.add((p) => `(payload_json::jsonb #> ${path}) = ${p}::jsonb`, JSON.stringify(condition.value));
+    where.add((p) => `(${PAYLOAD_JSONB} #> ${path}) = ${p}::jsonb`, JSON.stringify(condition.value));
   }
 }
 
