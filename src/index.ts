@@ -6,6 +6,7 @@ export type { Task, TaskProgress, NewTask, Lease, FailureRecord } from './core/t
 export { retryDelayMs, DEFAULT_RETRY, type RetryOptions } from './core/retry.js';
 export type { StandardSchemaV1 } from './core/standard-schema.js';
 export { uuidv7 } from './core/ids.js';
+export { SearchPathError, SearchValueError, SEARCH_LIMITS, type PayloadFilter, type PayloadCondition } from './core/search.js';
 export type * from './store/types.js';
 // The stores live in their own entry points (tasklease/sqlite, tasklease/postgres,
 // tasklease/mysql): this one imports no database driver, nor any driver's types.

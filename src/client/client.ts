@@ -4,6 +4,7 @@
  * only its own tasks, and another owner's task answers as not found.
  * The HTTP server and the CLI are thin layers over this class.
  */
+import { checkKeyPrefix, payloadConditions, type PayloadFilter } from '../core/search.js';
 import { SequenceApi } from './sequences.js';
 import { InvalidTransitionError, NotFoundError, ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
@@ -97,6 +98,14 @@ export interface ListOptions extends ScopeOption {
   owner?: string;
   /** Exact idempotency key, any task type (a search, not a prefix match). */
   idempotencyKey?: string;
+  /** Idempotency keys that start with this text, any task type (case-sensitive; % and _ match only themselves). */
+  idempotencyKeyPrefix?: string;
+  /**
+   * Payload field filters, ANDed: `[{ path: 'order.id', equals: 42 }, { path: 'customer.name', prefix: 'Ada' }]`.
+   * Equality is typed (42 never matches "42"); a prefix matches strings only. Encrypted payloads never match.
+   * Bad paths: SEARCH_PATH_INVALID; bad values: SEARCH_VALUE_INVALID (core/search.ts).
+   */
+  payload?: readonly PayloadFilter[];
   /** 1–1000. Default 50. */
   limit?: number;
   cursor?: string;
@@ -475,6 +484,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     for (const s of status ?? []) if (!isTaskStatus(s)) throw new ValidationError(`unknown status ${String(s)}`, 'status');
     checkOptionalString('list', 'idempotencyKey', options.idempotencyKey, STRING_LIMITS.idempotencyKey);
     checkNoNul('owner', options.owner, 'list');
+    const payload = payloadConditions(options.payload);
+    const idempotencyKeyPrefix = checkKeyPrefix(options.idempotencyKeyPrefix);
     const window = { createdAfter: options.createdAfter, createdBefore: options.createdBefore };
     const page = await this.store.listTasks({
       scope: options.scope ?? Scope.global(),
@@ -482,6 +493,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
       status,
       owner: options.owner ?? null,
       idempotencyKey: options.idempotencyKey ?? null,
+      idempotencyKeyPrefix,
+      payload,
       limit,
       cursor: windowCursor(options.cursor ?? null, window),
     });

@@ -110,6 +110,10 @@ export const ErrorCode = {
   FENCE_INVALID: 'FENCE_INVALID',
   /** A write refused by a fence check: a newer attempt of the task (or holder of the resource) wrote already (core/fence.ts). */
   FENCE_STALE: 'FENCE_STALE',
+  /** A payload search path that is not 1–8 dot-separated segments of A–Z a–z 0–9 _ - (core/search.ts). */
+  SEARCH_PATH_INVALID: 'SEARCH_PATH_INVALID',
+  /** A payload search value that is not a string, finite number or boolean (a prefix: a non-empty string), or too many filters. */
+  SEARCH_VALUE_INVALID: 'SEARCH_VALUE_INVALID',
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 

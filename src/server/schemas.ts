@@ -107,6 +107,20 @@ export const listQuery = {
     status: statusList,
     owner: text(255),
     idempotencyKey: text(255),
+    idempotencyKeyPrefix: { ...text(255), description: 'Idempotency keys starting with this text (case-sensitive; % and _ are plain characters)' },
+    payload: {
+      type: 'array',
+      maxItems: 8,
+      items: text(1200),
+      description:
+        'A payload field equal to a value, <path>=<value>, repeatable (ANDed): payload=order.id=42. The value is a JSON number, true, false or "quoted string" when it reads as one, else the text itself (customer.name=Ada); equality is typed (42 never matches "42")',
+    },
+    payloadPrefix: {
+      type: 'array',
+      maxItems: 8,
+      items: text(1200),
+      description: 'A string payload field starting with a text, <path>=<prefix>, repeatable: payloadPrefix=customer.name=Ada (case-sensitive)',
+    },
     createdAfter: dateTime,
     createdBefore: dateTime,
     limit: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },

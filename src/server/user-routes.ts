@@ -3,6 +3,7 @@
  * streams. A `user` acts on its own tasks only (owner scope: another owner's
  * task answers 404 exactly like a missing one); admin and operator see all.
  */
+import { parseFilterText } from '../core/search.js';
 import { DEFAULT_LOG_READ_LIMIT, MAX_LOG_READ_LIMIT } from '../client/logs.js';
 import type { FastifyRequest } from 'fastify';
 import { AccessError, ErrorCode, NotFoundError, ValidationError, WaitError } from '../core/errors.js';
@@ -105,11 +106,18 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
           status?: string;
           owner?: string;
           idempotencyKey?: string;
+          idempotencyKeyPrefix?: string;
+          payload?: string[];
+          payloadPrefix?: string[];
           createdAfter?: string;
           createdBefore?: string;
           limit: number;
           cursor?: string;
         };
+        const payload = [
+          ...(q.payload ?? []).map((text) => parseFilterText(text, 'equals')),
+          ...(q.payloadPrefix ?? []).map((text) => parseFilterText(text, 'prefix')),
+        ];
         if (q.owner !== undefined && principalOf(request).role === 'user') throw new ValidationError('a user lists its own tasks: leave owner out', 'owner');
         const page = await client.list({
           ...scope(request),
@@ -118,6 +126,8 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
           ...(q.status ? { status: q.status.split(',') as TaskStatus[] } : {}),
           ...(q.owner ? { owner: q.owner } : {}),
           ...(q.idempotencyKey ? { idempotencyKey: q.idempotencyKey } : {}),
+          ...(q.idempotencyKeyPrefix ? { idempotencyKeyPrefix: q.idempotencyKeyPrefix } : {}),
+          ...(payload.length > 0 ? { payload } : {}),
           ...(q.cursor ? { cursor: q.cursor } : {}),
           ...(q.createdAfter ? { createdAfter: new Date(q.createdAfter) } : {}),
           ...(q.createdBefore ? { createdBefore: new Date(q.createdBefore) } : {}),

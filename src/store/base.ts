@@ -153,6 +153,7 @@ const METHODS = [
   'schemaVersion',
   'payloadLimit',
   'explainClaim',
+  'explainListTasks',
   'subscribe',
   'insertTasks',
   'insertFlow',

@@ -23,6 +23,7 @@
  * - a closed store answers every call with StoreClosedError (STORE_CLOSED), a
  *   database without the schema with SchemaMissingError (SCHEMA_NOT_MIGRATED).
  */
+import type { PayloadCondition } from '../core/search.js';
 import type { Scope } from '../core/scope.js';
 import type { TaskStatus } from '../core/status.js';
 import type { FailureRecord, Lease, NewTask, Task, TaskProgress } from '../core/task.js';
@@ -77,6 +78,11 @@ export interface SchemaStore {
    * index, not the table (diagnostics, and the fault suite's flood check).
    */
   explainClaim(params: { taskType: string }): Promise<ClaimPlan>;
+  /**
+   * The database's plan for a listTasks call (nothing is read): whether an operator's index on a hot payload
+   * field serves a payload filter (docs/store.md, "Search by payload").
+   */
+  explainListTasks(params: ListTasksParams): Promise<ClaimPlan>;
 }
 
 /** A payload limit the database server sets, and what sets it (for messages). */
@@ -416,6 +422,10 @@ export interface ListTasksParams {
   owner?: string | null;
   /** Exact match on the idempotency key (any task type). */
   idempotencyKey?: string | null;
+  /** Idempotency keys starting with this text (case-sensitive; % and _ are plain characters). */
+  idempotencyKeyPrefix?: string | null;
+  /** Payload field filters (core/search.ts validated them), ANDed. */
+  payload?: readonly PayloadCondition[] | null;
   limit: number;
   cursor?: string | null;
 }

@@ -137,6 +137,23 @@ export function cliSuite(target: CliTarget): void {
       expect((await tl(['list', '--idempotency-key', 'k10', '--json'])).json<{ tasks: Task[] }>().tasks.map((t) => t.id)).toEqual([other]);
     });
 
+    it('lists by payload field, payload prefix and key prefix; a bad path is SEARCH_PATH_INVALID', async () => {
+      const ada = await submit('cli.echo', { order: { id: 42 }, customer: { name: 'Ada' } }, '--idempotency-key', 'inv-1');
+      const text = await submit('cli.echo', { order: { id: '42' }, customer: { name: 'Bob' } }, '--idempotency-key', 'inv_2');
+      const ids = async (...args: string[]): Promise<string[]> => {
+        const answer = await tl(['list', ...args, '--json']);
+        expect(answer.code, answer.stderr).toBe(0);
+        return answer.json<{ tasks: Task[] }>().tasks.map((t) => t.id);
+      };
+      expect(await ids('--payload', 'order.id=42')).toEqual([ada]);
+      expect(await ids('--payload', 'order.id="42"')).toEqual([text]);
+      expect(await ids('--payload', 'order.id=42', '--payload-prefix', 'customer.name=B')).toEqual([]);
+      expect(await ids('--payload-prefix', 'customer.name=Ad', '--key-prefix', 'inv-')).toEqual([ada]);
+      expect(await ids('--key-prefix', 'inv_')).toEqual([text]);
+      const bad = await tl(['list', '--payload', 'order id=42']);
+      expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/SEARCH_PATH_INVALID/)]); // a usage error
+    });
+
     it('submits with a uniqueness window: a second submit of the key answers the first task', async () => {
       const first = await submit('cli.echo', { v: 1 }, '--unique-key', 'u1', '--unique-period', '1h');
       const again = await tl(['submit', 'cli.echo', '{"v":2}', '--unique-key', 'u1', '--unique-period', '1h', '--json']);

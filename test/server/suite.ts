@@ -188,6 +188,34 @@ export function serverSuite(stores: ServerSuiteStores): void {
       expect(empty.status).toBe(400);
     });
 
+    it("searches by payload fields and key prefix, a user's own tasks only; bad paths answer 400 SEARCH_PATH_INVALID", async () => {
+      const tag = `s${Date.now()}`;
+      const post = async (payload: unknown, idempotencyKey: string): Promise<string> =>
+        (await running.call('POST', '/api/v1/tasks', { as: 'alice', body: { type: 'test.idle', payload, idempotencyKey, delayMs: 3_600_000 } })).body.task.id;
+      const n42 = await post({ tag, order: { id: 42 }, customer: { name: 'Ada Lovelace' } }, `${tag}-inv_1`);
+      const s42 = await post({ tag, order: { id: '42' }, customer: { name: 'Bob' } }, `${tag}-inv%2`);
+      const bobs = await running.server.client.submit(
+        'test.idle',
+        { tag, order: { id: 42 } },
+        { owner: 'bob', idempotencyKey: `${tag}-inv_3`, delayMs: 3_600_000 },
+      );
+      const ids = async (query: string, as: Role = 'alice'): Promise<string[]> => {
+        const answer = await running.call('GET', `/api/v1/tasks?payload=${encodeURIComponent(`tag=${tag}`)}&${query}`, { as });
+        expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+        return answer.body.tasks.map((t: { id: string }) => t.id).sort();
+      };
+      expect(await ids(`payload=${encodeURIComponent('order.id=42')}`)).toEqual([n42]);
+      expect(await ids(`payload=${encodeURIComponent('order.id="42"')}`)).toEqual([s42]);
+      expect(await ids(`payload=${encodeURIComponent('order.id=42')}`, 'admin')).toEqual([n42, bobs.task.id].sort());
+      expect(await ids(`payloadPrefix=${encodeURIComponent('customer.name=Ada')}`)).toEqual([n42]);
+      expect(await ids(`idempotencyKeyPrefix=${encodeURIComponent(`${tag}-inv_`)}`)).toEqual([n42]);
+      expect(await ids(`idempotencyKeyPrefix=${encodeURIComponent(`${tag}-inv`)}`)).toEqual([n42, s42].sort());
+      const bad = await running.call('GET', `/api/v1/tasks?payload=${encodeURIComponent("order'.id=1")}`, { as: 'alice' });
+      expect([bad.status, bad.body.code]).toEqual([400, 'SEARCH_PATH_INVALID']);
+      const noValue = await running.call('GET', `/api/v1/tasks?payload=${encodeURIComponent('order.id')}`, { as: 'alice' });
+      expect([noValue.status, noValue.body.code]).toEqual([400, 'SEARCH_PATH_INVALID']);
+    });
+
     it('long-polls a task until it ends, or answers finished: false after timeoutMs; another owner gets 404', async () => {
       const id = await aliceTask(running);
       const early = await running.call('GET', `/api/v1/tasks/${id}/wait?timeoutMs=50`, { as: 'alice' });

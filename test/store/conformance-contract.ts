@@ -25,6 +25,7 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   schemaVersion: (s) => s.schemaVersion(),
   payloadLimit: (s) => s.payloadLimit(),
   explainClaim: (s) => s.explainClaim({ taskType: 'alpha' }),
+  explainListTasks: (s) => s.explainListTasks({ scope: G, limit: 10 }),
   subscribe: (s) => s.subscribe(() => undefined),
   insertTasks: (s) => s.insertTasks({ tasks: [newTask()] }),
   insertFlow: (s) => s.insertFlow({ tasks: [newTask()], edges: [] }),

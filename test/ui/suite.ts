@@ -286,7 +286,7 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await client.submit('ui.quick', {}, { idempotencyKey: 'invoice-10', delayMs: 3_600_000 });
       const { context, page } = await rig.open(rig.tokens.admin);
       await page.goto(`${rig.url}/ui/#/tasks`);
-      const search = page.getByLabel('Search by task id or idempotency key');
+      const search = page.getByLabel('Search by task id, idempotency key or payload field');
       const listedIds = () => page.locator('tbody tr[data-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-id')));
       await search.fill('invoice-1');
       await page.getByRole('button', { name: 'Search' }).click();
@@ -299,6 +299,39 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await page.getByRole('button', { name: 'Search' }).click();
       await page.waitForURL(new RegExp(`#/tasks/${plain.id}$`));
       await page.getByRole('heading', { name: /ui\.quick/ }).waitFor();
+      await context.close();
+    });
+
+    it('the search box filters by payload field (order.id=42, customer.name^="Ada L") and by key prefix (inv-*)', async () => {
+      const client = rig.server.client;
+      const tag = `t${Date.now()}`;
+      const at = { delayMs: 3_600_000 };
+      const { task: n42 } = await client.submit(
+        'ui.quick',
+        { tag, order: { id: 42 }, customer: { name: 'Ada Lovelace' } },
+        { ...at, idempotencyKey: `${tag}-inv-1` },
+      );
+      const { task: s42 } = await client.submit('ui.quick', { tag, order: { id: '42' }, customer: { name: 'Ada' } }, { ...at, idempotencyKey: `${tag}-inv-2` });
+      await client.submit('ui.quick', { tag, order: { id: 43 } }, { ...at, idempotencyKey: `${tag}-other` });
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks`);
+      const search = page.getByLabel('Search by task id, idempotency key or payload field');
+      const listed = async (): Promise<string> =>
+        JSON.stringify((await page.locator('tbody tr[data-id]').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-id')))).sort());
+      const shows = (ids: string[], what: string) => waitFor(async () => (await listed()) === JSON.stringify([...ids].sort()), what);
+      await search.fill(`tag=${tag} order.id=42`);
+      await page.getByRole('button', { name: 'Search' }).click();
+      await shows([n42.id], 'only the task whose order.id is the number 42');
+      await search.fill(`tag=${tag} customer.name^="Ada L"`);
+      await page.getByRole('button', { name: 'Search' }).click();
+      await shows([n42.id], 'the Ada L… task');
+      await search.fill(`${tag}-inv-*`);
+      await page.getByRole('button', { name: 'Search' }).click();
+      await shows([n42.id, s42.id], 'both inv- keys');
+      // The search survives a reload (it is in the URL), and shows in the box.
+      await page.reload();
+      await shows([n42.id, s42.id], 'both inv- keys after a reload');
+      expect(await search.inputValue()).toBe(`${tag}-inv-*`);
       await context.close();
     });
 

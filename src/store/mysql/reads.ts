@@ -6,9 +6,10 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, stepFromRow, taskFromRow } from '../rows.js';
-import { CURRENT_CYCLE, STEP_ORDER_SQL } from '../rules/index.js';
+import { CURRENT_CYCLE, jsonPathLiteral, LIKE_ESCAPE, likePrefix, STEP_ORDER_SQL, type PayloadCondition } from '../rules/index.js';
 import type {
   AttemptRecord,
+  ClaimPlan,
   DeadLetter,
   FailureRow,
   ListDeadLettersParams,
@@ -45,16 +46,50 @@ export async function getTask(db: MysqlDatabase, conn: Conn, id: string, scope: 
 }
 
 export async function listTasks(db: MysqlDatabase, conn: Conn, params: ListTasksParams): Promise<TaskPage> {
+  const { sql, values, limit } = listSql(params);
+  const rows = await db.rows(conn, sql, values);
+  const tasks = rows.slice(0, limit).map((row) => taskFromRow(row, decode));
+  return { tasks, nextCursor: rows.length > limit && tasks.length > 0 ? tasks[tasks.length - 1]!.id : null };
+}
+
+/** The listing's plan (EXPLAIN, rows as JSON): shows whether an operator's indexed generated column serves a payload filter. */
+export async function explainListTasks(db: MysqlDatabase, conn: Conn, params: ListTasksParams): Promise<ClaimPlan> {
+  const { sql, values } = listSql(params);
+  return { plan: JSON.stringify(await db.rows(conn, `EXPLAIN ${sql}`, values)) };
+}
+
+function listSql(params: ListTasksParams): { sql: string; values: unknown[]; limit: number } {
   const where = new Where().scope(params.scope);
   if (params.owner != null) where.add('owner = ?', params.owner);
   if (params.taskType != null) where.add('task_type = ?', params.taskType);
   if (params.idempotencyKey != null) where.add('idempotency_key = ?', params.idempotencyKey);
   if (params.status && params.status.length > 0) where.add('status IN (?)', [...params.status]);
   if (params.cursor != null) where.add('id < ?', params.cursor);
+  if (params.idempotencyKeyPrefix != null) where.add(`idempotency_key LIKE ? ${LIKE_ESCAPE}`, likePrefix(params.idempotencyKeyPrefix));
+  for (const condition of params.payload ?? []) payloadTerm(where, condition);
   const limit = Math.max(0, Math.floor(params.limit));
-  const rows = await db.rows(conn, `SELECT * FROM system_async_task ${where.sql} ORDER BY id DESC LIMIT ?`, [...where.values, limit + 1]);
-  const tasks = rows.slice(0, limit).map((row) => taskFromRow(row, decode));
-  return { tasks, nextCursor: rows.length > limit && tasks.length > 0 ? tasks[tasks.length - 1]!.id : null };
+  return { sql: `SELECT * FROM system_async_task ${where.sql} ORDER BY id DESC LIMIT ?`, values: [...where.values, limit + 1], limit };
+}
+
+/**
+ * A payload filter. JSON_TYPE keeps equality typed (42 never matches "42",
+ * true never 1); strings compare unquoted under a binary collation
+ * (case-sensitive, like the other stores). The expression
+ * `JSON_EXTRACT(payload_json, '$."a"."b"')` is the one an operator's generated
+ * column repeats (docs/store.md).
+ */
+function payloadTerm(where: Where, condition: PayloadCondition): void {
+  const value = `JSON_EXTRACT(payload_json, ${jsonPathLiteral(condition.segments)})`;
+  const text = `JSON_UNQUOTE(${value}) COLLATE utf8mb4_bin`;
+  if (condition.op === 'prefix') {
+    where.add(`JSON_TYPE(${value}) = 'STRING' AND ${text} LIKE ? ${LIKE_ESCAPE}`, likePrefix(String(condition.value)));
+  } else if (typeof condition.value === 'boolean') {
+    where.add(`JSON_TYPE(${value}) = 'BOOLEAN' AND ${text} = ?`, condition.value ? 'true' : 'false');
+  } else if (typeof condition.value === 'number') {
+    where.add(`JSON_TYPE(${value}) IN ('INTEGER', 'UNSIGNED INTEGER', 'DOUBLE', 'DECIMAL') AND ${value} = ?`, condition.value);
+  } else {
+    where.add(`JSON_TYPE(${value}) = 'STRING' AND ${text} = ?`, condition.value);
+  }
 }
 
 export async function countByStatus(db: MysqlDatabase, conn: Conn, scope: Scope, taskType: string | null | undefined): Promise<Record<TaskStatus, number>> {

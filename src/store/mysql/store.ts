@@ -240,6 +240,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.db.run((conn) => reads.listTasks(this.db, conn, params));
   }
 
+  explainListTasks(params: ListTasksParams): Promise<ClaimPlan> {
+    return this.db.run((conn) => reads.explainListTasks(this.db, conn, params));
+  }
+
   countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>> {
     return this.db.run((conn) => reads.countByStatus(this.db, conn, params.scope, params.taskType));
   }

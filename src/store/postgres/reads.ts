@@ -7,9 +7,10 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, isTerminal, type TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, stepFromRow, taskFromRow, type Row } from '../rows.js';
-import { CURRENT_CYCLE, STEP_ORDER_SQL } from '../rules/index.js';
+import { CURRENT_CYCLE, LIKE_ESCAPE, likePrefix, pgPathLiteral, STEP_ORDER_SQL, type PayloadCondition } from '../rules/index.js';
 import type {
   AttemptRecord,
+  ClaimPlan,
   DeadLetter,
   FailureRow,
   ListDeadLettersParams,
@@ -69,26 +70,63 @@ export async function getTask(ctx: PgContext, id: string, scope: Scope): Promise
 }
 
 export async function listTasks(ctx: PgContext, params: ListTasksParams): Promise<TaskPage> {
+  const { sql, values } = listSql(ctx, params);
+  const result = await run<Row>(ctx.pool, 'listing tasks', sql, values);
+  const tasks = result.rows.slice(0, params.limit).map((row) => taskFromRow(row, decodePostgres));
+  return { tasks, nextCursor: result.rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+}
+
+/** The listing's plan (EXPLAIN): shows whether an operator's expression index serves a payload filter. */
+export async function explainListTasks(ctx: PgContext, params: ListTasksParams): Promise<ClaimPlan> {
+  const { sql, values } = listSql(ctx, params);
+  const result = await run<{ 'QUERY PLAN': string }>(ctx.pool, 'explaining a listing', `EXPLAIN ${sql}`, values);
+  return { plan: result.rows.map((row) => row['QUERY PLAN']).join('\n') };
+}
+
+function listSql(ctx: PgContext, params: ListTasksParams): { sql: string; values: unknown[] } {
   const where = new Where().scope(params.scope);
   if (params.owner != null) where.add((p) => `owner = ${p}`, params.owner);
   if (params.taskType != null) where.add((p) => `task_type = ${p}`, params.taskType);
   if (params.idempotencyKey != null) where.add((p) => `idempotency_key = ${p}`, params.idempotencyKey);
   if (params.status && params.status.length > 0) where.add((p) => `status = ANY(${p}::text[])`, [...params.status]);
   if (params.cursor != null) where.add((p) => `id < ${p}`, uuidKey(params.cursor));
+  if (params.idempotencyKeyPrefix != null) where.add((p) => `idempotency_key LIKE ${p} ${LIKE_ESCAPE}`, likePrefix(params.idempotencyKeyPrefix));
+  for (const condition of params.payload ?? []) payloadTerm(where, condition);
   const limit = where.next(params.limit + 1);
   const live = `SELECT * FROM ${ctx.tables.task} ${where.sql} ORDER BY id DESC LIMIT ${limit}`;
   // The history holds terminal tasks only: a filter without one (diagnose's RUNNING list) must not walk its millions of rows.
   const inHistory = !params.status || params.status.length === 0 || params.status.some(isTerminal);
-  const result = await run<Row>(
-    ctx.pool,
-    'listing tasks',
-    inHistory
+  return {
+    sql: inHistory
       ? `(${live}) UNION ALL (SELECT * FROM ${historyOf(ctx.tables.task)} ${where.sql} ORDER BY id DESC LIMIT ${limit}) ORDER BY id DESC LIMIT ${limit}`
       : live,
-    where.values,
-  );
-  const tasks = result.rows.slice(0, params.limit).map((row) => taskFromRow(row, decodePostgres));
-  return { tasks, nextCursor: result.rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+    values: where.values,
+  };
+}
+
+/**
+ * payload_json (text, migrations.ts says why) as jsonb, or null for a payload
+ * holding a \u0000 escape (a NUL in a string, which jsonb refuses): one such
+ * task must not fail every search, nor an operator's index its submit.
+ */
+const PAYLOAD_JSONB = "(CASE WHEN strpos(payload_json, '\\u0000') = 0 THEN payload_json::jsonb END)";
+
+/**
+ * A payload filter: equality compares jsonb values (42 = 42.0, never "42" or
+ * true), the expression `(PAYLOAD_JSONB #> '{a,b}')` being the one an
+ * operator's expression index names (docs/store.md). A prefix reads the
+ * field as text (#>>) and matches strings only.
+ */
+function payloadTerm(where: Where, condition: PayloadCondition): void {
+  const path = pgPathLiteral(condition.segments);
+  if (condition.op === 'prefix') {
+    where.add(
+      (p) => `jsonb_typeof(${PAYLOAD_JSONB} #> ${path}) = 'string' AND (${PAYLOAD_JSONB} #>> ${path}) LIKE ${p} ${LIKE_ESCAPE}`,
+      likePrefix(String(condition.value)),
+    );
+  } else {
+    where.add((p) => `(${PAYLOAD_JSONB} #> ${path}) = ${p}::jsonb`, JSON.stringify(condition.value));
+  }
 }
 
 export async function countByStatus(ctx: PgContext, scope: Scope, taskType: string | null | undefined): Promise<Record<TaskStatus, number>> {

@@ -290,6 +290,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return reads.listTasks(this.ctx, params);
   }
 
+  async explainListTasks(params: ListTasksParams): Promise<ClaimPlan> {
+    return reads.explainListTasks(this.ctx, params);
+  }
+
   async countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>> {
     return reads.countByStatus(this.ctx, params.scope, params.taskType);
   }

@@ -19,3 +19,4 @@ export * from './steps.js';
 export * from './sequences.js';
 export * from './rates.js';
 export * from './logs.js';
+export * from './search.js';

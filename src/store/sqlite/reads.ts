@@ -6,9 +6,10 @@ import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import type { Task } from '../../core/task.js';
 import { actionFromRow, attemptFromRow, deadLetterFromRow, emptyStatusCounts, failureFromRow, stepFromRow, taskFromRow, type Row } from '../rows.js';
-import { CURRENT_CYCLE, STEP_ORDER_SQL } from '../rules/index.js';
+import { CURRENT_CYCLE, jsonPathLiteral, LIKE_ESCAPE, likePrefix, STEP_ORDER_SQL, type PayloadCondition } from '../rules/index.js';
 import type {
   AttemptRecord,
+  ClaimPlan,
   DeadLetter,
   FailureRow,
   ListDeadLettersParams,
@@ -31,6 +32,22 @@ export function getTask(db: Db, id: string, scope: Scope): Task | null {
 }
 
 export function listTasks(db: Db, params: ListTasksParams): TaskPage {
+  const { sql, values } = listSql(params);
+  const rows = statement(db, sql).all(...values) as Row[];
+  const tasks = rows.slice(0, params.limit).map((row) => taskFromRow(row, decodeSqlite));
+  return { tasks, nextCursor: rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+}
+
+/** The listing's plan (EXPLAIN QUERY PLAN): shows whether an operator's expression index serves a payload filter. */
+export function explainListTasks(db: Db, params: ListTasksParams): ClaimPlan {
+  // EXPLAIN QUERY PLAN never checks the schema cookie: a read first loads an index created since (and its statistics).
+  db.prepare('SELECT count(*) FROM sqlite_master').get();
+  const { sql, values } = listSql(params);
+  const rows = db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...values) as { detail: string }[];
+  return { plan: rows.map((row) => row.detail).join('\n') };
+}
+
+function listSql(params: ListTasksParams): { sql: string; values: unknown[] } {
   const where = new Where()
     .optional('owner = ?', scopeOwner(params.scope))
     .optional('owner = ?', params.owner)
@@ -38,9 +55,36 @@ export function listTasks(db: Db, params: ListTasksParams): TaskPage {
     .optional('idempotency_key = ?', params.idempotencyKey)
     .optional('id < ?', params.cursor);
   if (params.status && params.status.length > 0) where.in('status', params.status);
-  const rows = statement(db, `SELECT * FROM system_async_task ${where} ORDER BY id DESC LIMIT ?`).all(...where.values, params.limit + 1) as Row[];
-  const tasks = rows.slice(0, params.limit).map((row) => taskFromRow(row, decodeSqlite));
-  return { tasks, nextCursor: rows.length > params.limit ? tasks[tasks.length - 1]!.id : null };
+  if (params.idempotencyKeyPrefix != null) {
+    // LIKE is case-insensitive on SQLite: the substr term keeps the prefix exact.
+    const prefix = params.idempotencyKeyPrefix;
+    where.add(`idempotency_key LIKE ? ${LIKE_ESCAPE} AND substr(idempotency_key, 1, length(?)) = ?`, likePrefix(prefix), prefix, prefix);
+  }
+  for (const condition of params.payload ?? []) payloadTerm(where, condition);
+  return { sql: `SELECT * FROM system_async_task ${where} ORDER BY id DESC LIMIT ?`, values: [...where.values, params.limit + 1] };
+}
+
+/**
+ * A payload filter. json_extract answers SQL values (TEXT for a JSON string,
+ * INTEGER/REAL for a number, 1/0 for true/false): the bound value's storage
+ * class keeps 42 from matching "42"; json_type keeps true from matching 1.
+ * The expression is `json_extract(payload_json, '$."a"."b"')`, the one an
+ * operator's expression index names (docs/store.md).
+ */
+function payloadTerm(where: Where, condition: PayloadCondition): void {
+  const path = jsonPathLiteral(condition.segments);
+  const value = `json_extract(payload_json, ${path})`;
+  const type = `json_type(payload_json, ${path})`;
+  if (condition.op === 'prefix') {
+    const prefix = String(condition.value);
+    where.add(`${type} = 'text' AND ${value} LIKE ? ${LIKE_ESCAPE} AND substr(${value}, 1, length(?)) = ?`, likePrefix(prefix), prefix, prefix);
+  } else if (typeof condition.value === 'boolean') {
+    where.add(`${type} = ?`, condition.value ? 'true' : 'false');
+  } else if (typeof condition.value === 'number') {
+    where.add(`${value} = ? AND ${type} IN ('integer', 'real')`, condition.value);
+  } else {
+    where.add(`${value} = ? AND ${type} = 'text'`, condition.value);
+  }
 }
 
 export function countByStatus(db: Db, scope: Scope, taskType: string | null | undefined): Record<TaskStatus, number> {

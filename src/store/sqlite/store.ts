@@ -228,6 +228,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.read(() => reads.listTasks(this.db, params));
   }
 
+  async explainListTasks(params: ListTasksParams): Promise<ClaimPlan> {
+    return this.read(() => reads.explainListTasks(this.db, params));
+  }
+
   async countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>> {
     return this.read(() => reads.countByStatus(this.db, params.scope, params.taskType));
   }

@@ -35,19 +35,60 @@ async function taskExists(id: string): Promise<boolean> {
   }
 }
 
+/** The search's URL parameters (kept when the filters change). */
+const SEARCH_PARAMS = ['idempotencyKey', 'idempotencyKeyPrefix', 'payload', 'payloadPrefix'] as const;
+
+/** A payload filter term: `order.id=42`, `customer.name^=Ada` (starts with); a value with spaces is "quoted". */
+const PAYLOAD_TERM = /^([A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*)(\^?=)(.*)$/s;
+
 /**
- * One box for an id or an idempotency key: an id of a visible task opens it;
- * anything else filters the list by key (keys are free text, UUIDs included).
- * An empty search drops the key filter.
+ * The search box's text as URL parameters: terms split on spaces outside
+ * "quotes"; `path=value` filters a payload field (the API reads 42, true and
+ * "42" as JSON), `path^=text` a string field's prefix, `inv-*` an idempotency
+ * key prefix; otherwise the whole text is one exact idempotency key. Null
+ * when the text is not made of filter terms only.
+ */
+export function searchTerms(text: string): URLSearchParams | null {
+  const terms = text.match(/(?:[^\s"]+|"(?:[^"\\]|\\.)*")+/g) ?? [];
+  const found = new URLSearchParams();
+  for (const term of terms) {
+    const match = PAYLOAD_TERM.exec(term);
+    if (match) {
+      const [, path, op, raw] = match;
+      const value = op === '^=' && /^".*"$/s.test(raw!) ? (JSON.parse(raw!) as string) : raw!;
+      found.append(op === '^=' ? 'payloadPrefix' : 'payload', `${path}=${value}`);
+    } else if (terms.length === 1 && term.length > 1 && term.endsWith('*') && !term.slice(0, -1).includes('*')) {
+      found.set('idempotencyKeyPrefix', term.slice(0, -1));
+    } else {
+      return null;
+    }
+  }
+  return found;
+}
+
+/** The search box's text for the URL's search parameters. */
+function searchText(params: URLSearchParams): string {
+  const quoted = (value: string): string => (/[\s"]/.test(value) ? JSON.stringify(value) : value);
+  const terms = [...params.getAll('payload'), ...params.getAll('payloadPrefix').map((f) => f.replace(/=(.*)$/s, (_m, v: string) => `^=${quoted(v)}`))];
+  const keyPrefix = params.get('idempotencyKeyPrefix');
+  if (keyPrefix) terms.push(`${keyPrefix}*`);
+  return terms.length > 0 ? terms.join(' ') : (params.get('idempotencyKey') ?? '');
+}
+
+/**
+ * One box for an id, an idempotency key, a key prefix (`inv-*`) or payload
+ * filters (`order.id=42 customer.name^=Ada`): an id of a visible task opens
+ * it; filter terms filter the list; anything else filters the list by exact
+ * key (keys are free text, UUIDs included). An empty search drops them all.
  */
 function searchForm(params: URLSearchParams): HTMLElement {
   const search = h('input', {
     name: 'search',
     type: 'search',
-    value: params.get('idempotencyKey') ?? '',
-    placeholder: 'task id or idempotency key',
-    'aria-label': 'Search by task id or idempotency key',
-    maxlength: 255,
+    value: searchText(params),
+    placeholder: 'task id, idempotency key, inv-*, order.id=42',
+    'aria-label': 'Search by task id, idempotency key or payload field',
+    maxlength: 1000,
   });
   const form = h(
     'form',
@@ -64,8 +105,10 @@ function searchForm(params: URLSearchParams): HTMLElement {
         return;
       }
       const next = new URLSearchParams(params);
-      if (text) next.set('idempotencyKey', text);
-      else next.delete('idempotencyKey');
+      for (const key of SEARCH_PARAMS) next.delete(key);
+      const terms = text ? searchTerms(text) : null;
+      if (terms) for (const [key, value] of terms) next.append(key, value);
+      else if (text) next.set('idempotencyKey', text);
       location.hash = `#/tasks?${next}`;
     })();
   });
@@ -104,7 +147,7 @@ export const tasksPage: Page = (root, { me, params }) => {
     set('owner', isOperator(me) ? owner.value : '');
     set('createdAfter', toIso(after.value));
     set('createdBefore', toIso(before.value));
-    set('idempotencyKey', params.get('idempotencyKey') ?? '');
+    for (const key of SEARCH_PARAMS) for (const value of params.getAll(key)) next.append(key, value);
     location.hash = `#/tasks?${next}`;
   });
   const open = searchForm(params);
