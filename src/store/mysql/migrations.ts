@@ -486,7 +486,7 @@ ON DUPLICATE KEY UPDATE slot = slot`,
     // process upserts one row per type per minute it saw events in; reads sum over processes; the cleanup rolls minute rows
     // up into hour rows (process '') and removes both past their retention.
     statements: [
-      `CREATE TABLE IF NOT EXISTS system_async_task_history (
+      `CREATE TABLE IF NOT EXISTS system_async_task_queue_stat (
   grain CHAR(1) NOT NULL,
   bucket_start DATETIME(3) NOT NULL,
   task_type VARCHAR(255) NOT NULL,
@@ -511,7 +511,7 @@ ON DUPLICATE KEY UPDATE slot = slot`,
   run_b5 INT NOT NULL DEFAULT 0,
   run_ms_sum BIGINT NOT NULL DEFAULT 0,
   PRIMARY KEY (grain, bucket_start, task_type, process_id),
-  KEY ix_system_async_task_history_at (grain, bucket_start)
+  KEY ix_system_async_task_queue_stat_at (grain, bucket_start)
 ) ${TABLE_OPTIONS}`,
     ],
   },

@@ -561,7 +561,7 @@ CREATE TABLE IF NOT EXISTS ${s}.system_async_task_log (
     // process upserts one row per type per minute it saw events in; reads sum over processes; the cleanup rolls minute rows
     // up into hour rows (process '') and removes both past their retention.
     sql: (s) => `
-CREATE TABLE IF NOT EXISTS ${s}.system_async_task_history (
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_queue_stat (
   grain text NOT NULL,
   bucket_start timestamptz NOT NULL,
   task_type text NOT NULL,
@@ -587,7 +587,7 @@ CREATE TABLE IF NOT EXISTS ${s}.system_async_task_history (
   run_ms_sum bigint NOT NULL DEFAULT 0,
   PRIMARY KEY (grain, bucket_start, task_type, process_id)
 );
-CREATE INDEX IF NOT EXISTS ix_system_async_task_history_at ON ${s}.system_async_task_history (grain, bucket_start);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_queue_stat_at ON ${s}.system_async_task_queue_stat (grain, bucket_start);
 `,
   },
 ];

@@ -5,7 +5,7 @@
  */
 import type { SideSql } from '../side-sql.js';
 
-export const HISTORY_TABLE = 'system_async_task_history';
+export const HISTORY_TABLE = 'system_async_task_queue_stat';
 
 /** Upper bounds (ms) of the histogram buckets, queue wait and run time alike; the last bucket is open. */
 export const HISTORY_BOUNDS_MS = [10, 100, 1_000, 10_000, 60_000] as const;

@@ -417,7 +417,7 @@ CREATE TABLE IF NOT EXISTS system_async_task_log (
     // process upserts one row per type per minute it saw events in; reads sum over processes; the cleanup rolls minute rows
     // up into hour rows (process '') and removes both past their retention.
     sql: `
-CREATE TABLE IF NOT EXISTS system_async_task_history (
+CREATE TABLE IF NOT EXISTS system_async_task_queue_stat (
   grain TEXT NOT NULL,
   bucket_start TEXT NOT NULL,
   task_type TEXT NOT NULL,
@@ -443,7 +443,7 @@ CREATE TABLE IF NOT EXISTS system_async_task_history (
   run_ms_sum INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (grain, bucket_start, task_type, process_id)
 );
-CREATE INDEX IF NOT EXISTS ix_system_async_task_history_at ON system_async_task_history (grain, bucket_start);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_queue_stat_at ON system_async_task_queue_stat (grain, bucket_start);
 `,
   },
 ];
