@@ -90,7 +90,10 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       const history = await historyStoreOf(store);
       const minute = Math.floor((await store.now()).getTime() / 60_000) * 60_000;
       const counts = (submitted: number) => ({ ...emptyCounts(), submitted, succeeded: submitted });
-      await history.add('ui-p1', [1, 2, 3].map((back) => ({ minuteStart: new Date(minute - back * 60_000), taskType: 'ui.quick', counts: counts(back) })));
+      await history.add(
+        'ui-p1',
+        [1, 2, 3].map((back) => ({ minuteStart: new Date(minute - back * 60_000), taskType: 'ui.quick', counts: counts(back) })),
+      );
       await history.add('ui-p2', [{ minuteStart: new Date(minute - 60_000), taskType: 'ui.quick', counts: counts(10) }]);
       const { context, page } = await rig.open(rig.tokens.admin);
       const chart = page.locator('[data-chart="History"]');

@@ -144,9 +144,17 @@ export const overviewPage: Page = (root) => {
   let historyType = '';
   let historyAt = 0;
   const rangeButtons = RANGES.map((r) =>
-    h('button', { type: 'button', class: r === range ? '' : 'secondary', 'data-range': r, 'aria-pressed': String(r === range), onclick: () => pick(r) }, r.replace('h', ' h').replace('d', ' d')),
+    h(
+      'button',
+      { type: 'button', class: r === range ? '' : 'secondary', 'data-range': r, 'aria-pressed': String(r === range), onclick: () => pick(r) },
+      r.replace('h', ' h').replace('d', ' d'),
+    ),
   );
-  const typeSelect = h('select', { 'aria-label': 'History task type', onchange: () => ((historyType = typeSelect.value), void loadHistory()) }, h('option', { value: '' }, 'all types'));
+  const typeSelect = h(
+    'select',
+    { 'aria-label': 'History task type', onchange: () => ((historyType = typeSelect.value), void loadHistory()) },
+    h('option', { value: '' }, 'all types'),
+  );
   const pick = (r: (typeof RANGES)[number]): void => {
     range = r;
     for (const button of rangeButtons) {
