@@ -5,13 +5,14 @@
  * - DROPIDX=a;b: drop these indexes after migrating (what an index costs a drain);
  * - PRAGMAS=x=y;…: extra pragmas on the store's connection;
  * - PROF=file.cpuprofile: a CPU profile of the drain only (open in Chrome DevTools);
- * - LIMITS=20/5: the worker's global / per-type limits (default: high, not binding).
+ * - LIMITS=20/5: the worker's global / per-type limits (default: high, not binding);
+ * - HISTORY=1: the queue history recorder on the worker (observe/queue-history.ts; its last write at stop is timed too).
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createClient, createWorker, defineTask } from '../src/index.js';
+import { createClient, createWorker, defineTask, recordQueueHistory } from '../src/index.js';
 import { SqliteStore } from '../src/sqlite.js';
 
 const file = join(tmpdir(), `sqlite_probe_${process.pid}.db`);
@@ -48,6 +49,7 @@ store.finishAndClaim = async (p) => {
 };
 const [globalConcurrency, typeConcurrency] = (process.env.LIMITS ?? '1000000/1000000').split('/').map(Number);
 const worker = createWorker({ store, tasks: [task], concurrency: 10, prefetch: 500, globalConcurrency, typeConcurrency });
+const history = process.env.HISTORY === '1' ? recordQueueHistory({ store, worker }) : null;
 let done = 0;
 const drained = new Promise<void>((resolve) =>
   worker.on('completed', () => {
@@ -65,6 +67,7 @@ const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 worker.start();
 await drained;
+await history?.flush({ all: true });
 const ms = performance.now() - t0;
 const cpu = process.cpuUsage(cpu0);
 if (process.env.PROF) writeFileSync(process.env.PROF, JSON.stringify((await session.post('Profiler.stop')).profile));

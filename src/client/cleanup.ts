@@ -10,9 +10,10 @@
 import { ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
 import { adaptiveStoreOf } from '../store/adaptive.js';
+import { cleanQueueHistory, historyRetentionOf, type QueueHistoryRetention } from './queue-history.js';
 import type { PurgeResult, Store } from '../store/types.js';
 
-export interface CleanupOptions {
+export interface CleanupOptions extends QueueHistoryRetention {
   /** Keep this many days (≥ 1)… */
   retentionDays?: number;
   /** …or give the cut-off itself. */
@@ -28,9 +29,13 @@ export interface CleanupOptions {
 /** What a cleanup removed: the purge's totals, and the adaptive limits' trail rows (absent: none). */
 export interface CleanupResult extends PurgeResult {
   limitChanges?: number;
+  /** Queue history: hours of minute rows rolled up into hour rows, and hour rows removed (absent: none). */
+  historyHoursRolledUp?: number;
+  historyHourRowsRemoved?: number;
 }
 
 export async function cleanup(store: Store, options: CleanupOptions): Promise<CleanupResult> {
+  historyRetentionOf(options ?? {});
   const cutoff = await retentionCutoff(store, options?.retentionDays, options?.finishedBefore, {
     name: 'cleanup',
     before: 'finishedBefore',
@@ -56,6 +61,10 @@ export async function cleanup(store: Store, options: CleanupOptions): Promise<Cl
   // The adaptive limits' trail (a row per change, not per task) ages out with the same cut-off, in one statement.
   const limitChanges = await (await adaptiveStoreOf(store)).purgeLimitChanges({ before: cutoff });
   if (limitChanges > 0) total.limitChanges = limitChanges;
+  // Queue history ages by its own retentions (minutes, then hours), not the tasks' cut-off.
+  const history = await cleanQueueHistory(store, options);
+  if (history.hoursRolledUp > 0) total.historyHoursRolledUp = history.hoursRolledUp;
+  if (history.hourRowsRemoved > 0) total.historyHourRowsRemoved = history.hourRowsRemoved;
   return total;
 }
 

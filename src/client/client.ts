@@ -29,6 +29,7 @@ import type {
 import { checkActor, LIBRARY_ACTOR, type Actor, type ActorOption } from './actors.js';
 import { analyze, type Analysis } from './analyze.js';
 import { cleanup, type CleanupResult, type CleanupOptions } from './cleanup.js';
+import { readHistory, type HistoryQuery, type HistorySeries } from './queue-history.js';
 import { checkIds, DeadLetterApi } from './dead-letters.js';
 import { diagnose, type Diagnosis } from './diagnose.js';
 import { taskStepOf, type TaskStep } from './steps.js';
@@ -655,6 +656,14 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   }
 
   /** Deletes terminal tasks finished before the cut-off (with attempts and failures; dead letters archived), in batches. */
+  /**
+   * Queue history (written by recordQueueHistory in workers and clients): per minute or hour of [from, to), counts
+   * summed over processes — of one type or all — with queue-wait and run-time quantiles.
+   */
+  history(query: HistoryQuery): Promise<HistorySeries> {
+    return readHistory(this.store, query);
+  }
+
   cleanup(options: CleanupOptions): Promise<CleanupResult> {
     return cleanup(this.store, options);
   }

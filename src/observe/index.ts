@@ -13,3 +13,4 @@ export {
   type WorkerHealthOptions,
 } from './health.js';
 export { attachLogger, attachClientLogger, type LoggingOptions } from './logging.js';
+export { recordQueueHistory, QueueHistoryRecorder, type QueueHistoryOptions } from './queue-history.js';

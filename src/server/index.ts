@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { createClient, type TaskLeaseClient } from '../client/client.js';
 import { ErrorCode, PortInUseError } from '../core/errors.js';
 import { createMetrics, type TaskleaseMetrics } from '../observe/metrics.js';
+import { recordQueueHistory } from '../observe/queue-history.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/types.js';
 import { createWorker, type Worker } from '../worker/worker.js';
@@ -79,6 +80,8 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
   const detach = [metrics.attachClient(client), metrics.attachStore(store), ...(worker ? [metrics.attachWorker(worker)] : [])];
   const events = new TaskEventHub();
   if (worker) events.attach(worker);
+  // Queue history (the dashboard's charts): this process's submits and executions, one row per type per minute.
+  const history = recordQueueHistory({ store, client, ...(worker ? { worker } : {}) });
   const sse = resolveSse(options.sse);
   const streams = new SseStreams(sse);
   let started = false;
@@ -135,6 +138,8 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
         started = false;
         await app.close();
         await worker?.stop();
+        // Its last minute; a store without the history table (not migrated) loses it, and the close goes on.
+        await history.stop().catch(() => undefined);
         for (const off of detach) off();
         events.close();
         if (!options.store) await store.close();

@@ -141,5 +141,42 @@ export function dashboardRoutes(options: { authenticator: Authenticator; limiter
       summary: 'Cluster snapshot: tasks by status, running against each limit, dead letters, workers, queue wait p50/p99 (last 5 min)',
       handler: async (_request, _reply, { client }) => ok(await client.stats()),
     },
+    {
+      method: 'GET',
+      url: `${ADMIN_PREFIX}/stats/history`,
+      access: 'operator',
+      tags: ['admin'],
+      summary:
+        'Queue history per minute or hour (client.history): submitted, started, succeeded, failed, dead-lettered, wait and run quantiles; range=1h|24h|7d or from/to/step; taskType: one type',
+      schema: {
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            taskType: { type: 'string', minLength: 1, maxLength: 255 },
+            range: { type: 'string', enum: Object.keys(HISTORY_RANGES) },
+            from: { type: 'string', format: 'date-time' },
+            to: { type: 'string', format: 'date-time' },
+            step: { type: 'string', enum: ['minute', 'hour'] },
+          },
+        },
+      },
+      handler: async (request, _reply, { client }) => {
+        const q = request.query as { taskType?: string; range?: string; from?: string; to?: string; step?: 'minute' | 'hour' };
+        // A range counts back from the database clock (the rows are cut by the writers' clocks, near enough).
+        const range = HISTORY_RANGES[q.range ?? (q.from === undefined ? '1h' : '')];
+        const to = q.to !== undefined ? new Date(q.to) : await client.store.now();
+        const from = q.from !== undefined ? new Date(q.from) : new Date(to.getTime() - (range?.ms ?? HISTORY_RANGES['1h']!.ms));
+        const step = q.step ?? range?.step ?? 'minute';
+        return ok(await client.history({ from, to, step, ...(q.taskType !== undefined ? { taskType: q.taskType } : {}) }));
+      },
+    },
   ];
 }
+
+/** The dashboard's ranges: how far back, and the step their chart uses. */
+export const HISTORY_RANGES: Record<string, { ms: number; step: 'minute' | 'hour' }> = {
+  '1h': { ms: 3_600_000, step: 'minute' },
+  '24h': { ms: 86_400_000, step: 'minute' },
+  '7d': { ms: 7 * 86_400_000, step: 'hour' },
+};

@@ -8,6 +8,8 @@ import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Task } from '../../src/core/task.js';
+import { openStore } from '../../src/store/open.js';
+import { emptyCounts, historyStoreOf } from '../../src/store/queue-history.js';
 import type { Store } from '../../src/store/types.js';
 import { waitFor } from '../helpers/wait.js';
 import { cli, FIXTURES, type CliEnv, type CliResult } from './harness.js';
@@ -519,6 +521,27 @@ export function cliSuite(target: CliTarget): void {
   });
 
   describe('policy, cleanup, workers', () => {
+    it('history: the stored queue history of the last hour, per minute, of one type; a bad range refused', async () => {
+      const store = await openStore(target.url());
+      try {
+        const minute = Math.floor((await store.now()).getTime() / 60_000) * 60_000 - 60_000;
+        const counts = { ...emptyCounts(), submitted: 5, started: 4, succeeded: 3, failed: 1 };
+        await (await historyStoreOf(store)).add('cli-p', [{ minuteStart: new Date(minute), taskType: 'cli.h', counts }]);
+      } finally {
+        await store.close();
+      }
+      const json = await tl(['history', '--type', 'cli.h', '--json']);
+      expect(json.code, json.stderr).toBe(0);
+      const series = json.json<{ step: string; points: { submitted: number; failed: number }[] }>();
+      expect(series.step).toBe('minute');
+      expect(series.points.reduce((sum, p) => sum + p.submitted, 0)).toBe(5);
+      expect((await tl(['history', '--type', 'cli.h'])).stdout).toMatch(/^AT\s+SUBMITTED\s+STARTED.*\n\S+\s+5\s+4\s+3\s+1\s+0\s/);
+      expect((await tl(['history', '--type', 'other'])).stdout).toMatch(/no history in this range/);
+      const bad = await tl(['history', '--range', '2d']);
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toMatch(/1h, 24h, 7d/);
+    });
+
     it("sets, shows and resets a type's policy and the global one", async () => {
       const set = await tl(['policy', 'set', 'cli.p', '--max-concurrency', '3', '--enabled', 'false', '--json']);
       expect(set.code, set.stderr).toBe(0);

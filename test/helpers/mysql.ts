@@ -28,6 +28,7 @@ const TABLES = [
   'system_async_task_sequence',
   'system_async_task_adaptive',
   'system_async_task_limit_change',
+  'system_async_task_queue_stat',
 ];
 
 /** True when the server answers. Throws on CI when it does not; elsewhere prints the one skip line. */

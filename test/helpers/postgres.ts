@@ -32,6 +32,7 @@ const TABLES = [
   'system_async_task_sequence',
   'system_async_task_adaptive',
   'system_async_task_limit_change',
+  'system_async_task_queue_stat',
   'system_async_task_history',
   'system_async_task_attempt_history',
   'system_async_task_failure_history',

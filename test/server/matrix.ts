@@ -247,6 +247,7 @@ export const EXAMPLES: Record<string, Builder> = {
   'GET /api/v1/session': get('/api/v1/session'),
   'DELETE /api/v1/session': async (r) => ({ method: 'DELETE', path: '/api/v1/session', headers: { origin: r.url } }),
   [`GET ${A}/stats`]: get(`${A}/stats`),
+  [`GET ${A}/stats/history`]: get(`${A}/stats/history?range=24h`),
 };
 
 /** swagger-ui's own routes (all GET): their paths are the example, a wildcard asks for the page. */

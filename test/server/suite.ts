@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../../src/server/index.js';
 import { ROLES_BY_ACCESS } from '../../src/server/routes.js';
 import { ADMIN_PREFIX } from '../../src/server/admin-routes.js';
+import { emptyCounts, historyStoreOf } from '../../src/store/queue-history.js';
 import type { Store } from '../../src/store/types.js';
 import { aliceTask, exampleFor, type ExampleRequest } from './matrix.js';
 import { waitFor } from '../helpers/wait.js';
@@ -135,6 +136,30 @@ export function serverSuite(stores: ServerSuiteStores): void {
   });
 
   describe('the user API', () => {
+    it('GET …/stats/history: the queue history by range or from/to/step, of one type; 400 for a bad range, 403 for a user', async () => {
+      const store = running.server.store;
+      const minute = Math.floor((await store.now()).getTime() / 60_000) * 60_000 - 120_000;
+      const type = `test.history.${randomUUID()}`;
+      await (
+        await historyStoreOf(store)
+      ).add('srv-p', [{ minuteStart: new Date(minute), taskType: type, counts: { ...emptyCounts(), submitted: 7, deadLettered: 1 } }]);
+      const path = `${ADMIN_PREFIX}/stats/history`;
+      const hour = await running.call('GET', `${path}?range=1h&taskType=${encodeURIComponent(type)}`, { as: 'operator' });
+      expect(hour.status).toBe(200);
+      expect(hour.body.data).toMatchObject({ taskType: type, step: 'minute' });
+      expect(hour.body.data.points.find((p: { at: string }) => p.at === new Date(minute).toISOString())).toMatchObject({ submitted: 7, deadLettered: 1 });
+      const week = await running.call('GET', `${path}?range=7d&taskType=${encodeURIComponent(type)}`, { as: 'operator' });
+      expect(week.body.data.step).toBe('hour');
+      expect(week.body.data.points.reduce((sum: number, p: { submitted: number }) => sum + p.submitted, 0)).toBe(7);
+      const from = new Date(minute).toISOString();
+      const to = new Date(minute + 60_000).toISOString();
+      const exact = await running.call('GET', `${path}?from=${from}&to=${to}&step=minute&taskType=${encodeURIComponent(type)}`, { as: 'operator' });
+      expect(exact.body.data.points).toMatchObject([{ at: from, submitted: 7 }]);
+      expect((await running.call('GET', `${path}?range=2d`, { as: 'operator' })).status).toBe(400);
+      expect((await running.call('GET', `${path}?from=${to}&to=${from}`, { as: 'operator' })).status).toBe(400);
+      expect((await running.call('GET', path, { as: 'alice' })).status).toBe(403);
+    });
+
     it('PATCH edits a waiting task: the fields and their history; 409 once it changed or ended; 400 for a field it does not know', async () => {
       const deadlineAt = new Date(Date.now() + 7_200_000);
       const { task } = await running.server.client.submit('test.idle', { n: 1 }, { owner: 'alice', delayMs: 3_600_000, deadlineAt });

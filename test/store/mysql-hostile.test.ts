@@ -128,6 +128,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       'system_async_task_log',
       'system_async_task_move',
       'system_async_task_policy',
+      'system_async_task_queue_stat',
       'system_async_task_rate_start',
       'system_async_task_schedule',
       'system_async_task_sequence',

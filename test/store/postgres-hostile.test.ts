@@ -160,6 +160,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'system_async_task_log',
       'system_async_task_move',
       'system_async_task_policy',
+      'system_async_task_queue_stat',
       'system_async_task_rate_start',
       'system_async_task_schedule',
       'system_async_task_sequence',

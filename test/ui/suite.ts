@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Store } from '../../src/store/types.js';
 import { createClient } from '../../src/client/client.js';
 import { defineTask } from '../../src/core/definition.js';
+import { emptyCounts, historyStoreOf } from '../../src/store/queue-history.js';
 import { CHROMIUM_TOOL, describeWithTools, systemTool } from '../helpers/system-tools.js';
 import { waitFor } from '../helpers/wait.js';
 import { shoot, startRig, UI_KEY, type Rig } from './harness.js';
@@ -81,6 +82,35 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
         });
       }
       await shoot(page, `${name}-overview`);
+      await context.close();
+    });
+
+    it('the History chart reads the stored queue history on arrival and keeps its points across a reload', async () => {
+      // Rows as two processes' recorders write them: 3 minutes of the last hour (the 1 h range).
+      const history = await historyStoreOf(store);
+      const minute = Math.floor((await store.now()).getTime() / 60_000) * 60_000;
+      const counts = (submitted: number) => ({ ...emptyCounts(), submitted, succeeded: submitted });
+      await history.add(
+        'ui-p1',
+        [1, 2, 3].map((back) => ({ minuteStart: new Date(minute - back * 60_000), taskType: 'ui.quick', counts: counts(back) })),
+      );
+      await history.add('ui-p2', [{ minuteStart: new Date(minute - 60_000), taskType: 'ui.quick', counts: counts(10) }]);
+      const { context, page } = await rig.open(rig.tokens.admin);
+      const chart = page.locator('[data-chart="History"]');
+      const drawn = async () => [await chart.getAttribute('data-points'), (await chart.getAttribute('data-total'))?.split(',')[0]];
+      // At least the 16 submitted above (the server's own recorder may add this test file's earlier minutes).
+      await waitFor(async () => Number((await drawn())[1]) >= 16, 'the stored history drawn on arrival');
+      const before = await drawn();
+      expect(Number(before[0])).toBeGreaterThanOrEqual(60);
+      await page.reload();
+      await waitFor(async () => (await chart.getAttribute('data-total')) !== null, 'the history drawn again after the reload');
+      // The same points (a minute that closed meanwhile may add the server's own counts, never take any away).
+      const after = await drawn();
+      expect(after[0]).toBe(before[0]);
+      expect(Number(after[1])).toBeGreaterThanOrEqual(Number(before[1]));
+      await page.locator('[data-range="7d"]').click();
+      await waitFor(async () => (await chart.getAttribute('data-range')) === '7d', 'the 7 d range drawn');
+      expect(Number((await drawn())[1])).toBeGreaterThanOrEqual(16);
       await context.close();
     });
 

@@ -255,6 +255,26 @@ export interface Stats {
   workers: { live: number; concurrency: number };
   queueWait: { count: number; p50Ms: number; p99Ms: number } | null;
 }
+/** GET /stats/history (client.history): one point per minute or hour, counts summed over the writing processes. */
+export interface HistoryPoint {
+  at: string;
+  submitted: number;
+  started: number;
+  succeeded: number;
+  failed: number;
+  deadLettered: number;
+  waitP50Ms: number | null;
+  waitP95Ms: number | null;
+  runP50Ms: number | null;
+  runP95Ms: number | null;
+}
+export interface HistorySeries {
+  taskType: string | null;
+  step: 'minute' | 'hour';
+  from: string;
+  to: string;
+  points: HistoryPoint[];
+}
 export interface WorkerRecord {
   workerId: string;
   host: string;

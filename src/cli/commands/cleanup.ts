@@ -3,7 +3,7 @@
  * tasks finished before the retention, in batches (safe while workers run),
  * showing progress; dead letters of deleted tasks are archived, not lost.
  */
-import type { PurgeResult } from '../../store/types.js';
+import type { CleanupResult } from '../../client/cleanup.js';
 import { action, type CliCommand } from '../command.js';
 import { integer, positiveNumber } from '../parse.js';
 import { startProgress } from '../progress.js';
@@ -27,7 +27,7 @@ export const cleanupCommand: CliCommand = {
             fields: { batches: 0 },
           });
           let batches = 0;
-          let total: PurgeResult;
+          let total: CleanupResult;
           try {
             total = await client.cleanup({
               retentionDays: flags.retentionDays,
@@ -46,6 +46,10 @@ export const cleanupCommand: CliCommand = {
                 total.tasksMoved === undefined
                   ? ''
                   : `, moved ${total.tasksMoved} to the history, dropped ${total.historyPartitionsDropped ?? 0} history partitions`
+              }${
+                total.historyHoursRolledUp || total.historyHourRowsRemoved
+                  ? `; queue history: ${total.historyHoursRolledUp ?? 0} hours of minutes rolled up, ${total.historyHourRowsRemoved ?? 0} old hour rows removed`
+                  : ''
               } in ${batches} batches, ${(elapsedMs / 1000).toFixed(2)} s`,
           );
         }),

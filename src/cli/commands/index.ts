@@ -16,6 +16,7 @@ import { editCommand } from './edit.js';
 import { flowCommand } from './flow.js';
 import { publishCommand, subscriptionsCommand } from './events.js';
 import { getCommand } from './get.js';
+import { historyCommand } from './history.js';
 import { listCommand } from './list.js';
 import { migrateCommand } from './migrate.js';
 import { moveCommand } from './move.js';
@@ -55,6 +56,7 @@ export const COMMANDS: readonly CliCommand[] = [
   analyzeCommand,
   dlqCommand,
   cleanupCommand,
+  historyCommand,
   policyCommand,
   adaptiveCommand,
   scheduleCommand,

@@ -78,9 +78,10 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
   });
   const { tasks, schedules, middleware } = await loadWorkerModules(modules, ctx.io.cwd);
   // Loaded here, not at start-up: the other commands never need the worker or the logger.
-  const [{ createWorker }, { attachLogger }, { default: pino }] = await Promise.all([
+  const [{ createWorker }, { attachLogger }, { recordQueueHistory }, { default: pino }] = await Promise.all([
     import('../../worker/worker.js'),
     import('../../observe/logging.js'),
+    import('../../observe/queue-history.js'),
     import('pino'),
   ]);
   const store = await ctx.openStore();
@@ -88,6 +89,8 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
   const logger = pino({ level: config.logLevel }, { write: (line: string) => ctx.io.stdout.write(line) });
   // attachLogger adds the workerId to its lines; the command's own lines get it from this child, once.
   const detach = attachLogger(worker, logger);
+  // Queue history (the dashboard's History chart): one row per type per minute of this process.
+  const history = recordQueueHistory({ store, worker, processId: worker.workerId });
   const log = logger.child({ workerId: worker.workerId });
   worker.start();
   const { concurrency, fairOwners, scheduleRefreshMs } = worker.options;
@@ -96,5 +99,7 @@ async function runWorker(ctx: CommandContext, modules: string[], flags: WorkerFl
   const signal = await ctx.io.waitForStopSignal();
   log.info({ signal }, 'stop signal received');
   await worker.stop(); // the logger writes 'worker stopping' (active, buffered) and 'worker stopped'
+  // Its last minute; a schema without the history table (not migrated yet) loses it, the stop goes on.
+  await history.stop().catch(() => undefined);
   detach();
 }

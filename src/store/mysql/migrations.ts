@@ -478,6 +478,43 @@ ON DUPLICATE KEY UPDATE slot = slot`,
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 20,
+    name: 'queue history',
+    // Queue history (observe/queue-history.ts, store/queue-history.ts): per task type, minute (grain 'm') or hour ('h') and writing
+    // process, additive counters and two fixed histograms (queue wait, run time; bucket bounds in rules/queue-history.ts). Each
+    // process upserts one row per type per minute it saw events in; reads sum over processes; the cleanup rolls minute rows
+    // up into hour rows (process '') and removes both past their retention.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_queue_stat (
+  grain CHAR(1) NOT NULL,
+  bucket_start DATETIME(3) NOT NULL,
+  task_type VARCHAR(255) NOT NULL,
+  process_id VARCHAR(255) NOT NULL,
+  submitted INT NOT NULL DEFAULT 0,
+  started INT NOT NULL DEFAULT 0,
+  succeeded INT NOT NULL DEFAULT 0,
+  failed INT NOT NULL DEFAULT 0,
+  dead_lettered INT NOT NULL DEFAULT 0,
+  wait_b0 INT NOT NULL DEFAULT 0,
+  wait_b1 INT NOT NULL DEFAULT 0,
+  wait_b2 INT NOT NULL DEFAULT 0,
+  wait_b3 INT NOT NULL DEFAULT 0,
+  wait_b4 INT NOT NULL DEFAULT 0,
+  wait_b5 INT NOT NULL DEFAULT 0,
+  wait_ms_sum BIGINT NOT NULL DEFAULT 0,
+  run_b0 INT NOT NULL DEFAULT 0,
+  run_b1 INT NOT NULL DEFAULT 0,
+  run_b2 INT NOT NULL DEFAULT 0,
+  run_b3 INT NOT NULL DEFAULT 0,
+  run_b4 INT NOT NULL DEFAULT 0,
+  run_b5 INT NOT NULL DEFAULT 0,
+  run_ms_sum BIGINT NOT NULL DEFAULT 0,
+  PRIMARY KEY (grain, bucket_start, task_type, process_id),
+  KEY ix_system_async_task_queue_stat_at (grain, bucket_start)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

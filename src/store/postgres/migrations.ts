@@ -553,4 +553,41 @@ CREATE TABLE IF NOT EXISTS ${s}.system_async_task_log (
 );
 `,
   },
+  {
+    version: 26,
+    name: 'queue history',
+    // Queue history (observe/queue-history.ts, store/queue-history.ts): per task type, minute (grain 'm') or hour ('h') and writing
+    // process, additive counters and two fixed histograms (queue wait, run time; bucket bounds in rules/queue-history.ts). Each
+    // process upserts one row per type per minute it saw events in; reads sum over processes; the cleanup rolls minute rows
+    // up into hour rows (process '') and removes both past their retention.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_queue_stat (
+  grain text NOT NULL,
+  bucket_start timestamptz NOT NULL,
+  task_type text NOT NULL,
+  process_id text NOT NULL,
+  submitted integer NOT NULL DEFAULT 0,
+  started integer NOT NULL DEFAULT 0,
+  succeeded integer NOT NULL DEFAULT 0,
+  failed integer NOT NULL DEFAULT 0,
+  dead_lettered integer NOT NULL DEFAULT 0,
+  wait_b0 integer NOT NULL DEFAULT 0,
+  wait_b1 integer NOT NULL DEFAULT 0,
+  wait_b2 integer NOT NULL DEFAULT 0,
+  wait_b3 integer NOT NULL DEFAULT 0,
+  wait_b4 integer NOT NULL DEFAULT 0,
+  wait_b5 integer NOT NULL DEFAULT 0,
+  wait_ms_sum bigint NOT NULL DEFAULT 0,
+  run_b0 integer NOT NULL DEFAULT 0,
+  run_b1 integer NOT NULL DEFAULT 0,
+  run_b2 integer NOT NULL DEFAULT 0,
+  run_b3 integer NOT NULL DEFAULT 0,
+  run_b4 integer NOT NULL DEFAULT 0,
+  run_b5 integer NOT NULL DEFAULT 0,
+  run_ms_sum bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (grain, bucket_start, task_type, process_id)
+);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_queue_stat_at ON ${s}.system_async_task_queue_stat (grain, bucket_start);
+`,
+  },
 ];

@@ -409,4 +409,41 @@ CREATE TABLE IF NOT EXISTS system_async_task_log (
 );
 `,
   },
+  {
+    version: 19,
+    name: 'queue history',
+    // Queue history (observe/queue-history.ts, store/queue-history.ts): per task type, minute (grain 'm') or hour ('h') and writing
+    // process, additive counters and two fixed histograms (queue wait, run time; bucket bounds in rules/queue-history.ts). Each
+    // process upserts one row per type per minute it saw events in; reads sum over processes; the cleanup rolls minute rows
+    // up into hour rows (process '') and removes both past their retention.
+    sql: `
+CREATE TABLE IF NOT EXISTS system_async_task_queue_stat (
+  grain TEXT NOT NULL,
+  bucket_start TEXT NOT NULL,
+  task_type TEXT NOT NULL,
+  process_id TEXT NOT NULL,
+  submitted INTEGER NOT NULL DEFAULT 0,
+  started INTEGER NOT NULL DEFAULT 0,
+  succeeded INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  dead_lettered INTEGER NOT NULL DEFAULT 0,
+  wait_b0 INTEGER NOT NULL DEFAULT 0,
+  wait_b1 INTEGER NOT NULL DEFAULT 0,
+  wait_b2 INTEGER NOT NULL DEFAULT 0,
+  wait_b3 INTEGER NOT NULL DEFAULT 0,
+  wait_b4 INTEGER NOT NULL DEFAULT 0,
+  wait_b5 INTEGER NOT NULL DEFAULT 0,
+  wait_ms_sum INTEGER NOT NULL DEFAULT 0,
+  run_b0 INTEGER NOT NULL DEFAULT 0,
+  run_b1 INTEGER NOT NULL DEFAULT 0,
+  run_b2 INTEGER NOT NULL DEFAULT 0,
+  run_b3 INTEGER NOT NULL DEFAULT 0,
+  run_b4 INTEGER NOT NULL DEFAULT 0,
+  run_b5 INTEGER NOT NULL DEFAULT 0,
+  run_ms_sum INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (grain, bucket_start, task_type, process_id)
+);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_queue_stat_at ON system_async_task_queue_stat (grain, bucket_start);
+`,
+  },
 ];

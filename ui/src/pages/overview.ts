@@ -3,14 +3,20 @@
  * minutes, submitted / completed / failed per minute (differences of the
  * cumulative counts over a sliding minute), queue wait p50/p99, and running
  * against capacity; tiles for dead letters and backlog; a table per type.
+ * The History card reads the queue history the processes write (GET
+ * /stats/history) on arrival — so it neither starts empty nor resets on
+ * reload — with 1 h / 24 h / 7 d ranges and a type selector, refreshed
+ * every 30 s (a minute row is written when its minute closes).
  */
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
-import { admin, type Stats } from '../api.js';
+import { admin, type HistorySeries, type Stats } from '../api.js';
 import { clear, duration, every, h } from '../dom.js';
 import type { Page } from '../main.js';
 
 const WINDOW_MS = 10 * 60_000;
+const HISTORY_REFRESH_MS = 30_000;
+const RANGES = ['1h', '24h', '7d'] as const;
 const MINUTE = 60_000;
 
 interface Sample {
@@ -131,11 +137,59 @@ export const overviewPage: Page = (root) => {
     ],
     '',
   );
+  const history = chart(
+    'History',
+    [
+      { label: 'submitted', stroke: '#3b82f6' },
+      { label: 'succeeded', stroke: '#16a34a' },
+      { label: 'failed', stroke: '#dc2626' },
+      { label: 'dead-lettered', stroke: '#7c2d12' },
+    ],
+    '',
+  );
+  let range: (typeof RANGES)[number] = '1h';
+  let historyType = '';
+  let historyAt = 0;
+  const rangeButtons = RANGES.map((r) =>
+    h(
+      'button',
+      { type: 'button', class: r === range ? '' : 'secondary', 'data-range': r, 'aria-pressed': String(r === range), onclick: () => pick(r) },
+      r.replace('h', ' h').replace('d', ' d'),
+    ),
+  );
+  const typeSelect = h(
+    'select',
+    { 'aria-label': 'History task type', onchange: () => ((historyType = typeSelect.value), void loadHistory()) },
+    h('option', { value: '' }, 'all types'),
+  );
+  const pick = (r: (typeof RANGES)[number]): void => {
+    range = r;
+    for (const button of rangeButtons) {
+      const on = button.dataset.range === r;
+      button.className = on ? '' : 'secondary';
+      button.setAttribute('aria-pressed', String(on));
+    }
+    void loadHistory();
+  };
+  const loadHistory = async (): Promise<void> => {
+    historyAt = Date.now();
+    const query = new URLSearchParams({ range, ...(historyType ? { taskType: historyType } : {}) });
+    const series = await admin<HistorySeries>('GET', `/stats/history?${query}`);
+    const xs = series.points.map((p) => Date.parse(p.at) / 1000);
+    history.plot.setData([xs, ...(['submitted', 'succeeded', 'failed', 'deadLettered'] as const).map((k) => series.points.map((p) => p[k]))]);
+    // What the chart shows, readable without pixels (tests): its points and their sums.
+    history.element.dataset.points = String(xs.length);
+    history.element.dataset.range = range;
+    history.element.dataset.total = ['submitted', 'succeeded', 'failed', 'deadLettered']
+      .map((k) => series.points.reduce((sum, p) => sum + (p[k as 'submitted'] ?? 0), 0))
+      .join(',');
+  };
+  history.element.insertBefore(h('div', { class: 'history-controls' }, ...rangeButtons, typeSelect), history.element.children[1] ?? null);
   const types = h('tbody');
   root.append(
     h('h1', {}, 'Overview'),
     tiles,
-    h('section', { class: 'charts' }, throughput.element, wait.element, active.element),
+    h('section', { class: 'charts' }, history.element, throughput.element, wait.element, active.element),
     h(
       'section',
       { class: 'card' },
@@ -149,7 +203,11 @@ export const overviewPage: Page = (root) => {
   );
   const samples: Sample[] = [];
   return every(2000, async () => {
+    if (Date.now() - historyAt >= HISTORY_REFRESH_MS) await loadHistory();
     const stats = await admin<Stats>('GET', '/stats');
+    // The type selector offers the types the cluster knows (kept as they come).
+    for (const type of stats.types)
+      if (![...typeSelect.options].some((o) => o.value === type.taskType)) typeSelect.append(h('option', { value: type.taskType }, type.taskType));
     const t = Date.now();
     samples.push({ t, stats });
     while (samples.length > 1 && t - samples[0]!.t > WINDOW_MS) samples.shift();

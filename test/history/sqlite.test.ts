@@ -1,0 +1,4 @@
+import { sqliteFactory } from '../helpers/sqlite.js';
+import { runHistorySuite } from './suite.js';
+
+runHistorySuite(sqliteFactory);
