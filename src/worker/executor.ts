@@ -57,8 +57,10 @@ export class Executor {
     private readonly batches: BatchGatherer,
   ) {
     const stack = options.middleware;
-    this.encodeResult = (taskType, value) => (stack.hasCodec ? stack.encode('result', taskType, value) : value);
-    const services = { store: options.store, table, leases, encodeResult: this.encodeResult };
+    const encode = (taskType: string, value: unknown): unknown => stack.encode('result', taskType, value);
+    // No encode hook: no encoder, and a result is serialized once (outcome.ts).
+    this.resultEncoder = () => (stack.hasCodec ? encode : undefined);
+    const services = { store: options.store, table, leases, resultEncoder: this.resultEncoder };
     const steps = new StepKeeper(options.store, options, leases, events);
     const logs = new LogKeeper(options.store, { ...options, clock }, events);
     this.sink = {
@@ -90,8 +92,8 @@ export class Executor {
   private readonly sink: ProgressSink<Execution>;
   private readonly contextOptions: ContextOptions;
   private readonly fanOut: FanOut;
-  /** A success's result as stored: through the middleware's encode hooks. */
-  private readonly encodeResult: (taskType: string, value: unknown) => unknown;
+  /** The encoder of a success's result (the middleware's encode hooks), or none when no middleware encodes. */
+  private readonly resultEncoder: () => ((taskType: string, value: unknown) => unknown) | undefined;
   /** The threads of sandboxed types (sandbox/pool.ts), made on their first task. */
   private readonly sandboxes: SandboxPool;
 
@@ -144,7 +146,7 @@ export class Executor {
       await context.settle();
       if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;
       if (isAwaitChildren(result)) return await this.writeFanOut(execution, result);
-      return successOutcome(execution, result, this.encodeResult);
+      return successOutcome(execution, result, this.resultEncoder());
     } catch (error) {
       await context.settle();
       if (execution.state === 'committing' && (await this.committedInTransaction(execution))) return COMMITTED;

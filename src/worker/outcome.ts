@@ -30,8 +30,11 @@ export function successOutcome(execution: Execution, result: TaskResult | TaskSn
   if (isSnooze(result)) return { kind: 'SNOOZED', lease, delayMs: result.delayMs, progress };
   let resultJson: string | null;
   try {
-    serializeResult(result.result); // refused as given, not as encoded
-    const stored = encode && result.result != null ? encode(execution.task.taskType, result.result) : result.result;
+    let stored = result.result;
+    if (encode && stored != null) {
+      serializeResult(stored); // refused as given, not as encoded
+      stored = encode(execution.task.taskType, stored);
+    }
     resultJson = serializeResult(stored);
   } catch (error) {
     const failure: FailureRecord = {

@@ -25,7 +25,7 @@ import { successOutcome } from './outcome.js';
 
 export async function completeInTransaction(
   execution: Execution,
-  services: { store: Store; table: ExecutionTable; leases: LeaseKeeper; encodeResult?: (taskType: string, value: unknown) => unknown },
+  services: { store: Store; table: ExecutionTable; leases: LeaseKeeper; resultEncoder?: () => ((taskType: string, value: unknown) => unknown) | undefined },
   transaction: unknown,
   result: TaskResult | undefined,
 ): Promise<void> {
@@ -35,7 +35,7 @@ export async function completeInTransaction(
   const context = execution.context!;
   await execution.definition.validateCompletion?.(taskResult, execution.payload, context);
   await context.settle(); // the outcome carries the final progress
-  const outcome = successOutcome(execution, taskResult, services.encodeResult);
+  const outcome = successOutcome(execution, taskResult, services.resultEncoder?.());
   if (outcome.kind === 'FAILED') throw new ValidationError(outcome.failure.message ?? 'result is not JSON', 'result', ErrorCode.RESULT_NOT_SERIALIZABLE);
   checkCanComplete(execution, store, transaction); // an abort may have arrived while validateCompletion ran
   // Out of the heartbeat before the row is locked, and no heartbeat that asked for it still running: one that
