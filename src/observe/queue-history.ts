@@ -96,11 +96,15 @@ export class QueueHistoryRecorder {
   }
 
   private countsOf(task: Task): HistoryCounts {
-    const minute = Math.floor(this.now() / MINUTE_MS) * MINUTE_MS;
+    return this.slot(Math.floor(this.now() / MINUTE_MS) * MINUTE_MS, task.taskType);
+  }
+
+  /** The counts of one type in one minute, made empty on first use. */
+  private slot(minute: number, taskType: string): HistoryCounts {
     let types = this.minutes.get(minute);
     if (!types) this.minutes.set(minute, (types = new Map()));
-    let counts = types.get(task.taskType);
-    if (!counts) types.set(task.taskType, (counts = emptyCounts()));
+    let counts = types.get(taskType);
+    if (!counts) types.set(taskType, (counts = emptyCounts()));
     return counts;
   }
 
@@ -118,14 +122,7 @@ export class QueueHistoryRecorder {
       await (await this.store).add(this.processId, rows);
     } catch (error) {
       // Kept for the next flush: the counts are added back to their minutes.
-      for (const row of rows) {
-        const minute = row.minuteStart.getTime();
-        let types = this.minutes.get(minute);
-        if (!types) this.minutes.set(minute, (types = new Map()));
-        const into = types.get(row.taskType);
-        if (into) addCounts(into, row.counts);
-        else types.set(row.taskType, row.counts);
-      }
+      for (const row of rows) addCounts(this.slot(row.minuteStart.getTime(), row.taskType), row.counts);
       this.options.onError?.(error);
       throw error;
     }
