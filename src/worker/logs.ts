@@ -34,7 +34,7 @@ export interface LogOptions {
   clock: { now(): number };
 }
 
-/** One execution's lines not yet written. */
+/** The worker's ctx.log service: each execution's lines buffered on it (execution.logs) and written in batches. */
 export class LogKeeper {
   private readonly redaction: LogRedaction;
   private readonly bounds: LogLineBounds;
