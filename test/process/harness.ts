@@ -101,6 +101,9 @@ export class ChildWorker {
   }
 
   signal(name: NodeJS.Signals): void {
+    const gone = this.exitCode();
+    // A child that died on its own is the finding, not the signal's ESRCH: say how it ended and what it wrote.
+    if (gone !== undefined) throw new Error(`${this.config.label} had already exited (code ${gone}) before ${name}; its stderr:\n${this.stderr}`);
     process.kill(this.pid, name);
   }
 
