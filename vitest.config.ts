@@ -16,7 +16,7 @@ const FAULTS_ELSEWHERE = [
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The server serves the dashboard from dist/ui: built first when stale.
+    // The package (dist/src, and dist/ui the server serves the dashboard from) is built first when stale; nothing builds during the run.
     globalSetup: ['test/ui/build-ui.ts'],
     // The fault suite's slow cases run under vitest.faults.config.ts (npm run test:faults); its fast subset
     // (test/faults/*.fast.test.ts) runs here. test/faults/pending/ is where a case waits for the fix it names (PENDING=1 with vitest.faults.config.ts runs one).

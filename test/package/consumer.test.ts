@@ -69,7 +69,9 @@ async function tscIn(args: string[]): Promise<string[]> {
 const filesRead = (file: string): Promise<string[]> => tscIn(['--listFilesOnly', file]);
 
 beforeAll(async () => {
-  await sh('npm', ['pack', '--pack-destination', work, '--silent'], root);
+  // The package as built (by CI's `npm run build`, or the tests' globalSetup when stale): prepack's rebuild would empty
+  // dist/ while other files' servers read dist/ui.
+  await sh('npm', ['pack', '--ignore-scripts', '--pack-destination', work, '--silent'], root);
   const tarball = readdirSync(work).find((name) => name.endsWith('.tgz'));
   if (!tarball) throw new Error('npm pack wrote no tarball');
   mkdirSync(consumer);
