@@ -62,6 +62,17 @@ export {
 export type { SubmitOptions, SubmitRequest } from './client/submit.js';
 export { EDITABLE_STATUSES, type TaskChanges } from './client/edit.js';
 export {
+  BULK_ACTIONS,
+  type BulkAction,
+  type BulkDryRun,
+  type BulkOperation,
+  type BulkRequest,
+  type BulkRunOptions,
+  type BulkStartOptions,
+} from './client/bulk.js';
+export type { TaskFilter } from './client/task-filter.js';
+export type { BulkStatus } from './store/bulk.js';
+export {
   MiddlewareError,
   type Middleware,
   type SubmitCall,

@@ -4,11 +4,10 @@
  * only its own tasks, and another owner's task answers as not found.
  * The HTTP server and the CLI are thin layers over this class.
  */
-import { checkKeyPrefix, payloadConditions, type PayloadFilter } from '../core/search.js';
 import { SequenceApi } from './sequences.js';
 import { InvalidTransitionError, NotFoundError, ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
-import { CANCELLABLE_AT_ONCE, isTaskStatus, isTerminal, type TaskStatus } from '../core/status.js';
+import { CANCELLABLE_AT_ONCE, isTerminal, type TaskStatus } from '../core/status.js';
 import type { NewTask, Task } from '../core/task.js';
 import { checkInteger, checkKnownKeys } from '../core/validate.js';
 import { InvalidOptionsError } from '../core/errors.js';
@@ -37,6 +36,8 @@ import { checkLogReadOptions, taskLogEntryOf, type LogReadOptions, type TaskLogE
 import { GLOBAL_POLICY_KEY, PolicyApi, typePolicyKey } from './policies.js';
 import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core/definition.js';
 import { cutPage, windowCursor } from './time-window.js';
+import { checkTaskFilter, type TaskFilter } from './task-filter.js';
+import { BulkApi } from './bulk.js';
 import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
 import { ScheduleApi } from './schedules.js';
@@ -47,8 +48,7 @@ import { waitForTask, type WaitOptions } from './wait.js';
 import { startSubmitSpan } from '../observe/tracing.js';
 import { checkChanges, editOf, editRefusal, EDITABLE_STATUSES, expectedUpdate, type TaskChanges } from './edit.js';
 import { editDetail } from '../store/rules/edits.js';
-import { checkOptionalString, prepareTask, STRING_LIMITS, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
-import { checkNoNul } from '../core/text.js';
+import { checkOptionalString, prepareTask, type SubmitLimits, type SubmitOptions, type SubmitRequest } from './submit.js';
 import { MiddlewareStack, type Middleware, type SubmitVia } from './middleware.js';
 import { checkFlowId, flowTasks, MAX_FLOW_NODES, planFlow, readFlow, submission, type Flow, type FlowRequest, type FlowSubmission } from './flows.js';
 import {
@@ -77,6 +77,11 @@ export interface ClientOptions {
   actor?: Actor | string;
   /** The wall clock submits check a deadline against (already past?); the test kit (tasklease/testing) passes its own. Default Date.now. */
   clock?: () => number;
+  /**
+   * How long a bulk operation's lease lasts without a batch saved (client.bulk): after a crash, another process
+   * resumes the operation this long after its last batch. 1 s – 10 min; default 30 s.
+   */
+  bulkLeaseMs?: number;
   /** Middleware around submits, and the encoding of what is stored (middleware.ts); more with use(). */
   middleware?: readonly Middleware[];
 }
@@ -93,27 +98,10 @@ export interface EditOptions extends ActionOptions {
   expect?: { updatedAt: Date };
 }
 
-export interface ListOptions extends ScopeOption {
-  taskType?: string;
-  status?: TaskStatus | readonly TaskStatus[];
-  owner?: string;
-  /** Exact idempotency key, any task type (a search, not a prefix match). */
-  idempotencyKey?: string;
-  /** Idempotency keys that start with this text, any task type (case-sensitive; % and _ match only themselves). */
-  idempotencyKeyPrefix?: string;
-  /**
-   * Payload field filters, ANDed: `[{ path: 'order.id', equals: 42 }, { path: 'customer.name', prefix: 'Ada' }]`.
-   * Equality is typed (42 never matches "42"); a prefix matches strings only. Encrypted payloads never match.
-   * Bad paths: SEARCH_PATH_INVALID; bad values: SEARCH_VALUE_INVALID (core/search.ts).
-   */
-  payload?: readonly PayloadFilter[];
+export interface ListOptions extends ScopeOption, TaskFilter {
   /** 1–1000. Default 50. */
   limit?: number;
   cursor?: string;
-  /** Created at or after this time (the submitter's clock, see time-window.ts). */
-  createdAfter?: Date;
-  /** Created before this time. */
-  createdBefore?: Date;
 }
 
 export type CancelOutcome = 'CANCELLED' | 'CANCEL_REQUESTED';
@@ -180,6 +168,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   readonly adaptive: AdaptiveApi;
   /** Who this client's operator actions are recorded as when a call names nobody. */
   readonly actor: Actor;
+  /** Bulk operations by filter: dry run, start (background batches), progress, cancel, resume after a restart. */
+  readonly bulk: BulkApi;
 
   constructor(options: ClientOptions) {
     super();
@@ -193,6 +183,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
       'actor',
       'middleware',
       'clock',
+      'bulkLeaseMs',
     ]);
     if (!options.store || typeof options.store.insertTasks !== 'function') throw new InvalidOptionsError('Client', 'store', 'must be a Store');
     this.store = options.store;
@@ -216,6 +207,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     this.tokens = new TokenApi(this.store);
     this.schedules = new ScheduleApi(this.store);
     this.sequences = new SequenceApi(this.store);
+    checkInteger('Client', 'bulkLeaseMs', options.bulkLeaseMs ?? 30_000, { min: 1000, max: 600_000 });
+    this.bulk = new BulkApi(this.store, this.actor, (ids, options) => this.cancelMany(ids, options), options.bulkLeaseMs ?? 30_000);
     if (options.middleware !== undefined && !Array.isArray(options.middleware)) throw new InvalidOptionsError('Client', 'middleware', 'must be an array');
     for (const middleware of options.middleware ?? []) this.use(middleware);
   }
@@ -481,24 +474,8 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   async list(options: ListOptions = {}): Promise<TaskPage> {
     const limit = options.limit ?? 50;
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new ValidationError('limit must be an integer from 1 to 1000', 'limit');
-    const status = options.status === undefined ? null : typeof options.status === 'string' ? [options.status] : options.status;
-    for (const s of status ?? []) if (!isTaskStatus(s)) throw new ValidationError(`unknown status ${String(s)}`, 'status');
-    checkOptionalString('list', 'idempotencyKey', options.idempotencyKey, STRING_LIMITS.idempotencyKey);
-    checkNoNul('owner', options.owner, 'list');
-    const payload = payloadConditions(options.payload);
-    const idempotencyKeyPrefix = checkKeyPrefix(options.idempotencyKeyPrefix);
-    const window = { createdAfter: options.createdAfter, createdBefore: options.createdBefore };
-    const page = await this.store.listTasks({
-      scope: options.scope ?? Scope.global(),
-      taskType: options.taskType ?? null,
-      status,
-      owner: options.owner ?? null,
-      idempotencyKey: options.idempotencyKey ?? null,
-      idempotencyKeyPrefix,
-      payload,
-      limit,
-      cursor: windowCursor(options.cursor ?? null, window),
-    });
+    const { params, window } = checkTaskFilter(options, options.scope ?? Scope.global());
+    const page = await this.store.listTasks({ ...params, limit, cursor: windowCursor(options.cursor ?? null, window) });
     return cutPage(page, window);
   }
 

@@ -164,6 +164,7 @@ const METHODS = [
   'watchOutcome',
   'listTasks',
   'countByStatus',
+  'countTasks',
   'changeStatus',
   'editTask',
   'claimTasks',

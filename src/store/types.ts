@@ -132,6 +132,8 @@ export interface ProducerStore<Tx = unknown> {
   /** Newest first (id descending); `cursor` is the last id of the previous page. */
   listTasks(params: ListTasksParams): Promise<TaskPage>;
   countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>>;
+  /** How many tasks the filter matches (a bulk operation's dry run). */
+  countTasks(params: TaskFilterParams): Promise<number>;
   /**
    * Fan-out by event: in one transaction, reads the subscriptions of `event`
    * (locking them: an unsubscribe waits for this publish to commit), hands
@@ -313,7 +315,7 @@ export interface ControlStore {
    * moved into the history (tasksMoved), or deleted if past the cut-off. The
    * cleanup goes on while tasks + tasksMoved fill a batch.
    */
-  purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult>;
+  purgeTerminalTasks(params: PurgeParams): Promise<PurgeResult>;
   /**
    * One batch of dead-letter cleanup (the seed's archiveAndClean): deletes up
    * to `batchSize` dead letters archived before `archivedBefore`; a dead
@@ -415,7 +417,8 @@ export interface PublishEventResult {
   results: InsertTaskResult[];
 }
 
-export interface ListTasksParams {
+/** Which tasks: every term ANDed (a listing's, a count's, a bulk operation's page). */
+export interface TaskFilterParams {
   scope: Scope;
   taskType?: string | null;
   status?: readonly TaskStatus[] | null;
@@ -426,7 +429,19 @@ export interface ListTasksParams {
   idempotencyKeyPrefix?: string | null;
   /** Payload field filters (core/search.ts validated them), ANDed. */
   payload?: readonly PayloadCondition[] | null;
+  /** The last failure's error code (last_error_code). */
+  errorCode?: string | null;
+  /** Only these ids (at most 1000). */
+  ids?: readonly string[] | null;
+  /** Ids at or above this one (UUIDv7: created at or after its millisecond; time-window.ts). */
+  idAtLeast?: string | null;
+  /** Ids below this one. */
+  idBelow?: string | null;
+}
+
+export interface ListTasksParams extends TaskFilterParams {
   limit: number;
+  /** Ids below this one (newest first). */
   cursor?: string | null;
 }
 
@@ -688,6 +703,10 @@ export interface FailureRow extends FailureRecord {
 export interface ListDeadLettersParams {
   scope: Scope;
   taskType?: string | null;
+  /** Only the dead letters of these tasks (at most 1000). */
+  taskIds?: readonly string[] | null;
+  /** Only those neither replayed nor archived. */
+  pendingOnly?: boolean;
   movedAfter?: Date | null;
   movedBefore?: Date | null;
   limit: number;
@@ -748,6 +767,15 @@ export interface PolicyInput {
 
 export interface Policy extends PolicyInput {
   updatedAt: Date;
+}
+
+export interface PurgeParams {
+  /** Terminal tasks that finished before this. */
+  finishedBefore: Date;
+  batchSize: number;
+  /** Only these of them (a bulk delete), in this scope. */
+  ids?: readonly string[] | null;
+  scope?: Scope;
 }
 
 export interface PurgeResult {

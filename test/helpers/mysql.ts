@@ -15,6 +15,7 @@ const START_HINT = 'start-stop-daemon --start --oknodo --background --exec /usr/
 const TABLES = [
   'system_async_task',
   'system_async_task_attempt',
+  'system_async_task_bulk',
   'system_async_task_failure',
   'system_async_task_dead_letter',
   'system_async_task_policy',

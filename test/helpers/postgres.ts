@@ -20,6 +20,7 @@ const START_HINT = 'pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql
 const TABLES = [
   'system_async_task',
   'system_async_task_attempt',
+  'system_async_task_bulk',
   'system_async_task_failure',
   'system_async_task_dead_letter',
   'system_async_task_policy',

@@ -36,6 +36,7 @@ const EVERY_CALL: { [M in StoreMethod]: (store: Store) => unknown } = {
   watchOutcome: (s) => s.watchOutcome({ taskId: 'x', listener: () => undefined }),
   listTasks: (s) => s.listTasks({ scope: G, limit: 10 }),
   countByStatus: (s) => s.countByStatus({ scope: G }),
+  countTasks: (s) => s.countTasks({ scope: G }),
   changeStatus: (s) => s.changeStatus({ ids: ['x'], scope: G, from: ['QUEUED'], to: 'PAUSED' }),
   editTask: (s) => s.editTask({ id: 'x', scope: G, from: ['QUEUED'], changes: { priority: 1 }, record: { action: 'EDIT', actor: { id: 'test' } } }),
   claimTasks: (s) => s.claimTasks(claimParams()),

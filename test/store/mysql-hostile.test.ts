@@ -121,6 +121,7 @@ describeOnServer(available, 'MySQL/MariaDB', 'MySQL store: hostile input', () =>
       'system_async_task_adaptive',
       'system_async_task_api_token',
       'system_async_task_attempt',
+      'system_async_task_bulk',
       'system_async_task_dead_letter',
       'system_async_task_dependency',
       'system_async_task_failure',

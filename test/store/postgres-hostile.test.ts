@@ -149,6 +149,7 @@ describeOnServer(available, 'PostgreSQL', 'PostgreSQL: hostile input', () => {
       'system_async_task_adaptive',
       'system_async_task_api_token',
       'system_async_task_attempt',
+      'system_async_task_bulk',
       'system_async_task_attempt_history',
       'system_async_task_awaited',
       'system_async_task_dead_letter',

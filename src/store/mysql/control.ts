@@ -6,7 +6,7 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow } from '../rows.js';
-import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
+import type { Actor, AnalysisData, Policy, PolicyInput, PurgeParams, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { reopen, stepsOn } from './flows.js';
 import {
   ACTION_COLUMNS,
@@ -144,18 +144,26 @@ export async function listPolicies(db: MysqlDatabase, conn: Conn): Promise<Polic
   return rows.map((row) => policyFromRow(row, decode));
 }
 
-export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {
-  const cutoff = sqlTime(finishedBefore);
+export async function purgeTerminalTasks(db: MysqlDatabase, conn: Conn, params: PurgeParams): Promise<PurgeResult> {
+  const cutoff = sqlTime(params.finishedBefore);
+  const owner = params.scope ? scopeOwner(params.scope) : null;
   const result: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
   // Start log rows older than the longest rate period serve no window (rules/rates.ts): keys that start no more, removed policies.
   await db.exec(conn, 'DELETE FROM system_async_task_rate_start WHERE started_at <= NOW(3) - INTERVAL ? MICROSECOND', [MAX_RATE_PERIOD_MS * 1000]);
   // Locked and re-checked in one step: an operator's retry of a selected task waits, then finds it gone or kept.
-  const rows = await db.rows(
-    conn,
-    `SELECT id FROM system_async_task FORCE INDEX (ix_system_async_task_finished)
-     WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL} ORDER BY finish_time LIMIT ? FOR UPDATE SKIP LOCKED`,
-    [cutoff, batchSize],
-  );
+  const rows = params.ids
+    ? await db.rows(
+        conn,
+        `SELECT id FROM system_async_task WHERE id IN (?) AND finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL}
+         ${owner === null ? '' : 'AND owner = ?'} ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED`,
+        [params.ids.length > 0 ? [...params.ids] : [null], cutoff, ...(owner === null ? [] : [owner]), params.batchSize],
+      )
+    : await db.rows(
+        conn,
+        `SELECT id FROM system_async_task FORCE INDEX (ix_system_async_task_finished)
+         WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL} ORDER BY finish_time LIMIT ? FOR UPDATE SKIP LOCKED`,
+        [cutoff, params.batchSize],
+      );
   const ids = rows.map((row) => String(row.id));
   if (ids.length === 0) return result;
   result.deadLettersArchived = (

@@ -515,6 +515,38 @@ ON DUPLICATE KEY UPDATE slot = slot`,
 ) ${TABLE_OPTIONS}`,
     ],
   },
+  {
+    version: 21,
+    name: 'bulk operations',
+    // Bulk operations (client/bulk.ts, store/bulk.ts): one row per operation over a task filter — who started it, when, the
+    // filter and the action, the count the dry run saw, progress (the id cursor and the counts), and the lease of the process
+    // running it, so that another process resumes it after a crash or a restart.
+    statements: [
+      `CREATE TABLE IF NOT EXISTS system_async_task_bulk (
+  id VARCHAR(64) NOT NULL PRIMARY KEY,
+  action VARCHAR(32) NOT NULL,
+  filter_json MEDIUMTEXT NOT NULL,
+  params_json TEXT,
+  status VARCHAR(16) NOT NULL,
+  scope_owner VARCHAR(255),
+  actor VARCHAR(255) NOT NULL,
+  actor_name VARCHAR(255),
+  matched BIGINT NOT NULL,
+  processed BIGINT NOT NULL DEFAULT 0,
+  changed BIGINT NOT NULL DEFAULT 0,
+  cursor_id VARCHAR(64),
+  floor_id VARCHAR(64),
+  cancel_requested INT NOT NULL DEFAULT 0,
+  error TEXT,
+  lease_owner VARCHAR(255),
+  lease_expires_at DATETIME(3),
+  created_at DATETIME(3) NOT NULL,
+  updated_at DATETIME(3) NOT NULL,
+  finished_at DATETIME(3),
+  KEY ix_system_async_task_bulk_status (status, lease_expires_at)
+) ${TABLE_OPTIONS}`,
+    ],
+  },
 ];
 
 // Same bookkeeping table as SQLite.

@@ -14,6 +14,7 @@ import type {
   FailureRow,
   ListDeadLettersParams,
   ListTasksParams,
+  TaskFilterParams,
   RateWindow,
   StepRecord,
   TaskActionRecord,
@@ -58,15 +59,31 @@ export async function explainListTasks(db: MysqlDatabase, conn: Conn, params: Li
   return { plan: JSON.stringify(await db.rows(conn, `EXPLAIN ${sql}`, values)) };
 }
 
-function listSql(params: ListTasksParams): { sql: string; values: unknown[]; limit: number } {
+/** A task filter's WHERE terms (a listing's, a count's). */
+function filterWhere(params: TaskFilterParams): Where {
   const where = new Where().scope(params.scope);
   if (params.owner != null) where.add('owner = ?', params.owner);
   if (params.taskType != null) where.add('task_type = ?', params.taskType);
   if (params.idempotencyKey != null) where.add('idempotency_key = ?', params.idempotencyKey);
   if (params.status && params.status.length > 0) where.add('status IN (?)', [...params.status]);
-  if (params.cursor != null) where.add('id < ?', params.cursor);
+  if (params.ids) where.add('id IN (?)', params.ids.length > 0 ? [...params.ids] : [null]);
+  if (params.idAtLeast != null) where.add('id >= ?', params.idAtLeast);
+  if (params.idBelow != null) where.add('id < ?', params.idBelow);
+  if (params.errorCode != null) where.add('last_error_code = ?', params.errorCode);
   if (params.idempotencyKeyPrefix != null) where.add(`idempotency_key LIKE ? ${LIKE_ESCAPE}`, likePrefix(params.idempotencyKeyPrefix));
   for (const condition of params.payload ?? []) payloadTerm(where, condition);
+  return where;
+}
+
+export async function countTasks(db: MysqlDatabase, conn: Conn, params: TaskFilterParams): Promise<number> {
+  const where = filterWhere(params);
+  const rows = await db.rows(conn, `SELECT COUNT(*) AS n FROM system_async_task ${where.sql}`, where.values);
+  return Number(rows[0]!.n);
+}
+
+function listSql(params: ListTasksParams): { sql: string; values: unknown[]; limit: number } {
+  const where = filterWhere(params);
+  if (params.cursor != null) where.add('id < ?', params.cursor);
   const limit = Math.max(0, Math.floor(params.limit));
   return { sql: `SELECT * FROM system_async_task ${where.sql} ORDER BY id DESC LIMIT ?`, values: [...where.values, limit + 1], limit };
 }
@@ -164,6 +181,8 @@ export async function listDeadLetters(db: MysqlDatabase, conn: Conn, params: Lis
   if (params.taskType != null) where.add('task_type = ?', params.taskType);
   if (params.movedAfter != null) where.add('moved_at >= ?', sqlTime(params.movedAfter));
   if (params.movedBefore != null) where.add('moved_at < ?', sqlTime(params.movedBefore));
+  if (params.taskIds) where.add('original_task_id IN (?)', params.taskIds.length > 0 ? [...params.taskIds] : [null]);
+  if (params.pendingOnly) where.add('replayed_at IS NULL AND archived_at IS NULL');
   if (params.cursor != null) where.add('id < ?', params.cursor);
   const rows = await db.rows(conn, `SELECT * FROM system_async_task_dead_letter ${where.sql} ORDER BY id DESC LIMIT ?`, [
     ...where.values,

@@ -66,6 +66,8 @@ import type {
   WorkerRecord,
   WorkerRegistration,
   RateWindow,
+  PurgeParams,
+  TaskFilterParams,
 } from '../types.js';
 import { claim, workLeft, type CapCache } from './claim.js';
 import { explainClaim } from './explain.js';
@@ -244,6 +246,10 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return this.db.run((conn) => reads.explainListTasks(this.db, conn, params));
   }
 
+  countTasks(params: TaskFilterParams): Promise<number> {
+    return this.db.run((conn) => reads.countTasks(this.db, conn, params));
+  }
+
   countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>> {
     return this.db.run((conn) => reads.countByStatus(this.db, conn, params.scope, params.taskType));
   }
@@ -405,8 +411,8 @@ export class MysqlStore extends StoreBase implements Store<MysqlTransaction> {
     return result.affectedRows === 1;
   }
 
-  purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
-    return this.db.transaction((conn) => control.purgeTerminalTasks(this.db, conn, params.finishedBefore, params.batchSize));
+  purgeTerminalTasks(params: PurgeParams): Promise<PurgeResult> {
+    return this.db.transaction((conn) => control.purgeTerminalTasks(this.db, conn, params));
   }
 
   purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {

@@ -6,7 +6,7 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import { isTaskStatus, type TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
-import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
+import type { Actor, AnalysisData, Policy, PolicyInput, PurgeParams, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { reopenCallSql } from './flows.js';
 import { MAX_RATE_PERIOD_MS } from '../rules/rates.js';
 import { run, type PgContext } from './connection.js';
@@ -160,11 +160,13 @@ export async function pruneRateStarts(ctx: PgContext): Promise<void> {
   ]);
 }
 
-export async function purgeTerminalTasks(ctx: PgContext, finishedBefore: Date, batchSize: number): Promise<PurgeResult> {
+export async function purgeTerminalTasks(ctx: PgContext, params: PurgeParams): Promise<PurgeResult> {
   const { task, attempt, failure, deadLetter, action, step, log } = ctx.tables;
+  const owner = params.scope ? scopeOwner(params.scope) : null;
   const sql = `
 WITH doomed AS MATERIALIZED (
   SELECT id FROM ${task} WHERE finish_time IS NOT NULL AND finish_time < $1 AND status IN ${TERMINAL_SQL}
+    AND ($3::uuid[] IS NULL OR id = ANY($3::uuid[])) AND ($4::text IS NULL OR owner = $4)
   ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED
 ),
 deleted AS (DELETE FROM ${task} t WHERE t.id = ANY (ARRAY(SELECT id FROM doomed)) RETURNING t.id),
@@ -182,8 +184,10 @@ logs AS (DELETE FROM ${log} l WHERE l.task_id = ANY (ARRAY(SELECT id FROM delete
 SELECT (SELECT count(*) FROM deleted)::integer AS tasks, (SELECT count(*) FROM attempts)::integer AS attempts,
        (SELECT count(*) FROM failures)::integer AS failures, (SELECT count(*) FROM archived)::integer AS archived`;
   const result = await run<{ tasks: number; attempts: number; failures: number; archived: number }>(ctx.pool, 'purging finished tasks', sql, [
-    finishedBefore,
-    batchSize,
+    params.finishedBefore,
+    params.batchSize,
+    params.ids ? uuidKeys(params.ids) : null,
+    owner,
   ]);
   const row = result.rows[0]!;
   return { tasks: row.tasks, attempts: row.attempts, failures: row.failures, deadLettersArchived: row.archived };

@@ -590,4 +590,36 @@ CREATE TABLE IF NOT EXISTS ${s}.system_async_task_queue_stat (
 CREATE INDEX IF NOT EXISTS ix_system_async_task_queue_stat_at ON ${s}.system_async_task_queue_stat (grain, bucket_start);
 `,
   },
+  {
+    version: 27,
+    name: 'bulk operations',
+    // Bulk operations (client/bulk.ts, store/bulk.ts): one row per operation over a task filter — who started it, when, the
+    // filter and the action, the count the dry run saw, progress (the id cursor and the counts), and the lease of the process
+    // running it, so that another process resumes it after a crash or a restart.
+    sql: (s) => `
+CREATE TABLE IF NOT EXISTS ${s}.system_async_task_bulk (
+  id text PRIMARY KEY,
+  action text NOT NULL,
+  filter_json text NOT NULL,
+  params_json text,
+  status text NOT NULL,
+  scope_owner text,
+  actor text NOT NULL,
+  actor_name text,
+  matched bigint NOT NULL,
+  processed bigint NOT NULL DEFAULT 0,
+  changed bigint NOT NULL DEFAULT 0,
+  cursor_id text,
+  floor_id text,
+  cancel_requested integer NOT NULL DEFAULT 0,
+  error text,
+  lease_owner text,
+  lease_expires_at timestamptz,
+  created_at timestamptz NOT NULL,
+  updated_at timestamptz NOT NULL,
+  finished_at timestamptz
+);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_bulk_status ON ${s}.system_async_task_bulk (status, lease_expires_at);
+`,
+  },
 ];

@@ -18,6 +18,7 @@ import type {
   RateWindow,
   StepRecord,
   TaskActionRecord,
+  TaskFilterParams,
   TaskPage,
 } from '../types.js';
 import { run, type PgContext } from './connection.js';
@@ -83,19 +84,43 @@ export async function explainListTasks(ctx: PgContext, params: ListTasksParams):
   return { plan: result.rows.map((row) => row['QUERY PLAN']).join('\n') };
 }
 
-function listSql(ctx: PgContext, params: ListTasksParams): { sql: string; values: unknown[] } {
+/** A task filter's WHERE terms (a listing's, a count's). */
+function filterWhere(params: TaskFilterParams): Where {
   const where = new Where().scope(params.scope);
   if (params.owner != null) where.add((p) => `owner = ${p}`, params.owner);
   if (params.taskType != null) where.add((p) => `task_type = ${p}`, params.taskType);
   if (params.idempotencyKey != null) where.add((p) => `idempotency_key = ${p}`, params.idempotencyKey);
   if (params.status && params.status.length > 0) where.add((p) => `status = ANY(${p}::text[])`, [...params.status]);
-  if (params.cursor != null) where.add((p) => `id < ${p}`, uuidKey(params.cursor));
+  if (params.ids) where.add((p) => `id = ANY(${p}::uuid[])`, params.ids.map(uuidKey));
+  if (params.idAtLeast != null) where.add((p) => `id >= ${p}`, uuidKey(params.idAtLeast));
+  if (params.idBelow != null) where.add((p) => `id < ${p}`, uuidKey(params.idBelow));
+  if (params.errorCode != null) where.add((p) => `last_error_code = ${p}`, params.errorCode);
   if (params.idempotencyKeyPrefix != null) where.add((p) => `idempotency_key LIKE ${p} ${LIKE_ESCAPE}`, likePrefix(params.idempotencyKeyPrefix));
   for (const condition of params.payload ?? []) payloadTerm(where, condition);
+  return where;
+}
+
+/** The history holds terminal tasks only: a filter without one (diagnose's RUNNING list) must not walk its millions of rows. */
+const readsHistory = (params: TaskFilterParams): boolean => !params.status || params.status.length === 0 || params.status.some(isTerminal);
+
+export async function countTasks(ctx: PgContext, params: TaskFilterParams): Promise<number> {
+  const where = filterWhere(params);
+  const history = readsHistory(params) ? ` + (SELECT count(*) FROM ${historyOf(ctx.tables.task)} ${where.sql})` : '';
+  const result = await run<{ n: string }>(
+    ctx.pool,
+    'counting tasks',
+    `SELECT ((SELECT count(*) FROM ${ctx.tables.task} ${where.sql})${history})::text AS n`,
+    where.values,
+  );
+  return Number(result.rows[0]!.n);
+}
+
+function listSql(ctx: PgContext, params: ListTasksParams): { sql: string; values: unknown[] } {
+  const where = filterWhere(params);
+  if (params.cursor != null) where.add((p) => `id < ${p}`, uuidKey(params.cursor));
   const limit = where.next(params.limit + 1);
   const live = `SELECT * FROM ${ctx.tables.task} ${where.sql} ORDER BY id DESC LIMIT ${limit}`;
-  // The history holds terminal tasks only: a filter without one (diagnose's RUNNING list) must not walk its millions of rows.
-  const inHistory = !params.status || params.status.length === 0 || params.status.some(isTerminal);
+  const inHistory = readsHistory(params);
   return {
     sql: inHistory
       ? `(${live}) UNION ALL (SELECT * FROM ${historyOf(ctx.tables.task)} ${where.sql} ORDER BY id DESC LIMIT ${limit}) ORDER BY id DESC LIMIT ${limit}`
@@ -232,6 +257,8 @@ export async function listDeadLetters(ctx: PgContext, params: ListDeadLettersPar
   if (params.taskType != null) where.add((p) => `task_type = ${p}`, params.taskType);
   if (params.movedAfter != null) where.add((p) => `moved_at >= ${p}`, params.movedAfter);
   if (params.movedBefore != null) where.add((p) => `moved_at < ${p}`, params.movedBefore);
+  if (params.taskIds) where.add((p) => `original_task_id = ANY(${p}::uuid[])`, params.taskIds.map(uuidKey));
+  if (params.pendingOnly) where.conditions.push('replayed_at IS NULL AND archived_at IS NULL');
   if (params.cursor != null) where.add((p) => `id < ${p}`, uuidKey(params.cursor));
   const limit = where.next(params.limit);
   const result = await run<Row>(

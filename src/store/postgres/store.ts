@@ -71,6 +71,8 @@ import type {
   WorkerRecord,
   WorkerRegistration,
   RateWindow,
+  PurgeParams,
+  TaskFilterParams,
 } from '../types.js';
 import { claimTasks } from './claim.js';
 import { explainClaim } from './explain.js';
@@ -294,6 +296,10 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return reads.explainListTasks(this.ctx, params);
   }
 
+  async countTasks(params: TaskFilterParams): Promise<number> {
+    return reads.countTasks(this.ctx, params);
+  }
+
   async countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>> {
     return reads.countByStatus(this.ctx, params.scope, params.taskType);
   }
@@ -442,10 +448,11 @@ export class PostgresStore extends StoreBase implements Store<PostgresTransactio
     return control.deletePolicy(this.ctx, params.policyKey);
   }
 
-  async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
+  async purgeTerminalTasks(params: PurgeParams): Promise<PurgeResult> {
     await control.pruneRateStarts(this.ctx);
-    if (this.historyMoveAfterMs !== null) return dropAndMove(this.ctx, params.finishedBefore, this.historyMoveAfterMs, params.batchSize);
-    return control.purgeTerminalTasks(this.ctx, params.finishedBefore, params.batchSize);
+    // A bulk delete (ids) removes live rows only: moved history goes by its days.
+    if (this.historyMoveAfterMs !== null && !params.ids) return dropAndMove(this.ctx, params.finishedBefore, this.historyMoveAfterMs, params.batchSize);
+    return control.purgeTerminalTasks(this.ctx, params);
   }
 
   async purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {

@@ -6,7 +6,7 @@
 import { scopeOwner, type Scope } from '../../core/scope.js';
 import type { TaskStatus } from '../../core/status.js';
 import { emptyStatusCounts, policyFromRow, workerFromRow, type Row } from '../rows.js';
-import type { Actor, AnalysisData, Policy, PolicyInput, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
+import type { Actor, AnalysisData, Policy, PolicyInput, PurgeParams, PurgeResult, ReplayResult, WorkerRecord, WorkerRegistration } from '../types.js';
 import { Where } from '../where.js';
 import { reopen } from './flows.js';
 import {
@@ -112,14 +112,17 @@ function pruneRateStarts(db: Db, now: string): void {
   statement(db, 'DELETE FROM system_async_task_rate_start WHERE started_at <= ?').run(toSqliteTime(fromSqliteTime(now).getTime() - MAX_RATE_PERIOD_MS));
 }
 
-export function purgeTerminalTasks(db: Db, finishedBefore: Date, batchSize: number, now: string): PurgeResult {
-  const cutoff = toSqliteTime(finishedBefore.getTime());
+export function purgeTerminalTasks(db: Db, params: PurgeParams, now: string): PurgeResult {
+  const cutoff = toSqliteTime(params.finishedBefore.getTime());
   pruneRateStarts(db, now);
+  const only = new Where().optional('owner = ?', params.scope ? scopeOwner(params.scope) : null);
+  if (params.ids) only.in('id', params.ids.length > 0 ? params.ids : [null]);
   const ids = (
     statement(
       db,
-      `SELECT id FROM system_async_task WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL} ORDER BY finish_time LIMIT ?`,
-    ).all(cutoff, batchSize) as { id: string }[]
+      `SELECT id FROM system_async_task WHERE finish_time IS NOT NULL AND finish_time < ? AND status IN ${TERMINAL_SQL}
+       ${only.toString().replace(/^WHERE/, 'AND')} ORDER BY finish_time LIMIT ?`,
+    ).all(cutoff, ...only.values, params.batchSize) as { id: string }[]
   ).map((row) => row.id);
   const result: PurgeResult = { tasks: 0, attempts: 0, failures: 0, deadLettersArchived: 0 };
   const archive = statement(db, 'UPDATE system_async_task_dead_letter SET archived_at = ? WHERE original_task_id = ? AND archived_at IS NULL');

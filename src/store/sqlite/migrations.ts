@@ -446,4 +446,36 @@ CREATE TABLE IF NOT EXISTS system_async_task_queue_stat (
 CREATE INDEX IF NOT EXISTS ix_system_async_task_queue_stat_at ON system_async_task_queue_stat (grain, bucket_start);
 `,
   },
+  {
+    version: 20,
+    name: 'bulk operations',
+    // Bulk operations (client/bulk.ts, store/bulk.ts): one row per operation over a task filter — who started it, when, the
+    // filter and the action, the count the dry run saw, progress (the id cursor and the counts), and the lease of the process
+    // running it, so that another process resumes it after a crash or a restart.
+    sql: `
+CREATE TABLE IF NOT EXISTS system_async_task_bulk (
+  id TEXT PRIMARY KEY,
+  action TEXT NOT NULL,
+  filter_json TEXT NOT NULL,
+  params_json TEXT,
+  status TEXT NOT NULL,
+  scope_owner TEXT,
+  actor TEXT NOT NULL,
+  actor_name TEXT,
+  matched INTEGER NOT NULL,
+  processed INTEGER NOT NULL DEFAULT 0,
+  changed INTEGER NOT NULL DEFAULT 0,
+  cursor_id TEXT,
+  floor_id TEXT,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  error TEXT,
+  lease_owner TEXT,
+  lease_expires_at TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  finished_at TEXT
+);
+CREATE INDEX IF NOT EXISTS ix_system_async_task_bulk_status ON system_async_task_bulk (status, lease_expires_at);
+`,
+  },
 ];

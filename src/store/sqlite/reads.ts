@@ -14,6 +14,7 @@ import type {
   FailureRow,
   ListDeadLettersParams,
   ListTasksParams,
+  TaskFilterParams,
   RateWindow,
   StepRecord,
   TaskActionRecord,
@@ -47,20 +48,34 @@ export function explainListTasks(db: Db, params: ListTasksParams): ClaimPlan {
   return { plan: rows.map((row) => row.detail).join('\n') };
 }
 
-function listSql(params: ListTasksParams): { sql: string; values: unknown[] } {
+/** A task filter's WHERE terms (a listing's, a count's). */
+function filterWhere(params: TaskFilterParams): Where {
   const where = new Where()
     .optional('owner = ?', scopeOwner(params.scope))
     .optional('owner = ?', params.owner)
     .optional('task_type = ?', params.taskType)
     .optional('idempotency_key = ?', params.idempotencyKey)
-    .optional('id < ?', params.cursor);
+    .optional('id >= ?', params.idAtLeast)
+    .optional('id < ?', params.idBelow)
+    .optional('last_error_code = ?', params.errorCode);
   if (params.status && params.status.length > 0) where.in('status', params.status);
+  if (params.ids) where.in('id', params.ids.length > 0 ? params.ids : [null]);
   if (params.idempotencyKeyPrefix != null) {
     // LIKE is case-insensitive on SQLite: the substr term keeps the prefix exact.
     const prefix = params.idempotencyKeyPrefix;
     where.add(`idempotency_key LIKE ? ${LIKE_ESCAPE} AND substr(idempotency_key, 1, length(?)) = ?`, likePrefix(prefix), prefix, prefix);
   }
   for (const condition of params.payload ?? []) payloadTerm(where, condition);
+  return where;
+}
+
+export function countTasks(db: Db, params: TaskFilterParams): number {
+  const where = filterWhere(params);
+  return (statement(db, `SELECT COUNT(*) AS n FROM system_async_task ${where}`).get(...where.values) as { n: number }).n;
+}
+
+function listSql(params: ListTasksParams): { sql: string; values: unknown[] } {
+  const where = filterWhere(params).optional('id < ?', params.cursor);
   return { sql: `SELECT * FROM system_async_task ${where} ORDER BY id DESC LIMIT ?`, values: [...where.values, params.limit + 1] };
 }
 
@@ -153,6 +168,8 @@ export function listDeadLetters(db: Db, params: ListDeadLettersParams): DeadLett
     .optional('moved_at >= ?', params.movedAfter ? toSqliteTime(params.movedAfter.getTime()) : null)
     .optional('moved_at < ?', params.movedBefore ? toSqliteTime(params.movedBefore.getTime()) : null)
     .optional('id < ?', params.cursor);
+  if (params.taskIds) where.in('original_task_id', params.taskIds.length > 0 ? params.taskIds : [null]);
+  if (params.pendingOnly) where.add('replayed_at IS NULL AND archived_at IS NULL');
   const rows = statement(db, `SELECT * FROM system_async_task_dead_letter ${where} ORDER BY id DESC LIMIT ?`).all(...where.values, params.limit) as Row[];
   return rows.map((row) => deadLetterFromRow(row, decodeSqlite));
 }

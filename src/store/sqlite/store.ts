@@ -59,6 +59,8 @@ import type {
   WorkerRecord,
   WorkerRegistration,
   RateWindow,
+  PurgeParams,
+  TaskFilterParams,
 } from '../types.js';
 import { claim, leasedByType } from './claim.js';
 import { explainClaim } from './explain.js';
@@ -232,6 +234,10 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.read(() => reads.explainListTasks(this.db, params));
   }
 
+  async countTasks(params: TaskFilterParams): Promise<number> {
+    return this.read(() => reads.countTasks(this.db, params));
+  }
+
   async countByStatus(params: { scope: Scope; taskType?: string | null }): Promise<Record<TaskStatus, number>> {
     return this.read(() => reads.countByStatus(this.db, params.scope, params.taskType));
   }
@@ -398,8 +404,8 @@ export class SqliteStore extends StoreBase implements Store<SqliteTransaction> {
     return this.writeOne(() => control.deletePolicy(this.db, params.policyKey));
   }
 
-  async purgeTerminalTasks(params: { finishedBefore: Date; batchSize: number }): Promise<PurgeResult> {
-    return this.write(() => control.purgeTerminalTasks(this.db, params.finishedBefore, params.batchSize, this.nowText()));
+  async purgeTerminalTasks(params: PurgeParams): Promise<PurgeResult> {
+    return this.write(() => control.purgeTerminalTasks(this.db, params, this.nowText()));
   }
 
   async purgeDeadLetters(params: { archivedBefore: Date; batchSize: number }): Promise<number> {
