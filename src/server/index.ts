@@ -31,6 +31,8 @@ import { dashboardRoutes } from './ui-routes.js';
 import { userRoutes } from './user-routes.js';
 import { flowRoutes } from './flow-routes.js';
 import { sequenceRoutes } from './sequence-routes.js';
+import { bulkRoutes } from './bulk-routes.js';
+import { BulkResumer } from './bulk-resumer.js';
 
 export type { ServerOptions, JwtOptions } from './options.js';
 export type { Access, RouteSpec } from './routes.js';
@@ -101,6 +103,7 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
     ...userRoutes(streams),
     ...flowRoutes(),
     ...sequenceRoutes(),
+    ...bulkRoutes(streams),
     ...adminRoutes(),
     ...adminOpsRoutes(),
     ...scheduleRoutes(),
@@ -116,6 +119,8 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
   // Streams never end on their own while tasks run: end them first, or close() would wait for them.
   app.addHook('preClose', async () => streams.closeAll());
 
+  // Bulk operations no live process holds (a crash, a restart): this server goes on with them.
+  const resumer = new BulkResumer(client, options.bulkResumeIntervalMs ?? 5000, app.log);
   let closing: Promise<void> | null = null;
   return {
     app,
@@ -130,6 +135,7 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
         throw (error as { code?: unknown }).code === 'EADDRINUSE' ? new PortInUseError(host, port, undefined, { cause: error }) : error;
       });
       worker?.start();
+      resumer.start();
       started = true;
       return url;
     },
@@ -137,6 +143,8 @@ async function assemble(options: ServerOptions, store: Store): Promise<Tasklease
       closing ??= (async () => {
         started = false;
         await app.close();
+        // Operations running here stop after their batch and are handed back: another server goes on at once.
+        await resumer.stop();
         await worker?.stop();
         // Its last minute; a store without the history table (not migrated) loses it, and the close goes on.
         await history.stop().catch(() => undefined);

@@ -78,6 +78,8 @@ export interface ServerOptions {
   sse?: { maxStreams?: number; maxStreamsPerIdentity?: number; minPollMs?: number; maxPollMs?: number; keepAliveMs?: number };
   /** DEGRADED control-plane health above this many QUEUED tasks (seed: 1000). */
   backlogThreshold?: number;
+  /** How often the server looks for bulk operations no live process holds and goes on with them (ms; 0: never). Default 5000. */
+  bulkResumeIntervalMs?: number;
 }
 
 export const HEALTH_DETAILS = ['never', 'when-authorized', 'always'] as const;
@@ -113,6 +115,7 @@ const KNOWN = [
   'registry',
   'sse',
   'backlogThreshold',
+  'bulkResumeIntervalMs',
 ];
 
 export function checkServerOptions(options: ServerOptions): void {
@@ -125,6 +128,7 @@ export function checkServerOptions(options: ServerOptions): void {
   if (options.port !== undefined) checkInteger('Server', 'port', options.port, { min: 0, max: 65535 });
   if (options.bodyLimitBytes !== undefined) checkInteger('Server', 'bodyLimitBytes', options.bodyLimitBytes, { min: 1024, max: 64 * 1024 * 1024 });
   if (options.backlogThreshold !== undefined) checkInteger('Server', 'backlogThreshold', options.backlogThreshold, { min: 0 });
+  if (options.bulkResumeIntervalMs !== undefined) checkInteger('Server', 'bulkResumeIntervalMs', options.bulkResumeIntervalMs, { min: 0, max: 3_600_000 });
   if (options.failedAuthLimit !== undefined) {
     checkInteger('Server', 'failedAuthLimit.max', options.failedAuthLimit?.max, { min: 1 });
     checkInteger('Server', 'failedAuthLimit.windowMs', options.failedAuthLimit?.windowMs, { min: 1 });

@@ -167,6 +167,34 @@ export async function streamTask(stream: SseStream, deps: StreamDeps, id: string
   }
 }
 
+/** A bulk operation (client/bulk.ts): `progress` with the operation after each batch it saved, `end` when it ended. */
+export async function streamBulk(stream: SseStream, deps: StreamDeps, id: string, scope: Scope): Promise<void> {
+  const poller = new AdaptivePoll(deps.sse);
+  let last = '';
+  try {
+    while (!stream.closed) {
+      const operation = await poller.guard(stream, () => deps.client.bulk.get(id, { scope }));
+      if (operation === null) {
+        stream.send('end', { id, status: null, reason: 'NOT_FOUND' });
+        break;
+      }
+      if (operation) {
+        const current = `${operation.status}|${operation.processed}|${operation.cancelRequested}`;
+        poller.changed(current !== last);
+        if (current !== last) stream.send('progress', operation);
+        last = current;
+        if (operation.status !== 'RUNNING') {
+          stream.send('end', { id, status: operation.status });
+          break;
+        }
+      }
+      await stream.wait(poller.interval);
+    }
+  } finally {
+    stream.end();
+  }
+}
+
 /** The caller's active tasks (all tasks for admin and operator): each change, and each task's end. */
 export async function streamMyTasks(stream: SseStream, deps: StreamDeps, scope: Scope): Promise<void> {
   const owner = scopeOwner(scope);

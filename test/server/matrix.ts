@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { ADMIN_PREFIX } from '../../src/server/admin-routes.js';
 import { failedTask, type Running } from './harness.js';
 import { waitFor } from '../helpers/wait.js';
+import { Scope } from '../../src/core/scope.js';
 
 export interface ExampleRequest {
   method: string;
@@ -37,6 +38,19 @@ async function cancelledTask(running: Running): Promise<string> {
   const id = await aliceTask(running);
   await running.server.client.requestCancellation(id);
   return id;
+}
+
+/** A bulk action's request over one fresh task of alice's (by id; a user may not name an owner). */
+function bulkOn(action: string, task: (running: Running) => Promise<string>, extra: Record<string, unknown> = {}): Builder {
+  return async (r) => ({ method: 'POST', path: `/api/v1/bulk/${action}`, body: { filter: { ids: [await task(r)] }, ...extra } });
+}
+
+/** A bulk operation of alice's (pause one of her tasks), not run: it stays RUNNING until cancelled — or, `ended`, cancelled already. */
+async function aliceBulk(running: Running, ended = false): Promise<string> {
+  const bulk = running.server.client.bulk;
+  const op = await bulk.start({ action: 'pause', filter: { ids: [await aliceTask(running)] } }, { scope: Scope.owner('alice'), run: false });
+  if (ended) await bulk.cancel(op.id);
+  return op.id;
 }
 
 /** A flow of alice's: two tasks, the second waiting for the first (an hour away). */
@@ -136,6 +150,17 @@ export const EXAMPLES: Record<string, Builder> = {
   },
   'POST /api/v1/flows/:id/retry': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await failedFlow(r)}/retry` }),
   'GET /api/v1/sequences': get('/api/v1/sequences'),
+  'POST /api/v1/bulk/cancel': bulkOn('cancel', aliceTask),
+  'POST /api/v1/bulk/pause': bulkOn('pause', aliceTask),
+  'POST /api/v1/bulk/resume': bulkOn('resume', pausedTask),
+  'POST /api/v1/bulk/retry': bulkOn('retry', async (r) => (await failedTask(r)).taskId),
+  'POST /api/v1/bulk/replay': bulkOn('replay', async (r) => (await failedTask(r)).taskId),
+  'POST /api/v1/bulk/reschedule': bulkOn('reschedule', aliceTask, { delayMs: 2 * HOUR }),
+  'POST /api/v1/bulk/delete': bulkOn('delete', cancelledTask, { dryRun: true }),
+  'GET /api/v1/bulk': get('/api/v1/bulk'),
+  'GET /api/v1/bulk/:id': async (r) => ({ method: 'GET', path: `/api/v1/bulk/${await aliceBulk(r)}` }),
+  'GET /api/v1/bulk/:id/events': async (r) => ({ method: 'GET', path: `/api/v1/bulk/${await aliceBulk(r, true)}/events` }),
+  'POST /api/v1/bulk/:id/cancel': async (r) => ({ method: 'POST', path: `/api/v1/bulk/${await aliceBulk(r)}/cancel` }),
   'GET /api/v1/sequences/:key': async (r) => ({ method: 'GET', path: `/api/v1/sequences/${await aliceSequence(r)}` }),
   'POST /api/v1/sequences/:key/skip': async (r) => ({ method: 'POST', path: `/api/v1/sequences/${await blockedSequence(r)}/skip` }),
   'PUT /api/v1/sequences/:key/policy': async (r) => ({

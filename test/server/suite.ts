@@ -136,6 +136,42 @@ export function serverSuite(stores: ServerSuiteStores): void {
   });
 
   describe('the user API', () => {
+    it('bulk: a dry run counts, a start answers 202 and its events follow it to the end; a user’s operation touches its own tasks only', async () => {
+      const client = running.server.client;
+      const type = 'test.idle';
+      const tag = randomUUID();
+      const mine = await client.submitMany([0, 1, 2].map((i) => ({ type, payload: { tag, i }, owner: 'alice', delayMs: 3_600_000 })));
+      const theirs = await client.submit(type, { tag, i: 9 }, { owner: 'bob', delayMs: 3_600_000 });
+      const filter = { type, payload: [`tag=${tag}`] };
+      const dry = await running.call('POST', '/api/v1/bulk/pause', { as: 'alice', body: { filter, dryRun: true } });
+      expect(dry.status).toBe(200);
+      expect(dry.body).toMatchObject({ dryRun: true, action: 'pause', matched: 3 });
+      expect((await running.call('POST', '/api/v1/bulk/pause', { as: 'operator', body: { filter, dryRun: true } })).body.matched).toBe(4);
+      expect((await client.get(mine[0]!.task.id))!.status).toBe('QUEUED'); // the dry run wrote nothing
+      const refused = await running.call('POST', '/api/v1/bulk/pause', { as: 'alice', body: { filter: { ...filter, owner: 'bob' } } });
+      expect(refused.status).toBe(400);
+      const started = await running.call('POST', '/api/v1/bulk/pause', { as: 'alice', body: { filter, batchSize: 1 } });
+      expect(started.status).toBe(202);
+      const op = started.body.operation as { id: string; owner: string; matched: number; actor: { id: string } };
+      expect(op).toMatchObject({ owner: 'alice', matched: 3, status: 'RUNNING' });
+      const response = await fetch(`${running.url}/api/v1/bulk/${op.id}/events`, { headers: { authorization: `Bearer ${running.tokens.alice}` } });
+      const stream = sseEvents(response);
+      const end = await readUntil(stream, (e) => e.event === 'end');
+      expect(end.data).toEqual({ id: op.id, status: 'SUCCEEDED' });
+      const after = await running.call('GET', `/api/v1/bulk/${op.id}`, { as: 'alice' });
+      expect(after.body).toMatchObject({ status: 'SUCCEEDED', processed: 3, changed: 3 });
+      for (const { task } of mine) expect((await client.get(task.id))!.status).toBe('PAUSED');
+      expect((await client.get(theirs.task.id))!.status).toBe('QUEUED');
+      expect((await client.actions(mine[0]!.task.id))[0]).toMatchObject({ action: 'PAUSE', actor: op.actor.id, detail: `bulk ${op.id}` });
+      // The audit: who, when, the filter, the count — to its owner and operators; not to another user.
+      const listed = await running.call('GET', '/api/v1/bulk', { as: 'operator' });
+      expect(listed.body.operations[0]).toMatchObject({ id: op.id, action: 'pause', filter: { taskType: type }, matched: 3 });
+      expect((await running.call('GET', '/api/v1/bulk', { as: 'bob' })).body.operations.some((o: { id: string }) => o.id === op.id)).toBe(false);
+      expect((await running.call('GET', `/api/v1/bulk/${op.id}`, { as: 'bob' })).status).toBe(404);
+      // Retry in bulk is an operator's, as on one task.
+      expect((await running.call('POST', '/api/v1/bulk/retry', { as: 'alice', body: { filter: {} } })).status).toBe(403);
+    });
+
     it('GET …/stats/history: the queue history by range or from/to/step, of one type; 400 for a bad range, 403 for a user', async () => {
       const store = running.server.store;
       const minute = Math.floor((await store.now()).getTime() / 60_000) * 60_000 - 120_000;
