@@ -337,6 +337,34 @@ export function cliSuite(target: CliTarget): void {
       expect([missing.code, missing.stderr]).toEqual([3, `error NOT_FOUND: task "${UNKNOWN_ID}" not found\n`]);
     });
 
+    it('bulk: a dry run without --yes changes nothing; --yes runs it here with a summary; list, show and a stop of an ended one', async () => {
+      const tag = `bulk-${Date.now()}`;
+      const ids = [];
+      for (let i = 0; i < 3; i += 1) ids.push(await submit('cli.echo', { tag, i }, '--delay', '1h'));
+      const dry = await tl(['bulk', 'pause', '--type', 'cli.echo', '--payload', `tag="${tag}"`]);
+      expect(dry.code, dry.stderr).toBe(0);
+      expect(dry.stdout).toContain('3 task(s) in QUEUED, RETRY_WAIT, BLOCKED would be paused');
+      expect(dry.stdout).toContain('nothing changed: run again with --yes');
+      expect((await get(ids[0]!)).status).toBe('QUEUED');
+      const ran = await tl(['bulk', 'pause', '--type', 'cli.echo', '--payload', `tag="${tag}"`, '--yes', '--batch-size', '2', '--json']);
+      expect(ran.code, ran.stderr).toBe(0);
+      const op = ran.json() as { id: string; status: string; changed: number; actor: { id: string } };
+      expect(op).toMatchObject({ status: 'SUCCEEDED', matched: 3, processed: 3, changed: 3, actor: { id: `cli:${userInfo().username}` } });
+      for (const id of ids) expect((await get(id)).status).toBe('PAUSED');
+      const human = await tl(['bulk', 'resume', '--id', ids[0]!, '--id', ids[1]!, '--yes']);
+      expect(human.stdout).toMatch(/: succeeded; resumed 2 of 2 looked at \(2 matched when it started\)\n$/);
+      const listed = await tl(['bulk', 'list', '--json']);
+      expect((listed.json() as { id: string }[]).map((o) => o.id)).toContain(op.id);
+      const shown = await tl(['bulk', 'show', op.id]);
+      expect(shown.stdout).toContain(`filter: {"taskType":"cli.echo","payload":[{"path":"tag","equals":"${tag}"}]}`);
+      const stopped = await tl(['bulk', 'stop', op.id, '--json']);
+      expect(stopped.json()).toMatchObject({ id: op.id, status: 'SUCCEEDED' }); // ended already: nothing to stop
+      const missing = await tl(['bulk', 'show', UNKNOWN_ID]);
+      expect(missing.code).toBe(3);
+      const refused = await tl(['bulk', 'resume', '--status', 'FAILED', '--yes']);
+      expect([refused.code, refused.stderr]).toEqual([2, expect.stringContaining('resume applies to PAUSED tasks')]);
+    });
+
     it('records its actions as the OS user and lists them with `actions`, oldest first', async () => {
       const id = await submit('cli.echo', {}, '--delay', '1h');
       await tl(['pause', id]);

@@ -7,6 +7,7 @@ import { actionsCommand } from './actions.js';
 import { adaptiveCommand } from './adaptive.js';
 import { estimateCommand } from './estimate.js';
 import { analyzeCommand } from './analyze.js';
+import { bulkCommand } from './bulk.js';
 import { cancelCommand } from './cancel.js';
 import { cleanupCommand } from './cleanup.js';
 import { controlCommands } from './control.js';
@@ -48,6 +49,7 @@ export const COMMANDS: readonly CliCommand[] = [
   controlCommands,
   rescheduleCommand,
   editCommand,
+  bulkCommand,
   diagnoseCommand,
   estimateCommand,
   actionsCommand,
