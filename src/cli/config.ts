@@ -23,6 +23,8 @@ export interface CliConfig {
   owner?: string;
   /** Keys that open encrypted payloads and results for display (`k1:<base64>,k2:<base64>`: client/encryption.ts parseKeys). */
   payloadKeys?: string;
+  /** A bulk operation's lease (client option bulkLeaseMs): how soon another process goes on with it after this one dies. */
+  bulkLeaseMs?: number;
   logLevel: (typeof LOG_LEVELS)[number];
   /** Worker options for `tasklease worker`. */
   worker: Partial<Record<WorkerField, number>> & { fairOwners?: boolean };
@@ -59,6 +61,7 @@ const FIELDS: readonly FieldSpec[] = [
   { key: 'pooler', env: 'TASKLEASE_POOLER', kind: 'enum', values: ['session', 'transaction'] },
   { key: 'owner', env: 'TASKLEASE_OWNER', kind: 'string' },
   { key: 'payloadKeys', env: 'TASKLEASE_PAYLOAD_KEYS', kind: 'string' },
+  { key: 'bulkLeaseMs', env: 'TASKLEASE_BULK_LEASE_MS', kind: 'integer', min: 1000, max: 600_000 },
   { key: 'logLevel', env: 'TASKLEASE_LOG_LEVEL', kind: 'enum', values: LOG_LEVELS },
   { key: 'worker.concurrency', env: 'TASKLEASE_CONCURRENCY', kind: 'integer', min: 1, max: 10_000 },
   { key: 'worker.prefetch', env: 'TASKLEASE_PREFETCH', kind: 'integer', min: 0, max: 10_000 },

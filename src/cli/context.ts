@@ -75,12 +75,13 @@ export class CommandContext {
 
   /** A client over the store; `tasks` are the definitions a submit checks payloads against, `middleware` the task modules'. */
   async client(tasks: readonly AnyTaskDefinition[] = [], middleware: readonly Middleware[] = []): Promise<TaskLeaseClient> {
-    const { worker } = this.config();
+    const { worker, bulkLeaseMs } = this.config();
     return createClient({
       store: await this.openStore(),
       tasks,
       middleware,
       actor: cliActor(this.io.env),
+      ...(bulkLeaseMs ? { bulkLeaseMs } : {}),
       ...(worker.globalConcurrency ? { globalConcurrency: worker.globalConcurrency } : {}),
       ...(worker.typeConcurrency ? { typeConcurrency: worker.typeConcurrency } : {}),
     });

@@ -76,6 +76,8 @@ export interface BulkScopeOptions {
 export interface BulkStartOptions extends BulkScopeOptions, ActorOption {
   /** Tasks per batch, 1–1000. Default 500. */
   batchSize?: number;
+  /** A pause between batches (ms, at most 60 000), to spare a busy database. Default 0. */
+  pauseMs?: number;
   /** false: only create the operation (a runner resumes it); default: run it in this process in the background. */
   run?: boolean;
 }
@@ -97,6 +99,8 @@ export interface BulkOperation {
   /** reschedule: the start time, or the delay. */
   availableAt: string | null;
   delayMs: number | null;
+  batchSize: number;
+  pauseMs: number;
   status: BulkStatus;
   /** What the dry run counted when the operation started. */
   matched: number;
@@ -128,6 +132,7 @@ interface Params {
   availableAt: string | null;
   delayMs: number | null;
   batchSize: number;
+  pauseMs?: number;
 }
 
 const DEFAULT_BATCH = 500;
@@ -173,9 +178,11 @@ export class BulkApi {
    * `run()` (in the foreground), the HTTP API's events, or `tasklease bulk watch`.
    */
   async start(request: BulkRequest, options: BulkStartOptions = {}): Promise<BulkOperation> {
-    checkKnownKeys('bulk', options, ['scope', 'actor', 'batchSize', 'run']);
+    checkKnownKeys('bulk', options, ['scope', 'actor', 'batchSize', 'pauseMs', 'run']);
     const batchSize = options.batchSize ?? DEFAULT_BATCH;
     checkInteger('bulk', 'batchSize', batchSize, { min: 1, max: 1000 });
+    const pauseMs = options.pauseMs ?? 0;
+    checkInteger('bulk', 'pauseMs', pauseMs, { min: 0, max: 60_000 });
     const scope = options.scope ?? Scope.global();
     const actor = options.actor === undefined ? this.actor : checkActor(options.actor, 'bulk');
     const { action, statuses, filter } = checkRequest(request);
@@ -191,6 +198,7 @@ export class BulkApi {
       availableAt: request.availableAt ? request.availableAt.toISOString() : null,
       delayMs: request.delayMs ?? null,
       batchSize,
+      pauseMs,
     };
     const store = await this.bulk();
     const run = options.run !== false;
@@ -330,6 +338,7 @@ export class BulkApi {
         await store.finish({ ...lease, status: 'SUCCEEDED', error: null });
         break;
       }
+      if (params.pauseMs) await pause(params.pauseMs, options.signal);
     }
     const ended = await this.get(row.id);
     if (ended) await options.onProgress?.(ended);
@@ -435,6 +444,8 @@ function operationOf(row: BulkRow): BulkOperation {
     statuses: params.statuses ?? [],
     availableAt: params.availableAt ?? null,
     delayMs: params.delayMs ?? null,
+    batchSize: params.batchSize ?? DEFAULT_BATCH,
+    pauseMs: params.pauseMs ?? 0,
     status: row.status,
     matched: row.matched,
     processed: row.processed,
@@ -453,6 +464,19 @@ function describe(error: unknown): string {
   const code = (error as { code?: unknown }).code;
   const message = error instanceof Error ? error.message : String(error);
   return (typeof code === 'string' ? `${code}: ${message}` : message).slice(0, 2000);
+}
+
+/** Waits between batches; a stop ends the wait at once. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 async function retrying<T>(work: () => Promise<T>, signal?: AbortSignal): Promise<T> {

@@ -70,6 +70,7 @@ const bulkBody = {
     filter: filterSchema,
     dryRun: { type: 'boolean', default: false, description: 'Count and show a sample; start nothing' },
     batchSize: { type: 'integer', minimum: 1, maximum: 1000, default: 500 },
+    pauseMs: { type: 'integer', minimum: 0, maximum: 60_000, default: 0, description: 'A pause between batches, to spare a busy database' },
     availableAt: { type: 'string', format: 'date-time', description: 'reschedule: the new start time' },
     delayMs: { type: 'integer', minimum: 0, description: 'reschedule: this long from when each batch runs' },
   },
@@ -92,6 +93,7 @@ interface BulkBody {
   filter?: FilterBody;
   dryRun: boolean;
   batchSize: number;
+  pauseMs: number;
   availableAt?: string;
   delayMs?: number;
 }
@@ -139,7 +141,7 @@ function actionRoute(action: BulkAction): RouteSpec {
         const dry = await client.bulk.dryRun(bulkRequest, scope(request));
         return { dryRun: true, ...dry, sample: dry.sample.map((task) => taskView(principalOf(request), task)) };
       }
-      const operation = await client.bulk.start(bulkRequest, { ...actingAs(principalOf(request)), batchSize: body.batchSize });
+      const operation = await client.bulk.start(bulkRequest, { ...actingAs(principalOf(request)), batchSize: body.batchSize, pauseMs: body.pauseMs });
       return reply.code(202).send({ operation });
     },
   };

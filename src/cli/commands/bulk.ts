@@ -24,6 +24,7 @@ interface BulkFlags extends FilterFlags {
   yes?: boolean;
   detach?: boolean;
   batchSize: number;
+  pause?: number;
   availableAt?: Date;
   delay?: number;
 }
@@ -88,7 +89,8 @@ function registerAction(bulk: Command, ctx: CommandContext, name: BulkAction): v
   const command = addFilterOptions(bulk.command(name).description(`${name} every task the filter matches (a dry run unless --yes)`))
     .option('-y, --yes', 'start it (without: count what it would touch and show a few, change nothing)')
     .option('--detach', 'only start it: a running server (or `tasklease bulk continue`) carries it out')
-    .option('--batch-size <n>', 'tasks per batch, 1–1000', integer(1, 1000), 500);
+    .option('--batch-size <n>', 'tasks per batch, 1–1000', integer(1, 1000), 500)
+    .option('--pause <duration>', 'wait this long between batches, to spare a busy database (at most 60s)', duration);
   if (name === 'reschedule') {
     command
       .option('--available-at <time>', 'the new start time (ISO 8601)', isoTime)
@@ -112,7 +114,11 @@ function registerAction(bulk: Command, ctx: CommandContext, name: BulkAction): v
         );
         return;
       }
-      const started = await client.bulk.start(request, { batchSize: flags.batchSize, run: false });
+      const started = await client.bulk.start(request, {
+        batchSize: flags.batchSize,
+        ...(flags.pause !== undefined ? { pauseMs: flags.pause } : {}),
+        run: false,
+      });
       ctx.output.note(`bulk ${name} ${started.id}: ${started.matched} task(s) matched`);
       if (flags.detach) {
         ctx.output.result(started, () => `started ${started.id}; follow it: tasklease bulk watch ${started.id}`);
