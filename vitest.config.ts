@@ -20,8 +20,7 @@ export default defineConfig({
     globalSetup: ['test/ui/build-ui.ts'],
     // The fault suite's slow cases run under vitest.faults.config.ts (npm run test:faults); its fast subset
     // (test/faults/*.fast.test.ts) runs here. test/faults/pending/ is where a case waits for the fix it names (PENDING=1 with vitest.faults.config.ts runs one).
-    // Multi-process samplers run under vitest.samplers.config.ts (npm run test:samplers); scale runs (100,000 tasks) under
-    // vitest.scale.config.ts (npm run test:scale).
+    // Multi-process samplers run under vitest.samplers.config.ts (npm run test:samplers).
     // The fast fault cases that start worker processes and servers run here on PostgreSQL (the production store);
     // their MySQL and SQLite runs (the same cases: test/faults/*-cases.ts) only under test:faults — together about
     // 400 s of file time, which kept npm test near its 20-minute budget on two loaded cores.
@@ -30,7 +29,6 @@ export default defineConfig({
       'test/faults/**/*.slow.test.ts',
       'test/faults/pending/**',
       'test/**/*.sampler.test.ts',
-      'test/**/*.scale.test.ts',
       ...FAULTS_ELSEWHERE.map((name) => `test/faults/${name}.fast.test.ts`),
     ],
     testTimeout: 60_000,

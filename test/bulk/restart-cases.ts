@@ -7,8 +7,7 @@
  * task is PAUSED exactly once (a sample's timelines hold one PAUSE each), the
  * operation SUCCEEDED, and its counts say what happened: processed covers
  * every task, changed misses at most the batch the killed process had applied
- * but not saved. Run at 3,000 tasks by npm test (restart.test.ts) and at
- * 100,000 by npm run test:scale (restart.scale.test.ts).
+ * but not saved. restart.test.ts runs it at 100,000 tasks.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
