@@ -10,6 +10,7 @@
 import { ValidationError } from '../core/errors.js';
 import { Scope } from '../core/scope.js';
 import { adaptiveStoreOf } from '../store/adaptive.js';
+import { bulkStoreOf } from '../store/bulk.js';
 import { cleanQueueHistory, historyRetentionOf, type QueueHistoryRetention } from './queue-history.js';
 import type { PurgeResult, Store } from '../store/types.js';
 
@@ -29,6 +30,8 @@ export interface CleanupOptions extends QueueHistoryRetention {
 /** What a cleanup removed: the purge's totals, and the adaptive limits' trail rows (absent: none). */
 export interface CleanupResult extends PurgeResult {
   limitChanges?: number;
+  /** Bulk operations that ended before the cut-off, removed (absent: none). */
+  bulkOperations?: number;
   /** Queue history: hours of minute rows rolled up into hour rows, and hour rows removed (absent: none). */
   historyHoursRolledUp?: number;
   historyHourRowsRemoved?: number;
@@ -61,6 +64,8 @@ export async function cleanup(store: Store, options: CleanupOptions): Promise<Cl
   // The adaptive limits' trail (a row per change, not per task) ages out with the same cut-off, in one statement.
   const limitChanges = await (await adaptiveStoreOf(store)).purgeLimitChanges({ before: cutoff });
   if (limitChanges > 0) total.limitChanges = limitChanges;
+  const bulkOperations = await (await bulkStoreOf(store)).purge(cutoff);
+  if (bulkOperations > 0) total.bulkOperations = bulkOperations;
   // Queue history ages by its own retentions (minutes, then hours), not the tasks' cut-off.
   const history = await cleanQueueHistory(store, options);
   if (history.hoursRolledUp > 0) total.historyHoursRolledUp = history.hoursRolledUp;

@@ -183,6 +183,11 @@ export function runBulkSuite(factory: StoreFactory): void {
       // An operation nobody runs (run: false) is ended by the cancel itself.
       const idle = await client.bulk.start({ action: 'pause', filter: { taskType: 'bulk.idle' } }, { run: false });
       expect(await client.bulk.cancel(idle.id)).toMatchObject({ status: 'CANCELLED', processed: 0 });
+      // Cleanup removes ended operations past the retention with the tasks; a running one stays.
+      const open = await client.bulk.start({ action: 'pause', filter: { taskType: 'bulk.idle' } }, { run: false });
+      const cleaned = await client.cleanup({ finishedBefore: new Date(Date.now() + 60_000) });
+      expect(cleaned.bulkOperations).toBe(2);
+      expect((await client.bulk.list()).map((o) => o.id)).toEqual([open.id]);
     });
 
     it('resumes from the saved cursor: a runner that hands back, and one that died (its lease expires); nothing changes twice', async () => {
