@@ -123,6 +123,7 @@ export const listQuery = {
     },
     createdAfter: dateTime,
     createdBefore: dateTime,
+    errorCode: { ...text(255), description: "The last failure's error code" },
     limit: { type: 'integer', minimum: 1, maximum: 1000, default: 50 },
     cursor: { type: 'string', pattern: ID_PATTERN },
   },

@@ -111,6 +111,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
           payloadPrefix?: string[];
           createdAfter?: string;
           createdBefore?: string;
+          errorCode?: string;
           limit: number;
           cursor?: string;
         };
@@ -131,6 +132,7 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
           ...(q.cursor ? { cursor: q.cursor } : {}),
           ...(q.createdAfter ? { createdAfter: new Date(q.createdAfter) } : {}),
           ...(q.createdBefore ? { createdBefore: new Date(q.createdBefore) } : {}),
+          ...(q.errorCode ? { errorCode: q.errorCode } : {}),
         });
         return { ...page, tasks: page.tasks.map((task) => view(request, task)) };
       },
