@@ -143,7 +143,10 @@ export function bulkBar(me: Me, params: URLSearchParams, selected: () => string[
     follow(operation.id, (op) => {
       clear(progress, progressOf(op), h('a', { href: '#/bulk' }, 'all operations'));
       if (op.status !== 'RUNNING') {
-        notify(`${op.action}: ${op.changed} of ${op.processed} task(s) ${PAST[op.action]}; ${op.status.toLowerCase()}`, op.status === 'FAILED' ? 'error' : 'ok');
+        notify(
+          `${op.action}: ${op.changed} of ${op.processed} task(s) ${PAST[op.action]}; ${op.status.toLowerCase()}`,
+          op.status === 'FAILED' ? 'error' : 'ok',
+        );
         changed();
       }
     });
@@ -180,7 +183,15 @@ export const bulkPage: Page = (root) => {
       h(
         'table',
         { class: 'bulk' },
-        h('thead', {}, h('tr', {}, ['started', 'action', 'filter', 'by', 'progress', ''].map((c) => h('th', { scope: 'col' }, c)))),
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            ['started', 'action', 'filter', 'by', 'progress', ''].map((c) => h('th', { scope: 'col' }, c)),
+          ),
+        ),
         body,
       ),
     ),
