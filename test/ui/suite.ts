@@ -200,6 +200,47 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await client.requestCancellation(task.id);
     });
 
+    it('bulk actions on Tasks: selected rows paused after a dry-run count; all matching cancelled; the operations listed with who ran them', async () => {
+      const client = rig.server.client;
+      const tag = `bulk-${randomUUID().slice(0, 8)}`;
+      const ids = (await client.submitMany([0, 1, 2, 3].map((i) => ({ type: 'ui.quick', payload: { tag, i }, owner: 'alice', delayMs: 3_600_000 })))).map(
+        (r) => r.task.id,
+      );
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks?type=ui.quick&payload=tag%3D${tag}`);
+      for (const id of ids) await page.locator(`tr[data-id="${id}"]`).waitFor();
+      await page.locator(`input[data-select="${ids[0]}"]`).check();
+      await page.locator(`input[data-select="${ids[1]}"]`).check();
+      const bar = page.getByRole('group', { name: 'Bulk actions' });
+      await bar.getByRole('button', { name: 'Pause' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Confirm the bulk action' });
+      await dialog.getByText('2 task(s) selected (QUEUED, RETRY_WAIT, BLOCKED) would be paused.').waitFor();
+      await shoot(page, `${name}-bulk-confirm`);
+      await dialog.getByRole('button', { name: 'Pause 2' }).click();
+      await page.locator('.bulk-progress [data-bulk-progress]', { hasText: '2/2' }).filter({ hasText: 'SUCCEEDED' }).waitFor();
+      expect(await Promise.all(ids.map(async (id) => (await client.get(id))!.status))).toEqual(['PAUSED', 'PAUSED', 'QUEUED', 'QUEUED']);
+      // Every task matching the list's filter (the payload search included): a cancel takes paused and queued alike.
+      await bar.getByLabel('Act on').selectOption('matching');
+      await bar.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.getByText('4 task(s) matching the filter').waitFor();
+      await dialog.getByRole('button', { name: 'Cancel 4' }).click();
+      await page.locator('.bulk-progress [data-bulk-progress]', { hasText: '4/4' }).filter({ hasText: 'SUCCEEDED' }).waitFor();
+      await waitFor(async () => (await Promise.all(ids.map(async (id) => (await client.get(id))!.status))).every((s) => s === 'CANCELLED'), 'all four cancelled');
+      await page.goto(`${rig.url}/ui/#/bulk`);
+      const rows = page.locator('table.bulk tbody tr[data-status="SUCCEEDED"]');
+      await rows.filter({ hasText: tag }).first().waitFor();
+      expect(await rows.filter({ hasText: tag }).count()).toBe(1); // the "all matching" one names the payload filter
+      await shoot(page, `${name}-bulk-operations`);
+      await context.close();
+      // A user's bar offers only what a user may do over its own tasks.
+      const user = await rig.open(rig.tokens.alice);
+      await user.page.goto(`${rig.url}/ui/#/tasks`);
+      const userBar = user.page.getByRole('group', { name: 'Bulk actions' });
+      await userBar.getByRole('button', { name: 'Pause' }).waitFor();
+      expect(await userBar.getByRole('button', { name: 'Retry' }).count()).toBe(0);
+      await user.context.close();
+    });
+
     it('draws a flow as a live graph: layers, statuses, a wide layer as one summary node; the task page links its parents and children', async () => {
       const client = rig.server.client;
       const flow = await client.submitFlow({

@@ -17,6 +17,7 @@ import { schedulesPage } from './pages/schedules.js';
 import { subscriptionsPage } from './pages/subscriptions.js';
 import { sequencesPage } from './pages/sequences.js';
 import { workersPage } from './pages/workers.js';
+import { bulkPage } from './pages/bulk.js';
 
 export interface PageContext {
   me: Me;
@@ -42,6 +43,7 @@ const ROUTES: Route[] = [
   { name: 'schedules', label: 'Schedules', page: schedulesPage, operator: true, nav: true },
   { name: 'subscriptions', label: 'Subscriptions', page: subscriptionsPage, operator: true, nav: true },
   { name: 'sequences', label: 'Sequences', page: sequencesPage, operator: false, nav: true },
+  { name: 'bulk', label: 'Bulk', page: bulkPage, operator: false, nav: true },
   { name: 'workers', label: 'Workers', page: workersPage, operator: true, nav: true },
 ];
 

@@ -6,6 +6,7 @@
 import { api, ApiError, isOperator, STATUSES, type Task } from '../api.js';
 import { clear, every, h, shortId, snippet, statusBadge, when } from '../dom.js';
 import type { Page } from '../main.js';
+import { bulkBar } from './bulk.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -155,9 +156,24 @@ export const tasksPage: Page = (root, { me, params }) => {
   const body = h('tbody');
   const pager = h('nav', { class: 'row pager', 'aria-label': 'Pages of tasks' });
   const cursors: (string | null)[] = [null];
+  // Rows selected for a bulk action, kept across the first page's refreshes.
+  const chosen = new Set<string>();
+  const selectPage = h('input', {
+    type: 'checkbox',
+    'aria-label': 'Select every task on this page',
+    onchange: () => {
+      for (const box of body.querySelectorAll<HTMLInputElement>('input[data-select]')) {
+        box.checked = selectPage.checked;
+        if (box.checked) chosen.add(box.dataset.select!);
+        else chosen.delete(box.dataset.select!);
+      }
+    },
+  });
+  const bar = bulkBar(me, params, () => [...chosen], () => void load());
   root.append(
     h('div', { class: 'row spread' }, h('h1', {}, 'Tasks'), open),
     filters,
+    bar,
     h(
       'div',
       { class: 'card scroll' },
@@ -170,6 +186,7 @@ export const tasksPage: Page = (root, { me, params }) => {
           h(
             'tr',
             {},
+            h('th', { scope: 'col' }, selectPage),
             ['id', 'type', 'status', 'payload', 'last error', 'owner', 'created', 'attempts', 'progress'].map((c) => h('th', { scope: 'col' }, c)),
           ),
         ),
@@ -188,11 +205,25 @@ export const tasksPage: Page = (root, { me, params }) => {
     clear(
       body,
       page.tasks.length === 0
-        ? h('tr', {}, h('td', { colspan: 9, class: 'muted' }, 'No tasks match.'))
+        ? h('tr', {}, h('td', { colspan: 10, class: 'muted' }, 'No tasks match.'))
         : page.tasks.map((task) =>
             h(
               'tr',
               { 'data-id': task.id, 'data-status': task.status },
+              h(
+                'td',
+                {},
+                h('input', {
+                  type: 'checkbox',
+                  'data-select': task.id,
+                  checked: chosen.has(task.id),
+                  'aria-label': `Select task ${shortId(task.id)}`,
+                  onchange: (event: Event) => {
+                    if ((event.target as HTMLInputElement).checked) chosen.add(task.id);
+                    else chosen.delete(task.id);
+                  },
+                }),
+              ),
               h('td', {}, h('a', { href: `#/tasks/${task.id}`, class: 'mono', title: task.id }, shortId(task.id))),
               h('td', {}, task.taskType),
               h('td', {}, statusBadge(task.status)),
