@@ -32,7 +32,7 @@ import type { Task } from '../core/task.js';
 import { bulkStoreOf, type BulkRow, type BulkStatus, type BulkStore } from '../store/bulk.js';
 import type { ActionRecordInput, Actor, Store, TaskActionName } from '../store/types.js';
 import { checkActor, type ActorOption } from './actors.js';
-import type { CancelManyResult } from './client.js';
+import { cancelIds } from './cancel.js';
 import { checkKnownKeys, checkInteger } from '../core/validate.js';
 import { checkTaskFilter, TASK_FILTER_KEYS, windowFloor, type TaskFilter } from './task-filter.js';
 import { smallestIdAt, windowCursor } from './time-window.js';
@@ -154,7 +154,6 @@ export class BulkApi {
   constructor(
     private readonly store: Store,
     private readonly actor: Actor,
-    private readonly cancelMany: (ids: readonly string[], options: { scope: Scope; actor: Actor }) => Promise<CancelManyResult>,
     private readonly leaseMs = 30_000,
   ) {}
 
@@ -356,7 +355,7 @@ export class BulkApi {
           await this.store.changeStatus({ ids, scope, from: ['FAILED'], to: 'QUEUED', record: record(), newCycle: true, availableAt: await this.store.now() }),
         );
       case 'cancel': {
-        const result = await this.cancelMany(ids, { scope, actor: row.actor });
+        const result = await cancelIds(this.store, ids, scope, record());
         return result.cancelled + result.cancelRequested;
       }
       case 'pause':

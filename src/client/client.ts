@@ -38,6 +38,7 @@ import { registryOf, type AnyTaskDefinition, type TaskDefinition } from '../core
 import { cutPage, windowCursor } from './time-window.js';
 import { checkTaskFilter, type TaskFilter } from './task-filter.js';
 import { BulkApi } from './bulk.js';
+import { cancelIds, type CancelManyResult } from './cancel.js';
 import { clusterStats, type ClusterStats } from './stats.js';
 import { TokenApi } from './tokens.js';
 import { ScheduleApi } from './schedules.js';
@@ -106,14 +107,7 @@ export interface ListOptions extends ScopeOption, TaskFilter {
 
 export type CancelOutcome = 'CANCELLED' | 'CANCEL_REQUESTED';
 
-export interface CancelManyResult {
-  /** Ended at once (they were not running). */
-  cancelled: number;
-  /** Running: their workers were asked to stop. */
-  cancelRequested: number;
-  /** The rest, with their status (or NOT_FOUND). */
-  notCancelled: { id: string; reason: string }[];
-}
+export type { CancelManyResult };
 
 export interface SubmitManyOptions {
   transaction?: unknown;
@@ -208,7 +202,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     this.schedules = new ScheduleApi(this.store);
     this.sequences = new SequenceApi(this.store);
     checkInteger('Client', 'bulkLeaseMs', options.bulkLeaseMs ?? 30_000, { min: 1000, max: 600_000 });
-    this.bulk = new BulkApi(this.store, this.actor, (ids, options) => this.cancelMany(ids, options), options.bulkLeaseMs ?? 30_000);
+    this.bulk = new BulkApi(this.store, this.actor, options.bulkLeaseMs ?? 30_000);
     if (options.middleware !== undefined && !Array.isArray(options.middleware)) throw new InvalidOptionsError('Client', 'middleware', 'must be an array');
     for (const middleware of options.middleware ?? []) this.use(middleware);
   }
@@ -582,16 +576,7 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
   async cancelMany(ids: readonly string[], options: ActionOptions = {}): Promise<CancelManyResult> {
     checkIds(ids);
     const scope = options.scope ?? Scope.global();
-    const record = this.record('CANCEL', options);
-    const idle = await this.store.changeStatus({ ids, scope, from: CANCELLABLE_AT_ONCE, to: 'CANCELLED', record });
-    const rest = idle.filter((r) => !r.applied).map((r) => r.id);
-    const running = rest.length > 0 ? await this.store.changeStatus({ ids: rest, scope, from: ['RUNNING'], to: 'CANCEL_REQUESTED', record }) : [];
-    const result: CancelManyResult = { cancelled: idle.filter((r) => r.applied).length, cancelRequested: 0, notCancelled: [] };
-    for (const r of running) {
-      if (r.applied || r.status === 'CANCEL_REQUESTED') result.cancelRequested += 1;
-      else result.notCancelled.push({ id: r.id, reason: r.status === null ? 'NOT_FOUND' : r.status });
-    }
-    return result;
+    return cancelIds(this.store, ids, scope, this.record('CANCEL', options));
   }
 
   /** Runs a FAILED task again now, with a fresh attempt cycle. */

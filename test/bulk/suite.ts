@@ -129,6 +129,7 @@ export function runBulkSuite(factory: StoreFactory): void {
         (await client.bulk.start({ action: 'cancel', filter: { taskType: 'bulk.idle', ids: [ids[1]!, ids[4]!] } }, { run: false })).id,
       );
       expect(cancelled).toMatchObject({ matched: 2, changed: 2 });
+      expect((await client.actions(ids[1]!))[0]).toMatchObject({ action: 'CANCEL', detail: `bulk ${cancelled.id}` });
       expect(await statuses(ctx.store, ids)).toEqual(['QUEUED', 'CANCELLED', 'QUEUED', 'QUEUED', 'CANCELLED', 'QUEUED']);
     });
 
