@@ -461,6 +461,11 @@ export class TaskLeaseClient extends Emitter<ClientEvents> {
     return `maxPayloadBytes is ${this.limits.maxPayloadBytes} bytes, but the database takes payloads of at most ${server.bytes} bytes (${server.source})`;
   }
 
+  /** How many tasks are in each status (of one type, or all), in scope: the dashboard's status tabs. */
+  async counts(options: ScopeOption & { taskType?: string } = {}): Promise<Record<TaskStatus, number>> {
+    return this.store.countByStatus({ scope: options.scope ?? Scope.global(), taskType: options.taskType ?? null });
+  }
+
   async get(id: string, options: ScopeOption = {}): Promise<Task | null> {
     return this.store.getTask({ id, scope: options.scope ?? Scope.global() });
   }

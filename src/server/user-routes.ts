@@ -139,6 +139,18 @@ export function userRoutes(streams: SseStreams): RouteSpec[] {
     },
     {
       method: 'GET',
+      url: '/api/v1/tasks/counts',
+      access: 'user',
+      summary: 'How many tasks are in each status, of one type or all (a user: its own tasks)',
+      tags,
+      schema: { querystring: { type: 'object', additionalProperties: false, properties: { type: { type: 'string', minLength: 1, maxLength: 255 } } } },
+      async handler(request, _reply, { client }) {
+        const { type } = request.query as { type?: string };
+        return { counts: await client.counts({ ...scope(request), ...(type ? { taskType: type } : {}) }) };
+      },
+    },
+    {
+      method: 'GET',
       url: '/api/v1/tasks/:id',
       access: 'user',
       ownTask: true,

@@ -150,6 +150,7 @@ export const EXAMPLES: Record<string, Builder> = {
   },
   'POST /api/v1/flows/:id/retry': async (r) => ({ method: 'POST', path: `/api/v1/flows/${await failedFlow(r)}/retry` }),
   'GET /api/v1/sequences': get('/api/v1/sequences'),
+  'GET /api/v1/tasks/counts': get('/api/v1/tasks/counts?type=test.idle'),
   'POST /api/v1/bulk/cancel': bulkOn('cancel', aliceTask),
   'POST /api/v1/bulk/pause': bulkOn('pause', aliceTask),
   'POST /api/v1/bulk/resume': bulkOn('resume', pausedTask),

@@ -119,6 +119,16 @@ export function serverSuite(stores: ServerSuiteStores): void {
       const listed = await running.call('GET', '/api/v1/tasks?limit=1000', { as: 'alice' });
       expect(listed.body.tasks.length).toBeGreaterThan(0);
       expect(listed.body.tasks.every((t: { owner: string }) => t.owner === 'alice')).toBe(true);
+      // The status counts (the dashboard's tabs) are in the same scope: alice's equal her listed tasks, an admin's all.
+      const counted = await running.call('GET', '/api/v1/tasks/counts?type=test.idle', { as: 'alice' });
+      const sum = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+      const alices = listed.body.tasks.filter((t: { taskType: string }) => t.taskType === 'test.idle').length;
+      expect(sum(counted.body.counts)).toBe(alices);
+      expect(sum((await running.call('GET', '/api/v1/tasks/counts?type=test.idle', { as: 'admin' })).body.counts)).toBe(
+        sum(await running.server.client.counts({ taskType: 'test.idle' })),
+      );
+      expect(sum(await running.server.client.counts({ taskType: 'test.idle' }))).toBeGreaterThan(alices);
+      expect((await running.call('GET', '/api/v1/tasks/counts?color=red', { as: 'alice' })).status).toBe(400);
     });
 
     it("a user's sequence keys start with its owner: another tenant's key is refused, its own key waits in order", async () => {
