@@ -132,11 +132,11 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       expect(statuses).toEqual(['RUNNING']);
       // the id's random end (its UUIDv7 start is the creation time, alike on every row), the payload and the last error
       const listed = page.locator(`tr[data-id="${task.id}"]`);
-      expect(await listed.getByRole('link').textContent()).toBe(`…${task.id.slice(-8)}`);
+      expect(await listed.getByRole('link', { name: `…${task.id.slice(-8)}` }).getAttribute('href')).toBe(`#/tasks/${task.id}`);
       expect(await listed.locator('[data-payload]').textContent()).toBe('{"video":"intro.mp4"}');
       expect(await listed.locator('[data-error]').textContent()).toBe('—');
       await shoot(page, `${name}-tasks`);
-      await page.locator(`tr[data-id="${task.id}"] a`).click();
+      await page.locator(`tr[data-id="${task.id}"] a.mono`).click();
       await page.getByRole('heading', { name: /ui\.steps/ }).waitFor();
       await page.locator('[data-progress="none"]').waitFor();
       rig.controls.steps.release();
@@ -225,7 +225,10 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await dialog.getByText('4 task(s) matching the filter').waitFor();
       await dialog.getByRole('button', { name: 'Cancel 4' }).click();
       await page.locator('.bulk-progress [data-bulk-progress]', { hasText: '4/4' }).filter({ hasText: 'SUCCEEDED' }).waitFor();
-      await waitFor(async () => (await Promise.all(ids.map(async (id) => (await client.get(id))!.status))).every((s) => s === 'CANCELLED'), 'all four cancelled');
+      await waitFor(
+        async () => (await Promise.all(ids.map(async (id) => (await client.get(id))!.status))).every((s) => s === 'CANCELLED'),
+        'all four cancelled',
+      );
       await page.goto(`${rig.url}/ui/#/bulk`);
       const rows = page.locator('table.bulk tbody tr[data-status="SUCCEEDED"]');
       await rows.filter({ hasText: tag }).first().waitFor();
@@ -239,6 +242,137 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await userBar.getByRole('button', { name: 'Pause' }).waitFor();
       expect(await userBar.getByRole('button', { name: 'Retry' }).count()).toBe(0);
       await user.context.close();
+    });
+
+    it("a task type's page: claims paused and resumed, a limit saved, tasks by status, history, the oldest waiting task, failures by code", async () => {
+      const client = rig.server.client;
+      const broken = rig.controls.broken;
+      rig.controls.broken = true;
+      const { task: failed } = await client.submit('ui.flaky', { page: 'type' });
+      await waitFor(async () => (await client.get(failed.id))?.status === 'FAILED', 'the failing task dead-lettered');
+      rig.controls.broken = false;
+      const history = await historyStoreOf(store);
+      const minute = Math.floor((await store.now()).getTime() / 60_000) * 60_000;
+      await history.add('ui-type', [{ minuteStart: new Date(minute - 120_000), taskType: 'ui.flaky', counts: { ...emptyCounts(), submitted: 7, failed: 2 } }]);
+      const { context, page } = await rig.open(rig.tokens.admin);
+      try {
+        await page.goto(`${rig.url}/ui/#/types`);
+        await page.locator('tr[data-type="ui.flaky"]').getByRole('link', { name: 'ui.flaky' }).click();
+        await page.getByRole('heading', { name: 'ui.flaky', level: 1 }).waitFor();
+        expect(await page.getByRole('navigation', { name: 'Pages', exact: true }).getByRole('link', { name: 'Types' }).getAttribute('aria-current')).toBe(
+          'page',
+        );
+        const failedCount = (await client.counts({ taskType: 'ui.flaky' })).FAILED;
+        await page
+          .locator('[data-count="FAILED"]')
+          .filter({ hasText: String(failedCount) })
+          .waitFor();
+        await page.locator('[data-failures] tr[data-code="UPSTREAM_REFUSED"]').waitFor();
+        const chart = page.locator('[data-chart="History"]');
+        await waitFor(async () => Number((await chart.getAttribute('data-total'))?.split(',')[0]) >= 7, 'the stored history of the type drawn');
+        await page.locator('button[data-range="24h"]').click();
+        expect(await page.locator('button[data-range="24h"]').getAttribute('aria-pressed')).toBe('true');
+        await waitFor(async () => Number((await chart.getAttribute('data-points')) ?? 0) > 60, 'the 24 h range drawn (more points than an hour of minutes)');
+        // Pause: a task of the type waits while one of another type, submitted after it, runs.
+        await page.getByRole('button', { name: 'Pause type' }).click();
+        await page.locator('[data-claims]', { hasText: 'claims paused' }).waitFor();
+        expect((await client.policies.get('ui.flaky'))?.enabled).toBe(false);
+        const { task: waiting } = await client.submit('ui.flaky', { page: 'type', waits: true });
+        const { task: other } = await client.submit('ui.quick', {});
+        await waitFor(async () => (await client.get(other.id))?.status === 'SUCCESS', 'a task of another type runs');
+        expect((await client.get(waiting.id))?.status).toBe('QUEUED');
+        await page.locator('[data-oldest]', { hasText: 'Oldest task waiting: since' }).waitFor();
+        await page.locator('[data-count="QUEUED"]').waitFor();
+        await shoot(page, `${name}-type`);
+        await page.getByRole('button', { name: 'Resume type' }).click();
+        await page.locator('[data-claims]', { hasText: 'claims running' }).waitFor();
+        await waitFor(async () => (await client.get(waiting.id))?.status === 'SUCCESS', 'the waiting task runs once resumed');
+        // A limit saved on the type's page is the type's policy (the claims switch kept).
+        await page.getByLabel('Max concurrency of ui.flaky').fill('3');
+        await page.locator('tr[data-policy="ui.flaky"]').getByRole('button', { name: 'Save' }).click();
+        await page.getByRole('status').filter({ hasText: 'Saved the ui.flaky policy' }).waitFor();
+        expect(await client.policies.get('ui.flaky')).toMatchObject({ maxConcurrency: 3, enabled: true });
+        await page.locator('tr[data-policy="ui.flaky"] [data-running]', { hasText: '/ 3' }).waitFor();
+        // Its FAILED count links the Tasks list, filtered and on the FAILED tab.
+        await page.locator('[data-count="FAILED"]').click();
+        await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+        await page.locator(`tr[data-id="${failed.id}"]`).waitFor();
+        expect(await page.locator('nav.tabs [data-tab="FAILED"]').getAttribute('aria-current')).toBe('page');
+      } finally {
+        rig.controls.broken = broken;
+        await client.policies.reset('ui.flaky');
+        // The dead letter made here is archived: the dead-letter test counts the type's waiting ones.
+        const letters = await client.deadLetters.list({ taskType: 'ui.flaky' });
+        await client.deadLetters.archive(letters.filter((letter) => letter.originalTaskId === failed.id).map((letter) => letter.id));
+        await context.close();
+      }
+    });
+
+    it('status tabs on Tasks count each status of the filter; a tab filters the list and keeps the other filters', async () => {
+      const client = rig.server.client;
+      const tag = `tabs-${randomUUID().slice(0, 8)}`;
+      const later = { delayMs: 3_600_000 };
+      const tasks = (await client.submitMany([0, 1, 2].map((i) => ({ type: 'ui.quick', payload: { tag, i }, ...later })))).map((r) => r.task);
+      await client.pause(tasks[0]!.id);
+      const { context, page } = await rig.open(rig.tokens.admin);
+      await page.goto(`${rig.url}/ui/#/tasks?type=ui.quick`);
+      const tabs = page.getByRole('navigation', { name: 'Task counts' });
+      // The tabs show what the store counts (read again while the page redraws: tasks of other tests may still end).
+      let seen = '';
+      await waitFor(async () => {
+        const counts = await client.counts({ taskType: 'ui.quick' });
+        const expected = [
+          `ALL ${Object.values(counts).reduce((sum, n) => sum + n, 0)}`,
+          ...Object.entries(counts)
+            .filter(([, n]) => n > 0)
+            .map(([status, n]) => `${status} ${n}`),
+        ];
+        const tabs = await page
+          .locator('nav.tabs a')
+          .evaluateAll((links) => links.map((a) => `${(a as unknown as { dataset: { tab: string } }).dataset.tab} ${a.querySelector('.count')?.textContent}`));
+        seen = JSON.stringify({ tabs, expected });
+        return tabs.length === expected.length && expected.every((tab) => tabs.includes(tab));
+      }, 'a tab per status with tasks, with its count').catch((error: Error) => {
+        throw new Error(`${error.message}: ${seen}`);
+      });
+      expect(await tabs.locator('[data-tab="ALL"]').getAttribute('aria-current')).toBe('page');
+      expect(await tabs.locator('[data-tab="PAUSED"]').count()).toBe(1);
+      await shoot(page, `${name}-tasks-tabs`);
+      await tabs.locator('[data-tab="PAUSED"]').click();
+      await page.locator(`tr[data-id="${tasks[0]!.id}"]`).waitFor();
+      expect(await tabs.locator('[data-tab="PAUSED"]').getAttribute('aria-current')).toBe('page');
+      expect(page.url()).toContain('type=ui.quick');
+      expect(new Set(await page.locator('tbody tr[data-id] .badge').allTextContents())).toEqual(new Set(['PAUSED']));
+      expect(await page.locator(`tr[data-id="${tasks[1]!.id}"]`).count()).toBe(0);
+      await tabs.locator('[data-tab="ALL"]').click();
+      await page.locator(`tr[data-id="${tasks[1]!.id}"]`).waitFor();
+      await context.close();
+      for (const task of tasks) await client.requestCancellation(task.id);
+    });
+
+    it('under 600 px the page links fold behind a Menu button that opens them', async () => {
+      const { context, page } = await rig.open(rig.tokens.admin, { width: 390, height: 800 });
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      const menu = page.getByRole('button', { name: 'Menu' });
+      const nav = page.getByRole('navigation', { name: 'Pages', exact: true });
+      expect(await menu.getAttribute('aria-expanded')).toBe('false');
+      expect(await nav.isVisible()).toBe(false);
+      await menu.click();
+      expect(await menu.getAttribute('aria-expanded')).toBe('true');
+      await nav.getByRole('link', { name: 'Types' }).waitFor();
+      await shoot(page, `${name}-compact-nav`);
+      await nav.getByRole('link', { name: 'Tasks' }).click();
+      await page.getByRole('heading', { name: 'Tasks' }).waitFor();
+      // The new page draws the menu closed; the links do not cover it.
+      expect(await page.getByRole('button', { name: 'Menu' }).getAttribute('aria-expanded')).toBe('false');
+      expect(await page.getByRole('navigation', { name: 'Pages', exact: true }).isVisible()).toBe(false);
+      await context.close();
+      // On a wide screen there is no Menu button; the links show.
+      const wide = await rig.open(rig.tokens.admin);
+      await wide.page.getByRole('heading', { name: 'Overview' }).waitFor();
+      expect(await wide.page.getByRole('button', { name: 'Menu' }).isVisible()).toBe(false);
+      expect(await wide.page.getByRole('navigation', { name: 'Pages', exact: true }).getByRole('link', { name: 'Types' }).isVisible()).toBe(true);
+      await wide.context.close();
     });
 
     it('draws a flow as a live graph: layers, statuses, a wide layer as one summary node; the task page links its parents and children', async () => {
@@ -716,10 +850,12 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
       await page.getByRole('heading', { name: 'Tasks' }).waitFor();
       await page.locator(`tr[data-id="${mine.id}"]`).waitFor();
       expect(await page.locator(`tr[data-id="${bobs.id}"]`).count()).toBe(0);
-      const owners = await page.locator('tbody tr[data-id] td:nth-child(6)').allTextContents();
+      const owners = await page.locator('tbody tr[data-id] td[data-owner]').allTextContents();
       expect(new Set(owners)).toEqual(new Set(['alice']));
-      // A user sees its tasks and its sequence keys (the Sequences page lists only its own; its actions are operators').
-      expect(await page.getByRole('navigation', { name: 'Pages' }).getByRole('link').allTextContents()).toEqual(['Tasks', 'Sequences']);
+      // A user sees its tasks, its sequence keys and its bulk operations (each page lists only its own; Sequences' actions are operators').
+      // On a phone the links sit behind the Menu button.
+      await page.getByRole('button', { name: 'Menu' }).click();
+      expect(await page.getByRole('navigation', { name: 'Pages', exact: true }).getByRole('link').allTextContents()).toEqual(['Tasks', 'Sequences', 'Bulk']);
       expect(await page.getByLabel('Owner').count()).toBe(0);
       await shoot(page, `${name}-user-tasks-phone`);
       await page.goto(`${rig.url}/ui/#/policies`);

@@ -47,6 +47,9 @@ export function snippet(value: unknown, max = 48): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+/** A task type's name linking its page (#/types/<type>). */
+export const typeLink = (taskType: string): HTMLElement => h('a', { href: `#/types/${encodeURIComponent(taskType)}` }, taskType);
+
 export const statusBadge = (status: string): HTMLElement => h('span', { class: `badge s-${status.toLowerCase()}` }, status);
 
 /**

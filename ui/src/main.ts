@@ -18,6 +18,7 @@ import { subscriptionsPage } from './pages/subscriptions.js';
 import { sequencesPage } from './pages/sequences.js';
 import { workersPage } from './pages/workers.js';
 import { bulkPage } from './pages/bulk.js';
+import { taskTypePage, typesPage } from './pages/task-type.js';
 
 export interface PageContext {
   me: Me;
@@ -38,6 +39,8 @@ const ROUTES: Route[] = [
   { name: 'tasks', label: 'Tasks', page: tasksPage, operator: false, nav: true },
   { name: 'task', label: 'Task', page: taskPage, operator: false, nav: false },
   { name: 'flow', label: 'Flow', page: flowPage, operator: false, nav: false },
+  { name: 'types', label: 'Types', page: typesPage, operator: true, nav: true },
+  { name: 'type', label: 'Type', page: taskTypePage, operator: true, nav: false },
   { name: 'dead-letters', label: 'Dead letters', page: deadLettersPage, operator: true, nav: true },
   { name: 'policies', label: 'Policies', page: policiesPage, operator: true, nav: true },
   { name: 'schedules', label: 'Schedules', page: schedulesPage, operator: true, nav: true },
@@ -56,11 +59,16 @@ function shell(current: Me, active: string): HTMLElement {
     h('a', { href: `#/${r.name}`, ...(r.name === active ? { 'aria-current': 'page' } : {}) }, r.label),
   );
   const logout = h('button', { type: 'button', class: 'secondary', onclick: () => void logOut() }, 'Log out');
+  // Under 600 px the links fold behind a Menu button (style.css); a page change draws the shell closed again.
+  const nav = h('nav', { 'aria-label': 'Pages', id: 'pages' }, links);
+  const menu = h('button', { type: 'button', class: 'secondary menu', 'aria-expanded': 'false', 'aria-controls': 'pages' }, 'Menu');
+  menu.addEventListener('click', () => menu.setAttribute('aria-expanded', String(nav.classList.toggle('open'))));
   return h(
     'header',
     { class: 'top' },
     h('a', { class: 'brand', href: '#/' }, 'tasklease'),
-    h('nav', { 'aria-label': 'Pages' }, links),
+    menu,
+    nav,
     h('span', { class: 'who' }, `${current.name} · ${current.role}${current.owner ? ` (${current.owner})` : ''}`),
     logout,
   );
@@ -80,11 +88,12 @@ function render(): void {
   const [pathPart = '', query = ''] = location.hash.replace(/^#\/?/, '').split('?');
   const path = pathPart.split('/').filter(Boolean).map(decodeURIComponent);
   const fallback = isOperator(me) ? 'overview' : 'tasks';
-  const detail = path[1] ? ({ tasks: 'task', flows: 'flow' } as Record<string, string>)[path[0] ?? ''] : undefined;
+  const detail = path[1] ? ({ tasks: 'task', flows: 'flow', types: 'type' } as Record<string, string>)[path[0] ?? ''] : undefined;
   let route = ROUTES.find((r) => r.name === (detail ?? path[0] ?? fallback));
   if (!route || (route.operator && !isOperator(me))) route = ROUTES.find((r) => r.name === fallback)!;
   const main = h('main', { id: 'main', tabindex: '-1' });
-  clear(app, shell(me, route.name === 'task' || route.name === 'flow' ? 'tasks' : route.name), h('p', { id: 'notice', class: 'notice', role: 'status' }), main);
+  const section = ({ task: 'tasks', flow: 'tasks', type: 'types' } as Record<string, string>)[route.name] ?? route.name;
+  clear(app, shell(me, section), h('p', { id: 'notice', class: 'notice', role: 'status' }), main);
   cleanup = route.page(main, { me, params: new URLSearchParams(query), path });
 }
 

@@ -11,7 +11,7 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { admin, type HistorySeries, type Stats } from '../api.js';
-import { clear, duration, every, h } from '../dom.js';
+import { clear, duration, every, guarded, h, typeLink } from '../dom.js';
 import type { Page } from '../main.js';
 
 const WINDOW_MS = 10 * 60_000;
@@ -50,7 +50,7 @@ function labelWidth(text: string): number {
   return measure.measureText(text).width;
 }
 
-function chart(title: string, series: { label: string; stroke: string }[], unit: string): { element: HTMLElement; plot: uPlot } {
+export function chart(title: string, series: { label: string; stroke: string }[], unit: string): { element: HTMLElement; plot: uPlot } {
   const element = h('figure', { class: 'card chart', 'data-chart': title }, h('figcaption', {}, title));
   const width = (): number => Math.max(260, Math.min(560, element.clientWidth - 24 || 520));
   // The widest label of the y axis's latest ticks: the ones uPlot draws.
@@ -109,6 +109,74 @@ function chart(title: string, series: { label: string; stroke: string }[], unit:
   return { element, plot };
 }
 
+/**
+ * The stored queue history (1 h / 24 h / 7 d) as a chart: of every type with a type selector (the Overview), or of
+ * one type (a type's page). `refresh` reads it when the last read is HISTORY_REFRESH_MS old; a range picked reads it at once.
+ */
+export function historyChart(taskType?: string): { element: HTMLElement; refresh(): Promise<void>; offerTypes(types: string[]): void } {
+  const history = chart(
+    'History',
+    [
+      { label: 'submitted', stroke: '#3b82f6' },
+      { label: 'succeeded', stroke: '#16a34a' },
+      { label: 'failed', stroke: '#dc2626' },
+      { label: 'dead-lettered', stroke: '#7c2d12' },
+    ],
+    '',
+  );
+  let range: (typeof RANGES)[number] = '1h';
+  let historyType = taskType ?? '';
+  let historyAt = 0;
+  const rangeButtons = RANGES.map((r) =>
+    h(
+      'button',
+      { type: 'button', class: r === range ? '' : 'secondary', 'data-range': r, 'aria-pressed': String(r === range), onclick: () => pick(r) },
+      r.replace('h', ' h').replace('d', ' d'),
+    ),
+  );
+  const typeSelect =
+    taskType === undefined
+      ? h(
+          'select',
+          { 'aria-label': 'History task type', onchange: () => ((historyType = typeSelect!.value), void guarded(load)) },
+          h('option', { value: '' }, 'all types'),
+        )
+      : null;
+  const pick = (r: (typeof RANGES)[number]): void => {
+    range = r;
+    for (const button of rangeButtons) {
+      const on = button.dataset.range === r;
+      button.className = on ? '' : 'secondary';
+      button.setAttribute('aria-pressed', String(on));
+    }
+    void guarded(load);
+  };
+  const load = async (): Promise<void> => {
+    historyAt = Date.now();
+    const query = new URLSearchParams({ range, ...(historyType ? { taskType: historyType } : {}) });
+    const series = await admin<HistorySeries>('GET', `/stats/history?${query}`);
+    const xs = series.points.map((p) => Date.parse(p.at) / 1000);
+    history.plot.setData([xs, ...(['submitted', 'succeeded', 'failed', 'deadLettered'] as const).map((k) => series.points.map((p) => p[k]))]);
+    // What the chart shows, readable without pixels (tests): its points and their sums.
+    history.element.dataset.points = String(xs.length);
+    history.element.dataset.range = range;
+    history.element.dataset.total = (['submitted', 'succeeded', 'failed', 'deadLettered'] as const)
+      .map((k) => series.points.reduce((sum, p) => sum + (p[k] ?? 0), 0))
+      .join(',');
+  };
+  history.element.insertBefore(h('div', { class: 'history-controls' }, ...rangeButtons, typeSelect), history.element.children[1] ?? null);
+  return {
+    element: history.element,
+    refresh: async () => {
+      if (Date.now() - historyAt >= HISTORY_REFRESH_MS) await load();
+    },
+    // The selector offers the types the cluster knows (kept as they come).
+    offerTypes(types) {
+      for (const type of types) if (typeSelect && ![...typeSelect.options].some((o) => o.value === type)) typeSelect.append(h('option', { value: type }, type));
+    },
+  };
+}
+
 export const overviewPage: Page = (root) => {
   const tiles = h('section', { class: 'tiles', 'aria-label': 'Now' });
   const throughput = chart(
@@ -137,54 +205,7 @@ export const overviewPage: Page = (root) => {
     ],
     '',
   );
-  const history = chart(
-    'History',
-    [
-      { label: 'submitted', stroke: '#3b82f6' },
-      { label: 'succeeded', stroke: '#16a34a' },
-      { label: 'failed', stroke: '#dc2626' },
-      { label: 'dead-lettered', stroke: '#7c2d12' },
-    ],
-    '',
-  );
-  let range: (typeof RANGES)[number] = '1h';
-  let historyType = '';
-  let historyAt = 0;
-  const rangeButtons = RANGES.map((r) =>
-    h(
-      'button',
-      { type: 'button', class: r === range ? '' : 'secondary', 'data-range': r, 'aria-pressed': String(r === range), onclick: () => pick(r) },
-      r.replace('h', ' h').replace('d', ' d'),
-    ),
-  );
-  const typeSelect = h(
-    'select',
-    { 'aria-label': 'History task type', onchange: () => ((historyType = typeSelect.value), void loadHistory()) },
-    h('option', { value: '' }, 'all types'),
-  );
-  const pick = (r: (typeof RANGES)[number]): void => {
-    range = r;
-    for (const button of rangeButtons) {
-      const on = button.dataset.range === r;
-      button.className = on ? '' : 'secondary';
-      button.setAttribute('aria-pressed', String(on));
-    }
-    void loadHistory();
-  };
-  const loadHistory = async (): Promise<void> => {
-    historyAt = Date.now();
-    const query = new URLSearchParams({ range, ...(historyType ? { taskType: historyType } : {}) });
-    const series = await admin<HistorySeries>('GET', `/stats/history?${query}`);
-    const xs = series.points.map((p) => Date.parse(p.at) / 1000);
-    history.plot.setData([xs, ...(['submitted', 'succeeded', 'failed', 'deadLettered'] as const).map((k) => series.points.map((p) => p[k]))]);
-    // What the chart shows, readable without pixels (tests): its points and their sums.
-    history.element.dataset.points = String(xs.length);
-    history.element.dataset.range = range;
-    history.element.dataset.total = ['submitted', 'succeeded', 'failed', 'deadLettered']
-      .map((k) => series.points.reduce((sum, p) => sum + (p[k as 'submitted'] ?? 0), 0))
-      .join(',');
-  };
-  history.element.insertBefore(h('div', { class: 'history-controls' }, ...rangeButtons, typeSelect), history.element.children[1] ?? null);
+  const history = historyChart();
   const types = h('tbody');
   root.append(
     h('h1', {}, 'Overview'),
@@ -203,11 +224,9 @@ export const overviewPage: Page = (root) => {
   );
   const samples: Sample[] = [];
   return every(2000, async () => {
-    if (Date.now() - historyAt >= HISTORY_REFRESH_MS) await loadHistory();
+    await history.refresh();
     const stats = await admin<Stats>('GET', '/stats');
-    // The type selector offers the types the cluster knows (kept as they come).
-    for (const type of stats.types)
-      if (![...typeSelect.options].some((o) => o.value === type.taskType)) typeSelect.append(h('option', { value: type.taskType }, type.taskType));
+    history.offerTypes(stats.types.map((type) => type.taskType));
     const t = Date.now();
     samples.push({ t, stats });
     while (samples.length > 1 && t - samples[0]!.t > WINDOW_MS) samples.shift();
@@ -236,7 +255,7 @@ export const overviewPage: Page = (root) => {
         h(
           'tr',
           { 'data-type': type.taskType },
-          h('td', {}, h('a', { href: `#/tasks?type=${encodeURIComponent(type.taskType)}` }, type.taskType)),
+          h('td', {}, typeLink(type.taskType)),
           h(
             'td',
             {},

@@ -16,7 +16,7 @@ import type { Page } from '../main.js';
 
 const numberOrNull = (input: HTMLInputElement): number | null => (input.value.trim() === '' ? null : Number(input.value));
 
-function policyRow(
+export function policyRow(
   name: string,
   taskType: string | null,
   policy: Policy | undefined,
@@ -62,7 +62,7 @@ function policyRow(
   return h(
     'tr',
     { 'data-policy': taskType ?? 'GLOBAL' },
-    h('th', { scope: 'row' }, name),
+    h('th', { scope: 'row' }, taskType === null ? name : h('a', { href: `#/types/${encodeURIComponent(taskType)}` }, name)),
     h(
       'td',
       { class: 'use' },

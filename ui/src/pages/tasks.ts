@@ -4,7 +4,7 @@
  * (#/tasks?type=…&status=…), so a filtered view can be linked and reloaded.
  */
 import { api, ApiError, isOperator, STATUSES, type Task } from '../api.js';
-import { clear, every, h, shortId, snippet, statusBadge, when } from '../dom.js';
+import { clear, every, h, shortId, snippet, statusBadge, typeLink, when } from '../dom.js';
 import type { Page } from '../main.js';
 import { bulkBar } from './bulk.js';
 
@@ -116,6 +116,27 @@ function searchForm(params: URLSearchParams): HTMLElement {
   return form;
 }
 
+/** A tab per status with its count (of the type filtered on, in the caller's scope); "All" drops the status filter. */
+function statusTabs(params: URLSearchParams, counts: Record<string, number>): HTMLElement[] {
+  const current = params.get('status') ?? '';
+  const total = Object.values(counts).reduce((sum, n) => sum + n, 0);
+  const tab = (status: string, label: string, count: number): HTMLElement => {
+    const next = new URLSearchParams(params);
+    if (status) next.set('status', status);
+    else next.delete('status');
+    return h(
+      'a',
+      { href: `#/tasks?${next}`, 'data-tab': status || 'ALL', ...(status === current ? { 'aria-current': 'page' } : {}) },
+      label,
+      h('span', { class: 'count' }, count),
+    );
+  };
+  return [
+    tab('', 'All', total),
+    ...STATUSES.filter((s) => (counts[s] ?? 0) > 0 || s === current).map((s) => tab(s, s.toLowerCase().replace('_', ' '), counts[s] ?? 0)),
+  ];
+}
+
 export const tasksPage: Page = (root, { me, params }) => {
   const type = h('input', { name: 'type', value: params.get('type') ?? '', placeholder: 'any type' });
   const status = h(
@@ -169,11 +190,18 @@ export const tasksPage: Page = (root, { me, params }) => {
       }
     },
   });
-  const bar = bulkBar(me, params, () => [...chosen], () => void load());
+  const bar = bulkBar(
+    me,
+    params,
+    () => [...chosen],
+    () => void load(),
+  );
+  const tabs = h('nav', { class: 'tabs', 'aria-label': 'Task counts' });
   root.append(
     h('div', { class: 'row spread' }, h('h1', {}, 'Tasks'), open),
     filters,
     bar,
+    tabs,
     h(
       'div',
       { class: 'card scroll' },
@@ -201,7 +229,12 @@ export const tasksPage: Page = (root, { me, params }) => {
     query.set('limit', '25');
     const cursor = cursors[cursors.length - 1];
     if (cursor) query.set('cursor', cursor);
-    const page = await api<{ tasks: Task[]; nextCursor: string | null }>('GET', `/api/v1/tasks?${query}`);
+    const type = params.get('type');
+    const [page, { counts }] = await Promise.all([
+      api<{ tasks: Task[]; nextCursor: string | null }>('GET', `/api/v1/tasks?${query}`),
+      api<{ counts: Record<string, number> }>('GET', `/api/v1/tasks/counts${type ? `?type=${encodeURIComponent(type)}` : ''}`),
+    ]);
+    clear(tabs, statusTabs(params, counts));
     clear(
       body,
       page.tasks.length === 0
@@ -225,11 +258,11 @@ export const tasksPage: Page = (root, { me, params }) => {
                 }),
               ),
               h('td', {}, h('a', { href: `#/tasks/${task.id}`, class: 'mono', title: task.id }, shortId(task.id))),
-              h('td', {}, task.taskType),
+              h('td', {}, isOperator(me) ? typeLink(task.taskType) : task.taskType),
               h('td', {}, statusBadge(task.status)),
               h('td', { class: 'mono small', 'data-payload': '' }, snippet(task.payload)),
               h('td', { 'data-error': '' }, task.lastErrorCode ?? '—'),
-              h('td', {}, task.owner ?? '—'),
+              h('td', { 'data-owner': '' }, task.owner ?? '—'),
               h('td', {}, when(task.createdAt)),
               h('td', {}, `${task.attemptCount - task.attemptBase} / ${task.maxAttempts}`),
               h('td', {}, progressCell(task)),
