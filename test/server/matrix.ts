@@ -157,7 +157,7 @@ export const EXAMPLES: Record<string, Builder> = {
   'POST /api/v1/bulk/retry': bulkOn('retry', async (r) => (await failedTask(r)).taskId),
   'POST /api/v1/bulk/replay': bulkOn('replay', async (r) => (await failedTask(r)).taskId),
   'POST /api/v1/bulk/reschedule': bulkOn('reschedule', aliceTask, { delayMs: 2 * HOUR }),
-  'POST /api/v1/bulk/delete': bulkOn('delete', cancelledTask, { dryRun: true }),
+  'POST /api/v1/bulk/delete': bulkOn('delete', cancelledTask),
   'GET /api/v1/bulk': get('/api/v1/bulk'),
   'GET /api/v1/bulk/:id': async (r) => ({ method: 'GET', path: `/api/v1/bulk/${await aliceBulk(r)}` }),
   'GET /api/v1/bulk/:id/events': async (r) => ({ method: 'GET', path: `/api/v1/bulk/${await aliceBulk(r, true)}/events` }),
