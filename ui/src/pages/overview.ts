@@ -61,7 +61,8 @@ export function chart(title: string, series: { label: string; stroke: string }[]
       width: width(),
       height: 180,
       legend: { live: false },
-      scales: { x: { time: true } },
+      // One sample (a live chart's first 2 s) would span years on a time axis: it gets the minute before it.
+      scales: { x: { time: true, range: (_u, min, max) => (min === max && min !== null ? [min - 60, max] : [min, max]) } },
       axes: [
         { stroke: 'currentColor', grid: { stroke: 'rgba(128,128,128,0.2)' } },
         {
