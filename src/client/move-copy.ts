@@ -17,6 +17,7 @@ export const MOVED_TABLES = [
   'limitChanges',
   'tokens',
   'sequences',
+  'queueStats',
   'deadLetters',
   'tasks',
   'attempts',

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/client.js';
 import { allRows, MOVED_TABLES } from '../../src/client/move-copy.js';
+import { emptyCounts, historyStoreOf } from '../../src/store/queue-history.js';
 import { MOVE_PHASES, moveStore, type MovePhase } from '../../src/client/move.js';
 import type { TaskContext } from '../../src/core/context.js';
 import { defineTask, TaskResult } from '../../src/core/definition.js';
@@ -151,6 +152,15 @@ export function runMoveSuite(targets: StoreFactory): void {
       await client.subscribe({ event: 'order.created', taskType: defs.quick.type, priority: 2 });
       // A type no worker here serves: its limit stays as set, on both sides.
       await client.adaptive.set('move.adaptive', { minLimit: 2, maxLimit: 9, codes: ['HTTP_503'], failureThreshold: 0.25 });
+      // Queue history of two processes (minute rows and an hour's roll-up): the dashboard's charts move with the tasks.
+      const history = await historyStoreOf(store);
+      const minute = Math.floor((await store.now()).getTime() / 60_000) * 60_000;
+      const counts = { ...emptyCounts(), submitted: 5, succeeded: 4, failed: 1 };
+      await history.add('host-a:1', [
+        { minuteStart: new Date(minute - 60_000), taskType: defs.quick.type, counts },
+        { minuteStart: new Date(minute - 120_000), taskType: defs.quick.type, counts },
+      ]);
+      await history.add('host-b:2', [{ minuteStart: new Date(minute - 60_000), taskType: defs.quick.type, counts }]);
     }
 
     /** Waiting tasks of every kind a worker does not touch: delayed, cancelled, paused. */
@@ -232,6 +242,7 @@ export function runMoveSuite(targets: StoreFactory): void {
       // Every row arrived as it is on the source, history too.
       const moved = await tables(target);
       expect(moved.logs!.map((row) => row.message)).toContain('flaky attempt');
+      expect(moved.queueStats!.map((row) => row.process_id).sort()).toEqual(['host-a:1', 'host-a:1', 'host-b:2']);
       expect(moved).toEqual(
         asMoved(
           await tables(source),

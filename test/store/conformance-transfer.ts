@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Scope } from '../../src/core/scope.js';
 import { transferStoreOf, type TransferRow, type TransferStore, type TransferTableName, type TransferValue } from '../../src/store/transfer.js';
 import type { Store } from '../../src/store/types.js';
+import { emptyCounts, historyStoreOf } from '../../src/store/queue-history.js';
 import type { StoreFactory } from '../helpers/factory.js';
 import { claimParams, FAILURE, leaseOf, newTask } from './fixtures.js';
 
@@ -123,6 +124,28 @@ export function runTransferConformance(factory: StoreFactory): void {
       ]);
       await transfer.importRows({ table: 'policies', rows: [{ ...policies[0]!, enabled: true }] });
       expect((await store.listPolicies())[0]!.enabled).toBe(true);
+    });
+
+    it('pages the queue history by its key with a time in it (grain, minute, type, process), and re-imports it without duplicates', async () => {
+      const history = await historyStoreOf(store);
+      const minute = Math.floor((await store.now()).getTime() / 60_000) * 60_000;
+      const rows = Array.from({ length: 12 }, (_v, i) => ({
+        minuteStart: new Date(minute - (i % 6) * 60_000),
+        taskType: i < 6 ? 'alpha' : 'beta',
+        counts: { ...emptyCounts(), submitted: i + 1 },
+      }));
+      await history.add('host-a:1', rows);
+      await history.add('host-b:2', rows.slice(0, 5));
+      const paged = await everything(transfer, 'queueStats', 4);
+      expect(paged).toHaveLength(17);
+      const keys = paged.map((row) => [row.grain, (row.bucket_start as Date).toISOString(), row.task_type, row.process_id].join('|'));
+      expect(new Set(keys).size).toBe(17);
+      // In key order: by minute, then type, then process.
+      expect(keys).toEqual([...keys].sort());
+      expect(paged.reduce((sum, row) => sum + Number(row.submitted), 0)).toBe(78 + 15);
+      expect(await transfer.importRows({ table: 'queueStats', rows: paged })).toBe(17);
+      expect(await transfer.countRows({ table: 'queueStats' })).toBe(17);
+      expect(await everything(transfer, 'queueStats', 100)).toEqual(paged);
     });
 
     it('numbers new action rows past imported ids', async () => {
