@@ -23,6 +23,7 @@
 import { InvalidOptionsError, MoveError } from '../core/errors.js';
 import { GLOBAL_POLICY_KEY } from '../core/policy-keys.js';
 import { checkKnownKeys } from '../core/validate.js';
+import { bulkStoreOf } from '../store/bulk.js';
 import { scheduleStoreOf } from '../store/schedules.js';
 import { transferStoreOf, type TransferRow, type TransferStore } from '../store/transfer.js';
 import type { Store } from '../store/types.js';
@@ -118,7 +119,8 @@ class MoveRun {
       // A claim that read the GLOBAL policy before it was disabled may commit after the wait saw no lease: look again after the copy.
       for (;;) {
         await this.copy('copied', false);
-        if ((await leasedOn(this.options.source)) === 0) return;
+        const leased = await leasedOn(this.options.source);
+        if (leased.tasks + leased.bulkOperations === 0) return;
         await waitForLeases(this.options.source, this.settings, this.progress('copied'));
       }
     },
@@ -261,8 +263,10 @@ async function stopSource(source: Store): Promise<void> {
   }
 }
 
-async function leasedOn(source: Store): Promise<number> {
-  return Object.values(await source.leasedCounts()).reduce((sum, n) => sum + n, 0);
+/** Leases held on the source: its tasks' and its running bulk operations' (one changes tasks until it ends). */
+async function leasedOn(source: Store): Promise<{ tasks: number; bulkOperations: number }> {
+  const tasks = Object.values(await source.leasedCounts()).reduce((sum, n) => sum + n, 0);
+  return { tasks, bulkOperations: await (await bulkStoreOf(source)).held() };
 }
 
 /**
@@ -273,16 +277,18 @@ async function waitForLeases(source: Store, settings: Settings, report: (step: '
   const deadline = Date.now() + settings.waitLeasesMs;
   let first: number | null = null;
   for (;;) {
-    const held = await leasedOn(source);
+    const leased = await leasedOn(source);
+    const held = leased.tasks + leased.bulkOperations;
     first ??= held;
     report('leases', held, first);
     if (held === 0) return;
     if (Date.now() >= deadline) {
+      const bulk = leased.bulkOperations > 0 ? ` (${leased.bulkOperations} of a running bulk operation: let it end or stop it)` : '';
       throw new MoveError(
         'MOVE_LEASES_HELD',
-        `${held} leases were still held on the source after ${settings.waitLeasesMs} ms: its workers still run them; run the move again to keep waiting (the source claims nothing new)`,
+        `${held} leases were still held on the source after ${settings.waitLeasesMs} ms${bulk}: its workers still run them; run the move again to keep waiting (the source claims nothing new)`,
         'drained',
-        { held },
+        { held, bulkOperations: leased.bulkOperations },
       );
     }
     await source.recover({ batchSize: settings.batchSize });

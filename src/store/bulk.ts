@@ -138,6 +138,17 @@ export class BulkStore {
     return rows.map((row) => String(row.id));
   }
 
+  /** RUNNING operations a live process holds now (its lease unexpired): what a move waits for, as for task leases. */
+  async held(): Promise<number> {
+    const now = this.sql.time(await this.store.now());
+    const rows = await this.sql.rows(
+      'counting running bulk operations',
+      `SELECT COUNT(*) AS n FROM ${this.table} WHERE status = 'RUNNING' AND lease_expires_at >= ?`,
+      [now],
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+
   /** Takes (or renews) the lease of a RUNNING operation: false when another process holds a live one, or it ended. */
   async acquire(params: { id: string; leaseOwner: string; leaseMs: number }): Promise<boolean> {
     const now = await this.store.now();

@@ -373,6 +373,48 @@ export function runMoveSuite(targets: StoreFactory): void {
       expect(runs.starts.get(`${slow}#1`)).toBe(1);
     }, 60_000);
 
+    it("waits for a bulk operation running on the source: its changes after the stop are in the target's copy", async () => {
+      const defs = definitions(new Runs(), Promise.resolve());
+      const source = sqlite(join(tempDir(), 'tasks.db'));
+      await source.migrate();
+      const client = createClient({ store: source, tasks: Object.values(defs), bulkLeaseMs: 60_000 });
+      const ids = (await client.submitMany(Array.from({ length: 30 }, (_v, i) => ({ type: defs.quick.type, payload: { i }, delayMs: HOUR })))).map(
+        (r) => r.task.id,
+      );
+      // A pause in batches of 5 that holds after its first batch until the move has seen its lease.
+      const operation = await client.bulk.start({ action: 'pause', filter: { taskType: defs.quick.type } }, { batchSize: 5, run: false });
+      const held = gate();
+      let batches = 0;
+      const running = client.bulk.run(operation.id, {
+        onProgress: async () => {
+          batches += 1;
+          if (batches === 1) await held.promise;
+        },
+      });
+      await waitFor(() => batches === 1, 'the first batch');
+      let seen = 0;
+      const target = await emptyTarget();
+      const report = await moveStore({
+        source,
+        target,
+        pollMs: 20,
+        waitLeasesMs: 30_000,
+        onProgress: (progress) => {
+          if (progress.step === 'leases' && progress.done > 0) {
+            seen = Math.max(seen, progress.done);
+            held.open();
+          }
+        },
+      });
+      held.open();
+      expect((await running).status).toBe('SUCCEEDED');
+      expect(seen).toBe(1);
+      expect(report.target).toEqual(report.source);
+      expect(report.target.tasks).toMatchObject({ PAUSED: 30, QUEUED: 0 });
+      const statuses = await Promise.all(ids.map(async (id) => (await target.getTask({ id, scope: Scope.global() }))?.status));
+      expect(new Set(statuses)).toEqual(new Set(['PAUSED']));
+    });
+
     it(`moves back from ${targets.dialect} into a fresh SQLite file, row for row`, async () => {
       const defs = definitions(new Runs(), Promise.resolve());
       const dir = tempDir();
