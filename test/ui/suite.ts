@@ -281,6 +281,8 @@ export function dashboardSuite(name: string, factory: { create(): Promise<Store>
         const { task: other } = await client.submit('ui.quick', {});
         await waitFor(async () => (await client.get(other.id))?.status === 'SUCCESS', 'a task of another type runs');
         expect((await client.get(waiting.id))?.status).toBe('QUEUED');
+        // The page reads its analysis (the oldest waiting, failures by code) every 30 s and on arrival: arrive again.
+        await page.reload();
         await page.locator('[data-oldest]', { hasText: 'Oldest task waiting: since' }).waitFor();
         await page.locator('[data-count="QUEUED"]').waitFor();
         await shoot(page, `${name}-type`);

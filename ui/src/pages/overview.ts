@@ -50,7 +50,7 @@ function labelWidth(text: string): number {
   return measure.measureText(text).width;
 }
 
-export function chart(title: string, series: { label: string; stroke: string }[], unit: string): { element: HTMLElement; plot: uPlot } {
+function chart(title: string, series: { label: string; stroke: string }[], unit: string): { element: HTMLElement; plot: uPlot } {
   const element = h('figure', { class: 'card chart', 'data-chart': title }, h('figcaption', {}, title));
   const width = (): number => Math.max(260, Math.min(560, element.clientWidth - 24 || 520));
   // The widest label of the y axis's latest ticks: the ones uPlot draws.

@@ -11,7 +11,7 @@ import { admin, type AdaptiveState, type LimitUse, type Policy, type Stats } fro
 import { adaptiveLabel, adaptiveTrail } from './adaptive.js';
 import { OWNER_PREFIX, ownerForm, ownerRow } from './owner-policies.js';
 import { KEY_PREFIX, keyForm, keyRow, rateCell } from './rate-policies.js';
-import { clear, confirmAction, every, guarded, h, notify } from '../dom.js';
+import { clear, confirmAction, every, guarded, h, notify, typeLink } from '../dom.js';
 import type { Page } from '../main.js';
 
 const numberOrNull = (input: HTMLInputElement): number | null => (input.value.trim() === '' ? null : Number(input.value));
@@ -62,7 +62,7 @@ export function policyRow(
   return h(
     'tr',
     { 'data-policy': taskType ?? 'GLOBAL' },
-    h('th', { scope: 'row' }, taskType === null ? name : h('a', { href: `#/types/${encodeURIComponent(taskType)}` }, name)),
+    h('th', { scope: 'row' }, taskType === null ? name : typeLink(taskType)),
     h(
       'td',
       { class: 'use' },

@@ -6,18 +6,19 @@
  * the oldest task waiting and the last 24 hours' failures by error code
  * (analyze). #/types lists the types the cluster knows.
  */
-import { admin, api, type Policy, type Stats, type TaskStatus } from '../api.js';
+import { admin, api, type Policy, type Stats } from '../api.js';
 import { clear, duration, every, guarded, h, notify, statusBadge, tableCard, typeLink, when } from '../dom.js';
 import type { Page } from '../main.js';
 import { historyChart } from './overview.js';
 import { policyRow } from './policies.js';
 
+/** What the page reads of GET …/analyze/<type> (it reads the window's attempts: once every ANALYZE_EVERY_MS, not each poll). */
 interface Analysis {
-  statusCounts: Record<TaskStatus, number>;
   failures: { errorCode: string; count: number; share: number }[];
   oldestWaiting: { since: string; ageMs: number } | null;
-  execution: { p50Ms: number; p95Ms: number } | null;
 }
+
+const ANALYZE_EVERY_MS = 30_000;
 
 /** #/types: every type the cluster knows, with running / limit, backlog and whether its claims run. */
 export const typesPage: Page = (root) => {
@@ -70,12 +71,15 @@ export const taskTypePage: Page = (root, { path }) => {
   let editing = false;
   limits.addEventListener('focusin', () => (editing = true));
   limits.addEventListener('focusout', () => (editing = false));
+  let analyzedAt = 0;
   const load = async (force = false): Promise<void> => {
-    const [stats, policies, analysis, statusCounts] = await Promise.all([
+    const analyze = force || Date.now() - analyzedAt >= ANALYZE_EVERY_MS;
+    if (analyze) analyzedAt = Date.now();
+    const [stats, policies, statusCounts, analysis] = await Promise.all([
       admin<Stats>('GET', '/stats'),
       admin<Policy[]>('GET', '/policies'),
-      admin<Analysis>('GET', `/analyze/${encodeURIComponent(taskType)}?hours=24`),
       api<{ counts: Record<string, number> }>('GET', `/api/v1/tasks/counts?type=${encodeURIComponent(taskType)}`),
+      analyze ? admin<Analysis>('GET', `/analyze/${encodeURIComponent(taskType)}?hours=24`) : null,
     ]);
     const use = stats.types.find((t) => t.taskType === taskType) ?? { running: 0, limit: stats.global.limit, enabled: true, backlog: 0 };
     const policy = policies.find((p) => p.taskType === taskType);
@@ -101,23 +105,25 @@ export const taskTypePage: Page = (root, { path }) => {
         limits,
         policyRow(taskType, taskType, policy, use, () => load(true)),
       );
-    oldest.textContent = analysis.oldestWaiting
-      ? `Oldest task waiting: since ${when(analysis.oldestWaiting.since)} (${duration(analysis.oldestWaiting.ageMs)}).`
-      : 'Nothing waits to be claimed.';
-    clear(
-      failures,
-      analysis.failures.length === 0
-        ? h('tr', {}, h('td', { colspan: 3, class: 'muted' }, 'No failures in the last 24 hours.'))
-        : analysis.failures.map((f) =>
-            h(
-              'tr',
-              { 'data-code': f.errorCode },
-              h('td', {}, h('a', { href: `#/tasks?${new URLSearchParams({ type: taskType, errorCode: f.errorCode })}` }, f.errorCode)),
-              h('td', {}, f.count),
-              h('td', {}, `${Math.round(f.share * 100)} %`),
+    if (analysis) {
+      oldest.textContent = analysis.oldestWaiting
+        ? `Oldest task waiting: since ${when(analysis.oldestWaiting.since)} (${duration(analysis.oldestWaiting.ageMs)}).`
+        : 'Nothing waits to be claimed.';
+      clear(
+        failures,
+        analysis.failures.length === 0
+          ? h('tr', {}, h('td', { colspan: 3, class: 'muted' }, 'No failures in the last 24 hours.'))
+          : analysis.failures.map((f) =>
+              h(
+                'tr',
+                { 'data-code': f.errorCode },
+                h('td', {}, h('a', { href: `#/tasks?${new URLSearchParams({ type: taskType, errorCode: f.errorCode })}` }, f.errorCode)),
+                h('td', {}, f.count),
+                h('td', {}, `${Math.round(f.share * 100)} %`),
+              ),
             ),
-          ),
-    );
+      );
+    }
     await history.refresh();
   };
   return every(3000, () => load());
